@@ -1,0 +1,144 @@
+"""Backend registry: a class per execution model, registered by decorator, filtered by what imports.
+
+A backend owns the numerics on one device and never imports mpi4py. Regions are local
+(r0, r1, c0, c1) index ranges into the padded array (see solver.decomp for the convention).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import InputError
+
+Region = tuple[int, int, int, int]
+_REGISTRY: dict[str, type[Backend]] = {}
+_MODULES = ("numpy_backend", "numba_backend", "cupy_backend")
+
+
+def register(cls: type[Backend]) -> type[Backend]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Backend]]:
+    for mod in _MODULES:
+        importlib.import_module(f"{__name__}.{mod}")
+    return dict(_REGISTRY)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class for `name`, or an InputError that lists the known ones / says how to install."""
+    reg = registry()
+    if name not in reg:
+        raise InputError(f"backend.name: unknown backend {name!r}; known backends: {', '.join(reg)}")
+    reason = reg[name].unavailable()
+    if reason:
+        raise InputError(f"backend.name: backend {name!r} is not available here: {reason}")
+    return reg[name]
+
+
+class Backend:
+    """Numerics on one device. Subclasses implement step(); the rest has host-memory defaults."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    on_gpu: ClassVar[bool] = False
+
+    def __init__(self, settings, dtype: str, threads: int = 1):
+        self.settings = settings
+        self.dtype = np.dtype(dtype)
+        self.threads = threads
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """None when usable here, else the reason and the fix."""
+        return None
+
+    # memory ----------------------------------------------------------------------------------
+    def asarray(self, host: np.ndarray):
+        return np.array(host, dtype=self.dtype, order="C")
+
+    def to_host(self, a) -> np.ndarray:
+        return np.asarray(a)
+
+    def halo_buffer(self, n: int):
+        """A contiguous buffer MPI can read and write (host memory unless the subclass says otherwise)."""
+        return np.empty(n, dtype=self.dtype)
+
+    def pack(self, u, region: Region, buf) -> None:
+        r0, r1, c0, c1 = region
+        buf.reshape(r1 - r0, c1 - c0)[...] = u[r0:r1, c0:c1]
+
+    def unpack(self, buf, u, region: Region) -> None:
+        r0, r1, c0, c1 = region
+        u[r0:r1, c0:c1] = buf.reshape(r1 - r0, c1 - c0)
+
+    # numerics --------------------------------------------------------------------------------
+    def prepare(self, u, u_new, w) -> None:
+        """Compile or load kernels before the timed loop (numba JIT, CUDA modules)."""
+
+    def step(self, out, u, w, region: Region) -> None:
+        raise NotImplementedError
+
+    def compute(self, out, u, w, regions: list[Region], timer) -> None:
+        """Update `regions` of `out` from `u` and charge the time to the compute section."""
+        t = time.perf_counter()
+        for region in regions:
+            self.step(out, u, w, region)
+        timer.add("compute", t)
+
+    def advance_timed(self, u, u_new, w, n: int, region: Region, timer):
+        t = time.perf_counter()
+        u, u_new = self.advance(u, u_new, w, n, region)
+        self.synchronize()
+        timer.add("compute", t)
+        return u, u_new
+
+    def advance(self, u, u_new, w, n: int, region: Region):
+        """n steps with no halo exchange (one process); returns (current, previous)."""
+        for _ in range(n):
+            self.step(u_new, u, w, region)
+            u, u_new = u_new, u
+        return u, u_new
+
+    def max_update(self, a, b, region: Region) -> float:
+        """max |a - b| over the region; inf when any value there is NaN or Inf."""
+        r0, r1, c0, c1 = region
+        m = float(np.max(np.abs(a[r0:r1, c0:c1] - b[r0:r1, c0:c1]), initial=0.0))
+        return m if np.isfinite(m) else float("inf")
+
+    def synchronize(self) -> None:
+        pass
+
+    def clock(self) -> float:
+        """Seconds on a clock that covers this device's work (host backends: the host clock)."""
+        return time.perf_counter()
+
+    # reporting -------------------------------------------------------------------------------
+    def describe(self) -> dict:
+        return {"backend": self.name, "threads": self.threads, "device": "cpu"}
+
+    def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
+        """STREAM-like copy on this backend, bytes read + written per second (median of repeats)."""
+        n = max(nbytes // 8, 1)
+        a = np.random.default_rng(0).random(n)
+        b = np.empty_like(a)
+        times = []
+        for _ in range(repeats + 1):
+            t = time.perf_counter()
+            np.copyto(b, a)
+            times.append(time.perf_counter() - t)
+        return 2 * a.nbytes / float(np.median(times[1:]))
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (affinity-aware)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1

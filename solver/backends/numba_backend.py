@@ -1,0 +1,89 @@
+"""numba: prange over rows, a unit-stride inner loop LLVM vectorises; `threads: 1` is the compiled scalar baseline."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..errors import InputError
+from . import Backend, cpu_count, register
+
+
+@register
+class NumbaBackend(Backend):
+    name = "numba"
+    summary = "numba parallel CPU (prange over rows, SIMD inner loop)"
+
+    def __init__(self, settings, dtype: str, threads: int = 1):
+        super().__init__(settings, dtype, threads)
+        _ensure_thread_pool(threads)
+        import numba
+
+        numba.set_num_threads(threads)
+        from . import numba_kernels
+
+        self.k = numba_kernels
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        try:
+            import numba  # noqa: F401
+        except ImportError as exc:
+            return f"numba does not import ({exc}); install it with `pip install numba`"
+        return None
+
+    def prepare(self, u, u_new, w) -> None:
+        """Compile (or load from cache) for this dtype on a tiny array, outside the timed loop."""
+        tiny = np.zeros((3, 3), dtype=self.dtype)
+        self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
+        self.k.max_update(tiny, tiny, 1, 2, 1, 2)
+
+    def step(self, out, u, w, region) -> None:
+        self.k.step(out, u, w.wc, w.wx, w.wy, *region)
+
+    def max_update(self, a, b, region) -> float:
+        return float(self.k.max_update(a, b, *region))
+
+    def describe(self) -> dict:
+        import numba
+
+        return {"backend": self.name, "threads": self.threads, "device": "cpu",
+                "threading_layer": _threading_layer(), "numba": numba.__version__}
+
+    def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
+        a = np.random.default_rng(0).random(max(nbytes // 8, 1))
+        b = np.empty_like(a)
+        self.k.copy(b, a)
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            self.k.copy(b, a)
+            times.append(time.perf_counter() - t)
+        return 2 * a.nbytes / float(np.median(times))
+
+
+def _ensure_thread_pool(threads: int) -> None:
+    """numba sizes its pool at import from NUMBA_NUM_THREADS (default: all cores); asking for more
+    threads than cores (oversubscription, on purpose) needs a larger pool before numba is imported."""
+    import sys
+
+    if "numba" not in sys.modules:
+        if threads > cpu_count() and "NUMBA_NUM_THREADS" not in os.environ:
+            os.environ["NUMBA_NUM_THREADS"] = str(threads)
+        return
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        raise InputError(f"backend.threads: {threads} is more than numba's pool of {numba.config.NUMBA_NUM_THREADS}; "
+                         f"set NUMBA_NUM_THREADS={threads} before starting, or use fewer threads")
+
+
+def _threading_layer() -> str:
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel region has run yet
+        return "not started"

@@ -1,0 +1,87 @@
+"""Initial fields, built block by block from global indices: any rank count gives the same field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .decomp import Block
+from .errors import InputError
+from .physics import sine_mode, spacing
+
+
+def initial_block(case, block: Block) -> np.ndarray:
+    """The owned (ny_local, nx_local) part of the initial field, in the case's dtype."""
+    init = case.initial
+    rows, cols = range(*block.rows), range(*block.cols)
+    shape = (block.ny, block.nx)
+    if init.kind == "sine":
+        u = sine_mode(rows, cols, case.grid.ny, case.grid.nx, init.value)
+    elif init.kind == "constant":
+        u = np.full(shape, init.value)
+    elif init.kind == "hotspot":
+        u = _hotspot(case, rows, cols)
+    elif init.kind == "random":
+        u = np.stack([np.random.default_rng([init.seed, i]).uniform(init.low, init.high, case.grid.nx)[cols.start:cols.stop]
+                      for i in rows]).reshape(shape)
+    else:
+        u = read_field_file(init.path, init.dataset, case.shape, rows, cols)
+    return np.ascontiguousarray(u, dtype=case.numerics.dtype)
+
+
+def _hotspot(case, rows: range, cols: range) -> np.ndarray:
+    init = case.initial
+    dx, dy = spacing(case)
+    y = (np.arange(rows.start, rows.stop) + 1) * dy
+    x = (np.arange(cols.start, cols.stop) + 1) * dx
+    inside = (x[None, :] - init.center[0]) ** 2 + (y[:, None] - init.center[1]) ** 2 <= init.radius**2
+    return np.where(inside, init.value, init.background)
+
+
+def read_field_file(path: str, dataset: str | None, shape: tuple[int, int], rows: range, cols: range) -> np.ndarray:
+    """Read only this block of a (ny, nx) array from .npy (memory-mapped) or HDF5."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"initial.path: file {path} not found; give an existing .npy or .h5 file")
+    if p.suffix == ".npy":
+        try:
+            a = np.load(p, mmap_mode="r")
+        except ValueError as exc:
+            raise InputError(f"initial.path: {path} is not a readable .npy file ({exc}); save it with numpy.save") from None
+        return _check_and_slice(a, path, shape, rows, cols)
+    return _read_h5(p, dataset, shape, rows, cols)
+
+
+def _read_h5(p: Path, dataset: str | None, shape, rows: range, cols: range) -> np.ndarray:
+    import h5py
+
+    if dataset is None:
+        raise InputError(f"initial.dataset: {p} is not a .npy file; name the HDF5 dataset, e.g. dataset: /u")
+    try:
+        f = h5py.File(p, "r")
+    except OSError:
+        raise InputError(f"initial.path: {p} is neither .npy nor HDF5; give a .npy or .h5 file") from None
+    with f:
+        if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
+            raise InputError(f"initial.dataset: {dataset!r} not found in {p}; datasets there: {_datasets(f)}")
+        d = f[dataset]
+        if d.ndim == 3 and d.shape[1:] == shape:  # a fields.h5 time series: take the last snapshot
+            return d[-1, rows.start:rows.stop, cols.start:cols.stop]
+        return _check_and_slice(d, f"{p}:{dataset}", shape, rows, cols)
+
+
+def _datasets(f) -> str:
+    names: list[str] = []
+    f.visititems(lambda n, o: names.append("/" + n) if hasattr(o, "shape") else None)
+    return ", ".join(names) or "none"
+
+
+def _check_and_slice(a, name: str, shape, rows: range, cols: range) -> np.ndarray:
+    if tuple(a.shape) != tuple(shape):
+        raise InputError(f"initial.path: {name} holds an array of shape {tuple(a.shape)} but the grid needs "
+                         f"(ny, nx) = {tuple(shape)}; match grid.nx/ny to the file")
+    block = np.asarray(a[rows.start:rows.stop, cols.start:cols.stop])
+    if not np.issubdtype(block.dtype, np.number):
+        raise InputError(f"initial.path: {name} holds {block.dtype} values; it needs numbers")
+    return block

@@ -1,0 +1,83 @@
+"""The one update every backend implements, and its exact solution.
+
+    u_new[i,j] = wc*u[i,j] + wx*(u[i,j-1] + u[i,j+1]) + wy*(u[i-1,j] + u[i+1,j])
+
+heat (FTCS):  wx = alpha*dt/dx**2, wy = alpha*dt/dy**2, wc = 1 - 2*wx - 2*wy (stable while wc >= 0)
+laplace (Jacobi): wc = 0, wx = dy**2 / (2*(dx**2 + dy**2)), wy = dx**2 / (2*(dx**2 + dy**2))
+
+Every backend evaluates the terms in exactly this order, so on the CPU the results are bitwise equal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+FLOPS_PER_UPDATE = 7  # 3 multiplies, 4 adds
+
+
+@dataclass(frozen=True)
+class Weights:
+    wc: float
+    wx: float
+    wy: float
+
+    def cast(self, dtype) -> Weights:
+        """The weights as scalars of the field's dtype (numpy keeps float32 arithmetic in float32)."""
+        t = np.dtype(dtype).type
+        return Weights(t(self.wc), t(self.wx), t(self.wy))
+
+
+def spacing(case) -> tuple[float, float]:
+    """(dx, dy): the boundary lies one spacing outside the first and last interior point."""
+    return case.grid.lx / (case.grid.nx + 1), case.grid.ly / (case.grid.ny + 1)
+
+
+def stable_dt(case) -> float:
+    """Largest FTCS time step with wc >= 0: dt <= 1 / (2*alpha*(1/dx**2 + 1/dy**2))."""
+    dx, dy = spacing(case)
+    return 1.0 / (2.0 * case.physics.alpha * (1.0 / dx**2 + 1.0 / dy**2))
+
+
+def time_step(case) -> float:
+    """The step used: the case's dt, or safety x the stable limit; laplace iterations count as 1."""
+    if case.physics.equation == "laplace":
+        return 1.0
+    return case.physics.dt if case.physics.dt is not None else case.physics.safety * stable_dt(case)
+
+
+def weights(case) -> Weights:
+    dx, dy = spacing(case)
+    if case.physics.equation == "laplace":
+        s = 2.0 * (dx**2 + dy**2)
+        return Weights(0.0, dy**2 / s, dx**2 / s)
+    dt, alpha = time_step(case), case.physics.alpha
+    wx, wy = alpha * dt / dx**2, alpha * dt / dy**2
+    return Weights(1.0 - 2.0 * wx - 2.0 * wy, wx, wy)
+
+
+def mode_factor(case) -> float:
+    """Per-step multiplier of the lowest discrete eigenmode with zero boundaries."""
+    w = weights(case)
+    nx, ny = case.grid.nx, case.grid.ny
+    return w.wc + 2 * w.wx * math.cos(math.pi / (nx + 1)) + 2 * w.wy * math.cos(math.pi / (ny + 1))
+
+
+def sine_mode(rows: range, cols: range, ny: int, nx: int, amplitude: float = 1.0) -> np.ndarray:
+    """sin(pi*(i+1)/(ny+1)) * sin(pi*(j+1)/(nx+1)) on global rows x cols, in float64."""
+    si = np.sin(np.pi * (np.arange(rows.start, rows.stop) + 1) / (ny + 1))
+    sj = np.sin(np.pi * (np.arange(cols.start, cols.stop) + 1) / (nx + 1))
+    return amplitude * np.outer(si, sj)
+
+
+def exact_solution_available(case) -> bool:
+    b = case.boundary
+    return case.initial.kind == "sine" and (b.top, b.bottom, b.left, b.right) == (0.0, 0.0, 0.0, 0.0)
+
+
+def exact_tolerance(case, steps: int) -> float:
+    """Bound on max|u - exact| / max|exact| from rounding: a few ulps per step, accumulated."""
+    eps = np.finfo(case.numerics.dtype).eps
+    return 8.0 * eps * (steps + 1)

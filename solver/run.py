@@ -1,0 +1,214 @@
+"""One run, from a validated case to an experiment record. The communicator is passed in.
+
+validated case -> decomposition -> checks (memory, output directory) -> backend arrays -> time loop
+-> snapshots -> per-rank timings gathered -> verification -> record written by rank 0.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from . import physics
+from .backends import backend_class, cpu_count
+from .comm import Comm, agree
+from .decomp import all_blocks, choose_dims
+from .errors import InputError, NumericalError
+from .exchange import make_exchange
+from .info import affinity, memory_bytes
+from .initial import initial_block
+from .loop import LoopState, TimeLoop
+from .output import RESULT_FILES, Outputs, holds_results
+from .timing import Clock, Timer
+
+
+@dataclass
+class Options:
+    overwrite: bool = False
+    quiet: bool = False
+    verify: bool | None = None  # None: the case's `verify`
+    restart: str | None = None
+    ceiling: bool = True  # look up (or measure) the copy bandwidth for the record
+
+
+def padded_field(case, block, interior: np.ndarray) -> np.ndarray:
+    """Host array (ny+2, nx+2): the owned block inside, Dirichlet values in ghost layers on physical edges."""
+    u = np.zeros(block.padded, dtype=case.numerics.dtype)
+    u[1:-1, 1:-1] = interior
+    b = case.boundary
+    if block.south is None:
+        u[0, :] = b.bottom
+    if block.north is None:
+        u[-1, :] = b.top
+    if block.west is None:
+        u[:, 0] = b.left
+    if block.east is None:
+        u[:, -1] = b.right
+    return u
+
+
+def default_threads(settings, ranks_on_node: int) -> int:
+    return settings.threads or max(1, cpu_count() // ranks_on_node)
+
+
+class Run:
+    def __init__(self, case, comm: Comm | None = None, options: Options | None = None):
+        self.case, self.comm, self.opts = case, comm or Comm(), options or Options()
+        self.clock = Clock()
+        self.quiet = self.opts.quiet
+        self.outdir = Path(case.output.dir)
+        self.spacing = physics.spacing(case)
+        self.dt = physics.time_step(case)
+        self.w = physics.weights(case).cast(case.numerics.dtype)
+        self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
+
+    # set-up ------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        agree(self.comm, self._plan)
+        agree(self.comm, self._check_output_dir)
+        agree(self.comm, self._build)
+        self.clock.lap("setup")
+        self.backend.prepare(self.u, self.u_new, self.w)
+        self.comm.barrier()
+        self.clock.lap("compile")
+
+    def _plan(self) -> None:
+        case, comm = self.case, self.comm
+        if case.output.checkpoint_every is not None or self.opts.restart:
+            raise InputError("output.checkpoint_every / --restart: not supported yet; remove them")
+        self.dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
+        self.blocks = all_blocks(case.shape, self.dims)
+        self.block = self.blocks[comm.rank]
+        self.node_rank, self.node_size = comm.node()
+        self.threads = default_threads(case.backend, self.node_size)
+        self.backend_cls = backend_class(case.backend.name)
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        itemsize = np.dtype(self.case.numerics.dtype).itemsize
+        need = 2 * int(np.prod(self.block.padded)) * itemsize
+        if self.verify_on and self.comm.rank == 0:
+            need += 4 * (self.case.grid.nx + 2) * (self.case.grid.ny + 2) * itemsize  # reference run on rank 0
+        _, available = memory_bytes()
+        if available and need > available / self.node_size:
+            g = self.case.grid
+            raise InputError(
+                f"grid: {g.ny} x {g.nx} {self.case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
+                f"{available / 2**30 / self.node_size:.1f} GiB are available to each of {self.node_size} "
+                f"process(es) here; use a smaller grid, dtype float32, or more nodes")
+
+    def _check_output_dir(self) -> None:
+        if self.comm.rank != 0:
+            return
+        d = self.outdir
+        if d.exists() and not d.is_dir():
+            raise InputError(f"output.dir: {d} exists and is not a directory; choose another --output")
+        if holds_results(d):
+            if not self.opts.overwrite:
+                raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
+                                 "or choose another --output directory")
+            for name in RESULT_FILES:
+                (d / name).unlink(missing_ok=True)
+            shutil.rmtree(d / "vtk", ignore_errors=True)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"output.dir: cannot create {d} ({exc.strerror}); choose a writable --output") from None
+        if not os.access(d, os.W_OK):
+            raise InputError(f"output.dir: {d} is not writable; choose a writable --output")
+
+    def _build(self) -> None:
+        case, block = self.case, self.block
+        interior = initial_block(case, block)
+        self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads)
+        host = padded_field(case, block, interior)
+        self.u = self.backend.asarray(host)
+        self.u_new = self.backend.asarray(host)
+        self.timer = Timer(trace=case.output.trace)
+        self.warm_timer = Timer()
+        self.exchange = make_exchange(case.parallel.halo, block, self.comm.mpi, self.backend, self.timer)
+        self.resolved_yaml = self._resolved_yaml()
+        if self.comm.rank == 0:
+            (self.outdir / "case.yaml").write_text(self.resolved_yaml)
+        self.outputs = Outputs(self)
+
+    def _resolved_yaml(self) -> str:
+        data = self.case.model_dump(mode="json")
+        if self.case.physics.equation == "heat":
+            data["physics"]["dt"] = self.dt
+        data["output"]["vtk"] = self.case.vtk_enabled
+        w = physics.weights(self.case)
+        derived = (f"# derived: dx={self.spacing[0]!r} dy={self.spacing[1]!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
+                   f"# ranks={self.comm.size} dims={list(self.dims)} threads_per_rank={self.threads}\n")
+        return yaml.safe_dump(data, sort_keys=False) + derived
+
+    # the run -----------------------------------------------------------------------------------
+    def execute(self) -> dict:
+        self.setup()
+        state = LoopState(self.u, self.u_new)
+        loop = TimeLoop(self.case, self.backend, self.exchange, self.block, self.comm, self.w,
+                        self.timer, self.warm_timer, hooks=self.outputs)
+        self.comm.barrier()
+        self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
+        self.clock.skip()
+        try:
+            with self.outputs.signals:
+                self.outputs.snapshot(state)
+                self.clock.lap("output")
+                try:
+                    loop.run(state)
+                except NumericalError as exc:
+                    exc.agreed, exc.report = True, self.comm.rank == 0
+                    raise
+        finally:
+            self.exchange.close()
+            self.outputs.close()
+        self.clock.phases["warmup"] = loop.warm_seconds
+        self.clock.phases["solve"] = loop.loop_seconds
+        self.clock.skip()
+        self.loop, self.state = loop, state
+        return self.finish()
+
+    def finish(self) -> dict:
+        from .record import build_record, write_record
+
+        correctness = None
+        if self.verify_on:
+            from .verify import verify
+
+            correctness = verify(self, self.state.u, self.state.step)
+            self.clock.lap("verify")
+        ceiling = self._ceiling()
+        rows = self.comm.gather(self.rank_row())
+        record = None
+        if self.comm.rank == 0:
+            record = build_record(self, rows, correctness, ceiling)
+            write_record(self, record, rows)
+        return self.comm.bcast(record)
+
+    def _ceiling(self) -> dict | None:
+        if not self.opts.ceiling:
+            return None
+        from .bandwidth import copy_ceiling
+
+        return copy_ceiling(self.backend, self.comm)
+
+    def rank_row(self) -> dict:
+        b, t = self.block, self.timer
+        return {"rank": self.comm.rank, "host": socket.gethostname(), "pid": os.getpid(), "affinity": affinity(),
+                "threads": self.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
+                "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
+                "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),
+                "events": t.events if t.trace else None}
+
+
+def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:
+    """The library entry point: run a validated case and return its record (on every rank)."""
+    return Run(case, comm, options).execute()

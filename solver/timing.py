@@ -1,0 +1,63 @@
+"""Per-rank section timers for the time loop.
+
+Sections (the README repeats these definitions):
+- compute: the stencil kernel (GPU: measured with CUDA events, not host clocks);
+- comm:    posting sends/receives, packing/unpacking halo buffers, staging copies, Sendrecv;
+- wait:    blocked in Wait/Waitall, or in a collective (convergence, stop and NaN checks);
+- io:      writing snapshots and checkpoints;
+- other:   the rest of the loop: buffer swaps, the local convergence/NaN reduction, progress.
+`loop` is the wall time of the whole loop, measured separately: the sections add up to it,
+up to the cost of reading the clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+SECTIONS = ("compute", "comm", "wait", "io", "other")
+
+
+class Timer:
+    def __init__(self, trace: bool = False, epoch: float | None = None):
+        self.seconds = dict.fromkeys(SECTIONS, 0.0)
+        self.trace = trace
+        self.events: list[tuple[str, float, float, int]] = []  # (section, start, end, step)
+        self.epoch = time.perf_counter() if epoch is None else epoch
+        self.step = 0
+
+    def add(self, section: str, start: float, end: float | None = None) -> float:
+        """Charge [start, end) to a section; returns end (pass it on as the next start)."""
+        end = time.perf_counter() if end is None else end
+        self.seconds[section] += end - start
+        if self.trace:
+            self.events.append((section, start - self.epoch, end - self.epoch, self.step))
+        return end
+
+    def charge(self, section: str, seconds: float) -> None:
+        """Add a duration measured elsewhere (CUDA events) without a trace interval."""
+        self.seconds[section] += seconds
+
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+class Clock:
+    """Named wall-clock phases of a run (set-up, compile, warm-up, solve, output, verify, total)."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.phases: dict[str, float] = {}
+        self._mark = self.start
+
+    def lap(self, phase: str) -> float:
+        now = time.perf_counter()
+        elapsed, self._mark = now - self._mark, now
+        self.phases[phase] = self.phases.get(phase, 0.0) + elapsed
+        return elapsed
+
+    def skip(self) -> None:
+        """Restart the lap without charging the time since the last mark to any phase."""
+        self._mark = time.perf_counter()
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
