@@ -127,7 +127,8 @@ class Run:
     def _build(self) -> None:
         case, block = self.case, self.block
         interior = initial_block(case, block)
-        self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads)
+        self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads,
+                                        local_rank=self.node_rank, local_size=self.node_size)
         host = padded_field(case, block, interior)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)

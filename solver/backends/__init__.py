@@ -49,10 +49,12 @@ class Backend:
     summary: ClassVar[str] = ""
     on_gpu: ClassVar[bool] = False
 
-    def __init__(self, settings, dtype: str, threads: int = 1):
+    def __init__(self, settings, dtype: str, threads: int = 1, local_rank: int = 0, local_size: int = 1):
+        """local_rank/local_size: this rank's place among the ranks on its node (GPU choice)."""
         self.settings = settings
         self.dtype = np.dtype(dtype)
         self.threads = threads
+        self.local_rank, self.local_size = local_rank, local_size
 
     @classmethod
     def unavailable(cls) -> str | None:

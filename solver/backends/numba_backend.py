@@ -16,8 +16,8 @@ class NumbaBackend(Backend):
     name = "numba"
     summary = "numba parallel CPU (prange over rows, SIMD inner loop)"
 
-    def __init__(self, settings, dtype: str, threads: int = 1):
-        super().__init__(settings, dtype, threads)
+    def __init__(self, settings, dtype: str, threads: int = 1, **node):
+        super().__init__(settings, dtype, threads, **node)
         _ensure_thread_pool(threads)
         import numba
 

@@ -10,8 +10,8 @@ class NumpyBackend(Backend):
     name = "numpy"
     summary = "vectorised numpy reference (one thread)"
 
-    def __init__(self, settings, dtype: str, threads: int = 1):
-        super().__init__(settings, dtype, 1)
+    def __init__(self, settings, dtype: str, threads: int = 1, **node):
+        super().__init__(settings, dtype, 1, **node)
 
     def step(self, out, u, w, region) -> None:
         r0, r1, c0, c1 = region
