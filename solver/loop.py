@@ -8,6 +8,7 @@ between two stops go to the backend in one call (backend.advance), which GPUs ba
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from .errors import NumericalError
 from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
+SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
 
 
 @dataclass
@@ -29,19 +31,21 @@ class LoopState:
 
 class TimeLoop:
     def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
-                 hooks=None, poll_every: int = POLL_EVERY):
+                 hooks=None, poll_every: int | None = None):
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every
+        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
         self.owned = block.everything()
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
+        self.fail_at = _injected_failure(comm.rank)
 
     # one step with exchange ------------------------------------------------------------------
     def step(self, s: LoopState, timer: Timer) -> None:
         timer.step = s.step
+        self.ex.timer = timer  # warm-up halo time goes to the warm-up timer, not the timed sections
         pending = self.ex.start(s.u)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.before, timer)
         self.ex.finish(pending)
@@ -71,6 +75,8 @@ class TimeLoop:
             t0 = time.perf_counter()
             self.steps(s, n, timer)
             self._at_stop(s, timer, end)
+            if warm:
+                self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
             elapsed = time.perf_counter() - t0
             if warm:
                 self.warm_seconds += elapsed
@@ -88,6 +94,8 @@ class TimeLoop:
 
     def _at_stop(self, s: LoopState, timer: Timer, end: int) -> None:
         run, out, step = self.case.run, self.case.output, s.step
+        if self.fail_at is not None and step >= self.fail_at:
+            raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
         if step % run.check_every == 0 or step == end:
             self._check(s, timer)
         if self.hooks is None:
@@ -123,3 +131,12 @@ class TimeLoop:
         tol = self.case.run.tolerance
         if tol is not None and r < tol:
             s.converged = True
+
+
+def _injected_failure(rank: int) -> int | None:
+    """Test-only hook: STENCIL_FAIL_AT=RANK:STEP makes that rank raise inside the loop at that step."""
+    spec = os.environ.get("STENCIL_FAIL_AT")
+    if not spec:
+        return None
+    r, _, step = spec.partition(":")
+    return int(step) if int(r) == rank else None

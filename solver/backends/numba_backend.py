@@ -11,6 +11,9 @@ from ..errors import InputError
 from . import Backend, cpu_count, register
 
 
+DEFAULT_TIME_TILE = 4  # steps fused per sweep on one process; measured in BENCHMARKS.md
+
+
 @register
 class NumbaBackend(Backend):
     name = "numba"
@@ -39,9 +42,27 @@ class NumbaBackend(Backend):
         tiny = np.zeros((3, 3), dtype=self.dtype)
         self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
+        if self.time_tile > 1:
+            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)
 
     def step(self, out, u, w, region) -> None:
         self.k.step(out, u, w.wc, w.wx, w.wy, *region)
+
+    def advance(self, u, u_new, w, n: int, region):
+        """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
+        the last step is always a plain one and `u_new` holds the previous field (for the checks)."""
+        k = self.time_tile
+        full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
+        tiles = (n - 1) // k if (k > 1 and full and n > 1) else 0
+        for _ in range(tiles):
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads)
+            u, u_new = u_new, u
+        return super().advance(u, u_new, w, n - tiles * k, region)
+
+    @property
+    def time_tile(self) -> int:
+        t = getattr(self.settings, "time_tile", None)
+        return DEFAULT_TIME_TILE if t is None else t
 
     def max_update(self, a, b, region) -> float:
         return float(self.k.max_update(a, b, *region))
@@ -49,7 +70,7 @@ class NumbaBackend(Backend):
     def describe(self) -> dict:
         import numba
 
-        return {"backend": self.name, "threads": self.threads, "device": "cpu",
+        return {"backend": self.name, "threads": self.threads, "device": "cpu", "time_tile": self.time_tile,
                 "threading_layer": _threading_layer(), "numba": numba.__version__}
 
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:

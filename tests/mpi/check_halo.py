@@ -1,0 +1,46 @@
+"""Under mpirun -n N: after one exchange, every ghost facing a neighbour holds that neighbour's rank id
+and every ghost on a physical edge still holds its sentinel. Rows and cart, every halo mode."""
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from solver.backends.numpy_backend import NumpyBackend
+from solver.config import BackendSettings
+from solver.decomp import all_blocks, choose_dims
+from solver.exchange import make_exchange, strips
+from solver.timing import Timer
+
+comm = MPI.COMM_WORLD
+SENTINEL = -7.0
+try:
+    for shape in ((13, 11), (7, 29)):
+        for decomposition in ("rows", "cart"):
+            if decomposition == "rows" and comm.size > shape[0]:
+                continue
+            dims = choose_dims(comm.size, shape, decomposition)
+            block = all_blocks(shape, dims)[comm.rank]
+            for mode in ("blocking", "nonblocking", "overlap"):
+                be = NumpyBackend(BackendSettings(name="numpy"), "float64")
+                u = np.full(block.padded, SENTINEL)
+                u[1:-1, 1:-1] = comm.rank
+                ex = make_exchange(mode, block, comm, be, Timer())
+                ex.finish(ex.start(u))
+                ex.close()
+                for side, (_, ghost) in strips(block).items():
+                    r0, r1, c0, c1 = ghost
+                    n = block.neighbours[side]
+                    want = SENTINEL if n is None else n
+                    got = u[r0:r1, c0:c1]
+                    assert np.all(got == want), f"{mode} {decomposition} {dims} rank {comm.rank} {side}: {got} != {want}"
+                assert np.all(u[1:-1, 1:-1] == comm.rank), "owned points changed"
+                assert u[0, 0] == u[0, -1] == u[-1, 0] == u[-1, -1] == SENTINEL, "corners are not exchanged"
+    if comm.rank == 0:
+        print(f"ok halos on {comm.size} ranks")
+except Exception:
+    import traceback
+
+    traceback.print_exc()
+    sys.stdout.flush()
+    comm.Abort(1)

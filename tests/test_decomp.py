@@ -1,0 +1,71 @@
+"""Decomposition as plain data: every rank simulated in a loop, no MPI."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from solver.decomp import all_blocks, choose_dims, decompose, split
+from solver.errors import InputError
+
+
+@pytest.mark.parametrize("n,parts", [(10, 3), (67, 4), (101, 6), (5, 5), (7, 1)])
+def test_split_is_balanced_and_covers(n, parts):
+    ranges = [split(n, parts, k) for k in range(parts)]
+    sizes = [b - a for a, b in ranges]
+    assert max(sizes) - min(sizes) <= 1
+    assert ranges[0][0] == 0 and ranges[-1][1] == n
+    assert all(ranges[k][1] == ranges[k + 1][0] for k in range(parts - 1))
+
+
+@pytest.mark.parametrize("shape,dims", [((67, 101), (3, 1)), ((67, 101), (4, 1)), ((67, 101), (2, 3)),
+                                        ((17, 23), (3, 2)), ((5, 3), (5, 1)), ((9, 8), (1, 4))])
+def test_blocks_tile_the_grid_once_and_neighbours_agree(shape, dims):
+    blocks = all_blocks(shape, dims)
+    owner = np.full(shape, -1)
+    for b in blocks:
+        assert (owner[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] == -1).all()
+        owner[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = b.rank
+    assert (owner >= 0).all()
+    for b in blocks:
+        for side, other in (("south", "north"), ("west", "east")):
+            n = getattr(b, side)
+            if n is not None:
+                assert getattr(blocks[n], other) == b.rank
+        assert (b.south is None) == (b.rows[0] == 0) and (b.north is None) == (b.rows[1] == shape[0])
+        assert (b.west is None) == (b.cols[0] == 0) and (b.east is None) == (b.cols[1] == shape[1])
+
+
+@pytest.mark.parametrize("shape,dims", [((67, 101), (3, 1)), ((17, 23), (3, 2)), ((4, 4), (4, 1)), ((6, 2), (3, 2)),
+                                        ((3, 3), (1, 1))])
+def test_interior_and_edges_partition_the_owned_points(shape, dims):
+    for b in all_blocks(shape, dims):
+        count = np.zeros(b.padded, dtype=int)
+        r0, r1, c0, c1 = b.interior()
+        if r0 < r1 and c0 < c1:
+            count[r0:r1, c0:c1] += 1
+        for (a0, a1, d0, d1) in b.edges():
+            count[a0:a1, d0:d1] += 1
+        assert (count[1:-1, 1:-1] == 1).all(), b
+        assert count[0].sum() == count[-1].sum() == count[:, 0].sum() == count[:, -1].sum() == 0
+        # interior points read no ghost that a neighbour fills
+        if r0 < r1 and c0 < c1:
+            assert r0 - 1 >= (1 if b.south is not None else 0) and r1 <= b.ny + (0 if b.north is not None else 1)
+
+
+def test_choose_dims():
+    assert choose_dims(4, (100, 100), "rows") == (4, 1)
+    assert choose_dims(4, (100, 100), "cart") == (2, 2)
+    assert choose_dims(6, (10, 1000), "cart") == (1, 6)  # wide grid: split the long side
+    assert choose_dims(6, (101, 67), "cart", [3, 2]) == (3, 2)
+    with pytest.raises(InputError, match="parallel.dims"):
+        choose_dims(6, (101, 67), "cart", [4, 2])
+    with pytest.raises(InputError, match="at most 5 ranks"):
+        choose_dims(8, (5, 100), "rows")
+
+
+def test_rank_order_matches_mpi_cart_row_major():
+    dims = (3, 4)
+    for rank, (cy, cx) in enumerate(itertools.product(range(3), range(4))):
+        b = decompose((30, 40), dims, rank)
+        assert b.coords == (cy, cx) and b.rank == rank

@@ -1,0 +1,90 @@
+"""MPI under a real mpirun (oversubscribed on small machines). Each script is written once, independent
+of the rank count, and run at several counts."""
+
+import csv
+import json
+import time
+
+import numpy as np
+import pytest
+
+from conftest import mpi_script, mpirun, needs_mpi, write_case
+
+pytestmark = [needs_mpi, pytest.mark.mpi]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6])
+def test_ghosts_hold_the_neighbours_rank_after_one_exchange(n):
+    res = mpi_script(n, "check_halo.py")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"ok halos on {n} ranks" in res.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6])
+def test_distributed_equals_one_process_bitwise(n, tmp_path):
+    res = mpi_script(n, "check_equal.py", tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ok ") == 14, res.stdout
+
+
+def test_cli_run_writes_per_rank_timings_and_trace(tmp_path):
+    case = write_case(tmp_path / "t.yaml", grid={"nx": 64, "ny": 48}, backend={"name": "numba"},
+                      initial={"kind": "hotspot", "radius": 0.3},
+                      run={"steps": 40, "check_every": 10}, output={"trace": True, "every": 20},
+                      parallel={"decomposition": "cart"})
+    res = mpirun(3, ["run", str(case), "--verify", "-q"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = tmp_path / "out_t"
+    rows = list(csv.DictReader((out / "timings.csv").open()))
+    assert [int(r["rank"]) for r in rows] == [0, 1, 2]
+    assert len({r["pid"] for r in rows}) == 3
+    for r in rows:
+        sections = [float(r[s]) for s in ("compute", "comm", "wait", "io", "other")]
+        assert min(sections) >= 0
+        assert abs(sum(sections) - float(r["loop"])) <= 0.05 * float(r["loop"]), r
+        assert int(r["steps"]) == 39 and int(r["threads"]) >= 1
+    rec = json.loads((out / "record.json").read_text())
+    assert rec["resources"]["ranks"] == 3 and rec["correctness"]["passed"] is True
+    assert rec["correctness"]["mismatched_points"] == 0
+    t = rec["timings"]
+    assert t["load_imbalance"] >= 1.0 and len(t["mlups_per_rank"]) == 3
+    trace = json.loads((out / "trace.json").read_text())["traceEvents"]
+    spans = [e for e in trace if e["ph"] == "X"]
+    assert {e["pid"] for e in spans} == {0, 1, 2}
+    assert {e["name"] for e in spans} >= {"compute", "comm", "wait"}
+    assert all(e["dur"] >= 0 for e in spans)
+
+
+def test_a_failing_rank_ends_the_job_quickly(tmp_path):
+    case = write_case(tmp_path / "f.yaml", grid={"nx": 64, "ny": 64}, run={"steps": 100000, "check_every": 10})
+    t = time.perf_counter()
+    res = mpirun(3, ["run", str(case), "-q"], env={"STENCIL_FAIL_AT": "1:30"}, timeout=60)
+    assert res.returncode != 0
+    assert time.perf_counter() - t < 30
+    assert "injected failure on rank 1" in res.stderr
+
+
+def test_bad_input_is_reported_once_with_exit_2(tmp_path):
+    case = write_case(tmp_path / "b.yaml", grid={"nx": 20, "ny": 20, "nz": 4})
+    res = mpirun(3, ["run", str(case)])
+    assert res.returncode == 2
+    assert res.stderr.count("grid.nz") == 1, res.stderr
+    assert not (tmp_path / "out_b").exists()
+
+
+def test_more_ranks_than_rows_is_bad_input(tmp_path):
+    case = write_case(tmp_path / "r.yaml", grid={"nx": 40, "ny": 3})
+    res = mpirun(4, ["run", str(case)])
+    assert res.returncode == 2 and res.stderr.count("error:") == 1, res.stderr
+    assert "decomposition: cart" in res.stderr
+
+
+def test_nan_on_one_rank_stops_every_rank_with_exit_4(tmp_path):
+    field = np.zeros((30, 20))
+    field[27, 5] = np.inf  # inside the last rank's rows
+    np.save(tmp_path / "inf.npy", field)
+    case = write_case(tmp_path / "n.yaml", grid={"nx": 20, "ny": 30}, run={"steps": 1000, "check_every": 10},
+                      initial={"kind": "file", "path": str(tmp_path / "inf.npy")})
+    res = mpirun(3, ["run", str(case), "-q"], timeout=60)
+    assert res.returncode == 4, res.stderr
+    assert res.stderr.count("NaN or Inf") == 1 and "step 10" in res.stderr

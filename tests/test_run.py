@@ -1,0 +1,105 @@
+"""Whole runs through the library entry point, one process: records, fields.h5, convergence."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from solver.config import validate_case
+from solver.errors import InputError, NumericalError
+from solver.run import Options, Run, run_case
+
+
+def case(tmp_path, **kw):
+    data = {"name": "r", "grid": {"nx": 31, "ny": 19}, "run": {"steps": 40, "check_every": 10},
+            "backend": {"name": "numba", "threads": 2}, "output": {"dir": str(tmp_path / "out"), "every": 10}}
+    for k, v in kw.items():
+        data[k] = {**data.get(k, {}), **v} if isinstance(v, dict) else v
+    return validate_case(data)
+
+
+def test_laplace_with_equal_sides_converges_to_that_constant(tmp_path):
+    c = case(tmp_path, physics={"equation": "laplace"}, initial={"kind": "random", "seed": 2},
+             boundary={"top": 3.0, "bottom": 3.0, "left": 3.0, "right": 3.0},
+             run={"steps": 20000, "tolerance": 1e-12, "check_every": 50})
+    r = Run(c, options=Options(ceiling=False))
+    rec = r.execute()
+    assert rec["run"]["converged"] and rec["run"]["steps"] < 20000
+    u = r.state.u[1:-1, 1:-1]
+    assert np.max(np.abs(u - 3.0)) < 1e-9
+
+
+def test_laplace_stops_at_tolerance_with_a_decreasing_update(tmp_path):
+    tol = 1e-6
+    c = case(tmp_path, physics={"equation": "laplace"}, initial={"kind": "constant", "value": 0.0},
+             boundary={"top": 1.0}, run={"steps": 50000, "tolerance": tol, "check_every": 25})
+    rec = run_case(c, options=Options(ceiling=False))
+    res = [r for _, r in rec["run"]["residuals"]]
+    assert rec["run"]["converged"]
+    assert res[-1] < tol <= res[-2]
+    assert all(b <= a for a, b in zip(res, res[1:]))
+    assert rec["run"]["steps"] % 25 == 0 and rec["run"]["steps"] < 50000
+
+
+def test_run_writes_fields_record_and_timings(tmp_path):
+    c = case(tmp_path, initial={"kind": "sine"}, verify=True)
+    rec = run_case(c, options=Options(ceiling=False))
+    out = tmp_path / "out"
+    assert {p.name for p in out.iterdir()} >= {"case.yaml", "fields.h5", "record.json", "record.md", "timings.csv"}
+    with h5py.File(out / "fields.h5") as f:
+        assert f["u"].shape == (5, 19, 31) and f["u"].dtype == np.float64
+        assert list(f["step"][:]) == [0, 10, 20, 30, 40]
+        assert np.allclose(f["time"][:], np.array([0, 10, 20, 30, 40]) * rec["input"]["dt"])
+    disk = json.loads((out / "record.json").read_text())
+    assert disk["correctness"]["passed"] is True and disk["correctness"]["relative_error"] < 1e-12
+    assert disk["throughput"]["timed_steps"] == 39  # one warm-up step, reported apart
+    for key in ("environment", "input", "resources", "times", "throughput", "bottleneck", "correctness"):
+        assert disk[key]
+    assert set(disk["times"]) >= {"setup", "compile", "warmup", "solve", "output", "total"}
+
+
+def test_nan_in_the_initial_field_is_caught_at_the_next_check(tmp_path):
+    field = np.zeros((19, 31))
+    field[7, 11] = np.nan
+    np.save(tmp_path / "bad.npy", field)
+    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")})
+    with pytest.raises(NumericalError, match="step 10"):
+        run_case(c, options=Options(ceiling=False))
+
+
+def test_existing_results_are_not_overwritten_without_permission(tmp_path):
+    c = case(tmp_path)
+    run_case(c, options=Options(ceiling=False))
+    before = (tmp_path / "out" / "record.json").read_bytes()
+    with pytest.raises(InputError, match="already holds results"):
+        run_case(c, options=Options(ceiling=False))
+    assert (tmp_path / "out" / "record.json").read_bytes() == before
+    run_case(c, options=Options(ceiling=False, overwrite=True))
+
+
+def test_verify_against_the_numpy_reference_is_bitwise_on_cpu(tmp_path):
+    c = case(tmp_path, initial={"kind": "hotspot", "radius": 0.3}, boundary={"left": 5.0}, verify=True)
+    rec = run_case(c, options=Options(ceiling=False))
+    assert rec["correctness"]["passed"] and rec["correctness"]["tolerance"] == 0.0
+    assert rec["correctness"]["mismatched_points"] == 0
+
+
+def test_a_wrong_answer_fails_verification(tmp_path, monkeypatch):
+    """The check can fail: perturb the reference and the run must report a mismatch."""
+    import solver.verify as v
+
+    real = v.reference_field
+    monkeypatch.setattr(v, "reference_field", lambda c, s: real(c, s) * (1 + 1e-15) + 1e-300)
+    c = case(tmp_path, initial={"kind": "random"}, verify=True)
+    rec = run_case(c, options=Options(ceiling=False))
+    assert rec["correctness"]["passed"] is False and rec["correctness"]["mismatched_points"] > 0
+
+
+def test_timed_sections_add_up_to_the_loop(tmp_path):
+    c = case(tmp_path, grid={"nx": 200, "ny": 150}, run={"steps": 60, "check_every": 10})
+    rec = run_case(c, options=Options(ceiling=False))
+    t = rec["timings"]
+    parts = sum(t[s]["max"] for s in ("compute", "comm", "wait", "io", "other"))
+    assert all(t[s]["min"] >= 0 for s in ("compute", "comm", "wait", "io", "other"))
+    assert abs(parts - t["loop"]["max"]) <= 0.05 * t["loop"]["max"]
