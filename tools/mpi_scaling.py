@@ -1,0 +1,83 @@
+"""MPI scaling on CPU cores, run under mpirun at one rank count; appends JSON lines for scaling_table.py.
+
+    mpirun -n P python tools/mpi_scaling.py --out results.jsonl [--strong 4096] [--weak 1024] [--repeats 3]
+
+For each decomposition (rows, cart) and halo mode (blocking, nonblocking, overlap): a strong-scaling run
+of a fixed global grid and a weak-scaling run with a fixed block per rank (rows: the global grid grows
+in y; cart: it grows along both axes of the process grid). One numba thread per rank (a pure MPI study)
+and no time tiling, so one rank runs the same per-step kernel as many (the tiled one-process figure is
+in `stencil bench`).
+Each point is the median of `repeats` runs of the library's normal run (warm-up excluded, output not
+timed). The ceiling: STREAM-like copy with all P ranks copying at once, one thread each, same launch.
+"""
+
+import argparse
+import json
+import statistics
+import tempfile
+
+from mpi4py import MPI
+
+from solver.backends.numba_backend import NumbaBackend
+from solver.comm import Comm
+from solver.config import BackendSettings, validate_case
+from solver.decomp import choose_dims
+from solver.run import Options, Run
+
+comm = Comm(MPI.COMM_WORLD)
+
+
+def copy_ceiling(nbytes: int) -> float:
+    be = NumbaBackend(BackendSettings(name="numba", threads=1), "float64", 1)
+    comm.barrier()
+    return comm.allsum(be.copy_bandwidth(nbytes, repeats=5)) / 1e9
+
+
+def one(shape, decomposition, halo, steps, workdir) -> dict:
+    data = {"name": "scaling", "grid": {"ny": shape[0], "nx": shape[1]},
+            "initial": {"kind": "hotspot"}, "run": {"steps": steps, "check_every": steps, "warmup": 5},
+            "backend": {"name": "numba", "threads": 1, "time_tile": 1},  # the per-step kernel MPI ranks use
+            "parallel": {"decomposition": decomposition, "halo": halo},
+            "output": {"dir": workdir, "vtk": False}}
+    rec = Run(validate_case(data), comm, Options(ceiling=False, quiet=True, overwrite=True)).execute()
+    t = rec["timings"]
+    return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "mlups": rec["throughput"]["mlups"],
+            "gbs": rec["throughput"]["effective_gbs"], "comm_max": t["comm_fraction"]["max"],
+            "wait_max": t["wait_fraction"]["max"], "imbalance": t["load_imbalance"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--strong", type=int, default=4096)
+    ap.add_argument("--weak", type=int, default=1024)
+    ap.add_argument("--strong-steps", type=int, default=60)
+    ap.add_argument("--weak-steps", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--halos", default="blocking,nonblocking,overlap")
+    args = ap.parse_args()
+    p = comm.size
+    ceiling = copy_ceiling(64 << 20)
+    work = comm.bcast(tempfile.mkdtemp(prefix="scaling-") if comm.rank == 0 else None)
+    for decomposition in ("rows", "cart"):
+        dims = choose_dims(p, (args.weak * p, args.weak * p), decomposition)
+        weak_shape = (args.weak * dims[0], args.weak * dims[1])
+        for scaling, shape, steps in (("strong", (args.strong, args.strong), args.strong_steps),
+                                      ("weak", weak_shape, args.weak_steps)):
+            for halo in args.halos.split(","):
+                runs = [one(shape, decomposition, halo, steps, f"{work}/{scaling}") for _ in range(args.repeats)]
+                med = sorted(runs, key=lambda r: r["seconds_per_step"])[len(runs) // 2]
+                row = {"ranks": p, "scaling": scaling, "decomposition": decomposition, "halo": halo,
+                       "ny": shape[0], "nx": shape[1], **med, "copy_gbs": ceiling,
+                       "spread": [min(r["seconds_per_step"] for r in runs), max(r["seconds_per_step"] for r in runs)],
+                       "repeats": args.repeats, "library": MPI.Get_library_version().splitlines()[0]}
+                if comm.rank == 0:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+                    print(f"P={p:2d} {scaling:6s} {decomposition:4s} {halo:11s} {shape[0]}x{shape[1]} "
+                          f"{med['seconds_per_step'] * 1e3:8.3f} ms/step {med['gbs']:7.1f} GB/s "
+                          f"(copy {ceiling:.1f}) comm {med['comm_max']:.1%} wait {med['wait_max']:.1%}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
