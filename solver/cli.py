@@ -169,6 +169,34 @@ def backends() -> None:
 
 
 @app.command()
+def tune(
+    case: Path = typer.Argument(..., help="case file (YAML): its grid, dtype and weights are timed"),
+    kernel: Optional[list[str]] = typer.Option(None, "--kernel", "-k", help="variants to sweep (default: all)"),
+    blocks: Optional[str] = typer.Option(None, help="block shapes, e.g. 32x8,128x16 (default: a set per variant)"),
+    dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    steps: int = typer.Option(20, min=2, help="steps per repeat"),
+    save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Time every CuPy kernel variant and block shape on the case's grid (one GPU); keep the fastest."""
+    from .config import load_case
+    from .errors import InputError
+    from .gpu_kernels import VARIANTS
+    from .tune import parse_blocks, print_tune
+    from .tune import tune as run_tune
+
+    bad = [k for k in kernel or [] if k not in VARIANTS]
+    if bad:
+        raise InputError(f"--kernel: unknown kernel {bad[0]!r}; use one of {', '.join(VARIANTS)}")
+    cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
+    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save)
+    print_tune(res)
+    if json_out:
+        json_out.write_text(json.dumps(res, indent=1))
+
+
+@app.command()
 def bench(
     size: int = typer.Option(4096, help="interior points per side"),
     dtype: str = typer.Option("float64", help="float32 | float64"),

@@ -103,8 +103,9 @@ class Numerics(Section):
 class BackendSettings(Section):
     name: Literal["numpy", "numba", "cupy"] = "numba"
     threads: int | None = Field(None, ge=1, description="numba threads per rank; null = cores / ranks on the node")
-    kernel: str | None = Field(None, description="cupy only: naive | tiled | expr (and faster variants)")
-    block: list[int] | None = Field(None, min_length=2, max_length=2, description="cupy only: [bx, by]")
+    kernel: str | None = Field(None, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
+    block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
+        "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
 
 
 class Parallel(Section):
@@ -155,6 +156,15 @@ class Case(Section):
             for key in ("kernel", "block"):
                 if getattr(self.backend, key) is not None:
                     raise ValueError(f"backend.{key}: applies to backend cupy only; remove it or use name: cupy")
+        if self.backend.name == "cupy":
+            from .gpu_kernels import settings_problem  # pure Python: cupy is not imported here
+
+            problem = settings_problem(self.backend.kernel, self.backend.block)
+            if problem:
+                raise ValueError(problem)
+        elif self.parallel.transport != "auto":
+            raise ValueError(f"parallel.transport: {self.parallel.transport} applies to backend cupy only; "
+                             "remove it or use backend.name: cupy")
         if self.parallel.dims is not None:
             if self.parallel.decomposition != "cart":
                 raise ValueError("parallel.dims: applies to decomposition cart only; remove it or set decomposition: cart")

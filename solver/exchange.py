@@ -150,7 +150,12 @@ class Overlap(Nonblocking):
 MODES = {cls.mode: cls for cls in (Blocking, Nonblocking, Overlap)}
 
 
-def make_exchange(mode: str, block: Block, mpi, backend, timer) -> Exchange:
+def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str = "auto") -> Exchange:
+    """The exchanger for `mode`; GPU fields get solver.gpu_exchange (staged, CUDA-aware or NCCL `transport`)."""
     if block.is_serial or mpi is None:
         return Exchange(block, mpi, backend, timer)
+    if backend.on_gpu:
+        from .gpu_exchange import GpuExchange
+
+        return GpuExchange(mode, block, mpi, backend, timer, transport)
     return MODES[mode](block, mpi, backend, timer)

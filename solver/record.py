@@ -94,7 +94,8 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
         "resources": {"ranks": run.comm.size, "dims": list(run.dims), "decomposition": case.parallel.decomposition,
                       "halo": run.exchange.mode if run.comm.size > 1 else "none",
                       "halo_schedule": run.exchange.schedule, "threads_per_rank": run.threads,
-                      "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows]},
+                      "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
+                      "placement": [placement(r) for r in rows]},
         "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
                 "residuals": run.state.residuals, "snapshots": run.outputs.snapshots},
         "correctness": correctness or {"reference": None, "passed": None,
@@ -104,6 +105,15 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
         "throughput": tp,
         "bottleneck": bottleneck(tp, stats, run.comm.size),
     }
+
+
+def placement(row: dict) -> dict:
+    """Where a rank ran: host, CPU affinity, GPU (index, name) and halo transport where there are any."""
+    dev = row["device"] if isinstance(row.get("device"), dict) else {}
+    out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"]}
+    out.update({k: dev[k] for k in ("gpu_index", "gpu_name", "pci_bus_id") if k in dev})
+    out.update({k: row[k] for k in ("transport", "halo_gpu", "gpu_wait") if k in row})
+    return out
 
 
 def write_record(run, record: dict, rows: list[dict]) -> None:
@@ -124,13 +134,21 @@ def timings_csv(rows: list[dict]) -> str:
 
 
 def chrome_trace(rows: list[dict]) -> dict:
-    """Chrome trace-event format: one process track per rank, one complete event per section interval."""
+    """Chrome trace-event format: one process per rank, one complete event per section interval.
+    Host sections are thread 0; GPU events (kernels: track `gpu`, halo copies/NCCL: `halo`) get their own
+    threads, so overlap of GPU compute with communication shows on one timeline."""
     events = []
     for r in rows:
         events.append({"name": "process_name", "ph": "M", "pid": r["rank"], "tid": 0,
                        "args": {"name": f"rank {r['rank']} ({r['host']})"}})
-        for name, start, end, step in r["events"] or []:
-            events.append({"name": name, "cat": name, "ph": "X", "pid": r["rank"], "tid": 0,
+        tids = {"host": 0}
+        for name, start, end, step, *track in r["events"] or []:
+            label = track[0] if track else "host"
+            if label not in tids:
+                tids[label] = len(tids)
+                events.append({"name": "thread_name", "ph": "M", "pid": r["rank"], "tid": tids[label],
+                               "args": {"name": label}})
+            events.append({"name": name, "cat": name, "ph": "X", "pid": r["rank"], "tid": tids[label],
                            "ts": start * 1e6, "dur": (end - start) * 1e6, "args": {"step": step}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 

@@ -74,6 +74,7 @@ class Run:
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
+        agree(self.comm, self._connect)
         self.clock.lap("setup")
         self.backend.prepare(self.u, self.u_new, self.w)
         self.comm.barrier()
@@ -89,6 +90,8 @@ class Run:
         self.node_rank, self.node_size = comm.node()
         self.threads = default_threads(case.backend, self.node_size)
         self.backend_cls = backend_class(case.backend.name)
+        if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
+            self.backend_cls.check_placement(self.node_size, case.parallel)
         self._check_memory()
 
     def _check_memory(self) -> None:
@@ -134,11 +137,15 @@ class Run:
         self.u_new = self.backend.asarray(host)
         self.timer = Timer(trace=case.output.trace)
         self.warm_timer = Timer()
-        self.exchange = make_exchange(case.parallel.halo, block, self.comm.mpi, self.backend, self.timer)
         self.resolved_yaml = self._resolved_yaml()
         if self.comm.rank == 0:
             (self.outdir / "case.yaml").write_text(self.resolved_yaml)
         self.outputs = Outputs(self)
+
+    def _connect(self) -> None:
+        """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
+        p = self.case.parallel
+        self.exchange = make_exchange(p.halo, self.block, self.comm.mpi, self.backend, self.timer, p.transport)
 
     def _resolved_yaml(self) -> str:
         data = self.case.model_dump(mode="json")
@@ -168,6 +175,7 @@ class Run:
                 except NumericalError as exc:
                     exc.agreed, exc.report = True, self.comm.rank == 0
                     raise
+                self.backend.synchronize()  # GPU: the last kernels' event timings reach the timers
         finally:
             self.exchange.close()
             self.outputs.close()
@@ -199,7 +207,7 @@ class Run:
             return None
         from .bandwidth import copy_ceiling
 
-        return copy_ceiling(self.backend, self.comm)
+        return copy_ceiling(self.backend, self.comm, refresh=self.backend.on_gpu)  # GPU: measured in every run
 
     def rank_row(self) -> dict:
         b, t = self.block, self.timer
@@ -207,7 +215,7 @@ class Run:
                 "threads": self.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
                 "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),
-                "events": t.events if t.trace else None}
+                "events": t.events if t.trace else None, **getattr(self.exchange, "stats", dict)()}
 
 
 def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:

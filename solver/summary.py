@@ -30,6 +30,10 @@ def print_summary(rec: dict) -> None:
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
         if "copy_gbs" in tp:
             table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s ({tp['fraction_of_copy']:.0%} reached)")
+    gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
+    if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
+        table.add_row("GPU h2d / kernel / d2h", f"{gpu['h2d_s']:.3f} / {t['compute']['max']:.3f} / {gpu['d2h_s']:.3f} s "
+                                                f"({gpu['gpu_name']}, {', '.join(k['kernel'] for k in gpu['kernels'].values())})")
     if res["ranks"] > 1:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")

@@ -1,24 +1,379 @@
-"""CuPy backend placeholder: registered so `stencil backends` can say why it is unavailable."""
+"""CuPy backend: the field lives on one NVIDIA GPU and is updated by CUDA C kernels (solver/kernels/*.cu).
+
+Device: the node-local rank picks the GPU (local_rank % GPUs visible); more ranks per node than GPUs
+needs parallel.share_gpus (check_placement).
+
+Memory: every 2-D field is a view into a pitched allocation: rows padded to a multiple of 128 bytes,
+column 1 (the first owned column) aligned to 128 bytes, and at least 4 spare columns after the last,
+so the vector kernels load 16 bytes at a time without misalignment. Uploads happen in asarray()
+(timed as host-to-device), downloads only in to_host() (device-to-host): output, checkpoints, verify.
+
+Streams: `main` carries the kernels, reductions and copies; `edge` (highest priority) carries the edge
+strips and their halo traffic in the overlap halo mode. The GPU exchanger (solver/gpu_exchange.py)
+sets `active`, the stream compute() launches on, and orders the two with events.
+
+Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
+single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps.
+
+Timing: kernels are bracketed by CUDA events; their durations reach the Timer (section `compute`)
+when the events have completed, at the next synchronisation (max_update, to_host, synchronize).
+With output.trace they also appear on a `gpu` track of the trace, placed on the host clock through an
+anchor event recorded in prepare().
+"""
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+
+from .. import gpu_kernels as gk
+from ..errors import InputError
 from . import Backend, register
+
+ALIGN = 128  # bytes: row pitch multiple and alignment of column 1
+SPARE = 4  # columns left after the last one (vector loads past the region edge stay in the allocation)
+GRAPH_STEPS = 32  # steps per replay of the large CUDA graph (even)
 
 
 @register
 class CupyBackend(Backend):
     name = "cupy"
-    summary = "CuPy RawKernels on one NVIDIA GPU"
+    summary = "CuPy RawKernels on one NVIDIA GPU (naive, tiled, rows, vec, expr)"
     on_gpu = True
+
+    def __init__(self, settings, dtype: str, threads: int = 1, local_rank: int = 0, local_size: int = 1):
+        super().__init__(settings, dtype, threads, local_rank=local_rank, local_size=local_size)
+        import cupy
+
+        self.cp = cupy
+        rt = cupy.cuda.runtime
+        self.device_index = local_rank % rt.getDeviceCount()
+        cupy.cuda.Device(self.device_index).use()
+        props = rt.getDeviceProperties(self.device_index)
+        self.gpu_name = props["name"].decode()
+        self.pci = f"{props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}"
+        self.main = cupy.cuda.Stream(non_blocking=True)
+        self.edge = cupy.cuda.Stream(non_blocking=True, priority=_highest_priority(rt))
+        self.active = self.main
+        self.requested = (settings.kernel, tuple(settings.block) if settings.block else None)
+        self.fmad = False
+        self.use_graphs = True
+        self._kernels: dict = {}  # (variant, block, fmad) -> compiled function
+        self._choice: dict = {}  # local interior shape -> (variant, block, source)
+        self._graphs: dict = {}
+        self._events: list = []  # free CUDA events
+        self.pending: list = []  # (charge, section, e0, e1, timer, step, track)
+        self._anchor = None
+        self._edge_used = False
+        self._joined = cupy.cuda.Event(disable_timing=True)
+        self.transfer = {"h2d_s": 0.0, "h2d_bytes": 0, "d2h_s": 0.0, "d2h_bytes": 0}
+        # max |a - b| in one pass; NaN propagates (a NaN difference wins every comparison), then becomes inf
+        self._maxdiff = cupy.ReductionKernel("T x, T y", "T m", "x > y ? x - y : y - x", "(a > b || a != a) ? a : b",
+                                             "m = a", "0", "stencil_max_abs_diff")
 
     @classmethod
     def unavailable(cls) -> str | None:
         try:
             import cupy
         except ImportError:
-            return "cupy is not installed; install it with `pip install -e .[gpu]` (cupy-cuda12x) on a machine with an NVIDIA GPU"
+            return ("cupy is not installed; install the wheel for your CUDA version, e.g. `pip install cupy-cuda12x` "
+                    "(or `pip install -e .[gpu]`), on a machine with an NVIDIA GPU")
         try:
             n = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # noqa: BLE001 - any CUDA failure means no usable GPU
-            return f"no usable CUDA GPU ({str(exc).splitlines()[0]})"
-        return None if n > 0 else "no CUDA GPU found"
+            return f"no usable CUDA GPU ({str(exc).splitlines()[0]}); run on a machine with an NVIDIA GPU and driver"
+        return None if n > 0 else "no CUDA GPU found; run on a machine with an NVIDIA GPU"
+
+    @classmethod
+    def check_placement(cls, ranks_on_node: int, parallel) -> None:
+        """More ranks on a node than GPUs visible is an error unless the case allows sharing."""
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+        if ranks_on_node > n and not parallel.share_gpus:
+            raise InputError(f"parallel.share_gpus: {ranks_on_node} ranks on this node but {n} GPU(s) visible; "
+                             f"start at most {n} rank(s) per node, or set parallel.share_gpus: true to let ranks share a GPU")
+
+    # memory ------------------------------------------------------------------------------------
+    def zeros(self, shape: tuple[int, int]):
+        """A zeroed (rows, cols) view into a pitched allocation (see the module docstring)."""
+        rows, cols = shape
+        per = ALIGN // self.dtype.itemsize
+        pitch = -(-(per - 1 + cols + SPARE) // per) * per
+        with self.main:
+            base = self.cp.zeros((rows, pitch), dtype=self.dtype)
+        self.main.synchronize()
+        view = base[:, per - 1:per - 1 + cols]
+        assert cols < 2 or view[:, 1:].data.ptr % ALIGN == 0, "pitched allocation is not aligned"
+        return view
+
+    def asarray(self, host: np.ndarray):
+        host = np.ascontiguousarray(host, dtype=self.dtype)
+        if host.ndim != 2:
+            return self.cp.asarray(host)
+        a = self.zeros(host.shape)
+        t = time.perf_counter()
+        self.copy2d(a, host, "h2d", self.main)
+        self.main.synchronize()
+        self.transfer["h2d_s"] += time.perf_counter() - t
+        self.transfer["h2d_bytes"] += host.nbytes
+        return a
+
+    def to_host(self, a) -> np.ndarray:
+        self.join()
+        t = time.perf_counter()
+        if a.ndim == 2 and a.strides[1] == a.itemsize:
+            out = np.empty(a.shape, dtype=a.dtype)
+            self.copy2d(out, a, "d2h", self.main)
+            self.main.synchronize()
+        else:
+            out = self.cp.asnumpy(a, stream=self.main)
+            self.main.synchronize()
+        self.transfer["d2h_s"] += time.perf_counter() - t
+        self.transfer["d2h_bytes"] += out.nbytes
+        return out
+
+    def copy2d(self, dst, src, kind: str, stream) -> None:
+        """Asynchronous 2-D copy on `stream` between row-major arrays with unit column stride (any row pitch).
+        kind: h2d, d2h or d2d; host arrays must be pinned for the copy to be asynchronous."""
+        rt = self.cp.cuda.runtime
+        kinds = {"h2d": rt.memcpyHostToDevice, "d2h": rt.memcpyDeviceToHost, "d2d": rt.memcpyDeviceToDevice}
+        rows, cols = src.shape if src.ndim == 2 else (1, src.shape[0])
+        rt.memcpy2DAsync(_ptr(dst), _pitch(dst), _ptr(src), _pitch(src), cols * src.itemsize, rows, kinds[kind],
+                         stream.ptr)
+
+    def halo_buffer(self, n: int):
+        """Pinned host memory, so device copies into it are asynchronous and MPI can read it."""
+        import cupyx
+
+        return cupyx.empty_pinned((n,), dtype=self.dtype)
+
+    def pack(self, u, region, buf) -> None:
+        r0, r1, c0, c1 = region
+        self.join()
+        self.copy2d(buf.reshape(r1 - r0, c1 - c0), u[r0:r1, c0:c1], "d2h", self.main)
+        self.main.synchronize()
+
+    def unpack(self, buf, u, region) -> None:
+        r0, r1, c0, c1 = region
+        self.join()
+        self.copy2d(u[r0:r1, c0:c1], buf.reshape(r1 - r0, c1 - c0), "h2d", self.main)
+        self.main.synchronize()
+
+    # kernels -----------------------------------------------------------------------------------
+    def configure(self, kernel: str | None, block=None, fmad: bool = False) -> None:
+        """Choose the variant/block (None: tuned or default) and FMA contraction; drops cached graphs."""
+        problem = gk.settings_problem(kernel, block)
+        if problem:
+            raise InputError(problem)
+        self.requested = (kernel, tuple(block) if block else None)
+        self.fmad = fmad
+        self._choice.clear()
+        self._graphs.clear()
+
+    def choice(self, shape: tuple[int, int]) -> tuple[str, tuple | None, str]:
+        """(variant, block, source) for a padded array of this shape; source: case, tuned or default."""
+        key = (shape[0] - 2, shape[1] - 2)
+        if key not in self._choice:
+            self._choice[key] = self._resolve(key)
+        return self._choice[key]
+
+    def _resolve(self, interior: tuple[int, int]):
+        from ..tune import lookup
+
+        variant, block = self.requested
+        if variant is not None and (block is not None or variant == "expr"):
+            return variant, block, "case"
+        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant)
+        if tuned is not None:
+            return tuned[0], tuned[1], "tuned"
+        variant = variant or gk.DEFAULT_VARIANT
+        return variant, gk.DEFAULT_BLOCK.get(variant), "default"
+
+    def _function(self, variant: str, block):
+        key = (variant, block, self.fmad)
+        if key not in self._kernels:
+            module = self.cp.RawModule(code=gk.source(variant), options=gk.options(variant, self.dtype, block, self.fmad))
+            self._kernels[key] = module.get_function(gk.ENTRY[variant])
+        return self._kernels[key]
+
+    def launch(self, out, u, w, region, stream) -> None:
+        """One update of `region` of `out` from `u`, enqueued on `stream`."""
+        r0, r1, c0, c1 = region
+        if r1 <= r0 or c1 <= c0:
+            return
+        variant, block, _ = self.choice(u.shape)
+        with stream:
+            if variant == "expr":
+                out[r0:r1, c0:c1] = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
+                                     + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
+                return
+            grid, threads = gk.launch_shape(variant, self.dtype, block, region)
+            self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
+                                                            np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))
+
+    # numerics ----------------------------------------------------------------------------------
+    def prepare(self, u, u_new, w) -> None:
+        """Compile (or load from CuPy's cache) and load the kernel; anchor GPU event times to the host clock."""
+        self.launch(u_new, u, w, (1, 2, 1, 2), self.main)  # u_new is overwritten by the first step
+        self.synchronize()
+        anchor = self._record(self.main)
+        anchor.synchronize()
+        self._anchor = (anchor, time.perf_counter())
+
+    def step(self, out, u, w, region) -> None:
+        self.launch(out, u, w, region, self.active)
+
+    def compute(self, out, u, w, regions, timer) -> None:
+        regions = [r for r in regions if r[1] > r[0] and r[3] > r[2]]
+        if not regions:
+            return
+        t = time.perf_counter()
+        s = self.active
+        self._edge_used |= s is self.edge
+        e0 = self._record(s)
+        for region in regions:
+            self.launch(out, u, w, region, s)
+        self._track(timer.charge, "compute", e0, self._record(s), timer, "gpu")
+        timer.add("other", t)  # host time spent launching
+
+    def advance_timed(self, u, u_new, w, n: int, region, timer):
+        t = time.perf_counter()
+        e0 = self._record(self.main)
+        u, u_new = self.advance(u, u_new, w, n, region)
+        self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
+        timer.add("other", t)
+        return u, u_new
+
+    def advance(self, u, u_new, w, n: int, region):
+        """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous)."""
+        self.join()
+        graphs = self.use_graphs and self.choice(u.shape)[0] != "expr"
+        if graphs:
+            for _ in range(n // GRAPH_STEPS):
+                self._graph(u, u_new, w, region, GRAPH_STEPS).launch(self.main)
+            for _ in range(n % GRAPH_STEPS // 2):
+                self._graph(u, u_new, w, region, 2).launch(self.main)
+            left = n % 2
+        else:
+            left = n
+        for _ in range(left):
+            self.launch(u_new, u, w, region, self.main)
+            u, u_new = u_new, u
+        return u, u_new
+
+    def _graph(self, u, u_new, w, region, steps: int):
+        key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad)
+        if key not in self._graphs:
+            s = self.main
+            s.begin_capture()
+            try:
+                a, b = u, u_new
+                for _ in range(steps):
+                    self.launch(b, a, w, region, s)
+                    a, b = b, a
+            finally:
+                graph = s.end_capture()
+            self._graphs[key] = graph
+        return self._graphs[key]
+
+    def max_update(self, a, b, region) -> float:
+        r0, r1, c0, c1 = region
+        self.join()
+        with self.main:
+            m = self._maxdiff(a[r0:r1, c0:c1], b[r0:r1, c0:c1])
+        value = float(m.get(stream=self.main))
+        self.flush()
+        return value if np.isfinite(value) else float("inf")
+
+    def join(self) -> None:
+        """Make `main` wait for everything enqueued on `edge` so far."""
+        if self._edge_used:
+            self._joined.record(self.edge)  # re-recording later is safe: a wait uses the state at wait time
+            self.main.wait_event(self._joined)
+
+    def synchronize(self) -> None:
+        self.join()
+        self.main.synchronize()
+        self.edge.synchronize()
+        self.flush()
+
+    # events ------------------------------------------------------------------------------------
+    def _event(self):
+        return self._events.pop() if self._events else self.cp.cuda.Event()
+
+    def _record(self, stream):
+        e = self._event()
+        e.record(stream)
+        return e
+
+    def _track(self, charge, section: str, e0, e1, timer, track: str) -> None:
+        """Charge the time between two events to `charge(section, seconds)` once they complete."""
+        self.pending.append((charge, section, e0, e1, timer if timer is not None and timer.trace else None,
+                             getattr(timer, "step", 0), track))
+        if len(self.pending) > 4096:
+            self.flush()
+
+    def flush(self) -> None:
+        """Resolve completed event pairs (all of them after a synchronisation) in order."""
+        done = 0
+        for charge, section, e0, e1, timer, step, track in self.pending:
+            if not e1.done:
+                break
+            ms = self.cp.cuda.get_elapsed_time(e0, e1)
+            charge(section, ms / 1e3)
+            if timer is not None and self._anchor is not None:
+                start = self._anchor[1] + self.cp.cuda.get_elapsed_time(self._anchor[0], e0) / 1e3 - timer.epoch
+                timer.events.append((section, start, start + ms / 1e3, step, track))
+            self._events += [e0, e1]
+            done += 1
+        del self.pending[:done]
+
+    # reporting ---------------------------------------------------------------------------------
+    def describe(self) -> dict:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "source": src}
+                   for k, (v, b, src) in self._choice.items()}
+        return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
+                "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,
+                "cuda_graphs": self.use_graphs, "cupy": cupy.__version__, "cuda_runtime": rt.runtimeGetVersion(),
+                "cuda_driver": rt.driverGetVersion(), **self.transfer}
+
+    def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
+        """cudaMemcpyAsync device to device, bytes read + written per second (median of repeats, CUDA events)."""
+        cp = self.cp
+        n = max(int(nbytes), 1 << 20)
+        with self.main:
+            a = cp.ones(n, dtype=cp.uint8)
+            b = cp.empty_like(a)
+        rt = cp.cuda.runtime
+        times = []
+        for _ in range(repeats + 1):
+            e0 = self._record(self.main)
+            rt.memcpyAsync(b.data.ptr, a.data.ptr, n, rt.memcpyDeviceToDevice, self.main.ptr)
+            e1 = self._record(self.main)
+            e1.synchronize()
+            times.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
+            self._events += [e0, e1]
+        del a, b
+        return 2 * n / float(np.median(times[1:]))
+
+
+def _highest_priority(rt) -> int:
+    """The greatest stream priority (numerically lowest); -1 where the range cannot be queried."""
+    try:
+        return rt.deviceGetStreamPriorityRange()[1]
+    except AttributeError:
+        return -1
+
+
+def _ptr(a) -> int:
+    return a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+
+
+def _pitch(a) -> int:
+    """Bytes between rows (a 1-D array is one row)."""
+    return a.strides[0] if a.ndim == 2 else a.nbytes

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tools/device_suite.sh [gpu] [tune] [hybrid] [cpu] [all]        (no argument: all)
+#
+# The one script for the GPU machine (run from the repository root, e.g. through the device tool with
+# `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
+# ../shared/tools/device-wheels.sh) into /tmp/site and the project with
+# `python3 -m pip install --no-deps --no-build-isolation -e .`, records the machine, runs the chosen
+# sections, and prints a short table last.
+#   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x
+#           block shape at 16384^2 in float32 and float64 (stencil tune); launch gaps at 4096^2 (CUDA
+#           graphs vs a launch loop); the cost of --fmad=false; Nsight Compute on tiled and the fastest.
+#   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
+#   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
+#           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
+#           GPU; every halo mode and transport at 16384^2, overlap at 32768^2.
+#   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
+# Written: $OUT/suite.log (everything printed), $OUT/summary.txt (the table), $OUT/suite.tar.gz (every
+# JSON and log, refreshed after each step). Without $OUT (another machine) they go to /tmp/stencil-out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SECTIONS=" ${*:-all} "
+[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tune hybrid cpu "
+OUT=${OUT:-/tmp/stencil-out}
+W=/tmp/stencil-suite
+rm -rf "$W" && mkdir -p "$W/cases" "$OUT"
+exec > >(tee -a "$OUT/suite.log") 2>&1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export STENCIL_CACHE_DIR=$W/cache
+PY=${PY:-python3}
+T0=$SECONDS
+
+step() {  # step NAME TIMEOUT_S CMD...: run, log to $W/NAME.log, record status; never stops the suite
+  local name=$1 limit=$2 t=$SECONDS rc
+  shift 2
+  echo "== $name ($(date +%H:%M:%S), limit ${limit}s): $*"
+  timeout --kill-after=10 "$limit" "$@" > >(tee "$W/$name.log") 2>&1
+  rc=$?
+  printf '%-16s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - t))" | tee -a "$W/status.txt"
+  tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null
+  return 0
+}
+
+case_file() {  # case_file NAME NX NY: a plain heat case on the GPU, no VTK
+  printf 'name: %s\ngrid: {nx: %s, ny: %s}\nbackend: {name: cupy}\noutput: {dir: %s, vtk: false}\n' \
+    "$1" "$2" "$3" "$W/out/$1" > "$W/cases/$1.yaml"
+  echo "$W/cases/$1.yaml"
+}
+
+# install (no network) -------------------------------------------------------------------------------
+if [[ -n ${SKIP_INSTALL:-} ]]; then
+  :  # a prepared environment (testing this script elsewhere)
+elif compgen -G ".whl/*.whl" > /dev/null; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+if [[ -z ${SKIP_INSTALL:-} ]] && ! $PY -m pip install -q --no-deps --no-build-isolation -e . ; then
+  echo "note: editable install failed; running from the source tree"
+  export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+fi
+MPIRUN=(mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x PYTHONPATH -x STENCIL_CACHE_DIR -x PYTHONUNBUFFERED)
+[[ $(id -u) == 0 ]] && MPIRUN+=(--allow-run-as-root)
+
+{
+  date -u; uname -a; nvidia-smi; nvidia-smi topo -m; mpirun --version | head -1; nvcc --version | tail -1
+  $PY -c 'import cupy, sys; print("python", sys.version.split()[0], "cupy", cupy.__version__, "runtime",
+cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion())'
+  $PY -c 'from solver.gpu_exchange import nccl_version; print("nccl", nccl_version())'
+  $PY -m solver info
+} > "$W/machine.txt" 2>&1
+head -c 4000 "$W/machine.txt"
+NCCL=$($PY -c 'from solver.gpu_exchange import nccl_version; print("nccl" if nccl_version() else "")' 2>/dev/null)
+NGPU=$($PY -c 'import cupy; print(cupy.cuda.runtime.getDeviceCount())' 2>/dev/null || echo 0)
+
+# sections ---------------------------------------------------------------------------------------------
+if [[ $SECTIONS == *" gpu "* ]]; then
+  step gpu_tests 300 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and not mpi" --continue-on-collection-errors tests/
+  K=$(case_file k16384 16384 16384)
+  for dt in float32 float64; do
+    step "tune_16384_$dt" 150 $PY -m solver tune "$K" --dtype $dt --repeats 5 --steps 20 --json "$W/tune_16384_$dt.json"
+  done
+  step launch 120 $PY -m solver.gpu_bench launch --size 4096 --large 16384 --steps 200 --json "$W/launch.json"
+  step fmad 120 $PY -m solver.gpu_bench fmad --size 16384 --json "$W/fmad.json"
+fi
+
+if [[ $SECTIONS == *" hybrid "* ]]; then
+  step detect_mpi 60 $PY -m pytest -q -p no:cacheprovider tests/test_gpu_config.py -k detection
+  step hybrid_tests 400 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
+  TR=(staged $NCCL)
+  step hybrid_1gpu 200 $PY -m solver.gpu_bench hybrid --sizes 16384 32768 --kinds strong --repeats 3 \
+    --json "$W/hybrid_1.json"
+  if (( NGPU >= 2 )); then
+    step hybrid_2gpu_16k 300 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
+      --halos blocking nonblocking overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
+    step hybrid_2gpu_32k 200 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
+      --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
+  fi
+fi
+
+if [[ $SECTIONS == *" gpu "* ]] && command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]]; then  # after hybrid: slowest, least urgent
+  step ncu 150 ncu --clock-control none --cache-control none -k "regex:^(tiled|march|naive)$" --launch-count 3 \
+    --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section LaunchStats \
+    $PY -m solver.gpu_bench ncu-target --size 4096 --large 16384
+fi
+
+if [[ $SECTIONS == *" tune "* ]]; then
+  for n in 4096 8192; do
+    K=$(case_file "k$n" $n $n)
+    for dt in float32 float64; do
+      step "tune_${n}_$dt" 120 $PY -m solver tune "$K" --dtype $dt --repeats 5 --steps 20 --json "$W/tune_${n}_$dt.json"
+    done
+  done
+fi
+
+if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
+  mkdir -p "$W/cpu"
+  step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
+fi
+
+# the short table ------------------------------------------------------------------------------------
+{
+  echo "== stencil device suite: sections${SECTIONS}on $(hostname), $((SECONDS - T0)) s"
+  grep -m1 -o "NVIDIA H[0-9A-Za-z ]*" "$W/machine.txt" | head -1
+  grep -h "cupy\|nccl" "$W/machine.txt" | head -2
+  cat "$W/status.txt"
+  for f in "$W"/*tests.log "$W"/detect_mpi.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -E "passed|failed|error" "$f" | tail -1)"; done
+  $PY -m solver.gpu_bench table "$W" 2>&1
+  [[ -f $W/cpu/summary.txt ]] && cat "$W/cpu/summary.txt"
+} > "$OUT/summary.txt" 2>&1
+tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null
+cat "$OUT/summary.txt"
