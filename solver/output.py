@@ -1,31 +1,70 @@
-"""What the time loop calls at its stops: snapshots, checkpoints, stop requests, progress."""
+"""What the time loop calls at its stops: snapshots, checkpoints, stop requests, progress.
+
+Every output step is collective and failure-safe: each rank completes the step's communication, a
+write that fails on any rank (disk full, unwritable directory) becomes the same OutputError (exit 5)
+on every rank, naming the file and where the last good checkpoint is (see solver.safeio).
+
+Appending (a restart into the directory that holds its checkpoint, at step M): fields.h5, u.pvd and
+timings.h5 keep what was written up to step M and drop anything written after it (by a run that
+went on past its last checkpoint before it died); the first snapshot of the continued run is the
+next scheduled one, so the series has no duplicate and no hole.
+"""
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from . import checkpoint as ckpt
+from .errors import InputError, Interrupted, OutputError
 from .fields import FieldFile, for_each_block, owned
+from .safeio import collective, describe, replaced
 
 RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
-                "checkpoint.h5", "u.pvd")
+                "checkpoint.h5", "u.pvd", "timings.h5")
+LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
 def holds_results(d: Path) -> bool:
     return d.is_dir() and (any((d / f).exists() for f in RESULT_FILES) or (d / "vtk").exists())
 
 
+def vtk_wanted(case, rank: int = 0) -> bool:
+    """output.vtk true/false, or null: on up to config.VTK_AUTO_MAX_POINTS points, when pyvista is installed."""
+    if not case.vtk_enabled:
+        return False
+    from .vtk import available
+
+    if available():
+        return True
+    if case.output.vtk:
+        raise InputError("output.vtk: true needs pyvista, which is not installed here; "
+                         "install it with `pip install -e .[vtk]` or set output.vtk: false")
+    if rank == 0:
+        print("note: no VTK output: pyvista is not installed (pip install -e .[vtk]); fields.h5 and fields.xdmf "
+              "are written as usual", file=sys.stderr)
+    return False
+
+
 class StopSignals:
-    """SIGTERM/SIGINT set a flag; the ranks agree on it at the next poll and stop together."""
+    """SIGTERM/SIGINT/SIGUSR1 set a flag; the ranks agree on it at the next poll and stop together.
+
+    SIGUSR1 is there for launchers that forward it but kill on SIGTERM (Open MPI's mpirun; Slurm's
+    `--signal=B:USR1@120` sends it ahead of the time limit).
+    """
 
     def __init__(self):
         self.received: int | None = None
         self._old = {}
 
     def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             try:
                 self._old[sig] = signal.signal(sig, self._handle)
             except ValueError:  # not the main thread (e.g. a test runner thread)
@@ -41,6 +80,10 @@ class StopSignals:
         for sig, old in self._old.items():
             signal.signal(sig, old)
         return False
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received else "a signal on another rank"
 
 
 class Progress:
@@ -73,28 +116,122 @@ class Progress:
 
 
 class Outputs:
-    """Hooks for the time loop. Collective: every rank calls every method at the same steps."""
+    """Hooks for the time loop. Collective: every rank calls every method at the same steps.
+
+    run: solver.run.Run (case, comm, block, blocks, backend, outdir, dt, spacing, resolved_yaml, dims,
+    restart: a Checkpoint or None, appending: bool, vtk_on: bool).
+    """
 
     def __init__(self, run):
-        self.run = run  # solver.run.Run: case, comm, block, blocks, backend, outdir, dt
-        self.fields = None
-        if run.comm.rank == 0:
-            self.fields = FieldFile(run.outdir / "fields.h5", run.case, run.spacing, run.resolved_yaml)
+        self.run = run
+        self.comm = run.comm
+        self.resume = run.restart.step if run.restart else None
+        self.appending = bool(run.restart) and run.appending
+        self.checkpoint_path = run.outdir / ckpt.NAME
+        self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
+        self.fields = self.vtk = None
         self.signals = StopSignals()
         self.progress_bar = Progress(run.case.run.steps, run.comm.rank == 0 and not run.quiet)
         self.snapshots: list[int] = []
+        self.listed_at, self.unlisted = time.perf_counter(), False
+        try:
+            self._open_files()
+        except OSError as exc:
+            raise OutputError(f"{describe(exc)} while opening the output files") from None
 
+    def _open_files(self) -> None:
+        """Local to each rank (no communication: this runs inside the set-up's agree())."""
+        r, resume = self.run, self.resume if self.appending else None
+        if self.comm.rank == 0:
+            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume)
+        if r.vtk_on:
+            from .vtk import VtkSeries
+
+            self.vtk = VtkSeries(r.outdir, r.case, r.spacing, r.blocks, self.comm, resume)
+
+    # collective error handling --------------------------------------------------------------------
+    def collective_io(self, fn, what: str):
+        return collective(self.comm, fn, self._advice(what))
+
+    def _advice(self, what: str) -> str:
+        if self.last_checkpoint is None:
+            return f" while {what}; no checkpoint was written yet"
+        return (f" while {what}; the last checkpoint, {self.checkpoint_path} (step {self.last_checkpoint}), "
+                f"is intact: continue with --restart {self.checkpoint_path}")
+
+    # hooks --------------------------------------------------------------------------------------
     def snapshot(self, s) -> None:
-        if self.snapshots and self.snapshots[-1] == s.step:
+        """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
+        if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
             return
-        r = self.run
-        mine = owned(r.backend, s.u)
-        k = self.fields.append(s.step, s.step * r.dt) if self.fields else None
-        for_each_block(r.comm, r.blocks, mine, lambda b, data: self.fields.put(k, b, data))
+        mine = owned(self.run.backend, s.u)
+        t = s.step * self.run.dt
+        self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
+        if self.vtk is not None:
+            self.collective_io(lambda: self.vtk.write(s.step, t, mine), f"writing the VTK files of step {s.step}")
         self.snapshots.append(s.step)
+        self.unlisted = True
+        self.list_snapshots(force=False)
 
-    def checkpoint(self, s) -> None:  # replaced by the checkpoint/restart work
-        pass
+    def list_snapshots(self, force: bool = True) -> None:
+        """Rewrite fields.xdmf and u.pvd (rank 0 writes, every rank agrees on failure).
+
+        Each rewrite costs time in the number of snapshots, so between checkpoints they are rewritten
+        at most every LIST_SECONDS; at checkpoints and at the end always. A crash loses at most the
+        last LIST_SECONDS of listing, never data (fields.h5 and the .vti files are complete).
+        """
+        if not self.unlisted or (not force and time.perf_counter() - self.listed_at < LIST_SECONDS):
+            return
+        self.collective_io(self._write_listings, "listing the snapshots")
+        self.listed_at, self.unlisted = time.perf_counter(), False
+
+    def _write_listings(self) -> None:
+        from .xdmf import write_xdmf
+
+        if self.fields is not None:
+            write_xdmf(self.run.outdir / "fields.xdmf", self.fields)
+        if self.vtk is not None:
+            self.vtk.write_pvd()
+
+    def _fields(self, step: int, t: float, mine: np.ndarray) -> None:
+        f = self.fields
+        if f is None:
+            return for_each_block(self.comm, self.run.blocks, mine, None)
+        try:
+            k = f.append(step, t)
+        except OSError:
+            for_each_block(self.comm, self.run.blocks, mine, None)  # receive anyway: no rank is left waiting
+            raise
+        try:
+            for_each_block(self.comm, self.run.blocks, mine, lambda b, data: f.put(k, b, data))
+            f.commit()
+        except OSError:
+            f.rollback(k)
+            raise
+
+    def checkpoint(self, s) -> None:
+        """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
+        self.list_snapshots()
+        r = self.run
+        meta = {"step": s.step, "time": s.step * r.dt, "fingerprint": ckpt.fingerprint(r.case, r.dt),
+                "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
+        mine = owned(r.backend, s.u)
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, r.blocks, mine, meta),
+                 f"writing the checkpoint of step {s.step}")
+        self.last_checkpoint = s.step
+
+    def after_loop(self, s) -> None:
+        """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
+        self.list_snapshots()
+        if s.stopped_by == "signal" or (self.run.case.output.checkpoint_every and s.step != self.last_checkpoint):
+            self.checkpoint(s)
+
+    def interrupted(self, s) -> Interrupted:
+        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.run.case.run.steps}; "
+                          f"checkpoint written to {self.checkpoint_path}; continue with "
+                          f"`stencil run CASE --restart {self.checkpoint_path}`")
+        err.agreed, err.report = True, self.comm.rank == 0
+        return err
 
     def stop_requested(self) -> bool:
         return self.signals.received is not None
@@ -102,7 +239,62 @@ class Outputs:
     def progress(self, step: int) -> None:
         self.progress_bar.update(step)
 
+    def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
+        """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""
+        keep_before = self.resume if self.appending else None
+        write_timings_table(self.run.outdir / "timings.h5", rows, first_step, last_step, keep_before)
+
     def close(self) -> None:
+        """Also after an error: rank 0 lists what was written (best effort, no communication)."""
         self.progress_bar.close()
+        if self.unlisted and self.comm.rank == 0:
+            try:
+                self._write_listings()
+            except Exception:  # noqa: BLE001 - the error that ended the run is the one to report
+                pass
         if self.fields is not None:
             self.fields.close()
+
+
+# timings.h5 ---------------------------------------------------------------------------------------
+
+TIMING_COLUMNS = (("segment", "i4"), ("first_step", "i8"), ("last_step", "i8"), ("rank", "i4"), ("host", "S64"),
+                  ("pid", "i8"), ("threads", "i4"), ("rows", "S32"), ("cols", "S32"), ("points", "i8"),
+                  ("compute", "f8"), ("comm", "f8"), ("wait", "f8"), ("io", "f8"), ("other", "f8"), ("loop", "f8"),
+                  ("warmup", "f8"), ("steps", "i8"))
+TIMING_DTYPE = np.dtype(list(TIMING_COLUMNS))
+
+
+def timing_table(rows: list[dict], segment: int, first_step: int, last_step: int) -> np.ndarray:
+    table = np.zeros(len(rows), dtype=TIMING_DTYPE)
+    for i, row in enumerate(rows):
+        full = {**row, "segment": segment, "first_step": first_step, "last_step": last_step}
+        for name, kind in TIMING_COLUMNS:
+            table[name][i] = str(full[name]).encode()[:64] if kind.startswith("S") else full[name]
+    return table
+
+
+def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step: int,
+                        keep_before: int | None) -> None:
+    """timings.h5:/ranks, one row per rank and run segment (a restart appends a segment).
+
+    keep_before: when appending from a checkpoint at that step, earlier segments that started before it
+    are kept; without it the table starts afresh. Written whole to a temporary file, then renamed.
+    """
+    import h5py
+
+    old = np.zeros(0, dtype=TIMING_DTYPE)
+    if keep_before is not None and path.exists():
+        try:
+            with h5py.File(path, "r") as f:
+                old = f["ranks"][()].astype(TIMING_DTYPE)
+        except (OSError, KeyError, ValueError) as exc:
+            raise OSError(errno.EIO, f"cannot read the table already there to append to it: {exc}", str(path)) from None
+        old = old[old["first_step"] < keep_before]
+    segment = int(old["segment"].max()) + 1 if len(old) else 0
+    table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])
+    with replaced(path) as tmp, h5py.File(tmp, "w") as f:
+        d = f.create_dataset("ranks", data=table)
+        d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
+                              "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
+                              "(see timings.csv and the README for the sections); steps: timed steps")

@@ -25,7 +25,8 @@ from .exchange import make_exchange
 from .info import affinity, memory_bytes
 from .initial import initial_block
 from .loop import LoopState, TimeLoop
-from .output import RESULT_FILES, Outputs, holds_results
+from .output import RESULT_FILES, Outputs, holds_results, vtk_wanted
+from .safeio import write_text
 from .timing import Clock, Timer
 
 
@@ -82,8 +83,8 @@ class Run:
 
     def _plan(self) -> None:
         case, comm = self.case, self.comm
-        if case.output.checkpoint_every is not None or self.opts.restart:
-            raise InputError("output.checkpoint_every / --restart: not supported yet; remove them")
+        self.restart = self._open_checkpoint()
+        self.vtk_on = vtk_wanted(case, comm.rank)
         self.dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
         self.blocks = all_blocks(case.shape, self.dims)
         self.block = self.blocks[comm.rank]
@@ -93,6 +94,18 @@ class Run:
         if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
             self.backend_cls.check_placement(self.node_size, case.parallel)
         self._check_memory()
+
+    def _open_checkpoint(self):
+        """--restart: the checkpoint, checked against the case; appending when it lies in output.dir."""
+        self.appending = False
+        if not self.opts.restart:
+            return None
+        from .checkpoint import Checkpoint
+
+        cp = Checkpoint.open(self.opts.restart)
+        cp.check(self.case, self.dt)
+        self.appending = cp.directory == self.outdir.resolve()
+        return cp
 
     def _check_memory(self) -> None:
         itemsize = np.dtype(self.case.numerics.dtype).itemsize
@@ -113,6 +126,8 @@ class Run:
         d = self.outdir
         if d.exists() and not d.is_dir():
             raise InputError(f"output.dir: {d} exists and is not a directory; choose another --output")
+        if self.appending:
+            return  # continue the run in the checkpoint's own directory: output is appended
         if holds_results(d):
             if not self.opts.overwrite:
                 raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
@@ -129,7 +144,7 @@ class Run:
 
     def _build(self) -> None:
         case, block = self.case, self.block
-        interior = initial_block(case, block)
+        interior = self.restart.read_block(block) if self.restart else initial_block(case, block)
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads,
                                         local_rank=self.node_rank, local_size=self.node_size)
         host = padded_field(case, block, interior)
@@ -139,7 +154,7 @@ class Run:
         self.warm_timer = Timer()
         self.resolved_yaml = self._resolved_yaml()
         if self.comm.rank == 0:
-            (self.outdir / "case.yaml").write_text(self.resolved_yaml)
+            write_text(self.outdir / "case.yaml", self.resolved_yaml)
         self.outputs = Outputs(self)
 
     def _connect(self) -> None:
@@ -151,7 +166,7 @@ class Run:
         data = self.case.model_dump(mode="json")
         if self.case.physics.equation == "heat":
             data["physics"]["dt"] = self.dt
-        data["output"]["vtk"] = self.case.vtk_enabled
+        data["output"]["vtk"] = self.vtk_on
         w = physics.weights(self.case)
         derived = (f"# derived: dx={self.spacing[0]!r} dy={self.spacing[1]!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
                    f"# ranks={self.comm.size} dims={list(self.dims)} threads_per_rank={self.threads}\n")
@@ -160,7 +175,7 @@ class Run:
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
         self.setup()
-        state = LoopState(self.u, self.u_new)
+        state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
         loop = TimeLoop(self.case, self.backend, self.exchange, self.block, self.comm, self.w,
                         self.timer, self.warm_timer, hooks=self.outputs)
         self.comm.barrier()
@@ -176,11 +191,16 @@ class Run:
                     exc.agreed, exc.report = True, self.comm.rank == 0
                     raise
                 self.backend.synchronize()  # GPU: the last kernels' event timings reach the timers
+                t = time.perf_counter()
+                self.outputs.after_loop(state)  # checkpoint at the end, or on a stop request
+                self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
         finally:
             self.exchange.close()
             self.outputs.close()
         self.clock.phases["warmup"] = loop.warm_seconds
-        self.clock.phases["solve"] = loop.loop_seconds
+        io = self.timer.seconds["io"]  # snapshots inside the loop: reported as output, not as solve time
+        self.clock.phases["solve"] = loop.loop_seconds - io
+        self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + io
         self.clock.skip()
         self.loop, self.state = loop, state
         return self.finish()
@@ -188,19 +208,27 @@ class Run:
     def finish(self) -> dict:
         from .record import build_record, write_record
 
-        correctness = None
-        if self.verify_on:
+        correctness, stopped = None, self.state.stopped_by is not None
+        if self.verify_on and not stopped:
             from .verify import verify
 
             correctness = verify(self, self.state.u, self.state.step)
             self.clock.lap("verify")
-        ceiling = self._ceiling()
+        ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
-        record = None
-        if self.comm.rank == 0:
-            record = build_record(self, rows, correctness, ceiling)
-            write_record(self, record, rows)
-        return self.comm.bcast(record)
+        written = {}
+
+        def write_results() -> None:  # rank 0; a failure (disk full) ends every rank with exit 5
+            if self.comm.rank == 0:
+                written["record"] = build_record(self, rows, correctness, ceiling)
+                write_record(self, written["record"], rows)
+                self.outputs.write_timings(rows, self.restart.step if self.restart else 0, self.state.step)
+
+        self.outputs.collective_io(write_results, "writing the record")
+        record = self.comm.bcast(written.get("record"))
+        if self.state.stopped_by == "signal":
+            raise self.outputs.interrupted(self.state)
+        return record
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
@@ -212,7 +240,7 @@ class Run:
     def rank_row(self) -> dict:
         b, t = self.block, self.timer
         return {"rank": self.comm.rank, "host": socket.gethostname(), "pid": os.getpid(), "affinity": affinity(),
-                "threads": self.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
+                "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
                 "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),
                 "events": t.events if t.trace else None, **getattr(self.exchange, "stats", dict)()}

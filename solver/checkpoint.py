@@ -1,0 +1,152 @@
+"""checkpoint.h5: the state a run can continue from, with any rank count or decomposition.
+
+Layout:
+    /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
+    attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
+    (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
+    ranks, dims, converged, tolerance (NaN when none), created.
+Boundary values live in the case (the fingerprint guarantees they match); ghost layers facing a
+neighbour are refilled by the first halo exchange, so a restart is bitwise the uninterrupted run.
+
+Writing is collective: blocks stream to rank 0 in bounded slabs (fields.for_each_block), rank 0 writes
+them into a temporary file beside checkpoint.h5, closes and fsyncs it, and renames it over the old one;
+a failure at any point leaves the previous checkpoint as it was. Reading: each rank reads its own block.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .fields import chunk_rows, for_each_block
+from .safeio import replaced
+
+NAME = "checkpoint.h5"
+FORMAT = "stencil checkpoint"
+VERSION = 1
+
+
+def fingerprint(case, dt: float) -> dict:
+    """The case fields a checkpoint's field depends on; a restart must match every one (bitwise)."""
+    g, p, b = case.grid, case.physics, case.boundary
+    fp = {"grid.nx": g.nx, "grid.ny": g.ny, "grid.lx": g.lx, "grid.ly": g.ly, "physics.equation": p.equation,
+          "boundary.top": b.top, "boundary.bottom": b.bottom, "boundary.left": b.left, "boundary.right": b.right,
+          "numerics.dtype": case.numerics.dtype}
+    if p.equation == "heat":
+        fp["physics.alpha"] = p.alpha
+        fp["physics.dt"] = dt  # resolved: dt null means safety x stable limit
+    return fp
+
+
+def differences(saved: dict, wanted: dict) -> list[str]:
+    return [f"{k} is {saved.get(k)!r} in the checkpoint but {wanted.get(k)!r} in the case"
+            for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
+
+
+def resolve(path: str | Path) -> Path:
+    """A checkpoint file, or a run directory holding checkpoint.h5."""
+    p = Path(path)
+    return p / NAME if p.is_dir() else p
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int
+    time: float
+    fingerprint: dict
+    converged: bool
+    tolerance: float | None
+    shape: tuple[int, int]
+
+    @classmethod
+    def open(cls, path: str | Path) -> Checkpoint:
+        import h5py
+
+        p = resolve(path)
+        hint = "give the checkpoint.h5 of an earlier run (written with output.checkpoint_every or on SIGTERM)"
+        if not p.is_file():
+            raise InputError(f"--restart: {p} not found; {hint}")
+        try:
+            with h5py.File(p, "r") as f:
+                a = f.attrs
+                if a.get("format") != FORMAT or "u" not in f:
+                    raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
+                tol = float(a["tolerance"])
+                return cls(p.resolve(), int(a["step"]), float(a["time"]), json.loads(a["fingerprint"]),
+                           bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape))
+        except (OSError, KeyError, ValueError) as exc:
+            raise InputError(f"--restart: {p} cannot be read as a checkpoint ({exc}); {hint}") from None
+
+    def check(self, case, dt: float) -> None:
+        """InputError naming every difference that would make the continued run wrong."""
+        diffs = differences(self.fingerprint, fingerprint(case, dt))
+        if diffs:
+            raise InputError(f"--restart: {self.path} was written for another case: {'; '.join(diffs)}; use the "
+                             "same values (the checkpoint's case is in its 'case' attribute) or run without --restart")
+        if self.shape != case.shape:
+            raise InputError(f"--restart: {self.path} holds a {self.shape} field, not {case.shape}; it is damaged")
+        steps = case.run.steps
+        if self.step >= steps:
+            raise InputError(f"run.steps: {steps} but the checkpoint is already at step {self.step}; "
+                             f"use --steps above {self.step} to continue the run")
+        tol = case.run.tolerance
+        if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
+            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (max update below "
+                             f"{self.tolerance:g}); lower run.tolerance to continue it")
+
+    def read_block(self, block) -> np.ndarray:
+        """This rank's owned block, read directly from the file."""
+        import h5py
+
+        (r0, r1), (c0, c1) = block.rows, block.cols
+        with h5py.File(self.path, "r") as f:
+            return f["u"][r0:r1, c0:c1]
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+
+def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance."""
+    if comm.rank != 0:
+        for_each_block(comm, blocks, mine, None)
+        return
+    with replaced(path, durable=True) as tmp:
+        _stream_into(tmp, comm, blocks, mine, meta)
+
+
+def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    import h5py
+
+    opened = {}
+
+    def put(b, data) -> None:
+        if not opened:
+            opened["f"] = f = h5py.File(tmp, "w")
+            opened["u"] = _create(f, blocks[0].shape, mine.dtype, meta, comm.size)
+        opened["u"][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
+
+    try:
+        for_each_block(comm, blocks, mine, put)
+    finally:
+        if opened:
+            opened["f"].close()
+
+
+def _create(f, shape, dtype, meta: dict, ranks: int):
+    ny, nx = shape
+    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
+    tol = meta.get("tolerance")
+    f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
+                    "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
+                    "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
+                    "tolerance": float("nan") if tol is None else float(tol),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    return u
