@@ -196,8 +196,13 @@ def tune(
         json_out.write_text(json.dumps(res, indent=1))
 
 
-@app.command()
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback(invoke_without_command=True)
 def bench(
+    ctx: typer.Context,
     size: int = typer.Option(4096, help="interior points per side"),
     dtype: str = typer.Option("float64", help="float32 | float64"),
     threads: Optional[int] = typer.Option(None, help="numba threads (default: all cores)"),
@@ -206,7 +211,11 @@ def bench(
     steps: int = typer.Option(10, min=1, help="steps per repeat"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
-    """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling."""
+    """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling.
+
+    With a subcommand (bandwidth, reduction, vectorize), that benchmark runs instead."""
+    if ctx.invoked_subcommand is not None:
+        return
     from .bench import print_bench, stencil_bench
 
     from .errors import InputError
@@ -217,3 +226,188 @@ def bench(
     print_bench(results)
     if json_out:
         json_out.write_text(json.dumps(results, indent=1))
+
+
+# the ladder, sweeps and reports ----------------------------------------------------------------
+
+def _counts(text: Optional[str], option: str, default: list[int]) -> list[int]:
+    from .sweep import parse_counts
+
+    return parse_counts(text, option) if text else default
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return sorted({1 << k for k in range(limit.bit_length()) if 1 << k <= limit} | {limit})
+
+
+def _write_json(path: Optional[Path], data: dict, comm=None) -> None:
+    if path and (comm is None or comm.rank == 0):
+        path.write_text(json.dumps(data, indent=1, default=str))
+
+
+@bench_app.command("bandwidth")
+def bench_bandwidth(
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="default: every available backend"),
+    threads: Optional[str] = typer.Option(None, help="numba threads per rank, e.g. 1,2,4,8 (default: powers of two "
+                                                     "up to the cores per rank)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    refresh: bool = typer.Option(False, help="measure again and replace the cached entries"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Copy and SAXPY bandwidth per backend (every MPI rank at once); cached per machine for runs and sweeps."""
+    from .backends import cpu_count, registry
+    from .bandwidth import bandwidth_bench, print_bandwidth
+    from .comm import Comm
+
+    comm = Comm.world(mpi)
+    names = backend or [n for n, cls in registry().items() if cls.unavailable() is None]
+    per_rank = max(1, cpu_count() // comm.node()[1])
+    res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank)), comm, refresh, repeats)
+    if comm.rank == 0:
+        print_bandwidth(res)
+    _write_json(json_out, res, comm)
+
+
+@bench_app.command("reduction")
+def bench_reduction(
+    size: int = typer.Option(1 << 25, min=1, help="elements per rank"),
+    lock_size: int = typer.Option(1 << 17, min=1, help="elements for the lock-per-add variant (it is slow)"),
+    threads: Optional[int] = typer.Option(None, min=1, help="threads per rank (default: cores / ranks per node)"),
+    dtype: str = typer.Option("float64", help="float32 | float64 (sums accumulate in float64)"),
+    gpu: Optional[bool] = typer.Option(None, "--gpu/--no-gpu", help="GPU variants (default: when cupy and a GPU are here)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Sum an array the ways the textbooks contrast (lock, partials, GPU atomics, block tree, MPI); exit 3 on a wrong sum."""
+    from .backends import cpu_count, registry
+    from .bench_reduce import print_reduction, reduction_bench
+    from .comm import Comm
+    from .errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    comm = Comm.world(mpi)
+    reason = registry()["cupy"].unavailable()
+    if gpu and reason:
+        raise InputError(f"--gpu: the GPU variants need cupy and a GPU: {reason}; or pass --no-gpu")
+    threads = threads or max(1, cpu_count() // comm.node()[1])
+    res = reduction_bench(size, min(lock_size, size), threads, dtype, gpu if gpu is not None else reason is None,
+                          comm, repeats)
+    if comm.rank == 0:
+        print_reduction(res)
+    _write_json(json_out, res, comm)
+    bad = [r["variant"] for r in res["results"] if not r["passed"]]
+    if bad:
+        if comm.rank == 0:
+            echo_err(f"error: wrong sums beyond the stated tolerance: {', '.join(bad)}")
+        sys.exit(EXIT_VERIFY)
+
+
+@bench_app.command("vectorize")
+def bench_vectorize(
+    dtype: str = typer.Option("float64", help="float32 | float64"),
+    threads: int = typer.Option(1, min=1, help="numba threads (1 shows SIMD alone)"),
+    sizes: Optional[str] = typer.Option(None, help="grid sides, e.g. 176,4096 (default: one in L2, one far beyond L3)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
+    from .bench_vectorize import print_vectorize, vectorize_bench
+    from .errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
+    print_vectorize(res)
+    _write_json(json_out, res)
+
+
+sweep_app = typer.Typer(help="Scaling sweeps: each point a normal run; sweep.csv, sweep.md; then `stencil report DIR`.",
+                        no_args_is_help=True)
+app.add_typer(sweep_app, name="sweep")
+
+_LAUNCHER = typer.Option(None, help="mpirun | mpiexec | srun | none, or a path (default: mpirun; threads: none)")
+_LAUNCHER_ARGS = typer.Option("", "--launcher-args", help="extra launcher arguments as one string, e.g. "
+                                                          "'--bind-to core' or '--oversubscribe'")
+_REPEATS = typer.Option(1, min=1, help="runs per point; the median time per step is reported")
+_OUTPUT = typer.Option(None, "--output", "-o", help="sweep directory (default: output/sweep-KIND-CASE)")
+_BACKEND = typer.Option(None, help="override backend.name")
+_STEPS = typer.Option(None, help="override run.steps")
+_DTYPE = typer.Option(None, help="override numerics.dtype")
+_HALO = typer.Option(None, help="override parallel.halo")
+_DECOMP = typer.Option(None, help="override parallel.decomposition (weak: rows grows ny, cart grows both)")
+_VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
+_OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
+_TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
+
+
+def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
+    from .sweep import Settings, exit_code, print_sweep, say_point, sweep
+
+    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point)
+    print_sweep(res)
+    code = exit_code(res)
+    if code:
+        echo_err(f"error: some sweep points failed (see {res['dir']}/sweep.md); the others are in sweep.csv")
+        sys.exit(code)
+
+
+@sweep_app.command("strong")
+def sweep_strong(
+    case: Path = typer.Argument(..., help="case file (YAML)"),
+    ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
+    threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
+    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+    dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
+    verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
+) -> None:
+    """Strong scaling: the global grid stays, the ranks vary."""
+    _sweep("strong", case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+           launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
+           halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+
+
+@sweep_app.command("weak")
+def sweep_weak(
+    case: Path = typer.Argument(..., help="case file (YAML); its grid is the grid of one rank"),
+    ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
+    threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
+    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+    dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
+    verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
+) -> None:
+    """Weak scaling: each rank keeps the case's grid; the global grid grows (rows: ny; cart: both)."""
+    _sweep("weak", case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+           launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
+           halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+
+
+@sweep_app.command("threads")
+def sweep_threads(
+    case: Path = typer.Argument(..., help="case file (YAML), backend numba"),
+    threads: str = typer.Option(..., help="numba thread counts, e.g. 1,2,4,8"),
+    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+    dtype: Optional[str] = _DTYPE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
+    timeout: Optional[float] = _TIMEOUT,
+) -> None:
+    """Thread scaling: one process, numba threads vary."""
+    _sweep("threads", case, _counts(threads, "--threads", []), launcher=launcher, launcher_args=launcher_args,
+           repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
+           overwrite=overwrite, timeout=timeout)
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(..., help="a run's output directory or a sweep directory"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="where report.md and the PNGs go (default: DIRECTORY)"),
+) -> None:
+    """Plots (PNG) and report.md for a run or a sweep."""
+    from .report import make_report
+
+    path = make_report(directory, output)
+    print(f"report: {path}")

@@ -1,0 +1,67 @@
+"""numba kernels for the first rungs of the ladder: streaming (copy, SAXPY) and reductions.
+
+Imported only by the ladder benchmarks (numba is imported here). Threads: `numba.set_num_threads`
+decides how many of the pool's threads a prange uses; the caller sets it.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def copy(b, a):
+    """b[i] = a[i]: one read and one write per element."""
+    for i in prange(a.size):
+        b[i] = a[i]
+
+
+@njit(parallel=True, cache=True)
+def saxpy(y, x, a):
+    """y[i] = a*x[i] + y[i]: two reads and one write per element (no FMA contraction: no fastmath)."""
+    for i in prange(x.size):
+        y[i] = a * x[i] + y[i]
+
+
+@njit(cache=True)
+def sum_serial(x):
+    """One thread, one float64 accumulator, left to right: the scalar baseline (no SIMD: the adds
+    depend on each other and LLVM may not reorder them without fastmath)."""
+    s = 0.0
+    for i in range(x.size):
+        s += x[i]
+    return s
+
+
+@njit(parallel=True, cache=True)
+def sum_partials(x, parts):
+    """Thread-local partial sums, combined at the end: chunk c of `parts` equal chunks goes to one
+    thread, which accumulates into a local float64; partial[c] is written once; the partials are
+    added in chunk order (so the result does not depend on the schedule)."""
+    partial = np.zeros(parts)
+    n = x.size
+    for c in prange(parts):
+        s = 0.0
+        for i in range(c * n // parts, (c + 1) * n // parts):
+            s += x[i]
+        partial[c] = s
+    total = 0.0
+    for c in range(parts):
+        total += partial[c]
+    return total
+
+
+@njit(parallel=True, cache=True, fastmath={"reassoc"})
+def sum_partials_simd(x, parts):
+    """As sum_partials, but with reassociation allowed inside each chunk, so LLVM keeps several SIMD
+    lanes of partial sums per thread (a different, still exact-to-rounding order of the adds)."""
+    partial = np.zeros(parts)
+    n = x.size
+    for c in prange(parts):
+        s = 0.0
+        for i in range(c * n // parts, (c + 1) * n // parts):
+            s += x[i]
+        partial[c] = s
+    total = 0.0
+    for c in range(parts):
+        total += partial[c]
+    return total

@@ -1,0 +1,115 @@
+"""Streaming kernels (copy, SAXPY) on every CPU backend, the concurrent timer, and the per-machine cache."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import mpirun, needs_mpi, stencil
+from solver import bandwidth, bench_stream
+from solver.backends.numba_backend import NumbaBackend
+from solver.backends.numpy_backend import NumpyBackend
+from solver.comm import Comm
+from solver.config import BackendSettings
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private cache file and small arrays (4 MiB per rank), so the measurements are quick."""
+    monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(bandwidth, "NODE_BYTES", 4 << 20)
+    monkeypatch.setattr(bandwidth, "MIN_BYTES", 1 << 20)
+    return tmp_path / "cache" / "bandwidth.json"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_copy_and_saxpy_give_the_exact_result(backend, dtype):
+    s = bench_stream.make_stream(backend, 10_007, dtype, threads=2)
+    x, y0 = s.to_host(s.x).copy(), s.to_host(s.y).copy()
+    assert x.dtype == dtype and np.all(x != y0)
+    s.saxpy()
+    s.synchronize()
+    a = np.dtype(dtype).type(bench_stream.SAXPY_A)
+    np.testing.assert_array_equal(s.to_host(s.y), a * x + y0)  # a = 0.5: a*x is exact, one rounding in the add
+    s.saxpy()
+    np.testing.assert_array_equal(s.to_host(s.y), a * x + (a * x + y0))
+    s.copy()
+    s.synchronize()
+    np.testing.assert_array_equal(s.to_host(s.y), x)
+
+
+def test_bytes_counted_per_element():
+    s = bench_stream.make_stream("numpy", 1000, "float32")
+    assert s.nbytes("copy") == 2 * 4 * 1000 and s.nbytes("saxpy") == 3 * 4 * 1000
+
+
+def test_concurrent_rate_is_bytes_over_the_median_time():
+    import time
+
+    calls = []
+
+    def fn():
+        calls.append(1)
+        time.sleep(0.005)
+
+    r = bench_stream.concurrent_rate(Comm(), fn, lambda: None, nbytes=10**9, repeats=3)
+    # each call sleeps >= 5 ms, so the rate cannot exceed 1e9 B / 5 ms = 200 GB/s; the warm-up sized the
+    # repeats to >= 20 ms (1 call if the warm-up call alone took that long on a loaded machine)
+    assert 0 < r["gbs"] <= 200 and r["inner"] >= 1
+    assert len(calls) == 1 + 3 * r["inner"]
+    assert r["seconds"] >= 0.005 and r["spread_gbs"][0] <= r["gbs"] <= r["spread_gbs"][1]
+
+
+def test_cache_is_used_then_refreshed(cache, monkeypatch):
+    measured = []
+    real = bandwidth.measure
+
+    def spy(*a, **kw):
+        measured.append(a[2] if len(a) > 2 else kw.get("kind"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(bandwidth, "measure", spy)
+    be = NumpyBackend(BackendSettings(name="numpy"), "float64")
+    first = bandwidth.ceiling(be, Comm(), "saxpy", repeats=2)
+    assert not first["cached"] and first["gbs"] > 0 and measured == ["saxpy"]
+    stored = json.loads(cache.read_text())
+    assert stored[first["key"]]["gbs"] == first["gbs"] and "|numpy|saxpy|threads=1|ranks=1|" in first["key"]
+    again = bandwidth.ceiling(be, Comm(), "saxpy", repeats=2)
+    assert again["cached"] and again["gbs"] == first["gbs"] and measured == ["saxpy"]
+    fresh = bandwidth.ceiling(be, Comm(), "saxpy", refresh=True, repeats=2)
+    assert not fresh["cached"] and measured == ["saxpy", "saxpy"]
+    assert json.loads(cache.read_text())[first["key"]]["measured"] == fresh["measured"]
+
+
+def test_runs_read_the_entry_the_bench_wrote(cache):
+    """copy_ceiling (what run.py calls) and `bench bandwidth` share one key per backend/threads/ranks."""
+    res = bandwidth.bandwidth_bench(["numba"], [1], Comm(), repeats=2)
+    copy = next(r for r in res["results"] if r["kind"] == "copy")
+    be = NumbaBackend(BackendSettings(name="numba"), "float64", 1)
+    ceiling = bandwidth.copy_ceiling(be, Comm())
+    assert ceiling["cached"] and ceiling["gbs"] == copy["gbs"]
+    assert {r["kind"] for r in res["results"]} == {"copy", "saxpy"}
+
+
+@needs_mpi
+def test_bench_bandwidth_under_mpi_streams_on_every_rank_and_caches(tmp_path):
+    env = {"STENCIL_CACHE_DIR": str(tmp_path / "c"), "STENCIL_BANDWIDTH_MIB": "32"}  # small, to be quick
+    out = tmp_path / "bw.json"
+    args = ["bench", "bandwidth", "-b", "numpy", "--repeats", "2", "--json", str(out)]
+    p = mpirun(2, args, env=env)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    assert res["ranks"] == 2 and all(not r["cached"] for r in res["results"])
+    for r in res["results"]:
+        assert "ranks=2|per_node=2" in r["key"] and r["gbs"] == pytest.approx(2 * r["per_rank_gbs"])
+        assert r["bytes_per_rank"] == 16 << 20
+    again = mpirun(2, args, env=env)
+    assert again.returncode == 0, again.stderr
+    assert all(r["cached"] for r in json.loads(out.read_text())["results"])
+    assert "cache (" in again.stdout
+
+
+def test_bench_bandwidth_rejects_bad_thread_lists():
+    p = stencil(["bench", "bandwidth", "--threads", "2,x"])
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--threads" in p.stderr

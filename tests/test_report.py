@@ -1,0 +1,137 @@
+"""Reports: a real strong sweep and a real traced 2-rank run, their figures checked as objects and as PNGs."""
+
+import json
+import shlex
+
+import numpy as np
+import pytest
+
+from conftest import mpirun, mpirun_command, needs_mpi, stencil, write_case
+from solver import report
+
+
+@pytest.fixture(scope="module")
+def strong(tmp_path_factory):
+    """`stencil sweep strong` of a tiny verified case at 1 and 2 ranks, then `stencil report`."""
+    tmp = tmp_path_factory.mktemp("strong")
+    env = {"STENCIL_CACHE_DIR": str(tmp_path_factory.getbasetemp() / "stencil-cache"), "STENCIL_BANDWIDTH_MIB": "64"}
+    case = write_case(tmp / "strong.yaml", grid={"nx": 40, "ny": 24}, run={"steps": 60, "check_every": 20},
+                      backend={"name": "numba"}, verify=True)
+    exe, *flags = mpirun_command()
+    out = tmp / "sweep"
+    p = stencil(["sweep", "strong", str(case), "--ranks", "1,2", "-o", str(out), "--launcher", exe,
+                 "--launcher-args", shlex.join(flags)], env=env)
+    assert p.returncode == 0, p.stderr
+    r = stencil(["report", str(out)], env=env)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def png_ok(path):
+    """A valid PNG: the signature, and matplotlib's own reader decodes it to a non-blank RGBA image."""
+    import matplotlib.image
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    img = matplotlib.image.imread(path)
+    assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 300 and np.ptp(img[..., :3]) > 0
+    return img
+
+
+def labelled(ax):
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() and ax.get_legend() is not None
+    assert "(" in ax.get_ylabel()  # units or a definition in brackets
+
+
+@needs_mpi
+def test_sweep_csv_matches_the_records(strong):
+    import csv
+
+    rows = list(csv.DictReader(open(strong / "sweep.csv")))
+    assert [(r["ranks"], r["local_ny"], r["local_nx"]) for r in rows] == [("1", "24", "40"), ("2", "12", "40")]
+    for r in rows:
+        rec = json.loads((strong / r["record"]).read_text())
+        assert float(r["seconds_per_step"]) == rec["throughput"]["seconds_per_step"]
+        assert float(r["mlups"]) == rec["throughput"]["mlups"]
+        assert float(r["copy_gbs"]) == rec["throughput"]["copy_gbs"]
+        assert float(r["fraction_of_copy"]) == rec["throughput"]["fraction_of_copy"]
+        assert float(r["wait_fraction"]) == rec["timings"]["wait_fraction"]["max"]
+        assert rec["resources"]["ranks"] == int(r["ranks"]) and rec["case"]["grid"] == {"nx": 40, "ny": 24, "lx": 1.0, "ly": 1.0}
+
+
+@needs_mpi
+def test_sweep_figures_have_the_expected_series(strong):
+    res = report.load_sweep(strong)
+    scaling = report.fig_scaling(res)
+    a, b = scaling.axes
+    assert [len(ax.get_lines()) for ax in (a, b)] == [2, 2]  # measured + ideal on each
+    assert list(a.get_lines()[1].get_ydata()) == [1, 2] and list(b.get_lines()[1].get_ydata()) == [1.0, 1.0]
+    np.testing.assert_allclose(a.get_lines()[0].get_ydata(), [r["speedup"] for r in res["rows"]])
+    for ax in (a, b):
+        labelled(ax)
+
+    (ax,) = report.fig_breakdown(res).axes
+    labelled(ax)
+    assert len(ax.containers) == 5 and all(len(c) == 2 for c in ax.containers)  # 5 sections x 2 points
+    heights = np.sum([[bar.get_height() for bar in c] for c in ax.containers], axis=0)
+    for h, r in zip(heights, res["rows"]):  # the stack is the mean loop time per step
+        loop = np.mean([t["loop"] / t["steps"] for t in r["_timings"]]) * 1e3
+        assert h == pytest.approx(loop, rel=0.05)
+
+    bw = report.fig_bandwidth(res)
+    left, roof = bw.axes
+    labelled(left)
+    labelled(roof)
+    assert len(left.get_lines()) == 2  # achieved + ceiling
+    np.testing.assert_allclose(left.get_lines()[1].get_ydata(), [r["copy_gbs"] for r in res["rows"]])
+    ceilings = len({r["copy_gbs"] for r in res["rows"]})
+    assert len(roof.get_lines()) == min(ceilings, 2) + 2  # memory roofs, the points, the intensity marker
+
+
+@needs_mpi
+def test_sweep_report_files(strong):
+    for name in ("scaling.png", "breakdown.png", "bandwidth.png"):
+        png_ok(strong / name)
+    md = (strong / "report.md").read_text()
+    for section in ("## Problem", "## Hardware and software", "## Serial baseline", "## Parallel design",
+                    "## Correctness evidence", "## Benchmark method", "## Charts", "## Bottleneck analysis",
+                    "## Limitations and next steps"):
+        assert section in md
+    assert md.count("| PASS |") == 2 and "](scaling.png)" in md and "1 rank(s) x 1 thread(s) on 24 x 40" in md
+
+
+@needs_mpi
+def test_run_report_with_a_trace(tmp_path):
+    case = write_case(tmp_path / "tr.yaml", grid={"nx": 30, "ny": 20}, run={"steps": 30, "check_every": 10},
+                      backend={"name": "numpy"}, output={"dir": str(tmp_path / "run"), "trace": True})
+    p = mpirun(2, ["run", str(case), "-q"], env={"STENCIL_CACHE_DIR": str(tmp_path / "c"), "STENCIL_BANDWIDTH_MIB": "8"})
+    assert p.returncode == 0, p.stderr
+    run = tmp_path / "run"
+    (ax,) = report.fig_ranks(report.load_timings(run)).axes
+    labelled(ax)
+    assert len(ax.containers) == 5 and all(len(c) == 2 for c in ax.containers)  # 5 sections x 2 ranks
+    trace = json.loads((run / "trace.json").read_text())
+    (tl,) = report.fig_timeline(trace).axes
+    assert tl.get_title().startswith("Per-rank timeline") and tl.get_xlabel().endswith("(ms)")
+    assert {int(t) for t in tl.get_yticks()} == {0, 1}
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    first = min(e["args"]["step"] for e in events)
+    sections = {e["name"] for e in events if e["args"]["step"] < first + report.TIMELINE_STEPS}
+    assert first >= 1 and {"compute", "comm", "wait"} <= sections  # the warm-up step is not in the trace
+    assert {t.get_text() for t in tl.get_legend().get_texts()} == sections
+    assert len(tl.collections) >= 2 * 2  # at least compute and one halo section on each rank
+    bars, roof = report.fig_run_bandwidth(json.loads((run / "record.json").read_text())).axes
+    assert len(bars.patches) == 2 and len(roof.get_lines()) == 3
+    out = tmp_path / "rep"
+    r = stencil(["report", str(run), "-o", str(out)])
+    assert r.returncode == 0, r.stderr
+    for name in ("ranks.png", "bandwidth.png", "timeline.png"):
+        png_ok(out / name)
+    md = (out / "report.md").read_text()
+    assert "(one run)" in md and "](timeline.png)" in md and "## Limitations and next steps" in md
+
+
+def test_report_on_a_directory_without_results(tmp_path):
+    p = stencil(["report", str(tmp_path)])
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "neither a sweep" in p.stderr
+    assert list(tmp_path.iterdir()) == []
