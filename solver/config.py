@@ -103,6 +103,8 @@ class Numerics(Section):
 class BackendSettings(Section):
     name: Literal["numpy", "numba", "cupy"] = "numba"
     threads: int | None = Field(None, ge=1, description="numba threads per rank; null = cores / ranks on the node")
+    time_tile: int | None = Field(None, ge=1, le=64, description=(
+        "numba on one process: steps fused into one sweep through memory (temporal blocking); null = 4, 1 = off"))
     kernel: str | None = Field(None, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
         "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
@@ -165,6 +167,8 @@ class Case(Section):
         elif self.parallel.transport != "auto":
             raise ValueError(f"parallel.transport: {self.parallel.transport} applies to backend cupy only; "
                              "remove it or use backend.name: cupy")
+        if self.backend.time_tile is not None and self.backend.name != "numba":
+            raise ValueError("backend.time_tile: applies to backend numba only; remove it or use name: numba")
         if self.parallel.dims is not None:
             if self.parallel.decomposition != "cart":
                 raise ValueError("parallel.dims: applies to decomposition cart only; remove it or set decomposition: cart")
@@ -285,6 +289,15 @@ def _message(err: dict) -> str:
     if kind == "union_tag_not_found":
         return f"needs a 'kind'; use one of {', '.join(sorted(_INITIAL_KINDS))}"
     fix = _FIXES.get(kind, "")
+    ctx = err.get("ctx") or {}
+    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+    if kind in bounds:
+        op, limit = bounds[kind], next(iter(ctx.values()), "")
+        fix = f"use a value {op} {limit}"
+    elif kind == "literal_error":
+        fix = f"use {ctx.get('expected', 'one of the listed values')}"
+    elif kind in ("too_short", "too_long"):
+        fix = f"give exactly {ctx.get('min_length', ctx.get('max_length'))} values, e.g. [2, 2]"
     shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
     return f"{msg}{shown}{'; ' + fix if fix else ''}"
 

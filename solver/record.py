@@ -26,19 +26,19 @@ def section_stats(rows: list[dict]) -> dict:
     for name in (*SECTIONS, "loop"):
         v = np.array([r[name] for r in rows], dtype=float)
         stats[name] = {"min": float(v.min()), "mean": float(v.mean()), "max": float(v.max())}
-    loops = np.array([max(r["loop"], 1e-300) for r in rows])
+    loops = np.array([max(r["loop"] - r["io"], 1e-300) for r in rows])  # step time, output excluded
     comp = np.array([r["compute"] for r in rows])
     stats["load_imbalance"] = float(comp.max() / comp.mean()) if comp.mean() > 0 else 1.0
     for name in ("comm", "wait"):
         frac = np.array([r[name] for r in rows]) / loops
         stats[f"{name}_fraction"] = {"max": float(frac.max()), "mean": float(frac.mean())}
-    stats["mlups_per_rank"] = [r["points"] * r["steps"] / max(r["loop"], 1e-300) / 1e6 for r in rows]
+    stats["mlups_per_rank"] = [r["points"] * r["steps"] / t / 1e6 for r, t in zip(rows, loops)]
     return stats
 
 
 def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
     steps = rows[0]["steps"]
-    solve = max(r["loop"] for r in rows)
+    solve = max(r["loop"] - r["io"] for r in rows)  # output is timed apart (times.output)
     if steps == 0 or solve <= 0:
         return None
     updates = case.grid.nx * case.grid.ny * steps / solve
@@ -54,9 +54,12 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
     return out
 
 
-def bottleneck(tp: dict | None, stats: dict, ranks: int) -> str:
+def bottleneck(tp: dict | None, stats: dict, ranks: int, oversubscribed: str | None = None) -> str:
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
+    if oversubscribed:
+        return (f"oversubscription: {oversubscribed}, so ranks wait for a core as well as for messages; "
+                "timings show the machine, not the code - use at most one thread per core")
     frac = tp.get("fraction_of_copy")
     comm = stats["comm_fraction"]["max"] + stats["wait_fraction"]["max"]
     if ranks > 1 and comm > 0.25:
@@ -73,6 +76,32 @@ def bottleneck(tp: dict | None, stats: dict, ranks: int) -> str:
         return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
                 "(more threads, SIMD or a better kernel would help)")
     return "unknown: no copy bandwidth measured to compare with"
+
+
+def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
+    """A description when some host runs more threads (ranks x threads) than the cores its ranks may use
+    (the union of their CPU affinities), else None."""
+    if on_gpu:
+        return None
+    hosts: dict[str, tuple[set, int]] = {}
+    for r in rows:
+        cores, used = hosts.get(r["host"], (set(), 0))
+        hosts[r["host"]] = (cores | parse_cores(r["affinity"]), used + r["threads"])
+    for host, (cores, used) in hosts.items():
+        if cores and used > len(cores):
+            ranks = sum(r["host"] == host for r in rows)
+            return f"{ranks} rank(s) with {used} thread(s) in all on {len(cores)} core(s) of {host}"
+    return None
+
+
+def parse_cores(text: str) -> set[int]:
+    """'0-3,8' -> {0, 1, 2, 3, 8} (the format info.affinity() writes)."""
+    cores: set[int] = set()
+    for part in filter(None, str(text).split(",")):
+        a, _, b = part.partition("-")
+        if a.isdigit():
+            cores.update(range(int(a), int(b or a) + 1))
+    return cores
 
 
 def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict | None) -> dict:
@@ -93,7 +122,7 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
                   "weights": {"wc": w.wc, "wx": w.wx, "wy": w.wy}},
         "resources": {"ranks": run.comm.size, "dims": list(run.dims), "decomposition": case.parallel.decomposition,
                       "halo": run.exchange.mode if run.comm.size > 1 else "none",
-                      "halo_schedule": run.exchange.schedule, "threads_per_rank": run.threads,
+                      "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
                       "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
                       "placement": [placement(r) for r in rows]},
         "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
@@ -103,7 +132,7 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
         "times": phases,
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, run.comm.size),
+        "bottleneck": bottleneck(tp, stats, run.comm.size, oversubscription(rows, run.backend.on_gpu)),
     }
 
 

@@ -114,13 +114,17 @@ def print_info() -> None:
 
 
 def _mpi_library() -> str | None:
-    """The MPI library mpi4py is built against, without initialising MPI (mpi4py.get_config)."""
+    """The MPI library's own version line, read without initialising MPI (MPI_Get_library_version
+    may be called before MPI_Init)."""
     try:
         import mpi4py
 
-        cfg = mpi4py.get_config()
-        return f"mpi4py {mpi4py.__version__} ({cfg.get('mpicc', 'unknown mpicc')})"
-    except Exception:  # noqa: BLE001 - no mpi4py
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False
+        from mpi4py import MPI
+
+        return f"{MPI.Get_library_version().splitlines()[0].strip()} (mpi4py {mpi4py.__version__})"
+    except Exception:  # noqa: BLE001 - no mpi4py or no MPI library
         return None
 
 
