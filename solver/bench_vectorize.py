@@ -4,7 +4,9 @@ Evidence: the kernel (numba_kernels.step, compiled afresh with its own options b
 on-disk cache, whose code numba refuses to disassemble) is disassembled with `inspect_asm()`, the
 parallel region's gufunc included, and its floating-point arithmetic is counted by kind: packed on
 zmm (AVX-512, 512-bit), ymm (AVX/AVX2, 256-bit) or xmm (SSE/AVX-128) registers, and scalar
-(`...sd`/`...ss`). The instruction set is the widest register packed arithmetic uses.
+(`...sd`/`...ss`); gathers are counted apart (a vectorised loop that gathers is usually a sign of
+an index numba could not prove non-negative). The instruction set is the widest register packed
+arithmetic uses.
 
 Speed: LLVM's loop vectoriser is read by numba at import (NUMBA_LOOP_VECTORIZE), so each setting runs
 in its own process (`python -m solver.bench_vectorize worker ...`), which also counts its own packed
@@ -44,7 +46,7 @@ def count_simd(asm: str) -> dict:
     widest = next((r for r in ("zmm", "ymm", "xmm") if packed[r]), None)
     mnemonics = sorted(set(re.findall(rf"^\s*(v?{ARITH}[ps][sd])\s", asm, re.M)))
     return {"packed": packed, "scalar": len(SCALAR.findall(asm)), "isa": ISA.get(widest, "scalar only (no packed SIMD)"),
-            "mnemonics": mnemonics}
+            "mnemonics": mnemonics, "gathers": len(re.findall(r"^\s*v(?:p)?gather\w*\s", asm, re.M))}
 
 
 def fresh_kernel():
@@ -187,7 +189,7 @@ def print_vectorize(res: dict) -> None:
               f"{', '.join(res['cpu_features'])}), {res['dtype']}, {res['threads']} thread(s)")
     for label, c in (("loop vectoriser on ", a), ("loop vectoriser off", b)):
         con.print(f"  {label}: packed FP arithmetic zmm {c['packed']['zmm']}, ymm {c['packed']['ymm']}, xmm "
-                  f"{c['packed']['xmm']}; scalar {c['scalar']}; instruction set: {c['isa']}; "
+                  f"{c['packed']['xmm']}; scalar {c['scalar']}; gathers {c['gathers']}; instruction set: {c['isa']}; "
                   f"{' '.join(c['mnemonics'])}")
     t = Table(title=f"time per step, median of {res['repeats']}; copy bandwidth {res['copy_gbs']:.1f} GB/s "
                     f"({res['threads']} thread(s)); L2 {res['l2_bytes'] >> 10} KiB, L3 {res['l3_bytes'] >> 20} MiB")

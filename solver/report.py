@@ -20,7 +20,8 @@ from .errors import InputError
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
-TIMELINE_STEPS = 8  # steps shown in the timeline (the first timed ones)
+TIMELINE_STEPS = 8
+TITLES = {"strong": "Strong", "weak": "Weak", "threads": "Thread"}  # steps shown in the timeline (the first timed ones)
 
 
 # loading ---------------------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def fig_scaling(res: dict):
     label = "scaled speedup n*T(n0)/T(n)" if kind == "weak" else "speedup n0*T(n0)/T(n)"
     a.plot(n, [r["speedup"] for r in rows], "o-", label="measured")
     a.plot(n, n, "k--", label="ideal (= n)")
-    a.set(title=f"{kind.capitalize()} scaling: speedup", xlabel=axis_name(kind), ylabel=f"{label} (x)")
+    a.set(title=f"{TITLES[kind]} scaling: speedup", xlabel=axis_name(kind), ylabel=f"{label} (x)")
     b.plot(n, [r["efficiency"] for r in rows], "o-", label="measured")
     b.plot(n, [1.0] * len(n), "k--", label="ideal (100%)")
     b.set(title="Parallel efficiency", xlabel=axis_name(kind), ylabel="efficiency = speedup / n (fraction)",
@@ -99,7 +100,9 @@ def fig_scaling(res: dict):
         _log2_axis(ax, n)
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle(f"{res['case_name']}: {res['growth']}", fontsize=8)
+    m = res["machine"]
+    fig.suptitle(f"{res['case_name']}: {res['growth']}\n{m['cpu']} ({m['cores_usable']} cores), {res['date']}",
+                 fontsize=8)
     return fig
 
 

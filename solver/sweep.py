@@ -16,7 +16,8 @@ Weak scaling grows the grid with the process grid, keeping dx, dy (so dt) fixed:
 that every rank owns exactly the case's ny x nx.
 
 Threads per rank in rank sweeps: --threads-per-rank, else the case's backend.threads, else 1 (pure
-MPI, as PETSc users expect). A point that fails (non-zero exit, timeout) is reported in sweep.md/.csv
+MPI, as PETSc users expect). Rank sweeps also set numba's backend.time_tile to 1 unless the case sets
+it: temporal blocking only runs on one process, and every point must run the same kernel. A point that fails (non-zero exit, timeout) is reported in sweep.md/.csv
 and the sweep goes on; the sweep's exit code is then the first failed point's (124 for a timeout).
 """
 
@@ -158,6 +159,8 @@ def point_case(base: dict, s: Settings, n: int) -> tuple[dict, int, int]:
     threads = s.threads_per_rank or base["backend"].get("threads") or 1
     if data["backend"]["name"] == "numba":
         data["backend"]["threads"] = threads
+        if data["backend"].get("time_tile", 1) is None:
+            data["backend"]["time_tile"] = 1  # tiling exists on one process only: the same kernel at every point
     if s.kind == "weak":
         grow(data, n)
     return data, n, threads if data["backend"]["name"] == "numba" else 1
@@ -205,11 +208,21 @@ def command(s: Settings, launcher: list[str], p: Point, outdir: Path) -> list[st
     return cmd
 
 
-def run_once(cmd: list[str], timeout: float | None) -> tuple[int, str]:
+def point_env(s: Settings, p: Point) -> dict:
+    """The sweep's environment; rank sweeps size numba's pool to the threads per rank (unless the user
+    set NUMBA_NUM_THREADS), so no idle pool thread competes for the cores the other ranks use."""
+    env = dict(os.environ)
+    if s.kind != "threads":
+        env.setdefault("NUMBA_NUM_THREADS", str(p.threads))
+        env.setdefault("OMP_NUM_THREADS", str(p.threads))
+    return env
+
+
+def run_once(cmd: list[str], timeout: float | None, env: dict | None = None) -> tuple[int, str]:
     """(exit code, the error it printed); 124 and a message on timeout. The point runs in its own
     process group, so a timeout or Ctrl-C ends the launcher and every rank it started, nothing else."""
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)
     except OSError as exc:
         return 127, f"could not start {cmd[0]}: {exc.strerror}"
@@ -250,7 +263,7 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
         for k, d in enumerate(p.dirs):
             cmd = command(s, launcher, p, d)
             t = time.perf_counter()
-            rc, err = run_once(cmd, s.timeout)
+            rc, err = run_once(cmd, s.timeout, point_env(s, p))
             rec = read_record(d) if rc == 0 else None
             if rc == 0 and rec is None:
                 rc, err = 1, f"no record.json in {d}"
@@ -349,6 +362,7 @@ def notes(rows: list[dict], s: Settings, launcher: list[str]) -> list[str]:
     out = [f"point {r['ranks']} rank(s) x {r['threads']} thread(s) {r['status']}" for r in rows if r["status"] != "ok"]
     out += oversubscription(rows, launcher)
     out += [small_domain(r) for r in rows if r["status"] == "ok" and small_domain(r)]
+    out += [comm_heavy(r) for r in rows if r["status"] == "ok" and comm_heavy(r)]
     out += io_heavy(rows)
     out += saturation(rows, "copy_gbs", "memory bandwidth (copy, every worker streaming at once)")
     out += saturation(rows, "effective_gbs", "the stencil's effective bandwidth")
@@ -371,20 +385,29 @@ def oversubscription(rows: list[dict], launcher: list[str]) -> list[str]:
 
 
 def small_domain(r: dict) -> str | None:
-    """Why halo traffic or latency may dominate at this point (None when they do not)."""
+    """Why halo traffic or message latency dominate at this point by construction (None when they do not)."""
     if r["ranks"] < 2:
         return None
     why = []
     if r["halo_fraction"] > HALO_WARN:
         why.append(f"halo cells are {r['halo_fraction']:.1%} of the owned cells")
-    if r["comm_fraction"] + r["wait_fraction"] > COMM_WARN:
-        why.append(f"comm + wait take {r['comm_fraction'] + r['wait_fraction']:.0%} of the loop")
     if r["seconds_per_step"] < LATENCY_WARN_S:
         why.append(f"a step takes {r['seconds_per_step'] * 1e6:.0f} us, close to MPI message latency")
     if not why:
         return None
     return (f"{r['ranks']} ranks: local domains of {r['local_ny']} x {r['local_nx']} are small: " + "; ".join(why) +
             ": halo traffic and latency dominate; scaling here says little about larger problems")
+
+
+def comm_heavy(r: dict) -> str | None:
+    """Measured communication above COMM_WARN where the domains are not small: say what it can mean."""
+    share = r["comm_fraction"] + r["wait_fraction"]
+    if r["ranks"] < 2 or share <= COMM_WARN or small_domain(r):
+        return None
+    return (f"{r['ranks']} ranks: comm + wait take {share:.0%} of the loop (comm {r['comm_fraction']:.0%}, wait "
+            f"{r['wait_fraction']:.0%}) although halo cells are only {r['halo_fraction']:.2%} of the owned cells: "
+            "waiting for neighbours points at imbalance or at noise (shared or oversubscribed cores, other jobs), "
+            "not at halo volume; check the spread over repeats and the per-rank timeline")
 
 
 def saturation(rows: list[dict], key: str, what: str) -> list[str]:
