@@ -119,7 +119,8 @@ def fig_breakdown(res: dict):
     bottom = np.zeros(len(rows))
     for s in SECTION_COLOURS:
         v = np.array([per_step(r["_timings"], s) for r in rows])
-        ax.bar(labels, v, bottom=bottom, label=s, color=SECTION_COLOURS[s])
+        label = "io (snapshots, not in the time per step)" if s == "io" else s
+        ax.bar(labels, v, bottom=bottom, label=label, color=SECTION_COLOURS[s])
         bottom += v
     ax.set(title="Where a step's time goes (mean over ranks)", xlabel=axis_name(kind), ylabel="time per step (ms)")
     ax.legend()
@@ -274,9 +275,9 @@ def method(command: str, repeats: int | None) -> list[str]:
     rep = f"{repeats} run(s) per point, the median time per step reported" if repeats else "one run"
     return ["## Benchmark method", "",
             f"- command: `{command}`; {rep}; each point a separate process (`stencil run`) with its own record.",
-            "- time per step: the solve loop after the warm-up steps (compile and first-touch excluded) over the "
-            "timed steps; per-rank sections compute / comm / wait / io / other, reduced with max (fractions) and "
-            "mean (breakdown chart); load imbalance = max / mean compute.",
+            "- time per step: the solve loop after the warm-up steps (compile and first-touch excluded) minus the "
+            "snapshots written inside it, over the timed steps; per-rank sections compute / comm / wait / io / "
+            "other, reduced with max (fractions) and mean (breakdown chart); load imbalance = max / mean compute.",
             "- effective bandwidth = updates/s x 2 x itemsize; ceiling = STREAM-like copy bandwidth measured with "
             "the same ranks and threads, all streaming at once, cached per machine (`stencil bench bandwidth`).", ""]
 

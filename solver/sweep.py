@@ -44,12 +44,11 @@ from .errors import InputError
 KINDS = ("strong", "weak", "threads")
 HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic matters
 COMM_WARN = 0.20  # comm + wait fraction of the loop above which communication dominates
-IO_WARN = 0.10  # snapshot writing above this fraction of the loop distorts the time per step
 LATENCY_WARN_S = 100e-6  # a step shorter than this is within reach of MPI message latency
 SATURATION = 0.25  # copy bandwidth gaining less than this share of the ideal growth: saturated
 CSV_FIELDS = ["ranks", "threads", "workers", "global_ny", "global_nx", "local_ny", "local_nx", "halo_fraction",
               "seconds_per_step", "time_min", "time_max", "repeats_ok", "mlups", "speedup", "efficiency",
-              "compute_fraction", "comm_fraction", "wait_fraction", "io_fraction", "load_imbalance", "effective_gbs",
+              "compute_fraction", "comm_fraction", "wait_fraction", "load_imbalance", "effective_gbs",
               "copy_gbs", "fraction_of_copy", "verified", "status", "record"]
 
 
@@ -282,6 +281,19 @@ def read_record(d: Path) -> dict | None:
 
 # rows ------------------------------------------------------------------------------------------
 
+def compute_fraction(run_dir: Path) -> float | None:
+    """Largest over ranks of compute / step time (loop minus in-loop output), from the run's timings.csv:
+    the same definition the record uses for its comm and wait fractions."""
+    try:
+        with open(run_dir / "timings.csv", newline="") as f:
+            ranks = list(csv.DictReader(f))
+        fracs = [float(r["compute"]) / (float(r["loop"]) - float(r["io"])) for r in ranks
+                 if float(r["loop"]) - float(r["io"]) > 0]
+    except (OSError, KeyError, ValueError):
+        return None
+    return max(fracs) if fracs else None
+
+
 def largest_block(rec: dict) -> tuple[int, int]:
     from .decomp import all_blocks
 
@@ -316,9 +328,8 @@ def row(p: Point, root: Path) -> dict:
             "global_ny": inp["ny"], "global_nx": inp["nx"], "local_ny": ly, "local_nx": lx,
             "seconds_per_step": tp["seconds_per_step"], "time_min": min(times), "time_max": max(times),
             "repeats_ok": len(times), "mlups": tp["mlups"],
-            "compute_fraction": t["compute"]["max"] / t["loop"]["max"] if t["loop"]["max"] > 0 else None,
+            "compute_fraction": compute_fraction(Path(run["dir"])),
             "comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
-            "io_fraction": t["io"]["max"] / t["loop"]["max"] if t["loop"]["max"] > 0 else None,
             "load_imbalance": t["load_imbalance"], "effective_gbs": tp["effective_gbs"],
             "copy_gbs": tp.get("copy_gbs"), "fraction_of_copy": tp.get("fraction_of_copy"),
             "verified": rec["correctness"].get("passed"), "status": "ok",
@@ -363,7 +374,6 @@ def notes(rows: list[dict], s: Settings, launcher: list[str]) -> list[str]:
     out += oversubscription(rows, launcher)
     out += [small_domain(r) for r in rows if r["status"] == "ok" and small_domain(r)]
     out += [comm_heavy(r) for r in rows if r["status"] == "ok" and comm_heavy(r)]
-    out += io_heavy(rows)
     out += saturation(rows, "copy_gbs", "memory bandwidth (copy, every worker streaming at once)")
     out += saturation(rows, "effective_gbs", "the stencil's effective bandwidth")
     low = next((r for r in rows if r.get("efficiency") is not None and r["efficiency"] < 0.8), None)
@@ -427,17 +437,6 @@ def saturation(rows: list[dict], key: str, what: str) -> list[str]:
             "not saturated in this range"]
 
 
-def io_heavy(rows: list[dict]) -> list[str]:
-    """Snapshots written inside the timed loop count in the time per step: say when they matter."""
-    out = []
-    for r in rows:
-        if r["status"] == "ok" and r.get("io_fraction", 0) > IO_WARN:
-            out.append(f"{r['ranks']} rank(s) x {r['threads']} thread(s): writing snapshots takes "
-                       f"{r['io_fraction']:.0%} of the loop and is part of the time per step; raise run.steps "
-                       "or output.every to measure the solver rather than the file system")
-    return out
-
-
 # output ----------------------------------------------------------------------------------------
 
 def growth(s: Settings, base: dict, rows: list[dict]) -> str:
@@ -488,11 +487,12 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-COLUMNS = """- time per step: the run's solve time (after warm-up) over its timed steps; min-max over repeats.
+COLUMNS = """- time per step: the run's solve time (after warm-up, in-loop output excluded) over its timed steps;
+  min-max over repeats.
 - speedup: strong/threads n0*T(n0)/T(n), weak n*T(n0)/T(n) (scaled speedup), against the first point;
   ideal = n. efficiency = speedup / n.
-- compute, comm, wait: fractions of the loop time, the largest over ranks (compute: busiest rank's compute
-  over the slowest rank's loop). imbalance: max / mean compute time over ranks.
+- compute, comm, wait: fractions of each rank's step time (its timed loop minus in-loop output), the
+  largest over ranks (the record's definition). imbalance: max / mean compute time over ranks.
 - GB/s: effective bandwidth, 2 x itemsize per update (one read, one write of the field); copy GB/s: the
   copy ceiling measured with the same ranks and threads, all at once (cached per machine; `stencil bench
   bandwidth --refresh` measures again); of copy: their ratio.
