@@ -72,7 +72,7 @@ class TimeLoop:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
-            t0 = time.perf_counter()
+            t0 = timer.cursor = time.perf_counter()
             self.steps(s, n, timer)
             self._at_stop(s, timer, end)
             if warm:

@@ -6,8 +6,11 @@ Sections (the README repeats these definitions):
 - wait:    blocked in Wait/Waitall, or in a collective (convergence, stop and NaN checks);
 - io:      writing snapshots and checkpoints;
 - other:   the rest of the loop: buffer swaps, the local convergence/NaN reduction, progress.
-`loop` is the wall time of the whole loop, measured separately: the sections add up to it,
-up to the cost of reading the clock.
+`loop` is the wall time of the whole loop, measured separately. Sections are contiguous: the loop
+marks where a batch of steps starts (`cursor`), and each section also takes the few instructions
+between the previous section's end and its own start, so no time falls between sections (a
+descheduled process would otherwise lose whole milliseconds there) and the sections add up to the
+loop. A section timed inside another would be counted twice, and the sum would exceed the loop.
 """
 
 from __future__ import annotations
@@ -24,10 +27,15 @@ class Timer:
         self.events: list[tuple[str, float, float, int]] = []  # (section, start, end, step)
         self.epoch = time.perf_counter() if epoch is None else epoch
         self.step = 0
+        self.cursor: float | None = None  # end of the last section (or start of the batch)
 
     def add(self, section: str, start: float, end: float | None = None) -> float:
-        """Charge [start, end) to a section; returns end (pass it on as the next start)."""
+        """Charge [start, end) - extended back to the end of the previous section - to a section;
+        returns end (pass it on as the next start)."""
         end = time.perf_counter() if end is None else end
+        if self.cursor is not None and self.cursor <= start:
+            start = self.cursor
+        self.cursor = end
         self.seconds[section] += end - start
         if self.trace:
             self.events.append((section, start - self.epoch, end - self.epoch, self.step))
