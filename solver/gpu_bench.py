@@ -118,7 +118,7 @@ def hybrid(args) -> list[dict]:
         res["fraction_of_copy_per_gpu"] = res["effective_gbs_per_gpu"] / copy
         results.append(res)
         if comm.rank == 0:
-            print(json.dumps({k: v for k, v in res.items() if k != "ranks_detail"}), flush=True)
+            print(json.dumps({k: v for k, v in res.items() if k != "ranks_detail"}, default=str), flush=True)
     return results
 
 
@@ -185,7 +185,7 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
            "spread": [float(min(per_step)), float(max(per_step))], "gups": ny * nx / med / 1e9,
            "effective_gbs_per_gpu": ny * nx / comm.size * 2 * itemsize / med / 1e9,
            "transport_used": getattr(ex, "transport", "none"), "exact_relative_error": err,
-           "exact_tolerance": 8 * np.finfo(dtype).eps * (s.step + 1), "ranks_detail": detail, "_backend": be,
+           "exact_tolerance": float(8 * np.finfo(dtype).eps * (s.step + 1)), "ranks_detail": detail, "_backend": be,
            "kernel": list(be.choice(u.shape)[:2])}
     res["kernel"][1] = list(res["kernel"][1]) if res["kernel"][1] else None
     del u, v, s
@@ -203,7 +203,7 @@ def _ex_stats(ex) -> dict:
     return {k: v for k, v in getattr(ex, "stats", dict)().items() if k in ("halo_gpu", "gpu_wait")}
 
 
-def steps_for(points: int, itemsize: int, ranks: int, seconds: float = 0.25) -> int:
+def steps_for(points: int, itemsize: int, ranks: int, seconds: float = 0.15) -> int:
     """Steps for about `seconds` per batch at ~3.5 TB/s per GPU."""
     per_step = points * 2 * itemsize / (3.5e12 * ranks)
     return int(min(2000, max(20, seconds / per_step)))
@@ -334,4 +334,16 @@ def _rank() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001 - under mpirun one failing rank must end every rank, not leave them waiting
+        import traceback
+
+        from .comm import launched_by_mpi
+
+        traceback.print_exc()
+        if launched_by_mpi():
+            from mpi4py import MPI
+
+            MPI.COMM_WORLD.Abort(1)
+        sys.exit(1)

@@ -67,6 +67,7 @@ MPIRUN=(mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x PYTHONPATH 
 cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion())'
   $PY -c 'from solver.gpu_exchange import nccl_version; print("nccl", nccl_version())'
   $PY -m solver info
+  env | grep -E "^(OMPI|PMIX|PRTE|NCCL)_" | sort
 } > "$W/machine.txt" 2>&1
 head -c 4000 "$W/machine.txt"
 NCCL=$($PY -c 'from solver.gpu_exchange import nccl_version; print("nccl" if nccl_version() else "")' 2>/dev/null)
@@ -87,12 +88,14 @@ if [[ $SECTIONS == *" hybrid "* ]]; then
   step detect_mpi 60 $PY -m pytest -q -p no:cacheprovider tests/test_gpu_config.py -k detection
   step hybrid_tests 400 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
   TR=(staged $NCCL)
-  step hybrid_1gpu 200 $PY -m solver.gpu_bench hybrid --sizes 16384 32768 --kinds strong --repeats 3 \
+  SIZES=(16384 32768) HALOS=(blocking nonblocking overlap)
+  [[ -n ${QUICK:-} ]] && SIZES=(16384) HALOS=(blocking overlap)  # QUICK=1: a shorter check of the same code
+  step hybrid_1gpu 200 $PY -m solver.gpu_bench hybrid --sizes "${SIZES[@]}" --kinds strong --repeats 3 \
     --json "$W/hybrid_1.json"
   if (( NGPU >= 2 )); then
     step hybrid_2gpu_16k 300 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
-      --halos blocking nonblocking overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
-    step hybrid_2gpu_32k 200 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
+      --halos "${HALOS[@]}" --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
+    [[ -z ${QUICK:-} ]] && step hybrid_2gpu_32k 200 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
       --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
   fi
 fi
