@@ -46,8 +46,17 @@ def mpirun_command() -> list[str] | None:
 needs_mpi = pytest.mark.skipif(mpirun_command() is None, reason="no mpirun with mpi4py here")
 
 
+def _launcher_state(name: str) -> bool:
+    """Variables a launcher sets in the processes it starts; Open MPI configuration a machine sets for every
+    mpirun (OMPI_MCA_plm_rsh_agent where there is no ssh, OMPI_ALLOW_RUN_AS_ROOT...) is kept."""
+    if name.startswith("OMPI_ALLOW") or (name.startswith("OMPI_MCA_")
+                                         and not name.startswith(("OMPI_MCA_orte", "OMPI_MCA_ess", "OMPI_MCA_pmix"))):
+        return False
+    return name.startswith(("OMPI_", "PMI", "PMIX", "HYDRA", "MPI_LOCAL"))
+
+
 def clean_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI", "PMIX", "HYDRA", "MPI_LOCAL"))}
+    env = {k: v for k, v in os.environ.items() if not _launcher_state(k)}
     env.update({k: str(v) for k, v in extra.items()})
     env.setdefault("PYTHONUNBUFFERED", "1")
     # Oversubscribed ranks (6 on 2 cores) must yield the core while they wait instead of spinning (MPICH).
