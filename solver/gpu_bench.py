@@ -66,7 +66,7 @@ def launch(args) -> dict:
         big = single_gpu(args.large, dtype, kernel=g["kernel"], block=g["block"], graphs=True, steps=20)
         scaled = big["seconds_per_step"] * (args.size / args.large) ** 2
         out["rows"].append({"dtype": dtype, "graph": g, "loop": lo, "large": big,
-                            "large_rate_scaled_s": scaled, "overhead_vs_large": g["seconds_per_step"] / scaled - 1})
+                            "large_rate_scaled_s": scaled, "per_point_vs_large": g["seconds_per_step"] / scaled - 1})
     return out
 
 
@@ -266,8 +266,8 @@ def table(directory: Path) -> str:
             for r in json.loads(p.read_text())["rows"]:
                 if key == "launch":
                     lines.append(f"launch {r['graph']['size']}^2 {r['dtype']}: graph {r['graph']['seconds_per_step'] * 1e6:.1f} us/step, "
-                                 f"loop {r['loop']['seconds_per_step'] * 1e6:.1f}, large-size rate {r['large_rate_scaled_s'] * 1e6:.1f} "
-                                 f"(graph overhead {r['overhead_vs_large']:+.1%})")
+                                 f"loop {r['loop']['seconds_per_step'] * 1e6:.1f}; per-point time {r['per_point_vs_large']:+.1%} "
+                                 f"vs {r['large']['size']}^2 (kernel efficiency at this size plus launch gaps)")
                 else:
                     lines.append(f"fmad {r['fmad_false']['size']}^2 {r['dtype']}: --fmad=false costs {r['cost']:+.1%} "
                                  f"({r['fmad_false']['kernel']})")

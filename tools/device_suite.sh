@@ -75,7 +75,7 @@ NGPU=$($PY -c 'import cupy; print(cupy.cuda.runtime.getDeviceCount())' 2>/dev/nu
 
 # sections ---------------------------------------------------------------------------------------------
 if [[ $SECTIONS == *" gpu "* ]]; then
-  step gpu_tests 300 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and not mpi" --continue-on-collection-errors tests/
+  step gpu_tests 200 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and not mpi" --continue-on-collection-errors tests/
   K=$(case_file k16384 16384 16384)
   for dt in float32 float64; do
     step "tune_16384_$dt" 150 $PY -m solver tune "$K" --dtype $dt --repeats 5 --steps 20 --json "$W/tune_16384_$dt.json"
@@ -86,16 +86,16 @@ fi
 
 if [[ $SECTIONS == *" hybrid "* ]]; then
   step detect_mpi 60 $PY -m pytest -q -p no:cacheprovider tests/test_gpu_config.py -k detection
-  step hybrid_tests 400 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
+  step hybrid_tests 240 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
   TR=(staged $NCCL)
   SIZES=(16384 32768) HALOS=(blocking nonblocking overlap)
   [[ -n ${QUICK:-} ]] && SIZES=(16384) HALOS=(blocking overlap)  # QUICK=1: a shorter check of the same code
-  step hybrid_1gpu 200 $PY -m solver.gpu_bench hybrid --sizes "${SIZES[@]}" --kinds strong --repeats 3 \
+  step hybrid_1gpu 90 $PY -m solver.gpu_bench hybrid --sizes "${SIZES[@]}" --kinds strong --repeats 3 \
     --json "$W/hybrid_1.json"
   if (( NGPU >= 2 )); then
-    step hybrid_2gpu_16k 300 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
+    step hybrid_2gpu_16k 150 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
       --halos "${HALOS[@]}" --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
-    [[ -z ${QUICK:-} ]] && step hybrid_2gpu_32k 200 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
+    [[ -z ${QUICK:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
       --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
   fi
 fi
