@@ -10,7 +10,9 @@ neighbour are refilled by the first halo exchange, so a restart is bitwise the u
 
 Writing is collective: blocks stream to rank 0 in bounded slabs (fields.for_each_block), rank 0 writes
 them into a temporary file beside checkpoint.h5, closes and fsyncs it, and renames it over the old one;
-a failure at any point leaves the previous checkpoint as it was. Reading: each rank reads its own block.
+a failure at any point leaves the previous checkpoint as it was. The temporary file's skeleton is
+written by Python and its data space reserved before HDF5 writes into it (see fields.write_skeleton),
+so a full disk is found before any data is written. Reading: each rank reads its own block.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .fields import chunk_rows, for_each_block
-from .safeio import replaced
+from .fields import RESERVE_SLACK, chunk_rows, for_each_block, write_skeleton
+from .safeio import replaced, reserve
 
 NAME = "checkpoint.h5"
 FORMAT = "stencil checkpoint"
@@ -128,9 +130,12 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
     opened = {}
 
     def put(b, data) -> None:
-        if not opened:
-            opened["f"] = f = h5py.File(tmp, "w")
-            opened["u"] = _create(f, blocks[0].shape, mine.dtype, meta, comm.size)
+        if not opened:  # at the first block: the skeleton, then room for all the data, then HDF5 writes
+            write_skeleton(tmp, lambda f: _create(f, blocks[0].shape, mine.dtype, meta, comm.size))
+            nbytes = int(np.prod(blocks[0].shape)) * mine.itemsize
+            reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
+            opened["f"] = f = h5py.File(tmp, "r+")
+            opened["u"] = f["u"]
         opened["u"][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
 
     try:

@@ -5,7 +5,12 @@ SLAB_BYTES (at least one row) through one receive buffer allocated per call, and
 (or compared) before the next is received. So writing a snapshot from any number of ranks needs, on
 rank 0, its own block plus one slab, whatever the size of the global field.
 
-fields.h5 (created by rank 0, appended in place and flushed after every snapshot):
+fields.h5 (created by rank 0, appended in place and flushed after every snapshot; the one output file
+not written then renamed, since rewriting a growing series at every snapshot would cost time quadratic
+in the number of snapshots). Before each append rank 0 reserves the snapshot's bytes plus 1/32 of them
+plus RESERVE_SLACK beyond HDF5's end of file (safeio.reserve), so a full disk is found before HDF5 writes anything and
+the file stays readable with every earlier snapshot. Not covered: the process killed (SIGKILL, node
+failure) in the middle of an append; SIGTERM/SIGINT are handled between steps and never interrupt one.
     /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx)
     /step  (snapshots,) int64      /time (snapshots,) float64 (step * dt; laplace: dt = 1)
     attributes: dx, dy, origin [x, y] = [dx, dy], lx, ly, units, dtype, layout, boundary, case (resolved YAML)
@@ -21,9 +26,10 @@ import numpy as np
 
 from .decomp import Block
 from .errors import InputError
-from .safeio import writing
+from .safeio import replaced, reserve, writing
 
 BLOCK_TAG = 7001
+RESERVE_SLACK = 64 << 10  # + 1/32 of a snapshot: room for HDF5's own metadata growth (chunk index) in one append
 SLAB_BYTES = 4 << 20  # the most rank 0 receives from another rank at once
 
 
@@ -84,6 +90,24 @@ def gather_field(comm, blocks: list[Block], mine: np.ndarray) -> np.ndarray | No
     return full
 
 
+def write_skeleton(path: Path, build) -> None:
+    """Create the HDF5 file `path` with the structure (datasets, attributes) that build(f) makes.
+
+    The file is built in memory and written by Python, so a full disk is a plain OSError here; HDF5
+    itself only ever writes into space reserved beforehand (safeio.reserve). This matters: when one of
+    HDF5's own writes fails, its library state is left broken (h5py then crashes the process when it
+    cleans up), so the solver never lets HDF5 be the one to find out that the disk is full.
+    """
+    import io
+
+    import h5py
+
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        build(f)
+    path.write_bytes(buf.getvalue())
+
+
 def chunk_rows(nx: int, itemsize: int) -> int:
     return max(1, (1 << 20) // (nx * itemsize))  # about 1 MiB chunks
 
@@ -99,29 +123,28 @@ class FieldFile:
         self.shape, self.dtype = case.shape, np.dtype(case.numerics.dtype)
         with writing(self.path):
             if resume_step is not None and self.path.exists():
-                self.f = self._reopen(h5py, resume_step)
+                self.f = self._reopen(h5py, resume_step, resolved_yaml)
             else:
-                self.f = h5py.File(self.path, "w")
-                self._create(case, spacing)
-            self.f.attrs["case"] = resolved_yaml
-            self.f.flush()
+                with replaced(self.path) as tmp:
+                    write_skeleton(tmp, lambda f: self._create(f, case, spacing, resolved_yaml))
+                self.f = h5py.File(self.path, "r+")
         self.u, self.step, self.time = self.f["u"], self.f["step"], self.f["time"]
 
-    def _create(self, case, spacing) -> None:
+    def _create(self, f, case, spacing, resolved_yaml: str) -> None:
         ny, nx = self.shape
-        self.f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype,
-                              chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx))
-        self.f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8")
-        self.f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
+        f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype,
+                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx))
+        f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8")
+        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
         dx, dy = spacing
-        self.f.attrs.update({
+        f.attrs.update({
             "dx": dx, "dy": dy, "origin": [dx, dy], "lx": case.grid.lx, "ly": case.grid.ly,
             "units": "length: case units (lx, ly); time: case units (laplace: iterations); u: case units",
             "dtype": self.dtype.name, "layout": "u[snapshot, row i at y=(i+1)*dy, column j at x=(j+1)*dx]",
-            "boundary": "excluded: interior points only"})
-        self.f["u"].attrs["axes"] = "snapshot, y, x"
+            "boundary": "excluded: interior points only", "case": resolved_yaml})
+        f["u"].attrs["axes"] = "snapshot, y, x"
 
-    def _reopen(self, h5py, resume_step: int):
+    def _reopen(self, h5py, resume_step: int, resolved_yaml: str):
         """Open an existing fields.h5 to append; drop snapshots taken after `resume_step`."""
         try:
             f = h5py.File(self.path, "r+")
@@ -133,9 +156,12 @@ class FieldFile:
             f.close()
             raise InputError(f"--restart: {self.path} does not hold a {self.shape} {self.dtype} /u series for this "
                              "case; move it away or restart into another --output directory")
+        reserve(self.path, f.id.get_filesize() + len(resolved_yaml) + RESERVE_SLACK)
         keep = int(np.count_nonzero(f["step"][()] <= resume_step))
         for name in ("u", "step", "time"):
             f[name].resize(keep, axis=0)
+        f.attrs["case"] = resolved_yaml
+        f.flush()
         return f
 
     @property
@@ -149,12 +175,15 @@ class FieldFile:
     def append(self, step: int, time: float) -> int:
         """Add a snapshot slot; its values come from put(). On failure the series is cut back."""
         k = self.u.shape[0]
+        ny, nx = self.shape
         with writing(self.path):
+            nbytes = ny * nx * self.dtype.itemsize
+            reserve(self.path, self.f.id.get_filesize() + nbytes + nbytes // 32 + RESERVE_SLACK)
             try:
                 for d in (self.u, self.step, self.time):
                     d.resize(k + 1, axis=0)
                 self.step[k], self.time[k] = step, time
-            except OSError:
+            except (OSError, RuntimeError):
                 self.rollback(k)
                 raise
         return k
@@ -177,7 +206,12 @@ class FieldFile:
             pass
 
     def close(self) -> None:
+        """Close, then give back the space reserved beyond HDF5's end of file: HDF5 truncates a file to
+        its own end when it closes one opened read-write (it did not when it created the file)."""
+        import h5py
+
         try:
             self.f.close()
+            h5py.File(self.path, "r+").close()
         except Exception:  # noqa: BLE001 - closing after a failed write may fail again; already reported
             pass

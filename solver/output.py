@@ -22,7 +22,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .errors import InputError, Interrupted, OutputError
-from .fields import FieldFile, for_each_block, owned
+from .fields import FieldFile, for_each_block, owned, write_skeleton
 from .safeio import collective, describe, replaced
 
 RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
@@ -137,7 +137,8 @@ class Outputs:
         try:
             self._open_files()
         except OSError as exc:
-            raise OutputError(f"{describe(exc)} while opening the output files") from None
+            raise OutputError(f"{describe(exc)} while opening the output files; free disk space or choose a "
+                              "writable --output") from None
 
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
@@ -154,10 +155,11 @@ class Outputs:
         return collective(self.comm, fn, self._advice(what))
 
     def _advice(self, what: str) -> str:
+        fix = f" while {what}; free disk space or choose a writable --output"
         if self.last_checkpoint is None:
-            return f" while {what}; no checkpoint was written yet"
-        return (f" while {what}; the last checkpoint, {self.checkpoint_path} (step {self.last_checkpoint}), "
-                f"is intact: continue with --restart {self.checkpoint_path}")
+            return f"{fix}; no checkpoint was written yet"
+        return (f"{fix}; the last checkpoint, {self.checkpoint_path} (step {self.last_checkpoint}), is intact: "
+                f"continue with --restart {self.checkpoint_path}")
 
     # hooks --------------------------------------------------------------------------------------
     def snapshot(self, s) -> None:
@@ -167,23 +169,29 @@ class Outputs:
         mine = owned(self.run.backend, s.u)
         t = s.step * self.run.dt
         self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
-        if self.vtk is not None:
-            self.collective_io(lambda: self.vtk.write(s.step, t, mine), f"writing the VTK files of step {s.step}")
         self.snapshots.append(s.step)
         self.unlisted = True
+        self.collective_io(lambda: self._vtk(s.step, t, mine), f"writing the VTK files of step {s.step}")
+
+    def _vtk(self, step: int, t: float, mine: np.ndarray) -> None:
+        if self.vtk is not None:
+            self.vtk.write(step, t, mine)
         self.list_snapshots(force=False)
 
     def list_snapshots(self, force: bool = True) -> None:
-        """Rewrite fields.xdmf and u.pvd (rank 0 writes, every rank agrees on failure).
+        """Rank 0 rewrites fields.xdmf and u.pvd; no communication (callers run it inside collective_io).
 
         Each rewrite costs time in the number of snapshots, so between checkpoints they are rewritten
         at most every LIST_SECONDS; at checkpoints and at the end always. A crash loses at most the
-        last LIST_SECONDS of listing, never data (fields.h5 and the .vti files are complete).
+        last LIST_SECONDS of listing, never data (fields.h5 and the .vti files are complete). The
+        decision is rank 0's alone: a clock-based decision taken on every rank could differ between
+        ranks, and a collective entered by some ranks only would hang the job.
         """
-        if not self.unlisted or (not force and time.perf_counter() - self.listed_at < LIST_SECONDS):
+        if self.comm.rank != 0 or not self.unlisted:
             return
-        self.collective_io(self._write_listings, "listing the snapshots")
-        self.listed_at, self.unlisted = time.perf_counter(), False
+        if force or time.perf_counter() - self.listed_at >= LIST_SECONDS:
+            self._write_listings()
+            self.listed_at, self.unlisted = time.perf_counter(), False
 
     def _write_listings(self) -> None:
         from .xdmf import write_xdmf
@@ -211,7 +219,7 @@ class Outputs:
 
     def checkpoint(self, s) -> None:
         """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
-        self.list_snapshots()
+        self.collective_io(self.list_snapshots, "listing the snapshots")
         r = self.run
         meta = {"step": s.step, "time": s.step * r.dt, "fingerprint": ckpt.fingerprint(r.case, r.dt),
                 "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
@@ -222,7 +230,7 @@ class Outputs:
 
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
-        self.list_snapshots()
+        self.collective_io(self.list_snapshots, "listing the snapshots")
         if s.stopped_by == "signal" or (self.run.case.output.checkpoint_every and s.step != self.last_checkpoint):
             self.checkpoint(s)
 
@@ -293,8 +301,11 @@ def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step
         old = old[old["first_step"] < keep_before]
     segment = int(old["segment"].max()) + 1 if len(old) else 0
     table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])
-    with replaced(path) as tmp, h5py.File(tmp, "w") as f:
+    def build(f) -> None:
         d = f.create_dataset("ranks", data=table)
         d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
                               "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
                               "(see timings.csv and the README for the sections); steps: timed steps")
+
+    with replaced(path) as tmp:
+        write_skeleton(tmp, build)  # small: built in memory, written by Python

@@ -13,6 +13,7 @@ OutputError (exit 5), so none is left waiting in MPI.
 
 from __future__ import annotations
 
+import errno
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,13 +32,37 @@ class WriteFailed(OSError):
 
 @contextmanager
 def writing(path: Path):
-    """Turn an OSError raised while writing `path` into WriteFailed(path) (which names the file)."""
+    """Turn an error raised while writing `path` into WriteFailed(path) (which names the file).
+
+    h5py reports most failed writes as OSError but a failed flush as RuntimeError; inside this block
+    only file I/O happens, so both mean the write failed.
+    """
     try:
         yield
     except WriteFailed:
         raise
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:
         raise WriteFailed(path, exc) from exc
+
+
+def reserve(path: Path, end: int) -> None:
+    """Make sure the blocks of `path` up to byte `end` exist on disk (posix_fallocate), so that writes
+    below `end` cannot fail for want of space. A full disk (ENOSPC) or a file-size limit (EFBIG) shows
+    here, before anything is written, and the file keeps its size. Filesystems that cannot reserve
+    (EOPNOTSUPP, EINVAL) are left as they are."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        if end > size:
+            try:
+                os.posix_fallocate(fd, size, end - size)
+            except OSError as exc:
+                if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    return
+                os.ftruncate(fd, size)  # undo a partial reservation (shrinking needs no space)
+                raise
+    finally:
+        os.close(fd)
 
 
 def temporary_name(path: Path) -> Path:
@@ -79,11 +104,11 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def collective(comm, fn, advice: str = ""):
+def collective(comm, fn, context: str = ""):
     """Run fn on every rank; if it raised OSError on any rank, raise the first one's OutputError everywhere.
 
     fn must complete its own communication even when its writing fails (see fields.for_each_block).
-    `advice` is appended to the message (e.g. where the last good checkpoint is).
+    The message is describe(error) + context (what was being written, the fix, the last checkpoint).
     """
     message, result = None, None
     try:
@@ -94,7 +119,7 @@ def collective(comm, fn, advice: str = ""):
     failed = [r for r, m in enumerate(messages) if m]
     if not failed:
         return result
-    err = OutputError(f"{messages[failed[0]]}{advice}")
+    err = OutputError(f"{messages[failed[0]]}{context}")
     err.agreed, err.report = True, comm.rank == failed[0]
     raise err
 
@@ -102,5 +127,4 @@ def collective(comm, fn, advice: str = ""):
 def describe(exc: OSError) -> str:
     path = getattr(exc, "path", None) or exc.filename
     reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
-    where = f"cannot write {path}" if path else "writing output failed"
-    return f"output.dir: {where} ({reason}); free disk space or choose a writable --output"
+    return f"output.dir: cannot write {path} ({reason})" if path else f"output.dir: writing output failed ({reason})"

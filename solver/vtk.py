@@ -20,6 +20,7 @@ data `TimeValue`. pyvista is imported here only, so runs without VTK output neve
 
 from __future__ import annotations
 
+import errno
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -75,7 +76,11 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
 
 
 def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float) -> None:
-    """One .vti: values (rows, cols) at global point offset (column, row), written then renamed."""
+    """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
+
+    pyvista builds the image; VTK's XML writer writes it (raw appended binary, uncompressed) and its
+    error code is checked (pyvista's save() does not raise when a write fails, e.g. on a full disk).
+    """
     import pyvista as pv
 
     dx, dy = spacing
@@ -85,7 +90,29 @@ def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing
     img.point_data["u"] = values.reshape(-1)  # C order: x (columns) varies fastest, as VTK wants
     img.field_data["TimeValue"] = np.array([time])
     with replaced(path) as tmp:
-        img.save(tmp, binary=True, compression=None)
+        _write_xml(img, tmp)
+
+
+def _write_xml(img, path: Path) -> None:
+    from vtkmodules.vtkCommonCore import vtkObject
+    from vtkmodules.vtkCommonMisc import vtkErrorCode
+    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
+
+    w = vtkXMLImageDataWriter()
+    w.SetFileName(str(path))
+    w.SetInputData(img)
+    w.SetDataModeToAppended()
+    w.EncodeAppendedDataOff()
+    w.SetCompressorTypeToNone()
+    shown = vtkObject.GetGlobalWarningDisplay()
+    vtkObject.GlobalWarningDisplayOff()  # VTK would print the failure itself; it is reported once, below
+    try:
+        ok = w.Write()
+    finally:
+        vtkObject.SetGlobalWarningDisplay(shown)
+    if not ok:
+        code = w.GetErrorCode()
+        raise OSError(code or errno.EIO, vtkErrorCode.GetStringFromErrorCode(code) or "VTK writer failed", str(path))
 
 
 def extent(block) -> tuple[int, int, int, int]:
