@@ -513,6 +513,10 @@ def sweep(s: Settings, say=None) -> dict:
 
     base = base_case(s)
     launcher = resolve_launcher(s)
+    if not launcher or Path(launcher[0]).name != "srun":  # the points run here: the backend must too
+        from .backends import backend_class
+
+        backend_class(base["backend"]["name"])
     root = sweep_dir(s, base["name"])
     try:
         root.mkdir(parents=True, exist_ok=True)

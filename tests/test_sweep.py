@@ -134,6 +134,17 @@ def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path, env):
         assert "Traceback" not in p.stderr and not out.exists()
 
 
+def test_a_backend_missing_here_fails_before_any_point(tmp_path, env):
+    from solver.backends import registry
+
+    if registry()["cupy"].unavailable() is None:
+        pytest.skip("cupy works here")
+    out = tmp_path / "g"
+    p = stencil(["sweep", "strong", str(tiny_case(tmp_path / "g.yaml")), "--ranks", "1", "--backend", "cupy",
+                 "-o", str(out)], env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "backend.name" in p.stderr and not out.exists()
+
+
 def test_an_existing_sweep_is_not_overwritten(tmp_path, env):
     out = tmp_path / "s"
     out.mkdir()
