@@ -64,6 +64,10 @@ def median_seconds(v: Variant, comm, repeats: int) -> tuple[float, float]:
     return float(np.median(times)), value
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 # CPU variants ----------------------------------------------------------------------------------
 
 def locked_sum(x: np.ndarray, threads: int) -> float:
@@ -92,16 +96,16 @@ def cpu_variants(x: np.ndarray, x_lock: np.ndarray, threads: int) -> list[Varian
     from . import bench_kernels as k
 
     numba.set_num_threads(threads)
-    b = x.dtype.itemsize
+    b, ts = x.dtype.itemsize, plural(threads, "thread")
     return [
         Variant("numpy.sum (pairwise, 1 thread)", "cpu", lambda: float(np.sum(x, dtype=np.float64)), x.size, b),
         Variant("numba serial loop (1 thread)", "cpu", lambda: float(k.sum_serial(x)), x.size, b,
                 note="one chain of dependent adds"),
-        Variant(f"numba thread-local partials ({threads} threads)", "cpu", lambda: float(k.sum_partials(x, threads)),
+        Variant(f"numba thread-local partials ({ts})", "cpu", lambda: float(k.sum_partials(x, threads)),
                 x.size, b, note="one partial per thread, combined at the end"),
-        Variant(f"numba partials + SIMD lanes ({threads} threads)", "cpu",
+        Variant(f"numba partials + SIMD lanes ({ts})", "cpu",
                 lambda: float(k.sum_partials_simd(x, threads)), x.size, b, note="fastmath reassoc in each chunk"),
-        Variant(f"threads + one locked total ({threads} threads)", "cpu", lambda: locked_sum(x_lock, threads),
+        Variant(f"threads + one locked total ({ts})", "cpu", lambda: locked_sum(x_lock, threads),
                 x_lock.size, b, note=f"the wrong way; small n = {x_lock.size}; Python threads", timed_once=True),
     ]
 
@@ -153,8 +157,8 @@ def mpi_variants(x: np.ndarray, comm, threads: int) -> list[Variant]:
             return float(out[0])
         return run
 
-    n, b = x.size * comm.size, x.dtype.itemsize
-    note = f"local numba partials ({threads} threads) + "
+    n, b, ts = x.size * comm.size, x.dtype.itemsize, plural(threads, "thread")
+    note = f"local numba partials ({ts}) + "
     return [Variant(f"MPI: local sums + Reduce ({comm.size} ranks)", "mpi", combine("Reduce"), n, b,
                     note=note + "MPI_Reduce to rank 0 (+ bcast of the result, timed too)"),
             Variant(f"MPI: local sums + Allreduce ({comm.size} ranks)", "mpi", combine("Allreduce"), n, b,

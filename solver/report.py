@@ -156,8 +156,8 @@ def roofline(ax, points: list[tuple[str, dict]]) -> None:
     ax.plot([ai] * len(tps), [tp["gflops"] for tp in tps], "o", label="stencil (n = " +
             ", ".join(label for label, tp in points if tp) + ")")
     ax.axvline(ai, color="gray", lw=0.8)
-    ax.set(xscale="log", yscale="log", title=f"Roofline view: {ai:.3g} flop/byte", xlabel="arithmetic intensity (flop/byte)",
-           ylabel="performance (GFLOP/s)")
+    ax.set(xscale="log", yscale="log", title=f"Roofline view: {ai:.3g} flop/byte",
+           xlabel="arithmetic intensity (flop/byte)", ylabel="performance (GFLOP/s)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
 
@@ -228,7 +228,8 @@ def problem(rec: dict) -> list[str]:
             f"u_new = wc*u + wx*(west + east) + wy*(south + north) with wc = {w['wc']:.6g}, wx = {w['wx']:.6g}, "
             f"wy = {w['wy']:.6g}: {tp.get('flops_per_update', 7)} flops and at least "
             f"{tp.get('bytes_per_update', '?')} bytes of memory traffic per point update (one read and one write "
-            f"of the field): {tp.get('flops_per_update', 7) / tp.get('bytes_per_update', 16):.3g} flop/byte, far below the "
+            f"of the field): {tp.get('flops_per_update', 7) / tp.get('bytes_per_update', 16):.3g} flop/byte, "
+            "far below the "
             "ridge point of any current CPU or GPU, so once the field outgrows the caches the kernel is bound by "
             "memory bandwidth.", ""]
 
@@ -341,30 +342,42 @@ RUN_CAPTIONS = {
 }
 
 
+def throughput_line(tp: dict) -> str:
+    """'x ms per step, y MLUP/s, z GB/s effective, f of the c GB/s copy ceiling.'"""
+    ceiling = (f", {_pct(tp.get('fraction_of_copy'))} of the {tp['copy_gbs']:.1f} GB/s copy ceiling"
+               if tp.get("copy_gbs") else "")
+    return (f"{tp['seconds_per_step'] * 1e3:.4g} ms per step, {tp['mlups']:.1f} MLUP/s, "
+            f"{tp['effective_gbs']:.2f} GB/s effective{ceiling}.")
+
+
+def sweep_baseline(b: dict) -> list[str]:
+    first = "" if b["workers"] == 1 else " (the sweep's smallest point; it is not a single worker)"
+    return ["## Serial baseline", "", f"{b['ranks']} rank(s) x {b['threads']} thread(s) on {b['global_ny']} x "
+            f"{b['global_nx']}{first}: " + throughput_line(b), ""]
+
+
+def sweep_analysis(res: dict, rows: list[dict]) -> list[str]:
+    """The per-point table, the sweep's notes, and each point's own bottleneck line."""
+    kind = res["kind"]
+    lines = ["## Bottleneck analysis", "", "| n | ms/step | MLUP/s | speedup | efficiency | comm | wait | GB/s | "
+             "of copy |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {count_of(r, kind)} | {r['seconds_per_step'] * 1e3:.4g} | {r['mlups']:.1f} | {r['speedup']:.2f} | "
+              f"{r['efficiency']:.0%} | {r['comm_fraction']:.0%} | {r['wait_fraction']:.0%} | "
+              f"{r['effective_gbs']:.2f} | {_pct(r.get('fraction_of_copy'))} |" for r in rows]
+    lines += [""] + [f"- {n}" for n in res["notes"]]
+    return lines + [f"- at n = {count_of(r, kind)}: {r['bottleneck']}" for r in rows] + [""]
+
+
 def sweep_report(res: dict) -> tuple[dict, str]:
     rows = ok_rows(res)
     if not rows:
         raise InputError("sweep: no point succeeded, so there is nothing to plot; see sweep.md for the failures")
     figs = {"scaling.png": fig_scaling(res), "breakdown.png": fig_breakdown(res), "bandwidth.png": fig_bandwidth(res)}
     first = rows[0]["_record"]
-    b = rows[0]
-    baseline = ["## Serial baseline", "",
-                f"{b['ranks']} rank(s) x {b['threads']} thread(s) on {b['global_ny']} x {b['global_nx']}: "
-                f"{b['seconds_per_step'] * 1e3:.4g} ms per step, {b['mlups']:.1f} MLUP/s, "
-                f"{b['effective_gbs']:.2f} GB/s effective"
-                + (f", {b['fraction_of_copy']:.0%} of the {b['copy_gbs']:.1f} GB/s copy ceiling." if b.get("copy_gbs")
-                   else ".")
-                + ("" if b["workers"] == 1 else " (the smallest point of the sweep; it is not a single worker)"), ""]
-    table = ["| n | ms/step | MLUP/s | speedup | efficiency | comm | wait | GB/s | of copy |", "|---|---|---|---|---|---|---|---|---|"]
-    table += [f"| {count_of(r, res['kind'])} | {r['seconds_per_step'] * 1e3:.4g} | {r['mlups']:.1f} | {r['speedup']:.2f} "
-              f"| {r['efficiency']:.0%} | {r['comm_fraction']:.0%} | {r['wait_fraction']:.0%} | {r['effective_gbs']:.2f} "
-              f"| {_pct(r.get('fraction_of_copy'))} |" for r in rows]
-    analysis = ["## Bottleneck analysis", "", *table, ""] + [f"- {n}" for n in res["notes"]]
-    analysis += [f"- at n = {count_of(r, res['kind'])}: {r['bottleneck']}" for r in rows] + [""]
     md = [f"# Performance report: {res['case_name']} ({res['kind']} sweep)", "", f"{res['growth']}.", "",
-          *problem(first), *hardware(first), *baseline, *design(rows[-1]["_record"], res["launcher"]),
+          *problem(first), *hardware(first), *sweep_baseline(rows[0]), *design(rows[-1]["_record"], res["launcher"]),
           *correctness([(f"n = {count_of(r, res['kind'])}", r["_record"]) for r in rows]),
-          *method(res["command"], res["repeats"]), *charts(SWEEP_CAPTIONS), *analysis,
+          *method(res["command"], res["repeats"]), *charts(SWEEP_CAPTIONS), *sweep_analysis(res, rows),
           *limitations(res["notes"], rows, res["repeats"], first["environment"])]
     return figs, "\n".join(md)
 
@@ -381,13 +394,11 @@ def run_report(d: Path) -> tuple[dict, str]:
     if (d / "trace.json").exists():
         figs["timeline.png"] = fig_timeline(load_json(d / "trace.json"))
     tp, t = rec["throughput"], rec["timings"]
-    base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE --ranks 1,2,4`. "
-            f"This run: {tp['seconds_per_step'] * 1e3:.4g} ms per step, {tp['mlups']:.1f} MLUP/s, "
-            f"{tp['effective_gbs']:.2f} GB/s effective" + (f", {_pct(tp.get('fraction_of_copy'))} of the copy ceiling "
-            f"({tp['copy_gbs']:.1f} GB/s)." if tp.get("copy_gbs") else "."), ""]
+    base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
+            "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]
     analysis = ["## Bottleneck analysis", "", f"- {rec['bottleneck']}",
                 f"- comm (max over ranks) {t['comm_fraction']['max']:.0%} and wait {t['wait_fraction']['max']:.0%} "
-                f"of the loop; load imbalance {t['load_imbalance']:.3f}", ""]
+                f"of the step time; load imbalance {t['load_imbalance']:.3f}", ""]
     captions = {k: v for k, v in RUN_CAPTIONS.items() if k in figs}
     row = {"comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
            "fraction_of_copy": tp.get("fraction_of_copy"), "load_imbalance": t["load_imbalance"]}

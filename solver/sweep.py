@@ -17,8 +17,9 @@ that every rank owns exactly the case's ny x nx.
 
 Threads per rank in rank sweeps: --threads-per-rank, else the case's backend.threads, else 1 (pure
 MPI, as PETSc users expect). Rank sweeps also set numba's backend.time_tile to 1 unless the case sets
-it: temporal blocking only runs on one process, and every point must run the same kernel. A point that fails (non-zero exit, timeout) is reported in sweep.md/.csv
-and the sweep goes on; the sweep's exit code is then the first failed point's (124 for a timeout).
+it: temporal blocking only runs on one process, and every point must run the same kernel.
+A point that fails (non-zero exit, timeout) is reported in sweep.md/.csv and the sweep goes on; the
+sweep's exit code is then the first failed point's (124 for a timeout).
 """
 
 from __future__ import annotations
@@ -324,7 +325,8 @@ def row(p: Point, root: Path) -> dict:
     tp, t, inp = rec["throughput"], rec["timings"], rec["input"]
     times = [r["seconds_per_step"] for r in p.runs if r["exit_code"] == 0 and r["seconds_per_step"]]
     ly, lx = largest_block(rec)
-    return {**base, "halo_fraction": halo_fraction(rec), "ranks": rec["resources"]["ranks"], "threads": rec["resources"]["threads_per_rank"],
+    return {**base, "halo_fraction": halo_fraction(rec), "ranks": rec["resources"]["ranks"],
+            "threads": rec["resources"]["threads_per_rank"],
             "global_ny": inp["ny"], "global_nx": inp["nx"], "local_ny": ly, "local_nx": lx,
             "seconds_per_step": tp["seconds_per_step"], "time_min": min(times), "time_max": max(times),
             "repeats_ok": len(times), "mlups": tp["mlups"],
