@@ -26,10 +26,18 @@ def module(dtype: str):
                           options=("--std=c++14", "--fmad=false", f"-DELEM={ELEM[dtype]}", f"-DBLOCK={BLOCK}"))
 
 
-def blocks() -> int:
+@lru_cache(maxsize=None)
+def _blocks(device: int) -> int:
     import cupy
 
-    return 8 * cupy.cuda.Device().attributes["MultiProcessorCount"]
+    return 8 * cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+
+
+def blocks() -> int:
+    """8 blocks of BLOCK threads per SM of the current device."""
+    import cupy
+
+    return _blocks(cupy.cuda.Device().id)
 
 
 def launch_saxpy(y, x, a) -> None:
