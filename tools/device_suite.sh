@@ -123,8 +123,8 @@ fi
 # the short table ------------------------------------------------------------------------------------
 {
   echo "== stencil device suite: sections${SECTIONS}on $(hostname), $((SECONDS - T0)) s"
-  grep -m1 -o "NVIDIA H[0-9A-Za-z ]*" "$W/machine.txt" | head -1
-  grep -h "cupy\|nccl" "$W/machine.txt" | head -2
+  grep -a -m1 -o "NVIDIA H[0-9A-Za-z ]*" "$W/machine.txt" | head -1
+  grep -a -h "^python\|^nccl" "$W/machine.txt" | head -2
   cat "$W/status.txt"
   for f in "$W"/*tests.log "$W"/detect_mpi.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -E "passed|failed|error" "$f" | tail -1)"; done
   $PY -m solver.gpu_bench table "$W" 2>&1
