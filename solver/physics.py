@@ -84,4 +84,4 @@ def exact_tolerance(case, steps: int) -> float:
     import os
 
     eps = np.finfo(case.numerics.dtype).eps
-    return float(os.environ.get("STENCIL_EXACT_TOLERANCE_SCALE", 1.0)) * 8.0 * eps * (steps + 1)
+    return float(os.environ.get("STENCIL_EXACT_TOLERANCE_SCALE", 1.0)) * 8.0 * float(eps) * (steps + 1)
