@@ -59,7 +59,7 @@ app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_
 
 
 def main() -> None:
-    app()
+    app(prog_name="stencil")
 
 
 # helpers ---------------------------------------------------------------------------------------
@@ -208,7 +208,8 @@ def bench(
     threads: Optional[int] = typer.Option(None, help="numba threads (default: all cores)"),
     backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
-    steps: int = typer.Option(10, min=1, help="steps per repeat"),
+    steps: int = typer.Option(20, min=2, help="steps per repeat"),
+    time_tile: list[int] = typer.Option([1, 4], "--time-tile", help="numba time tiles to measure (1 = plain kernel)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
     """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling.
@@ -222,7 +223,7 @@ def bench(
 
     if dtype not in ("float32", "float64"):
         raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
-    results = stencil_bench(size, dtype, threads, backend, repeats, steps)
+    results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
     print_bench(results)
     if json_out:
         json_out.write_text(json.dumps(results, indent=1))
