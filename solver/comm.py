@@ -14,6 +14,23 @@ _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "
                   "MV2_COMM_WORLD_SIZE", "HYDRA_CONTROL_FD")
 
 
+def _affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return set(range(os.cpu_count() or 1))
+
+
+def threads_per_rank(node_cores: list[set[int]], me: int) -> int:
+    """Default threads for rank `me` of a node whose ranks may run on `node_cores`: its own cores when
+    the launcher gave each rank cores of its own (srun/mpirun binding), else an equal share of the
+    cores they all may use, so ranks x threads never exceed the cores."""
+    disjoint = sum(len(c) for c in node_cores) == len(set().union(*node_cores))
+    if disjoint:
+        return max(1, len(node_cores[me]))
+    return max(1, len(set().union(*node_cores)) // len(node_cores))
+
+
 def launched_by_mpi() -> bool:
     return any(v in os.environ for v in _LAUNCHER_VARS)
 
@@ -81,15 +98,26 @@ class Comm:
     def node(self) -> tuple[int, int]:
         """(rank on this node, ranks on this node), from a shared-memory split."""
         if self._node is None:
-            if self.mpi is None:
-                self._node = (0, 1)
-            else:
-                from mpi4py import MPI
-
-                local = self.mpi.Split_type(MPI.COMM_TYPE_SHARED)
-                self._node = (local.Get_rank(), local.Get_size())
-                local.Free()
+            self._split_node()
         return self._node
+
+    def node_cores(self) -> list[set[int]]:
+        """The CPU affinity of every rank on this node (collective on first use)."""
+        if self._node is None:
+            self._split_node()
+        return self._node_cores
+
+    def _split_node(self) -> None:
+        mine = _affinity()
+        if self.mpi is None:
+            self._node, self._node_cores = (0, 1), [mine]
+            return
+        from mpi4py import MPI
+
+        local = self.mpi.Split_type(MPI.COMM_TYPE_SHARED)
+        self._node = (local.Get_rank(), local.Get_size())
+        self._node_cores = local.allgather(mine)
+        local.Free()
 
     def library(self) -> str | None:
         if self.mpi is None:

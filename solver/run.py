@@ -17,8 +17,8 @@ import numpy as np
 import yaml
 
 from . import physics
-from .backends import backend_class, cpu_count
-from .comm import Comm, agree
+from .backends import backend_class
+from .comm import Comm, agree, threads_per_rank
 from .decomp import all_blocks, choose_dims
 from .errors import InputError, NumericalError
 from .exchange import make_exchange
@@ -55,8 +55,6 @@ def padded_field(case, block, interior: np.ndarray) -> np.ndarray:
     return u
 
 
-def default_threads(settings, ranks_on_node: int) -> int:
-    return settings.threads or max(1, cpu_count() // ranks_on_node)
 
 
 class Run:
@@ -89,7 +87,7 @@ class Run:
         self.blocks = all_blocks(case.shape, self.dims)
         self.block = self.blocks[comm.rank]
         self.node_rank, self.node_size = comm.node()
-        self.threads = default_threads(case.backend, self.node_size)
+        self.threads = case.backend.threads or threads_per_rank(comm.node_cores(), self.node_rank)
         self.backend_cls = backend_class(case.backend.name)
         if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
             self.backend_cls.check_placement(self.node_size, case.parallel)

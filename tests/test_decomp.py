@@ -69,3 +69,15 @@ def test_rank_order_matches_mpi_cart_row_major():
     for rank, (cy, cx) in enumerate(itertools.product(range(3), range(4))):
         b = decompose((30, 40), dims, rank)
         assert b.coords == (cy, cx) and b.rank == rank
+
+
+def test_default_threads_never_oversubscribe_a_node():
+    from solver.comm import threads_per_rank
+
+    shared = [set(range(8))] * 3  # unbound ranks: all see the node's 8 cores
+    assert [threads_per_rank(shared, r) for r in range(3)] == [2, 2, 2]
+    bound = [{0, 1, 2, 3}, {4, 5, 6, 7}]  # srun --cpus-per-task=4: each rank has cores of its own
+    assert [threads_per_rank(bound, r) for r in range(2)] == [4, 4]
+    sockets = [set(range(4)), set(range(4)), set(range(4, 8)), set(range(4, 8))]  # bound to sockets
+    assert [threads_per_rank(sockets, r) for r in range(4)] == [2, 2, 2, 2]
+    assert threads_per_rank([{0}] * 4, 0) == 1
