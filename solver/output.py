@@ -55,8 +55,9 @@ def vtk_wanted(case, rank: int = 0) -> bool:
 class StopSignals:
     """SIGTERM/SIGINT/SIGUSR1 set a flag; the ranks agree on it at the next poll and stop together.
 
-    SIGUSR1 is there for launchers that forward it but kill on SIGTERM (Open MPI's mpirun; Slurm's
-    `--signal=B:USR1@120` sends it ahead of the time limit).
+    SIGUSR1 is there for schedulers that signal the ranks themselves ahead of a time limit (Slurm's
+    `--signal=USR1@120`), for launchers that kill soon after SIGTERM (Open MPI 4.1's mpirun; see
+    docs/output.md for what each launcher was seen to do).
     """
 
     def __init__(self):

@@ -13,7 +13,7 @@ import pytest
 
 from solver import physics
 from solver.config import validate_case
-from solver.errors import EXIT_IO, OutputError
+from solver.errors import EXIT_IO, InputError, OutputError
 from solver.fields import owned
 from solver.output import Outputs
 from solver.run import Options, Run
@@ -213,3 +213,26 @@ def test_a_failing_vtk_write_stops_the_run_with_exit_5_naming_the_file(tmp_path,
     assert err.value.exit_code == EXIT_IO == 5
     assert "u_00000020.vti" in msg and "Permission denied" in msg
     assert "checkpoint.h5 (step 10), is intact" in msg and "\n" not in msg
+
+
+def test_vtk_needs_pyvista_only_when_asked_for(tmp_path, monkeypatch, capsys):
+    import solver.vtk
+
+    monkeypatch.setattr(solver.vtk, "available", lambda: False)
+    with pytest.raises(InputError, match=r"output.vtk: true needs pyvista.*pip install -e \.\[vtk\]"):
+        Run(small_case(tmp_path, output={"vtk": True}), options=Options(ceiling=False, quiet=True)).execute()
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+    Run(small_case(tmp_path), options=Options(ceiling=False, quiet=True)).execute()  # vtk: null, small grid
+    assert "no VTK output: pyvista is not installed" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert (out / "fields.xdmf").exists() and not (out / "vtk").exists() and not (out / "u.pvd").exists()
+    assert "vtk: false" in (out / "case.yaml").read_text()
+
+
+def test_vtk_null_means_on_up_to_2048_squared_points(tmp_path):
+    from solver.config import VTK_AUTO_MAX_POINTS
+
+    assert VTK_AUTO_MAX_POINTS == 2048 * 2048
+    assert small_case(tmp_path, grid={"nx": 2048, "ny": 2048}).vtk_enabled
+    assert not small_case(tmp_path, grid={"nx": 2049, "ny": 2048}).vtk_enabled
+    assert not small_case(tmp_path, output={"vtk": False}).vtk_enabled

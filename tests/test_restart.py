@@ -80,14 +80,15 @@ def test_extending_a_finished_run_appends_bitwise(tmp_path):
     assert segments(out) == [(0, 0, 75), (1, 75, 120)]
 
 
-def test_sigterm_checkpoints_exits_75_and_the_restart_continues_bitwise(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_checkpoints_exits_75_and_the_restart_continues_bitwise(tmp_path, monkeypatch, sig):
     path = heat_case(tmp_path, run={"steps": 120, "check_every": 7})
     ref = reference(path, tmp_path)
     progress = Outputs.progress
 
-    def deliver(self, step):  # a real SIGTERM to this process, delivered to the handler at step 50
+    def deliver(self, step):  # a real signal to this process, delivered to the handler at step 50
         if step == 50:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), sig)
         progress(self, step)
 
     monkeypatch.setattr(Outputs, "progress", deliver)
@@ -98,7 +99,8 @@ def test_sigterm_checkpoints_exits_75_and_the_restart_continues_bitwise(tmp_path
     with h5py.File(out / "checkpoint.h5", "r") as f:
         stopped = int(f.attrs["step"])  # at the next poll for stop requests after step 50
     assert 50 < stopped < 120
-    assert err.value.exit_code == EXIT_INTERRUPTED == 75 and f"SIGTERM at step {stopped} of 120" in str(err.value)
+    assert err.value.exit_code == EXIT_INTERRUPTED == 75
+    assert f"stopped by {sig.name} at step {stopped} of 120" in str(err.value)
     assert series(out)[0] == list(range(0, stopped + 1, 20))  # no snapshot of its own where it stopped
     Run(load_case(path), options=Options(ceiling=False, quiet=True, restart=str(out))).execute()
     assert_same_output(out, ref)
@@ -180,9 +182,16 @@ def test_3_ranks_restarted_on_3_and_on_2_cart_ranks_are_bitwise(tmp_path):
     assert segments(tmp_path / "out") == [(0, 0, 50), (1, 50, 120)]
 
 
+def launcher_is_open_mpi() -> bool:
+    cmd = mpirun_command()
+    return bool(cmd) and "Open MPI" in subprocess.run([cmd[0], "--version"], capture_output=True, text=True).stdout
+
+
 @needs_mpi
 @pytest.mark.mpi
 def test_sigterm_to_mpirun_checkpoints_on_every_rank_and_a_2_rank_restart_completes_bitwise(tmp_path):
+    if launcher_is_open_mpi():
+        pytest.skip("Open MPI's mpirun kills the ranks about 3 s after SIGTERM and exits 1 (docs/output.md)")
     path = heat_case(tmp_path, run={"steps": 3000, "check_every": 100},
                      output={"dir": str(tmp_path / "out"), "every": 100, "checkpoint_every": None, "vtk": True})
     ref = reference(path, tmp_path)
