@@ -226,7 +226,7 @@ class Outputs:
                 "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
         mine = owned(r.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, r.blocks, mine, meta),
-                 f"writing the checkpoint of step {s.step}")
+                           f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
 
     def after_loop(self, s) -> None:
