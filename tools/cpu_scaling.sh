@@ -10,7 +10,7 @@ ranks=${*:-1 2 4 8 16}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
 if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
-  launch=(mpirun --oversubscribe --bind-to core --map-by core)
+  launch=(mpirun --oversubscribe --bind-to core --map-by core -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS)
   [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 else
   launch=(mpirun -bind-to core)

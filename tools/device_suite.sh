@@ -95,7 +95,7 @@ if [[ $SECTIONS == *" hybrid "* ]]; then
   if (( NGPU >= 2 )); then
     step hybrid_2gpu_16k 150 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
       --halos "${HALOS[@]}" --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
-    [[ -z ${QUICK:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
+    [[ -z ${QUICK:-}${SKIP_32K:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
       --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
   fi
 fi
