@@ -13,6 +13,7 @@ timed). The ceiling: STREAM-like copy with all P ranks copying at once, one thre
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 
@@ -58,7 +59,8 @@ def main() -> None:
     args = ap.parse_args()
     p = comm.size
     ceiling = copy_ceiling(64 << 20)
-    work = comm.bcast(tempfile.mkdtemp(prefix="scaling-") if comm.rank == 0 else None)
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # snapshots are not timed; keep them off the disk
+    work = comm.bcast(tempfile.mkdtemp(prefix="scaling-", dir=shm) if comm.rank == 0 else None)
     for decomposition in ("rows", "cart"):
         dims = choose_dims(p, (args.weak * p, args.weak * p), decomposition)
         weak_shape = (args.weak * dims[0], args.weak * dims[1])
