@@ -259,7 +259,8 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
         option = _option_for(loc, options)
         where = f"{option} (field {loc})" if option else (loc or "case")
         if err["type"] == "extra_forbidden":
-            message = _unknown_field(loc)
+            raw = [str(p) for p in err["loc"]]
+            message = _unknown_field(loc, raw[1] if raw[0] == "initial" and len(raw) > 2 else None)
         lines.append(f"{source}: {where}: {message}")
     return lines
 
@@ -324,13 +325,22 @@ def _known_fields() -> dict[str, list[str]]:
     return known
 
 
-_INITIAL_KINDS = {"sine", "hotspot", "constant", "random", "file"}
+_INITIAL_MODELS = {"sine": Sine, "hotspot": Hotspot, "constant": Constant, "random": Random, "file": FromFile}
+_INITIAL_KINDS = set(_INITIAL_MODELS)
 _KNOWN = _known_fields()
 
 
-def _unknown_field(loc: str) -> str:
+def _unknown_field(loc: str, kind: str | None = None) -> str:
+    """'unknown field' with the closest known name; for initial, the fields of the kind in use."""
     section, _, name = loc.rpartition(".")
     known = _KNOWN.get(section, [])
+    if kind in _INITIAL_MODELS:
+        own = list(_INITIAL_MODELS[kind].model_fields)
+        if name in known:
+            others = sorted(k for k, m in _INITIAL_MODELS.items() if name in m.model_fields)
+            return f"'{name}' does not apply to kind {kind} (it belongs to {', '.join(others)}); fields of {kind}: " \
+                   f"{', '.join(own)}"
+        known = own
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
     return f"unknown field '{name}'; {hint}"

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import physics
 from .info import environment
+from .safeio import write_text
 from .timing import SECTIONS
 
 CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps"]
@@ -147,11 +148,11 @@ def placement(row: dict) -> dict:
 
 def write_record(run, record: dict, rows: list[dict]) -> None:
     d = Path(run.outdir)
-    (d / "record.json").write_text(json.dumps(record, indent=1, default=str))
-    (d / "record.md").write_text(markdown(record))
-    (d / "timings.csv").write_text(timings_csv(rows))
+    write_text(d / "record.json", json.dumps(record, indent=1, default=str))
+    write_text(d / "record.md", markdown(record))
+    write_text(d / "timings.csv", timings_csv(rows))
     if run.case.output.trace:
-        (d / "trace.json").write_text(json.dumps(chrome_trace(rows)))
+        write_text(d / "trace.json", json.dumps(chrome_trace(rows)))
 
 
 def timings_csv(rows: list[dict]) -> str:

@@ -30,6 +30,8 @@ CASES = {
     "unknown initial kind": ({"initial": {"kind": "gaussian"}}, ["initial", "sine"]),
     "missing grid": ({"grid": None}, ["grid"]),
     "cupy-only field": ({"backend": {"name": "numba", "kernel": "tiled"}}, ["backend.kernel", "cupy"]),
+    "field of another initial kind": ({"initial": {"kind": "sine", "seed": 3}},
+                                      ["initial.seed", "does not apply to kind sine", "random", "kind, value"]),
 }
 
 
