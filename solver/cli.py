@@ -175,7 +175,7 @@ def tune(
     blocks: Optional[str] = typer.Option(None, help="block shapes, e.g. 32x8,128x16 (default: a set per variant)"),
     dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
-    steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
+    steps: int = typer.Option(20, min=2, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
