@@ -355,36 +355,29 @@ def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
         sys.exit(code)
 
 
-@sweep_app.command("strong")
-def sweep_strong(
-    case: Path = typer.Argument(..., help="case file (YAML)"),
-    ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
-    threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
-    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
-    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
-    dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
-    verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
-) -> None:
-    """Strong scaling: the global grid stays, the ranks vary."""
-    _sweep("strong", case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
-           launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
-           halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+def _rank_sweep(kind: str, case_help: str, doc: str):
+    """The `sweep strong` and `sweep weak` commands: the same options, a different grid rule."""
+
+    def command(
+        case: Path = typer.Argument(..., help=case_help),
+        ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
+        threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
+        launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+        output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+        dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
+        verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
+    ) -> None:
+        _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+               launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
+               halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+
+    command.__doc__ = doc
+    sweep_app.command(kind)(command)
 
 
-@sweep_app.command("weak")
-def sweep_weak(
-    case: Path = typer.Argument(..., help="case file (YAML); its grid is the grid of one rank"),
-    ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
-    threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
-    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
-    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
-    dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
-    verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
-) -> None:
-    """Weak scaling: each rank keeps the case's grid; the global grid grows (rows: ny; cart: both)."""
-    _sweep("weak", case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
-           launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
-           halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+_rank_sweep("strong", "case file (YAML)", "Strong scaling: the global grid stays, the ranks vary.")
+_rank_sweep("weak", "case file (YAML); its grid is the grid of one rank",
+            "Weak scaling: each rank keeps the case's grid; the global grid grows (rows: ny; cart: both).")
 
 
 @sweep_app.command("threads")

@@ -155,12 +155,17 @@ def write_record(run, record: dict, rows: list[dict]) -> None:
         write_text(d / "trace.json", json.dumps(chrome_trace(rows)))
 
 
-def timings_csv(rows: list[dict]) -> str:
+def csv_text(rows: list[dict], fields: list[str]) -> str:
+    """CSV with a header of `fields`; keys of the rows outside `fields` are left out."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()
+
+
+def timings_csv(rows: list[dict]) -> str:
+    return csv_text(rows, CSV_FIELDS)
 
 
 def chrome_trace(rows: list[dict]) -> dict:

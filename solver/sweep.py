@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import io
 import json
 import os
 import shlex
@@ -453,11 +452,9 @@ def growth(s: Settings, base: dict, rows: list[dict]) -> str:
 
 
 def csv_text(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    from .record import csv_text as table
+
+    return table(rows, CSV_FIELDS)
 
 
 def _f(v, fmt: str) -> str:
