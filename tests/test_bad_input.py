@@ -106,6 +106,15 @@ def test_initial_file_problems(tmp_path):
     check(stencil(["run", str(case)]), "initial.path", "not found")
 
 
+def test_output_directory_that_cannot_be_created(tmp_path):
+    (tmp_path / "a_file").write_text("not a directory")
+    case = write_case(tmp_path / "c.yaml", output={"dir": str(tmp_path / "a_file" / "sub")})
+    check(stencil(["run", str(case)]), "output.dir", "cannot create", "--output")
+    case = write_case(tmp_path / "d.yaml", output={"dir": str(tmp_path / "a_file")})
+    check(stencil(["run", str(case)]), "output.dir", "not a directory")
+    assert (tmp_path / "a_file").read_text() == "not a directory"
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
 def test_unwritable_output_directory(tmp_path):
     ro = tmp_path / "ro"

@@ -13,7 +13,7 @@ from conftest import mpi_script, mpirun, needs_mpi, write_case
 pytestmark = [needs_mpi, pytest.mark.mpi]
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 6])
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
 def test_ghosts_hold_the_neighbours_rank_after_one_exchange(n):
     res = mpi_script(n, "check_halo.py")
     assert res.returncode == 0, res.stdout + res.stderr
