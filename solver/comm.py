@@ -35,6 +35,28 @@ def launched_by_mpi() -> bool:
     return any(v in os.environ for v in _LAUNCHER_VARS)
 
 
+def launched_tasks() -> int:
+    """How many processes the innermost launcher started: its MPI size variable (mpirun, or srun's PMI-2
+    plugin), else srun's task count for the step (set with every --mpi plugin, none included); 1 if none."""
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def _check_one_job(comm: Comm) -> Comm:
+    """A launcher that started several processes which each see one rank (srun with an --mpi plugin
+    this MPI does not speak, or none) would run the same case several times into one directory."""
+    n = launched_tasks()
+    if comm.size == 1 and n > 1:
+        from .errors import InputError
+
+        raise InputError(f"the launcher started {n} processes but MPI sees 1 rank in each: they do not form "
+                         "one MPI job; with srun pass --mpi=pmi2 (MPICH, Intel MPI) or --mpi=pmix (Open MPI) "
+                         "(docs/clusters.md), or --no-mpi for separate one-process runs")
+    return comm
+
+
 class Comm:
     """A thin layer over an mpi4py communicator (or none, for one process)."""
 
@@ -47,7 +69,7 @@ class Comm:
     @classmethod
     def world(cls, use_mpi: bool | None = None) -> Comm:
         if use_mpi is None:
-            use_mpi = launched_by_mpi()
+            return _check_one_job(cls.world(launched_by_mpi()))
         if not use_mpi:
             return cls()
         try:

@@ -28,6 +28,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -127,7 +128,38 @@ def resolve_launcher(s: Settings) -> list[str]:
         extra = shlex.split(s.launcher_args)
     except ValueError as exc:
         raise InputError(f"--launcher-args: {exc}; quote it as one shell string, e.g. '--bind-to core'") from None
+    if Path(exe).name == "srun" and _option(extra, "--mpi") is None and "SLURM_MPI_TYPE" not in os.environ:
+        plugin = srun_mpi_plugin()
+        extra += [f"--mpi={plugin}"] if plugin else []
     return [exe, *extra]
+
+
+def _option(args: list[str], *names: str) -> str | None:
+    """The value of the last of the options `names` in args ('--x v', '--x=v', short '-N v' or '-Nv');
+    '' for one given without a value at the end; None when absent."""
+    value = None
+    for k, a in enumerate(args):
+        for n in names:
+            if a == n:
+                value = args[k + 1] if k + 1 < len(args) else ""
+            elif a.startswith(n + "=") or (len(n) == 2 and a.startswith(n) and len(a) > 2):
+                value = a[len(n) + 1:] if a.startswith(n + "=") else a[2:]
+    return value
+
+
+def srun_mpi_plugin() -> str | None:
+    """srun's --mpi plugin for the MPI that mpi4py was built with (that of the points' Python): pmix for
+    Open MPI (5.x speaks only PMIx), pmi2 for the MPICH family (MPICH, Intel MPI, MVAPICH; the PyPI
+    mpich wheel has no PMIx client and aborts under --mpi=pmix). None without mpi4py. MPI is not
+    initialised: MPI_Get_library_version may be called before MPI_Init."""
+    try:
+        import mpi4py
+
+        mpi4py.rc.initialize = mpi4py.rc.finalize = False
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return "pmix" if "Open MPI" in MPI.Get_library_version() else "pmi2"
 
 
 def sweep_dir(s: Settings, name: str) -> Path:
@@ -196,7 +228,7 @@ def plan(s: Settings, base: dict, root: Path) -> list[Point]:
 # running ---------------------------------------------------------------------------------------
 
 def command(s: Settings, launcher: list[str], p: Point, outdir: Path) -> list[str]:
-    cmd = [*launcher[:1], "-n", str(p.ranks), *launcher[1:]] if launcher else []
+    cmd = [*launcher[:1], "-n", str(p.ranks), *srun_nodes(launcher, p.ranks), *launcher[1:]] if launcher else []
     cmd += [sys.executable, "-m", "solver", "run", str(p.case_file), "--output", str(outdir), "--quiet"]
     if not launcher:
         cmd.append("--no-mpi")
@@ -205,6 +237,17 @@ def command(s: Settings, launcher: list[str], p: Point, outdir: Path) -> list[st
     if s.verify is not None:
         cmd.append("--verify" if s.verify else "--no-verify")
     return cmd
+
+
+def srun_nodes(launcher: list[str], n: int) -> list[str]:
+    """['--nodes=K'] for srun, K = ceil(n / ranks per node), ranks per node from --ntasks-per-node in the
+    launcher arguments, else from the job (SLURM_NTASKS_PER_NODE). Without it srun spreads a step over
+    every node of the allocation (srun -n 2 in a 2-node job puts one rank on each), so points would
+    differ in ranks per node. [] when the user passed --nodes/-N or the ranks per node are unknown."""
+    if not launcher or Path(launcher[0]).name != "srun" or _option(launcher[1:], "--nodes", "-N") is not None:
+        return []
+    per_node = _option(launcher[1:], "--ntasks-per-node") or os.environ.get("SLURM_NTASKS_PER_NODE", "")
+    return [f"--nodes={-(-n // int(per_node))}"] if per_node.isdigit() and int(per_node) > 0 else []
 
 
 def point_env(s: Settings, p: Point) -> dict:
@@ -250,9 +293,16 @@ def end_group(proc: subprocess.Popen) -> None:
             continue
 
 
+# the launcher's own per-task status lines ("srun: error: node1: task 0: Exited with exit code 16"), which
+# name no cause: the cause is what the ranks printed before them
+_LAUNCHER_STATUS = re.compile(r"^srun: (error: \S+: tasks? [\d,-]+: |Job step aborted|.*step .* CANCELLED)")
+
+
 def failure(stderr: str) -> str:
-    """The run's error: from its first 'error:' line on (several field errors), else its last line."""
+    """The run's error: from its first 'error:' line on (several field errors), else its last line;
+    srun's per-task exit lines are skipped when the ranks said something themselves."""
     lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not _LAUNCHER_STATUS.match(ln)] or lines
     first = next((k for k, ln in enumerate(lines) if "error:" in ln), len(lines) - 1)
     return " | ".join(lines[first:])[:500] if lines else "no message"
 
@@ -266,6 +316,11 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
             rec = read_record(d) if rc == 0 else None
             if rc == 0 and rec is None:
                 rc, err = 1, f"no record.json in {d}"
+            elif rec and rec["resources"]["ranks"] != p.ranks:
+                rc, err = 1, (f"{p.ranks} processes were started but the record shows {rec['resources']['ranks']} "
+                              f"rank(s): they did not form one MPI job (srun: pass --mpi=pmi2 for MPICH or "
+                              f"--mpi=pmix for Open MPI); see docs/clusters.md")
+                rec = None
             sps = rec["throughput"]["seconds_per_step"] if rec and rec.get("throughput") else None
             p.runs.append({"dir": str(d), "exit_code": rc, "error": err, "seconds_per_step": sps,
                            "wall_s": time.perf_counter() - t, "command": shlex.join(cmd)})
