@@ -15,10 +15,9 @@ _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "
 
 
 def _affinity() -> set[int]:
-    try:
-        return set(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return set(range(os.cpu_count() or 1))
+    from .backends import cpu_cores
+
+    return cpu_cores()
 
 
 def threads_per_rank(node_cores: list[set[int]], me: int) -> int:

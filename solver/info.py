@@ -75,11 +75,10 @@ def gpus() -> list[dict]:
 
 
 def affinity() -> str:
-    try:
-        cores = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return "unknown"
-    return _ranges(cores)
+    """This process's cores as the launcher set them (read at import, see backends.cpu_cores)."""
+    from .backends import cpu_cores
+
+    return _ranges(sorted(cpu_cores()))
 
 
 def _ranges(cores: list[int]) -> str:

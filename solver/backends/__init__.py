@@ -138,9 +138,23 @@ class Backend:
         return 2 * a.nbytes / float(np.median(times[1:]))
 
 
-def cpu_count() -> int:
-    """Cores this process may run on (affinity-aware)."""
+def _affinity_now() -> frozenset[int]:
     try:
-        return len(os.sched_getaffinity(0))
+        return frozenset(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        return frozenset(range(os.cpu_count() or 1))
+
+
+# The cores the launcher gave this process, read once at import: an OpenMP runtime started later (numba's
+# omp layer with OMP_PROC_BIND) narrows the affinity of the main thread to one core.
+_START_CORES = _affinity_now()
+
+
+def cpu_cores() -> set[int]:
+    """The cores this process may run on, as the launcher set them."""
+    return set(_START_CORES)
+
+
+def cpu_count() -> int:
+    """How many cores this process may run on (affinity-aware)."""
+    return len(_START_CORES)
