@@ -4,7 +4,7 @@ Layout:
     /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
-    ranks, dims, converged, tolerance (NaN when none), created.
+    ranks, dims, converged, tolerance (NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
 Boundary values live in the case (the fingerprint guarantees they match); ghost layers facing a
 neighbour are refilled by the first halo exchange, so a restart is bitwise the uninterrupted run.
 
@@ -12,7 +12,11 @@ Writing is collective: blocks stream to rank 0 in bounded slabs (fields.for_each
 them into a temporary file beside checkpoint.h5, closes and fsyncs it, and renames it over the old one;
 a failure at any point leaves the previous checkpoint as it was. The temporary file's skeleton is
 written by Python and its data space reserved before HDF5 writes into it (see fields.write_skeleton),
-so a full disk is found before any data is written. Reading: each rank reads its own block.
+so a full disk is found before any data is written. With parallel HDF5 (hdf5_writer "mpio") rank 0
+makes the same skeleton and reservation, then every rank opens the temporary file (driver "mpio": HDF5
+allocates the chunks collectively at the open) and writes its own block in one collective write; the
+ranks agree that every write succeeded before rank 0 fsyncs and renames. Reading: each rank reads its
+own block.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .fields import RESERVE_SLACK, chunk_rows, for_each_block, write_skeleton
-from .safeio import replaced, reserve
+from .fields import RESERVE_SLACK, chunk_rows, for_each_block, hdf5_writer, write_skeleton
+from .safeio import WriteFailed, replaced, reserve, writing
 
 NAME = "checkpoint.h5"
 FORMAT = "stencil checkpoint"
@@ -117,6 +121,8 @@ class Checkpoint:
 
 def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
     """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance."""
+    if hdf5_writer(comm) == "mpio":
+        return _write_parallel(path, comm, blocks, mine, meta)
     if comm.rank != 0:
         for_each_block(comm, blocks, mine, None)
         return
@@ -131,9 +137,7 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
 
     def put(b, data) -> None:
         if not opened:  # at the first block: the skeleton, then room for all the data, then HDF5 writes
-            write_skeleton(tmp, lambda f: _create(f, blocks[0].shape, mine.dtype, meta, comm.size))
-            nbytes = int(np.prod(blocks[0].shape)) * mine.itemsize
-            reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
+            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
             opened["f"] = f = h5py.File(tmp, "r+")
             opened["u"] = f["u"]
         opened["u"][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
@@ -145,7 +149,51 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
             opened["f"].close()
 
 
-def _create(f, shape, dtype, meta: dict, ranks: int):
+def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
+    """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
+    write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
+
+
+def _write_parallel(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    """Parallel HDF5: rank 0 prepares the temporary file, every rank writes its block, rank 0 renames."""
+    if comm.rank != 0:
+        return _write_block(comm.bcast(None), path, comm, blocks[comm.rank], mine)
+    with replaced(path, durable=True) as tmp:
+        try:
+            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
+        except Exception:
+            comm.bcast(None)  # the other ranks return; collective() reports this error on every rank
+            raise
+        comm.bcast(str(tmp))
+        _write_block(tmp, path, comm, blocks[0], mine)
+
+
+def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
+    """Collective: every rank writes its own block into `tmp` (None: rank 0 could not prepare it).
+
+    Every rank learns whether every write succeeded; rank 0 raises if any failed, so the temporary
+    file is removed and the previous checkpoint stays.
+    """
+    import h5py
+
+    if tmp is None:
+        return
+    (r0, r1), (c0, c1) = block.rows, block.cols
+    reason = None
+    try:
+        with writing(path), h5py.File(tmp, "r+", driver="mpio", comm=comm.mpi) as f:
+            with f["u"].collective:
+                f["u"][r0:r1, c0:c1] = mine
+    except WriteFailed as exc:
+        reason = exc.reason
+    failed = [r for r in comm.mpi.allgather(reason) if r]
+    if reason is not None or (failed and comm.rank == 0):
+        raise WriteFailed(path, OSError(None, reason or failed[0]))
+
+
+def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
     ny, nx = shape
     u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
     tol = meta.get("tolerance")
@@ -153,5 +201,5 @@ def _create(f, shape, dtype, meta: dict, ranks: int):
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
                     "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
                     "tolerance": float("nan") if tol is None else float(tol),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
     return u

@@ -13,12 +13,16 @@ the file stays readable with every earlier snapshot. Not covered: the process ki
 failure) in the middle of an append; SIGTERM/SIGINT are handled between steps and never interrupt one.
     /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx)
     /step  (snapshots,) int64      /time (snapshots,) float64 (step * dt; laplace: dt = 1)
-    attributes: dx, dy, origin [x, y] = [dx, dy], lx, ly, units, dtype, layout, boundary, case (resolved YAML)
+    attributes: dx, dy, origin [x, y] = [dx, dy], lx, ly, units, dtype, layout, boundary, case (resolved YAML),
+    writer (how the run that last wrote to the file wrote it: see hdf5_writer)
 Only interior points are stored: u[k, i, j] lies at x = (j+1)*dx, y = (i+1)*dy.
+The three datasets are allocated early (each resize allocates the new snapshot's chunks), which parallel
+HDF5 needs to extend them collectively (ParallelFieldFile); the streaming path writes the same bytes.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,11 +30,39 @@ import numpy as np
 
 from .decomp import Block
 from .errors import InputError
-from .safeio import replaced, reserve, writing
+from .safeio import WriteFailed, replaced, reserve, writing
 
 BLOCK_TAG = 7001
 RESERVE_SLACK = 64 << 10  # + 1/32 of a snapshot: room for HDF5's own metadata growth (chunk index) in one append
 SLAB_BYTES = 4 << 20  # the most rank 0 receives from another rank at once
+
+
+def hdf5_writer(comm) -> str:
+    """How this run writes fields.h5 and checkpoint.h5 (the same on every rank; no communication).
+
+    "serial": one process. "mpio": parallel HDF5 (several ranks, h5py built with MPI): every rank writes
+    its own block into the file, collectively. "streamed": several ranks without parallel HDF5 (or with
+    STENCIL_HDF5_MPIO=0): blocks go to rank 0 in bounded slabs (for_each_block) and rank 0 writes them.
+    """
+    if comm.size == 1:
+        return "serial"
+    if os.environ.get("STENCIL_HDF5_MPIO", "1") != "0":
+        import h5py
+
+        if h5py.get_config().mpi:
+            return "mpio"
+    return "streamed"
+
+
+def early_allocation():
+    """A dataset-creation property list that allocates chunks when a dataset is created or extended: a
+    dataset that parallel HDF5 extends must be (chunks allocated later by the ranks that touch them would
+    leave the ranks with different file layouts)."""
+    import h5py
+
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    return dcpl
 
 
 def owned(backend, u) -> np.ndarray:
@@ -108,18 +140,27 @@ def write_skeleton(path: Path, build) -> None:
     path.write_bytes(buf.getvalue())
 
 
+def allocated_early(dataset) -> bool:
+    import h5py
+
+    return dataset.id.get_create_plist().get_alloc_time() == h5py.h5d.ALLOC_TIME_EARLY
+
+
 def chunk_rows(nx: int, itemsize: int) -> int:
     return max(1, (1 << 20) // (nx * itemsize))  # about 1 MiB chunks
 
 
 class FieldFile:
-    """fields.h5 on rank 0: created new, or (resume_step given) continued after that step."""
+    """fields.h5 on rank 0: created new, or (resume_step given) continued after that step.
+
+    writer: hdf5_writer's answer for this run, stored as the file's `writer` attribute.
+    """
 
     def __init__(self, path: Path, case, spacing: tuple[float, float], resolved_yaml: str,
-                 resume_step: int | None = None):
+                 resume_step: int | None = None, writer: str = "serial"):
         import h5py
 
-        self.path = Path(path)
+        self.path, self.writer, self.spacing = Path(path), writer, tuple(map(float, spacing))
         self.shape, self.dtype = case.shape, np.dtype(case.numerics.dtype)
         with writing(self.path):
             if resume_step is not None and self.path.exists():
@@ -133,15 +174,15 @@ class FieldFile:
     def _create(self, f, case, spacing, resolved_yaml: str) -> None:
         ny, nx = self.shape
         f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype,
-                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx))
-        f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8")
-        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8")
+                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=early_allocation())
+        f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", dcpl=early_allocation())
+        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation())
         dx, dy = spacing
         f.attrs.update({
             "dx": dx, "dy": dy, "origin": [dx, dy], "lx": case.grid.lx, "ly": case.grid.ly,
             "units": "length: case units (lx, ly); time: case units (laplace: iterations); u: case units",
             "dtype": self.dtype.name, "layout": "u[snapshot, row i at y=(i+1)*dy, column j at x=(j+1)*dx]",
-            "boundary": "excluded: interior points only", "case": resolved_yaml})
+            "boundary": "excluded: interior points only", "case": resolved_yaml, "writer": self.writer})
         f["u"].attrs["axes"] = "snapshot, y, x"
 
     def _reopen(self, h5py, resume_step: int, resolved_yaml: str):
@@ -156,11 +197,16 @@ class FieldFile:
             f.close()
             raise InputError(f"--restart: {self.path} does not hold a {self.shape} {self.dtype} /u series for this "
                              "case; move it away or restart into another --output directory")
+        if self.writer == "mpio" and not all(allocated_early(f[name]) for name in ("u", "step", "time")):
+            f.close()
+            raise InputError(f"--restart: {self.path} was written by an older stencil whose datasets parallel HDF5 "
+                             "cannot extend; continue with STENCIL_HDF5_MPIO=0 set (rank 0 writes it) or restart into "
+                             "another --output directory")
         reserve(self.path, f.id.get_filesize() + len(resolved_yaml) + RESERVE_SLACK)
         keep = int(np.count_nonzero(f["step"][()] <= resume_step))
         for name in ("u", "step", "time"):
             f[name].resize(keep, axis=0)
-        f.attrs["case"] = resolved_yaml
+        f.attrs["case"], f.attrs["writer"] = resolved_yaml, self.writer
         f.flush()
         return f
 
@@ -215,3 +261,85 @@ class FieldFile:
             h5py.File(self.path, "r+").close()
         except Exception:  # noqa: BLE001 - closing after a failed write may fail again; already reported
             pass
+
+
+class ParallelFieldFile:
+    """fields.h5 written by every rank with parallel HDF5 (hdf5_writer "mpio"); the layout is FieldFile's.
+
+    Set-up, on rank 0 alone (no communication: it runs inside the set-up's agree()): a FieldFile creates
+    the file, or cuts its series back after the checkpoint's step when appending, as on the other paths,
+    and is closed. The first snapshot opens the file on every rank (driver "mpio", collective).
+    Each snapshot is collective, every rank making the same HDF5 calls in the same order:
+      1. rank 0 reserves room for the snapshot on disk (safeio.reserve) and tells every rank whether it could;
+      2. /u, /step and /time grow by one (datasets allocated early: the new chunks are allocated here);
+      3. every rank writes step and time (the same values), then its own block of /u as a hyperslab,
+         in one collective write;
+      4. the file is flushed (HDF5 then cuts the file back to its end: the unused reservation goes).
+    Rank 0 keeps the steps and times for the listings (fields.xdmf), so it never reads the open file alone.
+    Not covered: an HDF5 call failing on some ranks only (the reservation rules out a full disk) would
+    leave the others waiting inside MPI-IO until the launcher ends the job.
+    """
+
+    writer = "mpio"
+
+    def __init__(self, path: Path, case, spacing: tuple[float, float], resolved_yaml: str, comm,
+                 resume_step: int | None = None):
+        self.path, self.comm, self.f = Path(path), comm, None
+        self.spacing = tuple(map(float, spacing))
+        self.shape, self.dtype = case.shape, np.dtype(case.numerics.dtype)
+        self.steps: list[int] = []  # rank 0: what the file holds
+        self.times: list[float] = []
+        if comm.rank == 0:
+            first = FieldFile(path, case, spacing, resolved_yaml, resume_step, writer=self.writer)
+            self.steps, self.times = first.steps, first.times
+            first.close()
+
+    def write(self, step: int, time: float, block: Block, data: np.ndarray) -> None:
+        """Collective: append the snapshot of `step`; `data` is this rank's owned block."""
+        import h5py
+
+        if self.f is None:
+            with writing(self.path):
+                self.f = h5py.File(self.path, "r+", driver="mpio", comm=self.comm.mpi)
+        if not self._reserved():
+            return  # rank 0 raised; collective() reports its error on every rank
+        u, steps, times = self.f["u"], self.f["step"], self.f["time"]
+        k = u.shape[0]
+        (r0, r1), (c0, c1) = block.rows, block.cols
+        with writing(self.path):
+            for d in (u, steps, times):
+                d.resize(k + 1, axis=0)
+            with steps.collective:
+                steps[k] = step
+            with times.collective:
+                times[k] = time
+            with u.collective:
+                u[k, r0:r1, c0:c1] = data
+            self.f.flush()
+        if self.comm.rank == 0:
+            self.steps.append(int(step))
+            self.times.append(float(time))
+
+    def _reserved(self) -> bool:
+        """Rank 0 makes room for one more snapshot; False on the other ranks when it could not (rank 0 raises)."""
+        err = None
+        if self.comm.rank == 0:
+            nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+            try:
+                reserve(self.path, self.path.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
+            except OSError as exc:
+                err = WriteFailed(self.path, exc)
+        if self.comm.bcast(err is not None):
+            if err is not None:
+                raise err
+            return False
+        return True
+
+    def close(self) -> None:
+        """Collective: every rank holds this object and closes it, also after an agreed error."""
+        if self.f is not None:
+            try:
+                self.f.close()
+            except Exception:  # noqa: BLE001 - closing after a failed write may fail again; already reported
+                pass
+            self.f = None

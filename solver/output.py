@@ -22,7 +22,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .errors import InputError, Interrupted, OutputError
-from .fields import FieldFile, for_each_block, owned, write_skeleton
+from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned, write_skeleton
 from .safeio import collective, describe, replaced
 
 RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
@@ -131,6 +131,7 @@ class Outputs:
         self.checkpoint_path = run.outdir / ckpt.NAME
         self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
         self.fields = self.vtk = None
+        self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = StopSignals()
         self.progress_bar = Progress(run.case.run.steps, run.comm.rank == 0 and not run.quiet)
         self.snapshots: list[int] = []
@@ -144,8 +145,12 @@ class Outputs:
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
         r, resume = self.run, self.resume if self.appending else None
-        if self.comm.rank == 0:
-            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume)
+        if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
+            self.fields = ParallelFieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, self.comm,
+                                            resume)
+        elif self.comm.rank == 0:
+            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume,
+                                    self.hdf5_writer)
         if r.vtk_on:
             from .vtk import VtkSeries
 
@@ -204,6 +209,8 @@ class Outputs:
 
     def _fields(self, step: int, t: float, mine: np.ndarray) -> None:
         f = self.fields
+        if isinstance(f, ParallelFieldFile):
+            return f.write(step, t, self.run.block, mine)
         if f is None:
             return for_each_block(self.comm, self.run.blocks, mine, None)
         try:
@@ -253,15 +260,19 @@ class Outputs:
         keep_before = self.resume if self.appending else None
         write_timings_table(self.run.outdir / "timings.h5", rows, first_step, last_step, keep_before)
 
-    def close(self) -> None:
-        """Also after an error: rank 0 lists what was written (best effort, no communication)."""
+    def close(self, alone: bool = False) -> None:
+        """Also after an error: rank 0 lists what was written (best effort, no communication).
+
+        alone: the run failed on this rank only (the job is about to be aborted), so the other ranks will
+        not join a collective close: a fields.h5 open with parallel HDF5 is left as its last flush left it.
+        """
         self.progress_bar.close()
         if self.unlisted and self.comm.rank == 0:
             try:
                 self._write_listings()
             except Exception:  # noqa: BLE001 - the error that ended the run is the one to report
                 pass
-        if self.fields is not None:
+        if self.fields is not None and not (alone and isinstance(self.fields, ParallelFieldFile)):
             self.fields.close()
 
 

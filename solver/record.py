@@ -127,7 +127,8 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
                       "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
                       "placement": [placement(r) for r in rows]},
         "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
-                "residuals": run.state.residuals, "snapshots": run.outputs.snapshots},
+                "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,
+                "hdf5_writer": run.outputs.hdf5_writer},  # fields.hdf5_writer: serial, streamed or mpio
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
         "times": phases,

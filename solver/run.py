@@ -179,6 +179,7 @@ class Run:
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
         self.clock.skip()
+        failed = None
         try:
             with self.outputs.signals:
                 self.outputs.snapshot(state)
@@ -192,9 +193,12 @@ class Run:
                 t = time.perf_counter()
                 self.outputs.after_loop(state)  # checkpoint at the end, or on a stop request
                 self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
+        except BaseException as exc:
+            failed = exc
+            raise
         finally:
             self.exchange.close()
-            self.outputs.close()
+            self.outputs.close(alone=failed is not None and not getattr(failed, "agreed", False))
         self.clock.phases["warmup"] = loop.warm_seconds
         io = self.timer.seconds["io"]  # snapshots inside the loop: reported as output, not as solve time
         self.clock.phases["solve"] = loop.loop_seconds - io

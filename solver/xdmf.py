@@ -56,7 +56,6 @@ def xdmf_text(h5name: str, steps: list[int], times: list[float], shape, dtype, s
 
 
 def write_xdmf(path: Path, fields) -> None:
-    """Describe the snapshots now in `fields` (a FieldFile) in `path`, written then renamed."""
-    text = xdmf_text(Path(fields.path).name, fields.steps, fields.times, fields.shape, fields.dtype,
-                     (float(fields.f.attrs["dx"]), float(fields.f.attrs["dy"])))
+    """Describe the snapshots now in `fields` (a FieldFile or ParallelFieldFile) in `path`, written then renamed."""
+    text = xdmf_text(Path(fields.path).name, fields.steps, fields.times, fields.shape, fields.dtype, fields.spacing)
     write_text(path, text)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -25,16 +26,24 @@ MPI_SCRIPTS = Path(__file__).resolve().parent / "mpi"
 
 @functools.lru_cache
 def mpirun_command() -> list[str] | None:
-    """The launcher beside this Python (the venv's mpich) first, then PATH; None if there is none."""
+    """STENCIL_MPIRUN if set (a launcher with its flags, e.g. "/usr/bin/mpirun.mpich": it must be the MPI that
+    mpi4py and h5py were built with), else the launcher beside this Python (the venv's mpich), then PATH;
+    None if there is none."""
+    chosen = shlex.split(os.environ.get("STENCIL_MPIRUN", ""))
+    if chosen and not shutil.which(chosen[0]):
+        raise pytest.UsageError(f"STENCIL_MPIRUN: {chosen[0]} is not an executable; give the mpirun of the MPI "
+                                "that mpi4py (and a parallel h5py) were built with, or unset it")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    if chosen:
+        return [shutil.which(chosen[0]), *chosen[1:]]
     for cand in (Path(sys.executable).parent / "mpirun", shutil.which("mpirun"), shutil.which("mpiexec")):
         if cand and Path(cand).exists():
             exe = str(cand)
             break
     else:
-        return None
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
         return None
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     flags = []
