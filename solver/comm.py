@@ -14,6 +14,9 @@ _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "
                   "MV2_COMM_WORLD_SIZE", "HYDRA_CONTROL_FD")
 
 
+ABORT_GRACE = 0.5  # seconds; without it mpirun (Hydra) sometimes kills the ranks before their stderr is out
+
+
 def _affinity() -> set[int]:
     from .backends import cpu_cores
 
@@ -113,6 +116,9 @@ class Comm:
         sys.stdout.flush()
         sys.stderr.flush()
         if self.mpi is not None and self.size > 1:
+            import time
+
+            time.sleep(ABORT_GRACE)  # let the launcher forward the message before MPI_Abort tears the job down
             self.mpi.Abort(code)
         raise SystemExit(code)
 
