@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from .errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_VERIFY, StencilError
+from .errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -122,10 +122,10 @@ def run(
         print_summary(record)
     c = record["correctness"]
     if c.get("passed") is False:
-        if comm.rank == 0:
-            echo_err(f"error: verification failed: relative error {c['relative_error']:.3e} > tolerance "
-                       f"{c['tolerance']:.1e} against the {c['reference']}")
-        sys.exit(EXIT_VERIFY)
+        exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
+                                f"{c['tolerance']:.1e} against the {c['reference']}")
+        exc.report = comm.rank == 0  # every rank has the record; one reports
+        raise exc
 
 
 @app.command()
@@ -257,13 +257,15 @@ def bench_bandwidth(
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
     """Copy and SAXPY bandwidth per backend (every MPI rank at once); cached per machine for runs and sweeps."""
-    from .backends import cpu_count, registry
+    from .backends import registry
     from .bandwidth import bandwidth_bench, print_bandwidth
     from .comm import Comm
 
     comm = Comm.world(mpi)
     names = backend or [n for n, cls in registry().items() if cls.unavailable() is None]
-    per_rank = max(1, cpu_count() // comm.node()[1])
+    from .comm import threads_per_rank
+
+    per_rank = threads_per_rank(comm.node_cores(), comm.node()[0])
     res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank)), comm, refresh, repeats)
     if comm.rank == 0:
         print_bandwidth(res)
@@ -282,7 +284,7 @@ def bench_reduction(
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
     """Sum an array the ways the textbooks contrast (lock, partials, GPU atomics, block tree, MPI); exit 3 on a wrong sum."""
-    from .backends import cpu_count, registry
+    from .backends import registry
     from .bench_reduce import print_reduction, reduction_bench
     from .comm import Comm
     from .errors import InputError
@@ -293,7 +295,9 @@ def bench_reduction(
     reason = registry()["cupy"].unavailable()
     if gpu and reason:
         raise InputError(f"--gpu: the GPU variants need cupy and a GPU: {reason}; or pass --no-gpu")
-    threads = threads or max(1, cpu_count() // comm.node()[1])
+    from .comm import threads_per_rank
+
+    threads = threads or threads_per_rank(comm.node_cores(), comm.node()[0])
     res = reduction_bench(size, min(lock_size, size), threads, dtype, gpu if gpu is not None else reason is None,
                           comm, repeats)
     if comm.rank == 0:
@@ -301,9 +305,9 @@ def bench_reduction(
     _write_json(json_out, res, comm)
     bad = [r["variant"] for r in res["results"] if not r["passed"]]
     if bad:
-        if comm.rank == 0:
-            echo_err(f"error: wrong sums beyond the stated tolerance: {', '.join(bad)}")
-        sys.exit(EXIT_VERIFY)
+        exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
+        exc.report = comm.rank == 0
+        raise exc
 
 
 @bench_app.command("vectorize")

@@ -36,9 +36,7 @@ import time
 from dataclasses import dataclass
 
 from .errors import InputError
-from .exchange import OPPOSITE, TAGS, Exchange, strips
-
-TRANSPORTS = ("staged", "cuda-aware", "nccl")
+from .exchange import OPPOSITE, TAGS, Exchange
 
 
 @dataclass

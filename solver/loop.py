@@ -66,7 +66,7 @@ class TimeLoop:
 
     # the loop --------------------------------------------------------------------------------
     def run(self, s: LoopState) -> LoopState:
-        run, out = self.case.run, self.case.output
+        run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
         while s.step < end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end

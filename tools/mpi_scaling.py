@@ -14,7 +14,6 @@ timed). The ceiling: STREAM-like copy with all P ranks copying at once, one thre
 import argparse
 import json
 import os
-import statistics
 import tempfile
 
 from mpi4py import MPI

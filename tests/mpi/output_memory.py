@@ -10,7 +10,6 @@ Nothing is asserted here; tests/test_output_mpi.py compares the figures with the
 import json
 import sys
 import tracemalloc
-from pathlib import Path
 
 from mpi4py import MPI
 
