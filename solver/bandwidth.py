@@ -29,7 +29,7 @@ from .info import cpu_model
 NODE_BYTES = 512 << 20  # host memory per node for one array, split across its ranks (far beyond caches)
 MIN_BYTES = 32 << 20
 GPU_BYTES = 1 << 30  # device memory per rank for one array
-KINDS = ("copy", "saxpy")
+KINDS = ("copy", "memcpy", "saxpy")
 
 
 def cache_path() -> Path:

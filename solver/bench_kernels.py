@@ -13,8 +13,22 @@ from numba import njit, prange
 
 
 @njit(parallel=True, cache=True)
-def copy(b, a):
-    """b[i] = a[i]: one read and one write per element."""
+def copy(b, a, one):
+    """b[i] = a[i] * one (one = 1.0, exact): one read and one write per element, with ordinary stores.
+
+    A plain `b[i] = a[i]` loop is turned into a call to memcpy by LLVM (loop-idiom recognition), and
+    glibc's memcpy switches to non-temporal stores above a size tied to the last-level cache: those
+    skip the read-for-ownership of the destination, which the stencil's ordinary stores pay. The
+    factor, unknown to the compiler, keeps this a loop of ordinary loads and stores like the stencil's,
+    so this copy is the stencil's ceiling; `memcpy` below is the other one, for comparison.
+    """
+    for i in prange(a.size):
+        b[i] = a[i] * one
+
+
+@njit(parallel=True, cache=True)
+def memcpy(b, a):
+    """b[i] = a[i], which LLVM compiles to a memcpy call (non-temporal stores for large arrays)."""
     for i in prange(a.size):
         b[i] = a[i]
 

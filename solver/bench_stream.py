@@ -1,7 +1,11 @@
 """Streaming kernels on every backend (copy, SAXPY) and a timer that runs them on every rank at once.
 
 Bytes counted (the STREAM convention, and the stencil's: 2 x itemsize per update):
-- copy  b = a          : 2 x itemsize per element (one read, one write);
+- copy  b = a          : 2 x itemsize per element (one read, one write); with ordinary stores on the
+                         CPU, like the stencil's (numba: bench_kernels.copy; numpy: a multiply by 1.0);
+- memcpy b = a         : the same bytes, through memcpy, which for large arrays may use non-temporal
+                         stores (no read-for-ownership of b): the faster ceiling a stencil with
+                         ordinary stores cannot reach, shown for comparison;
 - SAXPY y = a*x + y    : 3 x itemsize per element (two reads, one write).
 These are the bytes the operation must move; numpy's SAXPY moves more (a temporary for a*x, so two
 passes), which is part of what the ladder shows.
@@ -20,7 +24,7 @@ import time
 
 import numpy as np
 
-KINDS = {"copy": 2, "saxpy": 3}  # arrays touched per element
+KINDS = {"copy": 2, "memcpy": 2, "saxpy": 3}  # arrays touched per element
 MIN_REPEAT_S = 0.02
 SAXPY_A = 0.5  # a power of two: a*x is exact, so results can be compared exactly
 
@@ -38,6 +42,9 @@ class Stream:
         return host.astype(self.dtype, copy=False)
 
     def copy(self) -> None:
+        np.multiply(self.x, self.dtype.type(1.0), out=self.y)
+
+    def memcpy(self) -> None:
         np.copyto(self.y, self.x)
 
     def saxpy(self) -> None:
@@ -69,7 +76,10 @@ class NumbaStream(Stream):
         super().__init__(n, dtype, threads, local_rank)
 
     def copy(self) -> None:
-        self.k.copy(self.y, self.x)
+        self.k.copy(self.y, self.x, self.dtype.type(1.0))
+
+    def memcpy(self) -> None:
+        self.k.memcpy(self.y, self.x)
 
     def saxpy(self) -> None:
         self.k.saxpy(self.y, self.x, self.a)
@@ -91,6 +101,8 @@ class CupyStream(Stream):
 
     def copy(self) -> None:
         self.y.data.copy_from_device_async(self.x.data, self.x.nbytes)
+
+    memcpy = copy  # GPU memory has no read-for-ownership to skip
 
     def saxpy(self) -> None:
         from .bench_gpu import launch_saxpy

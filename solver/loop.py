@@ -47,7 +47,9 @@ class TimeLoop:
         timer.step = s.step
         self.ex.timer = timer  # warm-up halo time goes to the warm-up timer, not the timed sections
         pending = self.ex.start(s.u)
-        self.backend.compute(s.u_new, s.u, self.w, self.ex.before, timer)
+        for band in self.ex.before:
+            self.backend.compute(s.u_new, s.u, self.w, [band], timer)
+            self.ex.progress(pending)
         self.ex.finish(pending)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
         t = time.perf_counter()

@@ -89,7 +89,18 @@ def test_runs_read_the_entry_the_bench_wrote(cache):
     be = NumbaBackend(BackendSettings(name="numba"), "float64", 1)
     ceiling = bandwidth.copy_ceiling(be, Comm())
     assert ceiling["cached"] and ceiling["gbs"] == copy["gbs"]
-    assert {r["kind"] for r in res["results"]} == {"copy", "saxpy"}
+    assert {r["kind"] for r in res["results"]} == {"copy", "memcpy", "saxpy"}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_both_copies_copy_exactly(backend):
+    """copy (ordinary stores: a multiply by 1.0) and memcpy leave b equal to a, bit for bit."""
+    s = bench_stream.make_stream(backend, 4099)
+    s.x[:3] = [-0.0, float("inf"), 5e-324]
+    for kind in ("copy", "memcpy"):
+        s.y[:] = 7.0
+        getattr(s, kind)()
+        assert np.array_equal(s.y.view(np.int64), s.x.view(np.int64)), kind
 
 
 @needs_mpi

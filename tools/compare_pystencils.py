@@ -93,7 +93,7 @@ def main():
     for name, (fn, _) in results.items():
         fn(*fields[name])  # compile / warm up
     for _ in range(a.repeats):
-        timings["copy"].append(median_step(lambda s, d: k.copy(d, s), x, y, 1, 1)[0])
+        timings["copy"].append(median_step(lambda s, d: k.copy(d, s, 1.0), x, y, 1, 1)[0])
         for name, (fn, per_call) in results.items():
             timings[name].append(median_step(fn, *fields[name], 1, a.steps // per_call)[0] / per_call)
     copy_gbs = 2 * x.nbytes / float(np.median(timings["copy"])) / 1e9

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MPI scaling on this machine's CPU cores: strong (4096^2) and weak (1024^2 per rank), ranks 1..16,
-# every halo mode, rows and cart; one numba thread per rank, ranks bound to cores.
+# every halo mode, rows and cart; one numba thread per rank, ranks bound to cores (BIND="..." replaces
+# the placement options, e.g. BIND="--bind-to none").
 #   tools/cpu_scaling.sh OUTDIR [RANKS...]        (default ranks: 1 2 4 8 16)
 # Writes OUTDIR/scaling.jsonl and OUTDIR/scaling.md and prints the tables.
 set -euo pipefail
@@ -10,10 +11,10 @@ ranks=${*:-1 2 4 8 16}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
 if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
-  launch=(mpirun --oversubscribe --bind-to core --map-by core -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS)
+  launch=(mpirun --oversubscribe ${BIND:---bind-to core --map-by core} -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS)
   [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 else
-  launch=(mpirun -bind-to core)
+  launch=(mpirun ${BIND:--bind-to core})
 fi
 export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1
 for p in $ranks; do

@@ -13,6 +13,8 @@
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
 #           GPU; every halo mode and transport at 16384^2, overlap at 32768^2.
+#   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
+#           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
 # Written: $OUT/suite.log (everything printed), $OUT/summary.txt (the table), $OUT/suite.tar.gz (every
 # JSON and log, refreshed after each step). Without $OUT (another machine) they go to /tmp/stencil-out.
@@ -115,6 +117,10 @@ if [[ $SECTIONS == *" tune "* ]]; then
   done
 fi
 
+if [[ $SECTIONS == *" probe "* ]]; then
+  step cpu_placement 240 bash tools/cpu_placement.sh 16
+fi
+
 if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
   mkdir -p "$W/cpu"
   step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
@@ -128,6 +134,7 @@ fi
   cat "$W/status.txt"
   for f in "$W"/*tests.log "$W"/detect_mpi.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -E "passed|failed|error" "$f" | tail -1)"; done
   $PY -m solver.gpu_bench table "$W" 2>&1
+  [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null

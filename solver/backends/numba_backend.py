@@ -76,11 +76,11 @@ class NumbaBackend(Backend):
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
         a = np.random.default_rng(0).random(max(nbytes // 8, 1))
         b = np.empty_like(a)
-        self.k.copy(b, a)
+        self.k.copy(b, a, 1.0)
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            self.k.copy(b, a)
+            self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
 
