@@ -95,6 +95,7 @@ def run(
     output: Optional[str] = typer.Option(None, "--output", "-o", help="override output.dir"),
     halo: Optional[str] = typer.Option(None, help="blocking | nonblocking | overlap"),
     decomposition: Optional[str] = typer.Option(None, help="rows | cart"),
+    balance: Optional[str] = typer.Option(None, help="none | dynamic (rows moved by measured rank speed)"),
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
@@ -110,7 +111,7 @@ def run(
     comm = Comm.world(mpi)
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
-                          decomposition=decomposition, kernel=kernel)
+                          decomposition=decomposition, balance=balance, kernel=kernel)
         cfg = agree(comm, lambda: load_case(case, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
         record = Run(cfg, comm, opts).execute()

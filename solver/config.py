@@ -118,6 +118,10 @@ class Parallel(Section):
         "auto", description="GPU halos: through pinned host memory, device buffers to MPI, or NCCL"
     )
     share_gpus: bool = Field(False, description="allow more ranks per node than GPUs")
+    balance: Literal["none", "dynamic"] = Field(
+        "none", description="dynamic: move rows between ranks by their measured speed (rows, CPU backends)"
+    )
+    balance_every: int = Field(50, ge=1, description="steps between balance checks (balance: dynamic)")
 
 
 class Output(Section):
@@ -174,6 +178,11 @@ class Case(Section):
                 raise ValueError("parallel.dims: applies to decomposition cart only; remove it or set decomposition: cart")
             if min(self.parallel.dims) < 1:
                 raise ValueError("parallel.dims: both entries must be >= 1, e.g. [2, 2]")
+        if self.parallel.balance == "dynamic":
+            if self.parallel.decomposition != "rows":
+                raise ValueError("parallel.balance: dynamic moves whole rows; set decomposition: rows or balance: none")
+            if self.backend.name == "cupy":
+                raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
         if self.physics.equation == "heat" and self.run.tolerance is not None:
             raise ValueError("run.tolerance: applies to equation laplace only; remove it or set physics.equation: laplace")
         if self.output.dir is None:
@@ -202,6 +211,7 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
     "--output": ("output", "dir"),
     "--halo": ("parallel", "halo"),
     "--decomposition": ("parallel", "decomposition"),
+    "--balance": ("parallel", "balance"),
     "--kernel": ("backend", "kernel"),
 }
 

@@ -31,16 +31,20 @@ class LoopState:
 
 class TimeLoop:
     def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
-                 hooks=None, poll_every: int | None = None):
+                 hooks=None, poll_every: int | None = None, balancer=None):
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
         self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
         self.owned = block.everything()
+        self.points = block.ny * block.nx
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
+        self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
+        self.balancer = balancer  # solver.balance.Balancer, or None
         self.fail_at = _injected_failure(comm.rank)
+        self.slow = _injected_slowness(comm.rank)
 
     # one step with exchange ------------------------------------------------------------------
     def step(self, s: LoopState, timer: Timer) -> None:
@@ -51,6 +55,8 @@ class TimeLoop:
             self.backend.compute(s.u_new, s.u, self.w, [band], timer)
             self.ex.progress(pending)
         self.ex.finish(pending)
+        if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
+            time.sleep(self.slow * self.block.ny)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
@@ -75,6 +81,7 @@ class TimeLoop:
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
+            points = self.points  # the block these steps update (a rebalance at the stop changes it)
             self.steps(s, n, timer)
             self._at_stop(s, timer, end)
             if warm:
@@ -85,10 +92,12 @@ class TimeLoop:
             else:
                 self.loop_seconds += elapsed
                 self.timed_steps += n
+                self.updates += n * points
         return s
 
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
-        periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every]
+        periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
+                   self.balancer.every if self.balancer else None]
         stops = [end] + [(step // p + 1) * p for p in periods if p]
         if warm_end is not None:
             stops.append(warm_end)
@@ -118,6 +127,11 @@ class TimeLoop:
                 s.stopped_by = "signal"
             self.hooks.progress(step)
             timer.add("other", t)
+        if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
+            if self.balancer.maybe(s, timer):  # rows moved: the run holds the new block and exchanger
+                run = self.balancer.run
+                self.ex, self.block, self.owned = run.exchange, run.block, run.block.everything()
+                self.points = run.block.ny * run.block.nx
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
@@ -142,3 +156,13 @@ def _injected_failure(rank: int) -> int | None:
         return None
     r, _, step = spec.partition(":")
     return int(step) if int(r) == rank else None
+
+
+def _injected_slowness(rank: int) -> float:
+    """Test-only hook: STENCIL_SLOW_RANK=RANK:SECONDS makes that rank's compute take SECONDS longer per
+    owned row and step, like a slower core (the dynamic balancer should give it fewer rows)."""
+    spec = os.environ.get("STENCIL_SLOW_RANK")
+    if not spec:
+        return 0.0
+    r, _, seconds = spec.partition(":")
+    return float(seconds) if int(r) == rank else 0.0

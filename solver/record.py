@@ -19,7 +19,8 @@ from .info import environment
 from .safeio import write_text
 from .timing import SECTIONS
 
-CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps"]
+CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps",
+              "updates"]
 
 
 def section_stats(rows: list[dict]) -> dict:
@@ -33,7 +34,7 @@ def section_stats(rows: list[dict]) -> dict:
     for name in ("comm", "wait"):
         frac = np.array([r[name] for r in rows]) / loops
         stats[f"{name}_fraction"] = {"max": float(frac.max()), "mean": float(frac.mean())}
-    stats["mlups_per_rank"] = [r["points"] * r["steps"] / t / 1e6 for r, t in zip(rows, loops)]
+    stats["mlups_per_rank"] = [r.get("updates", r["points"] * r["steps"]) / t / 1e6 for r, t in zip(rows, loops)]
     return stats
 
 
@@ -125,6 +126,7 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
                       "halo": run.exchange.mode if run.comm.size > 1 else "none",
                       "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
                       "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
+                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else {"mode": "none"},
                       "placement": [placement(r) for r in rows]},
         "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
                 "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,

@@ -174,8 +174,13 @@ class Run:
     def execute(self) -> dict:
         self.setup()
         state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
+        self.balancer = None
+        if self.case.parallel.balance == "dynamic" and not self.exchange.trivial:
+            from .balance import Balancer
+
+            self.balancer = Balancer(self, self.case.parallel.balance_every)
         loop = TimeLoop(self.case, self.backend, self.exchange, self.block, self.comm, self.w,
-                        self.timer, self.warm_timer, hooks=self.outputs)
+                        self.timer, self.warm_timer, hooks=self.outputs, balancer=self.balancer)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
         self.clock.skip()
@@ -232,6 +237,24 @@ class Run:
             raise self.outputs.interrupted(self.state)
         return record
 
+    def move_rows(self, state, blocks) -> None:
+        """parallel.balance: give each rank the rows of `blocks` (collective): move the owned rows that
+        change owner, rebuild both field arrays and the halo exchanger for the new block."""
+        from .balance import move_rows
+
+        block = blocks[self.comm.rank]
+        host = padded_field(self.case, block, np.zeros((block.ny, block.nx), dtype=self.case.numerics.dtype))
+        move_rows(self.comm.mpi, self.backend.to_host(state.u), [b.rows for b in self.blocks],
+                  [b.rows for b in blocks], host)
+        self.exchange.close()
+        self.blocks, self.block = blocks, block
+        state.u, state.u_new = self.backend.asarray(host), self.backend.asarray(host)
+        self.u, self.u_new = state.u, state.u_new
+        self.exchange = make_exchange(self.case.parallel.halo, block, self.comm.mpi, self.backend, self.timer,
+                                      self.case.parallel.transport)
+        if self.outputs.vtk is not None:
+            self.outputs.vtk.blocks, self.outputs.vtk.block = blocks, block
+
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
             return None
@@ -245,7 +268,8 @@ class Run:
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
                 "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),
-                "events": t.events if t.trace else None, **getattr(self.exchange, "stats", dict)()}
+                "events": t.events if t.trace else None, "updates": self.loop.updates,
+                **getattr(self.exchange, "stats", dict)()}
 
 
 def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:

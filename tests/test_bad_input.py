@@ -30,6 +30,11 @@ CASES = {
     "unknown initial kind": ({"initial": {"kind": "gaussian"}}, ["initial", "sine"]),
     "missing grid": ({"grid": None}, ["grid"]),
     "cupy-only field": ({"backend": {"name": "numba", "kernel": "tiled"}}, ["backend.kernel", "cupy"]),
+    "balance with cart": ({"parallel": {"decomposition": "cart", "balance": "dynamic"}},
+                          ["parallel.balance", "decomposition: rows"]),
+    "balance on a GPU": ({"backend": {"name": "cupy"}, "parallel": {"balance": "dynamic"}},
+                         ["parallel.balance", "CPU backends"]),
+    "unknown balance": ({"parallel": {"balance": "always"}}, ["parallel.balance", "'none' or 'dynamic'"]),
     "field of another initial kind": ({"initial": {"kind": "sine", "seed": 3}},
                                       ["initial.seed", "does not apply to kind sine", "random", "kind, value"]),
 }

@@ -81,3 +81,36 @@ def test_default_threads_never_oversubscribe_a_node():
     sockets = [set(range(4)), set(range(4)), set(range(4, 8)), set(range(4, 8))]  # bound to sockets
     assert [threads_per_rank(sockets, r) for r in range(4)] == [2, 2, 2, 2]
     assert threads_per_rank([{0}] * 4, 0) == 1
+
+
+# dynamic balancing: plain data -------------------------------------------------------------------
+
+def test_split_by_speed_is_proportional_contiguous_and_keeps_min_rows():
+    from solver.balance import split_by_speed
+
+    assert split_by_speed(100, [1, 1, 1, 1]) == [(0, 25), (25, 50), (50, 75), (75, 100)]
+    assert split_by_speed(90, [2, 1]) == [(0, 60), (60, 90)]
+    rows = split_by_speed(50, [1, 1e-6, 1], min_rows=2)
+    assert rows[1][1] - rows[1][0] == 2 and rows[0][0] == 0 and rows[-1][1] == 50
+    for ny, speeds in ((7, [1, 5, 1]), (1000, [3, 0.5, 0.5, 2, 1]), (6, [1, 1, 1])):
+        r = split_by_speed(ny, speeds)
+        assert r[0][0] == 0 and r[-1][1] == ny and all(a[1] == b[0] for a, b in zip(r, r[1:]))
+        assert min(b - a for a, b in r) >= min(2, ny // len(speeds))
+
+
+def test_transfers_move_every_row_exactly_once():
+    from solver.balance import transfers
+
+    old = [(0, 25), (25, 50), (50, 75), (75, 100)]
+    new = [(0, 40), (40, 45), (45, 80), (80, 100)]
+    received = {}
+    for rank in range(4):
+        send, recv = transfers(old, new, rank)
+        for dest, (a, b) in enumerate(send):  # what rank sends dest is what dest receives from rank
+            ra, rb = transfers(old, new, dest)[1][rank]
+            assert b - a == rb - ra and (a == ra or a == b)
+        got = sorted((a, b) for a, b in recv if a < b)
+        assert got[0][0] == new[rank][0] and got[-1][1] == new[rank][1]
+        assert all(x[1] == y[0] for x, y in zip(got, got[1:]))
+        received[rank] = got
+    assert sum(b - a for g in received.values() for a, b in g) == 100

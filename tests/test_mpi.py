@@ -27,6 +27,15 @@ def test_distributed_equals_one_process_bitwise(n, tmp_path):
     assert res.stdout.count("ok ") == 14, res.stdout
 
 
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_dynamic_balance_moves_rows_off_a_slow_rank_and_stays_bitwise(n, tmp_path):
+    """STENCIL_SLOW_RANK makes rank 1 compute slower: parallel.balance dynamic must give it fewer rows,
+    and fields, snapshots and checkpoint must still equal the one-process run bit for bit."""
+    res = mpi_script(n, "check_balance.py", tmp_path, timeout=300, env={"STENCIL_SLOW_RANK": "1:0.0002"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ok ") == 5, res.stdout
+
+
 def test_cli_run_writes_per_rank_timings_and_trace(tmp_path):
     case = write_case(tmp_path / "t.yaml", grid={"nx": 64, "ny": 48}, backend={"name": "numba"},
                       initial={"kind": "hotspot", "radius": 0.3},
