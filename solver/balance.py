@@ -8,8 +8,10 @@ every halo exchange, whatever the halo mode.
 
 Every `parallel.balance_every` steps each rank's speed is measured as rows computed per second of its
 own `compute` section since the last check (so messages and waits do not count), the speeds are shared
-(MPI_Allgather), and when the slowest rank's compute time exceeds the mean by more than THRESHOLD the
-rows are split again in proportion to the speeds (each rank keeps at least MIN_ROWS). The rows that
+(MPI_Allgather) and smoothed over windows (SMOOTHING), and when the compute time they predict for the
+current rows is more than THRESHOLD above the mean on some rank, the rows are split again in
+proportion to the speeds (each rank keeps at least MIN_ROWS, none counts more than MAX_SHARE x the
+median speed). The rows that
 change owner move in one MPI_Alltoallv of whole padded rows, the two field arrays are rebuilt at the
 new size, and the halo exchanger is rebuilt for the new blocks. Arithmetic is unchanged (each point
 is still computed by the same expression from the same neighbours), so results are bitwise equal to a
@@ -30,6 +32,7 @@ from .decomp import Block
 THRESHOLD = 0.05  # rebalance when max / mean compute time over the window exceeds 1 + THRESHOLD
 MIN_ROWS = 2  # rows a rank keeps at least (overlap needs an interior row between two edge rows)
 MAX_SHARE = 2.0  # a rank's speed counts at most this many times the median (bounds its block and memory)
+SMOOTHING = 0.5  # weight of the newest window in the speeds (the rest: earlier windows), against noise
 
 
 def split_by_speed(ny: int, speeds: list[float], min_rows: int = MIN_ROWS) -> list[tuple[int, int]]:
@@ -76,6 +79,7 @@ class Balancer:
         self.count = 0  # rebalances done
         self.updates = 0  # points updated by this rank over the timed steps (its rows change)
         self.history: list[dict] = []
+        self.speeds = None  # smoothed rows per compute second, per rank
 
     def due(self, step: int) -> bool:
         return step % self.every == 0
@@ -95,18 +99,20 @@ class Balancer:
             return False
         rows = np.array([r for r, _ in shared], dtype=float)
         secs = np.array([max(s, 1e-9) for _, s in shared])
-        if secs.max() / secs.mean() <= 1 + THRESHOLD:
+        speeds = rows / secs  # rows per compute second, this window
+        self.speeds = speeds if self.speeds is None else SMOOTHING * speeds + (1 - SMOOTHING) * self.speeds
+        predicted = rows / self.speeds  # compute time per window with the current rows at the smoothed speeds
+        if predicted.max() / predicted.mean() <= 1 + THRESHOLD:
             return False
         old = [b.rows for b in run.blocks]
-        ny = run.case.grid.ny
-        speeds = np.minimum(rows / secs, MAX_SHARE * np.median(rows / secs))  # one odd window moves rows only so far
-        new = split_by_speed(ny, list(speeds))
+        capped = np.minimum(self.speeds, MAX_SHARE * np.median(self.speeds))  # bounds a block (and memory)
+        new = split_by_speed(run.case.grid.ny, list(capped))
         if new == old:
             return False
         run.move_rows(state, blocks_with_rows(run.blocks, new))
         timer.add("comm", t)
         self.count += 1
-        self.history.append({"step": state.step, "imbalance": float(secs.max() / secs.mean()),
+        self.history.append({"step": state.step, "imbalance": float(predicted.max() / predicted.mean()),
                              "rows": [b - a for a, b in new]})
         return True
 

@@ -18,9 +18,8 @@ if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
   L=(mpirun --oversubscribe -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS -x OMP_NUM_THREADS)
   [[ $(id -u) == 0 ]] && L+=(--allow-run-as-root)
   CORE="--bind-to core --map-by core" NONE="--bind-to none" HWT="--bind-to hwthread --map-by hwthread"
-  UPPER="$CORE --cpu-set $(seq -s, "$P" $((2 * P - 1)))"
 else  # MPICH's hydra
-  L=(mpirun) CORE="-bind-to core" NONE="-bind-to none" HWT="-bind-to hwthread" UPPER=""
+  L=(mpirun) CORE="-bind-to core" NONE="-bind-to none" HWT="-bind-to hwthread"
 fi
 probe() { echo "== probe: mpirun -n $1 ${*:2}"; "${L[@]}" -n "$1" ${@:2} $PY "$here/tools/cpu_probe.py" ${PROBE_ARGS:-}; }
 probe 1 "$CORE"
@@ -29,7 +28,6 @@ probe "$P" "$CORE"
 probe "$P" "$CORE"
 probe "$P" "$NONE"
 probe "$P" "$HWT"
-[[ -n $UPPER ]] && probe "$P" "$UPPER"
 W=$(mktemp -d /dev/shm/placement-XXXX 2>/dev/null || mktemp -d)
 ny=$((1024 * P))
 printf 'name: weak\ngrid: {nx: 1024, ny: %s}\ninitial: {kind: hotspot}\nrun: {steps: 400, check_every: 400, warmup: 5}\nbackend: {name: numba, threads: 1, time_tile: 1}\nparallel: {decomposition: rows, halo: overlap}\noutput: {dir: %s/out, vtk: false}\n' "$ny" "$W" > "$W/weak.yaml"

@@ -38,11 +38,11 @@ def copy_ceilings() -> tuple[float, float]:
     return measure(be, comm, "copy", repeats=7)["gbs"], measure(be, comm, "memcpy", repeats=7)["gbs"]
 
 
-def one(shape, decomposition, halo, steps, workdir) -> dict:
+def one(shape, decomposition, halo, steps, workdir, balance="none") -> dict:
     data = {"name": "scaling", "grid": {"ny": shape[0], "nx": shape[1]},
             "initial": {"kind": "hotspot"}, "run": {"steps": steps, "check_every": steps, "warmup": 5},
             "backend": {"name": "numba", "threads": 1, "time_tile": 1},  # the per-step kernel MPI ranks use
-            "parallel": {"decomposition": decomposition, "halo": halo},
+            "parallel": {"decomposition": decomposition, "halo": halo, "balance": balance},
             "output": {"dir": workdir, "vtk": False}}
     rec = Run(validate_case(data), comm, Options(ceiling=False, quiet=True, overwrite=True)).execute()
     t = rec["timings"]
@@ -62,6 +62,8 @@ def main() -> None:
     ap.add_argument("--weak-steps", type=int, default=400)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--halos", default="blocking,nonblocking,overlap")
+    ap.add_argument("--dynamic", default="overlap", help="halo modes also run with parallel.balance dynamic "
+                    "(rows only; reported as e.g. 'overlap+dynamic'); '' for none")
     args = ap.parse_args()
     p = comm.size
     ceiling, memcpy = copy_ceilings()
@@ -72,17 +74,21 @@ def main() -> None:
         weak_shape = (args.weak * dims[0], args.weak * dims[1])
         for scaling, shape, steps in (("strong", (args.strong, args.strong), args.strong_steps),
                                       ("weak", weak_shape, args.weak_steps)):
-            for halo in args.halos.split(","):
-                runs = [one(shape, decomposition, halo, steps, f"{work}/{scaling}") for _ in range(args.repeats)]
+            modes = [(h, "none") for h in args.halos.split(",")]
+            if decomposition == "rows" and p > 1:
+                modes += [(h, "dynamic") for h in args.dynamic.split(",") if h]
+            for halo, balance in modes:
+                runs = [one(shape, decomposition, halo, steps, f"{work}/{scaling}", balance) for _ in range(args.repeats)]
+                label = halo if balance == "none" else f"{halo}+{balance}"
                 med = sorted(runs, key=lambda r: r["seconds_per_step"])[len(runs) // 2]
-                row = {"ranks": p, "scaling": scaling, "decomposition": decomposition, "halo": halo,
+                row = {"ranks": p, "scaling": scaling, "decomposition": decomposition, "halo": label,
                        "ny": shape[0], "nx": shape[1], **med, "copy_gbs": ceiling, "memcpy_gbs": memcpy,
                        "spread": [min(r["seconds_per_step"] for r in runs), max(r["seconds_per_step"] for r in runs)],
                        "repeats": args.repeats, "library": MPI.Get_library_version().splitlines()[0]}
                 if comm.rank == 0:
                     with open(args.out, "a") as f:
                         f.write(json.dumps(row) + "\n")
-                    print(f"P={p:2d} {scaling:6s} {decomposition:4s} {halo:11s} {shape[0]}x{shape[1]} "
+                    print(f"P={p:2d} {scaling:6s} {decomposition:4s} {label:15s} {shape[0]}x{shape[1]} "
                           f"{med['seconds_per_step'] * 1e3:8.3f} ms/step {med['gbs']:7.1f} GB/s "
                           f"(copy {ceiling:.1f}) comm {med['comm_max']:.1%} wait {med['wait_max']:.1%}", flush=True)
 
