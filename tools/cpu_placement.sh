@@ -17,17 +17,13 @@ echo "load: $(cat /proc/loadavg)"
 if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
   L=(mpirun --oversubscribe -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS -x OMP_NUM_THREADS)
   [[ $(id -u) == 0 ]] && L+=(--allow-run-as-root)
-  CORE="--bind-to core --map-by core" NONE="--bind-to none" HWT="--bind-to hwthread --map-by hwthread"
+  CORE="--bind-to core --map-by core" NONE="--bind-to none"
 else  # MPICH's hydra
-  L=(mpirun) CORE="-bind-to core" NONE="-bind-to none" HWT="-bind-to hwthread"
+  L=(mpirun) CORE="-bind-to core" NONE="-bind-to none"
 fi
 probe() { echo "== probe: mpirun -n $1 ${*:2}"; "${L[@]}" -n "$1" ${@:2} $PY "$here/tools/cpu_probe.py" ${PROBE_ARGS:-}; }
-probe 1 "$CORE"
-probe "$((P / 2))" "$CORE"
-probe "$P" "$CORE"
-probe "$P" "$CORE"
+for n in 1 2 4 8 "$P" "$P"; do (( n <= P )) && probe "$n" "$CORE"; done
 probe "$P" "$NONE"
-probe "$P" "$HWT"
 W=$(mktemp -d /dev/shm/placement-XXXX 2>/dev/null || mktemp -d)
 ny=$((1024 * P))
 printf 'name: weak\ngrid: {nx: 1024, ny: %s}\ninitial: {kind: hotspot}\nrun: {steps: 400, check_every: 400, warmup: 5}\nbackend: {name: numba, threads: 1, time_tile: 1}\nparallel: {decomposition: rows, halo: overlap}\noutput: {dir: %s/out, vtk: false}\n' "$ny" "$W" > "$W/weak.yaml"

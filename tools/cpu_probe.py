@@ -9,6 +9,9 @@ the repeats) and the spread (max / mean) of each. Equal blocks that compute at u
 nothing coupling them, will show up as `wait` in a coupled run: the placement or the machine is uneven,
 not the messages. The last line gives the copy bandwidth two ways: the sum of the ranks' own rates, and
 the bulk-synchronous rate (all bytes over the slowest rank's time), which is what equal blocks can reach.
+Then a lockstep loop: the kernel, then an empty message to and from each row neighbour every step. The
+share of time blocked there is the wait a coupled run with equal blocks pays on these cores for any
+halo schedule: it comes from unequal and varying core speed, not from moving data.
 """
 
 import argparse
@@ -56,18 +59,37 @@ def main() -> None:
         t = time.perf_counter()
         be.k.copy(b, a, 1.0)
         copy_t.append(time.perf_counter() - t)
+    # Lockstep: the same kernel, each step followed by an empty message to and from both row neighbours
+    # (the coupling of a row decomposition, with no data): the time blocked there is the wait that
+    # equal blocks on these cores cannot avoid, whatever the halo exchange does.
+    empty = np.empty(0)
+    up = world.rank + 1 if world.rank + 1 < world.size else MPI.PROC_NULL
+    down = world.rank - 1 if world.rank > 0 else MPI.PROC_NULL
+    world.Barrier()
+    busy = blocked = 0.0
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        t = time.perf_counter()
+        be.k.step(out, u, wc, wx, wy, 1, n + 1, 1, n + 1)
+        t1 = time.perf_counter()
+        world.Sendrecv(empty, dest=up, recvbuf=empty, source=down)
+        world.Sendrecv(empty, dest=down, recvbuf=empty, source=up)
+        t2 = time.perf_counter()
+        busy, blocked = busy + t1 - t, blocked + t2 - t1
+        out, u = u, out
+    lock = (blocked / (time.perf_counter() - t0), busy / args.steps)
     cpus = sorted(os.sched_getaffinity(0))
     mine = (world.rank, cpus, last_cpu(), float(np.median(step_t)), 2 * a.nbytes / float(np.median(copy_t)),
-            copy_t)
+            copy_t, lock)
     rows = world.gather(mine, root=0)
     if world.rank:
         return
     span = (lambda c: f"{c[0]}-{c[-1]}" if c == list(range(c[0], c[-1] + 1)) and len(c) > 1 else
             ",".join(map(str, c)))
     print(f"P={world.size} block {n}x{n} float64, {args.steps} steps x {args.repeats} repeats, copy {args.copy_mib} MiB")
-    print("rank  cpus          ran-on  ms/step  copy GB/s")
-    for r, c, last, st, cg, _ in rows:
-        print(f"{r:4d}  {span(c):12s}  {last:6d}  {st * 1e3:7.3f}  {cg / 1e9:9.2f}")
+    print("rank  cpus          ran-on  ms/step  copy GB/s  lockstep: ms/step  wait")
+    for r, c, last, st, cg, _, (lw, lc) in rows:
+        print(f"{r:4d}  {span(c):12s}  {last:6d}  {st * 1e3:7.3f}  {cg / 1e9:9.2f}  {lc * 1e3:17.3f}  {lw:5.1%}")
     st = np.array([r[3] for r in rows])
     cg = np.array([r[4] for r in rows])
     per_repeat = np.array([r[5] for r in rows])  # ranks x repeats
@@ -76,6 +98,8 @@ def main() -> None:
           f"copy min/mean {cg.min() / cg.mean():.2f}; stencil GB/s {16 * n * n * len(rows) / st.max() / 1e9:.1f} "
           f"(bulk-synchronous) {16 * n * n * (1 / st).sum() / 1e9:.1f} (sum)")
     print(f"copy GB/s: sum of rank rates {cg.sum() / 1e9:.1f}, bulk-synchronous {sync:.1f}")
+    waits = np.array([r[6][0] for r in rows])
+    print(f"lockstep with empty neighbour messages: wait max {waits.max():.1%} mean {waits.mean():.1%}")
 
 
 if __name__ == "__main__":

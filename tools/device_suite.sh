@@ -134,7 +134,7 @@ fi
   cat "$W/status.txt"
   for f in "$W"/*tests.log "$W"/detect_mpi.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -E "passed|failed|error" "$f" | tail -1)"; done
   $PY -m solver.gpu_bench table "$W" 2>&1
-  [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step)" "$W/cpu_placement.log"
+  [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null

@@ -8,7 +8,7 @@ in y; cart: it grows along both axes of the process grid). One numba thread per 
 and no time tiling, so one rank runs the same per-step kernel as many (the tiled one-process figure is
 in `stencil bench`).
 Each point is the median of `repeats` runs of the library's normal run (warm-up excluded, output not
-timed). The ceiling is measured in the same launch by the library's own copy (solver.bandwidth.measure,
+timed), taken round-robin: every repeat runs every configuration once. The ceiling is measured in the same launch by the library's own copy (solver.bandwidth.measure,
 the one `stencil bench bandwidth` and runs use): all P ranks copy at once, one thread each, between
 barriers, and the rate is all ranks' bytes over the slowest rank's time (median of repeats), the
 definition of McCalpin's stream_mpi.c. Equal blocks cannot stream faster than that. The copy uses
@@ -69,6 +69,7 @@ def main() -> None:
     ceiling, memcpy = copy_ceilings()
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # snapshots are not timed; keep them off the disk
     work = comm.bcast(tempfile.mkdtemp(prefix="scaling-", dir=shm) if comm.rank == 0 else None)
+    points = []  # (scaling, decomposition, shape, steps, halo, balance)
     for decomposition in ("rows", "cart"):
         dims = choose_dims(p, (args.weak * p, args.weak * p), decomposition)
         weak_shape = (args.weak * dims[0], args.weak * dims[1])
@@ -77,21 +78,29 @@ def main() -> None:
             modes = [(h, "none") for h in args.halos.split(",")]
             if decomposition == "rows" and p > 1:
                 modes += [(h, "dynamic") for h in args.dynamic.split(",") if h]
-            for halo, balance in modes:
-                runs = [one(shape, decomposition, halo, steps, f"{work}/{scaling}", balance) for _ in range(args.repeats)]
-                label = halo if balance == "none" else f"{halo}+{balance}"
-                med = sorted(runs, key=lambda r: r["seconds_per_step"])[len(runs) // 2]
-                row = {"ranks": p, "scaling": scaling, "decomposition": decomposition, "halo": label,
-                       "ny": shape[0], "nx": shape[1], **med, "copy_gbs": ceiling, "memcpy_gbs": memcpy,
-                       "spread": [min(r["seconds_per_step"] for r in runs), max(r["seconds_per_step"] for r in runs)],
-                       "repeats": args.repeats, "library": MPI.Get_library_version().splitlines()[0]}
-                if comm.rank == 0:
-                    with open(args.out, "a") as f:
-                        f.write(json.dumps(row) + "\n")
-                    print(f"P={p:2d} {scaling:6s} {decomposition:4s} {label:15s} {shape[0]}x{shape[1]} "
-                          f"{med['seconds_per_step'] * 1e3:8.3f} ms/step {med['gbs']:7.1f} GB/s "
-                          f"(copy {ceiling:.1f}) comm {med['comm_max']:.1%} wait {med['wait_max']:.1%}", flush=True)
-
+            points += [(scaling, decomposition, shape, steps, halo, balance) for halo, balance in modes]
+    # Round-robin: each repeat runs every point once, so a slow spell of a shared machine (other tenants)
+    # lands on all configurations alike instead of on whichever one was running; medians afterwards.
+    runs = {pt: [] for pt in points}
+    for _ in range(args.repeats):
+        for pt in points:
+            scaling, decomposition, shape, steps, halo, balance = pt
+            runs[pt].append(one(shape, decomposition, halo, steps, f"{work}/{scaling}", balance))
+    for pt in points:
+        scaling, decomposition, shape, steps, halo, balance = pt
+        rs = runs[pt]
+        label = halo if balance == "none" else f"{halo}+{balance}"
+        med = sorted(rs, key=lambda r: r["seconds_per_step"])[len(rs) // 2]
+        row = {"ranks": p, "scaling": scaling, "decomposition": decomposition, "halo": label,
+               "ny": shape[0], "nx": shape[1], **med, "copy_gbs": ceiling, "memcpy_gbs": memcpy,
+               "spread": [min(r["seconds_per_step"] for r in rs), max(r["seconds_per_step"] for r in rs)],
+               "repeats": args.repeats, "library": MPI.Get_library_version().splitlines()[0]}
+        if comm.rank == 0:
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"P={p:2d} {scaling:6s} {decomposition:4s} {label:15s} {shape[0]}x{shape[1]} "
+                  f"{med['seconds_per_step'] * 1e3:8.3f} ms/step {med['gbs']:7.1f} GB/s "
+                  f"(copy {ceiling:.1f}) comm {med['comm_max']:.1%} wait {med['wait_max']:.1%}", flush=True)
 
 if __name__ == "__main__":
     main()
