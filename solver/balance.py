@@ -11,9 +11,9 @@ own `compute` section since the last check (so messages and waits do not count),
 (MPI_Allgather) and smoothed over windows (SMOOTHING), and when the compute time they predict for the
 current rows is more than THRESHOLD above the mean on some rank, the rows are split again in
 proportion to the speeds (each rank keeps at least MIN_ROWS, none counts more than MAX_SHARE x the
-median speed). The rows that
-change owner move in one MPI_Alltoallv of whole padded rows, the two field arrays are rebuilt at the
-new size, and the halo exchanger is rebuilt for the new blocks. Arithmetic is unchanged (each point
+median speed). The rows move in one MPI_Alltoallv of whole padded rows into the other of two field
+buffers kept for the purpose (Run.move_rows), and the halo exchanger is rebuilt for the new blocks; the
+time this takes is charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point
 is still computed by the same expression from the same neighbours), so results are bitwise equal to a
 run with static blocks; only who computes which row changes.
 
@@ -80,6 +80,7 @@ class Balancer:
         self.updates = 0  # points updated by this rank over the timed steps (its rows change)
         self.history: list[dict] = []
         self.speeds = None  # smoothed rows per compute second, per rank
+        self.seconds = 0.0  # spent moving rows (charged to comm)
 
     def due(self, step: int) -> bool:
         return step % self.every == 0
@@ -110,7 +111,8 @@ class Balancer:
         if new == old:
             return False
         run.move_rows(state, blocks_with_rows(run.blocks, new))
-        timer.add("comm", t)
+        end = timer.add("comm", t)
+        self.seconds += end - t
         self.count += 1
         self.history.append({"step": state.step, "imbalance": float(predicted.max() / predicted.mean()),
                              "rows": [b - a for a, b in new]})
@@ -118,6 +120,7 @@ class Balancer:
 
     def summary(self) -> dict:
         return {"mode": "dynamic", "every": self.every, "threshold": THRESHOLD, "rebalances": self.count,
+                "move_seconds": self.seconds,
                 "history": self.history[-20:]}
 
 

@@ -43,6 +43,11 @@ def padded_field(case, block, interior: np.ndarray) -> np.ndarray:
     """Host array (ny+2, nx+2): the owned block inside, Dirichlet values in ghost layers on physical edges."""
     u = np.zeros(block.padded, dtype=case.numerics.dtype)
     u[1:-1, 1:-1] = interior
+    return set_edges(case, block, u)
+
+
+def set_edges(case, block, u: np.ndarray) -> np.ndarray:
+    """Write the Dirichlet values into the ghost layers of `u` that lie on physical edges (in place)."""
     b = case.boundary
     if block.south is None:
         u[0, :] = b.bottom
@@ -238,17 +243,26 @@ class Run:
         return record
 
     def move_rows(self, state, blocks) -> None:
-        """parallel.balance: give each rank the rows of `blocks` (collective): move the owned rows that
-        change owner, rebuild both field arrays and the halo exchanger for the new block."""
+        """parallel.balance: give each rank the rows of `blocks` (collective). The owned rows that change
+        owner move in one MPI_Alltoallv into the other field buffer, the halo exchanger is rebuilt for
+        the new block. The two buffers are kept between moves and grown only when a block outgrows them
+        (fresh memory costs page faults: about as much as the stencil steps between two checks)."""
         from .balance import move_rows
 
         block = blocks[self.comm.rank]
-        host = padded_field(self.case, block, np.zeros((block.ny, block.nx), dtype=self.case.numerics.dtype))
-        move_rows(self.comm.mpi, self.backend.to_host(state.u), [b.rows for b in self.blocks],
-                  [b.rows for b in blocks], host)
+        size = block.padded[0] * block.padded[1]
+        if not hasattr(self, "_flat") or self._flat[0].size < size:  # two buffers, with room to grow
+            self._flat = [np.empty(int(size * 1.25), dtype=self.case.numerics.dtype) for _ in range(2)]
+        a, b = self._flat
+        spare, other = (b, a) if np.shares_memory(a, state.u) else (a, b)  # never write where u lives
+        out = spare[:size].reshape(block.padded)
+        move_rows(self.comm.mpi, state.u, [b.rows for b in self.blocks], [b.rows for b in blocks], out)
+        previous = other[:size].reshape(block.padded)  # u_new: the next step writes every owned point
+        set_edges(self.case, block, out)
+        set_edges(self.case, block, previous)
         self.exchange.close()
         self.blocks, self.block = blocks, block
-        state.u, state.u_new = self.backend.asarray(host), self.backend.asarray(host)
+        state.u, state.u_new = out, previous
         self.u, self.u_new = state.u, state.u_new
         self.exchange = make_exchange(self.case.parallel.halo, block, self.comm.mpi, self.backend, self.timer,
                                       self.case.parallel.transport)
