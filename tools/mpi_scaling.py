@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--weak-steps", type=int, default=400)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--halos", default="blocking,nonblocking,overlap")
+    ap.add_argument("--kinds", default="strong,weak", help="strong, weak or both")
     ap.add_argument("--dynamic", default="overlap", help="halo modes also run with parallel.balance dynamic "
                     "(rows only; reported as e.g. 'overlap+dynamic'); '' for none")
     args = ap.parse_args()
@@ -75,6 +76,8 @@ def main() -> None:
         weak_shape = (args.weak * dims[0], args.weak * dims[1])
         for scaling, shape, steps in (("strong", (args.strong, args.strong), args.strong_steps),
                                       ("weak", weak_shape, args.weak_steps)):
+            if scaling not in args.kinds.split(","):
+                continue
             modes = [(h, "none") for h in args.halos.split(",")]
             if decomposition == "rows" and p > 1:
                 modes += [(h, "dynamic") for h in args.dynamic.split(",") if h]
