@@ -23,7 +23,7 @@ def main(path: str, out: str, where: str) -> None:
         ranks = sorted({r["ranks"] for r in rows})
         ax.plot(ranks, ranks, "k--", label="ideal")
         for (sc, dec, halo), rs in sorted(groups.items()):
-            if sc != scaling or halo == "nonblocking":
+            if sc != scaling or halo == "nonblocking" or "+" in halo:  # "+dynamic": see the tables
                 continue
             rs.sort(key=lambda r: r["ranks"])
             t1 = rs[0]["seconds_per_step"]
@@ -37,7 +37,10 @@ def main(path: str, out: str, where: str) -> None:
     ax = axes[2]
     strong = sorted(groups[("strong", "rows", "overlap")], key=lambda r: r["ranks"])
     ranks = [r["ranks"] for r in strong]
-    ax.plot(ranks, [r["copy_gbs"] for r in strong], "k--", marker="s", label="copy bandwidth, same ranks (ceiling)")
+    ax.plot(ranks, [r["copy_gbs"] for r in strong], "k--", marker="s", label="copy, ordinary stores, same ranks (ceiling)")
+    if all("memcpy_gbs" in r for r in strong):
+        ax.plot(ranks, [r["memcpy_gbs"] for r in strong], ":", color="grey", marker="s",
+                label="memcpy (non-temporal stores), same ranks")
     for dec in ("rows", "cart"):
         rs = sorted(groups[("strong", dec, "overlap")], key=lambda r: r["ranks"])
         ax.plot(ranks, [r["gbs"] for r in rs], marker="o", label=f"stencil effective GB/s, {dec} overlap")
