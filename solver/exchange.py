@@ -1,7 +1,8 @@
 """Halo exchange: one object, two verbs, the same time loop for every mode.
 
     pending = ex.start(u)        # pack and post (blocking: the whole exchange happens here)
-    compute ex.before regions    # overlap: the interior that reads no neighbour's ghost
+    compute ex.before regions    # overlap: the interior that reads no neighbour's ghost, in bands,
+                                 #   with ex.progress(pending) after each (MPI_Testall)
     ex.finish(pending)           # wait and unpack
     compute ex.after regions     # overlap: the edge strips; otherwise everything
 
@@ -118,6 +119,7 @@ class Nonblocking(Exchange):
         self.MPI = MPI
         self.requests = [mpi.Recv_init(s.rbuf, source=s.rank, tag=TAGS[OPPOSITE[s.name]]) for s in self.sides]
         self.requests += [mpi.Send_init(s.sbuf, dest=s.rank, tag=TAGS[s.name]) for s in self.sides]
+        self.waited = self.requests  # what finish() waits for before unpacking
 
     def start(self, u):
         t = time.perf_counter()
@@ -131,7 +133,7 @@ class Nonblocking(Exchange):
 
     def finish(self, u) -> None:
         t = time.perf_counter()
-        self.MPI.Request.Waitall(self.requests)
+        self.MPI.Request.Waitall(self.waited)
         t = self.timer.add("wait", t)
         for s in self.sides:
             self.backend.unpack(s.rbuf, u, s.ghost)
@@ -165,7 +167,8 @@ class Overlap(Nonblocking):
     def __init__(self, block, mpi, backend, timer):
         super().__init__(block, mpi, backend, timer)
         self.before = bands(block.interior(), self.BANDS)
-        self.recvs, self.sends = self.requests[:len(self.sides)], self.requests[len(self.sides):]
+        self.sends = self.requests[len(self.sides):]
+        self.waited = self.requests[:len(self.sides)]  # the receives: sends complete at the next start
         self.sending = False
 
     def start(self, u):
@@ -179,14 +182,6 @@ class Overlap(Nonblocking):
     def progress(self, u) -> None:
         t = time.perf_counter()
         self.MPI.Request.Testall(self.requests)
-        self.timer.add("comm", t)
-
-    def finish(self, u) -> None:
-        t = time.perf_counter()
-        self.MPI.Request.Waitall(self.recvs)
-        t = self.timer.add("wait", t)
-        for s in self.sides:
-            self.backend.unpack(s.rbuf, u, s.ghost)
         self.timer.add("comm", t)
 
     def close(self) -> None:

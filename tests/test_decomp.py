@@ -114,3 +114,13 @@ def test_transfers_move_every_row_exactly_once():
         assert all(x[1] == y[0] for x, y in zip(got, got[1:]))
         received[rank] = got
     assert sum(b - a for g in received.values() for a, b in g) == 100
+
+
+def test_overlap_bands_cover_the_interior_in_whole_rows():
+    from solver.exchange import bands
+
+    assert bands((2, 10, 1, 5), 4) == [(2, 4, 1, 5), (4, 6, 1, 5), (6, 8, 1, 5), (8, 10, 1, 5)]
+    assert bands((2, 4, 1, 5), 4) == [(2, 3, 1, 5), (3, 4, 1, 5)]  # fewer rows than bands
+    assert bands((3, 3, 1, 5), 4) == []  # a block one row high has no interior
+    got = bands((1, 68, 2, 40), 4)
+    assert got[0][0] == 1 and got[-1][1] == 68 and all(a[1] == b[0] for a, b in zip(got, got[1:]))
