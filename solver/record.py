@@ -167,6 +167,13 @@ def csv_text(rows: list[dict], fields: list[str]) -> str:
     return buf.getvalue()
 
 
+def _balance_line(b: dict | None) -> str:
+    if not b or b.get("mode") != "dynamic":
+        return ""
+    return (f" Dynamic row balance every {b['every']} steps: {b['rebalances']} move(s), "
+            f"{b['move_seconds']:.3f} s moving rows (in comm).")
+
+
 def timings_csv(rows: list[dict]) -> str:
     return csv_text(rows, CSV_FIELDS)
 
@@ -202,7 +209,8 @@ def markdown(rec: dict) -> str:
              f"({inp['steps_requested']} requested{', converged' if rec['run']['converged'] else ''}).", "",
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as {res['dims'][0]} x {res['dims'][1]} "
-             f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank.", "",
+             f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
+             + _balance_line(res.get("balance")), "",
              "## Correctness", ""]
     if c.get("passed") is None:
         lines.append(c.get("note", "not verified"))

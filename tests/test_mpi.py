@@ -36,6 +36,21 @@ def test_dynamic_balance_moves_rows_off_a_slow_rank_and_stays_bitwise(n, tmp_pat
     assert res.stdout.count("ok ") == 5, res.stdout
 
 
+def test_cli_balance_option_records_the_moves_and_every_update(tmp_path):
+    case = write_case(tmp_path / "d.yaml", grid={"nx": 40, "ny": 60}, backend={"name": "numba", "threads": 1},
+                      run={"steps": 60, "check_every": 20, "warmup": 0}, parallel={"balance_every": 10})
+    res = mpirun(2, ["run", str(case), "--balance", "dynamic", "-q"], env={"STENCIL_SLOW_RANK": "1:0.0002"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = tmp_path / "out_d"
+    rec = json.loads((out / "record.json").read_text())
+    bal = rec["resources"]["balance"]
+    assert bal["mode"] == "dynamic" and bal["rebalances"] >= 1 and bal["move_seconds"] >= 0
+    assert "Dynamic row balance every 10 steps" in (out / "record.md").read_text()
+    rows = list(csv.DictReader((out / "timings.csv").open()))
+    assert sum(int(r["updates"]) for r in rows) == 40 * 60 * 60  # every point of every timed step, once
+    assert int(rows[1]["points"]) < int(rows[0]["points"])  # the slowed rank ends with fewer rows
+
+
 def test_cli_run_writes_per_rank_timings_and_trace(tmp_path):
     case = write_case(tmp_path / "t.yaml", grid={"nx": 64, "ny": 48}, backend={"name": "numba"},
                       initial={"kind": "hotspot", "radius": 0.3},
