@@ -344,6 +344,7 @@ _STEPS = typer.Option(None, help="override run.steps")
 _DTYPE = typer.Option(None, help="override numerics.dtype")
 _HALO = typer.Option(None, help="override parallel.halo")
 _DECOMP = typer.Option(None, help="override parallel.decomposition (weak: rows grows ny, cart grows both)")
+_BALANCE = typer.Option(None, help="override parallel.balance (none | dynamic)")
 _VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
 _OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
 _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
@@ -370,11 +371,13 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
-        verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE, timeout: Optional[float] = _TIMEOUT,
+        balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
+        timeout: Optional[float] = _TIMEOUT,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
-               halo=halo, decomposition=decomposition, verify=verify, overwrite=overwrite, timeout=timeout)
+               halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
+               timeout=timeout)
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)

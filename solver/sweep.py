@@ -68,6 +68,7 @@ class Settings:
     dtype: str | None = None
     halo: str | None = None
     decomposition: str | None = None
+    balance: str | None = None
     verify: bool | None = None
     overwrite: bool = False
     timeout: float | None = None
@@ -104,7 +105,7 @@ def base_case(s: Settings) -> dict:
     from .config import load_case
 
     over = {"--backend": s.backend, "--steps": s.steps, "--dtype": s.dtype, "--halo": s.halo,
-            "--decomposition": s.decomposition}
+            "--decomposition": s.decomposition, "--balance": s.balance}
     case = load_case(s.case, {k: v for k, v in over.items() if v is not None})
     if s.kind == "threads" and case.backend.name != "numba":
         raise InputError(f"backend.name: the threads sweep varies numba threads but the case uses "

@@ -128,6 +128,9 @@ def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path, env):
         (["threads", str(numpy_case), "--threads", "1,2", "-o", str(out)], "backend.name"),
         (["strong", str(tmp_path / "missing.yaml"), "--ranks", "1", "-o", str(out)], "case file not found"),
         (["weak", str(case), "--ranks", "1", "--decomposition", "diagonal", "-o", str(out)], "--decomposition"),
+        (["strong", str(case), "--ranks", "1", "--balance", "sometimes", "-o", str(out)], "--balance"),
+        (["weak", str(case), "--ranks", "1", "--decomposition", "cart", "--balance", "dynamic", "-o", str(out)],
+         "parallel.balance"),
     ]:
         p = stencil(["sweep", *args], env=env)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (args, p.stderr)
