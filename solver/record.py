@@ -126,7 +126,9 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
                       "halo": run.exchange.mode if run.comm.size > 1 else "none",
                       "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
                       "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
-                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else {"mode": "none"},
+                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else
+                      {"mode": case.parallel.balance, **({"note": "no neighbours: nothing to balance"}
+                                                         if case.parallel.balance == "dynamic" else {})},
                       "placement": [placement(r) for r in rows]},
         "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
                 "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,
@@ -168,7 +170,7 @@ def csv_text(rows: list[dict], fields: list[str]) -> str:
 
 
 def _balance_line(b: dict | None) -> str:
-    if not b or b.get("mode") != "dynamic":
+    if not b or b.get("mode") != "dynamic" or "rebalances" not in b:
         return ""
     return (f" Dynamic row balance every {b['every']} steps: {b['rebalances']} move(s), "
             f"{b['move_seconds']:.3f} s moving rows (in comm).")
