@@ -74,10 +74,8 @@ class Balancer:
 
     def __init__(self, run, every: int):
         self.run, self.every = run, every
-        self.last: dict[int, float] = {}  # compute seconds at the last check, per timer
-        self.last_step: dict[int, int] = {}
+        self.last = 0.0  # this rank's compute seconds (warm-up and timed) at the last check
         self.count = 0  # rebalances done
-        self.updates = 0  # points updated by this rank over the timed steps (its rows change)
         self.history: list[dict] = []
         self.speeds = None  # smoothed rows per compute second, per rank
         self.seconds = 0.0  # spent moving rows (charged to comm)
@@ -87,17 +85,12 @@ class Balancer:
 
     def maybe(self, state, timer) -> bool:
         """Collective. True when the rows moved (state.u / u_new and run.block are new)."""
-        key = id(timer)
-        compute = timer.seconds["compute"]
-        seconds = compute - self.last.get(key, 0.0)
-        steps = state.step - self.last_step.get(key, state.step - self.every)
-        self.last[key], self.last_step[key] = compute, state.step
         run = self.run
+        compute = run.timer.seconds["compute"] + run.warm_timer.seconds["compute"]
+        seconds, self.last = compute - self.last, compute
         t = time.perf_counter()
         shared = run.comm.mpi.allgather((run.block.ny, seconds))
         t = timer.add("wait", t)
-        if steps <= 0:
-            return False
         rows = np.array([r for r, _ in shared], dtype=float)
         secs = np.array([max(s, 1e-9) for _, s in shared])
         speeds = rows / secs  # rows per compute second, this window

@@ -2,7 +2,7 @@
 
     pending = ex.start(u)        # pack and post (blocking: the whole exchange happens here)
     compute ex.before regions    # overlap: the interior that reads no neighbour's ghost, in bands,
-                                 #   with ex.progress(pending) after each (MPI_Testall)
+                                 #   with ex.progress(pending) between them (MPI_Testall)
     ex.finish(pending)           # wait and unpack
     compute ex.after regions     # overlap: the edge strips; otherwise everything
 
@@ -169,14 +169,12 @@ class Overlap(Nonblocking):
         self.before = bands(block.interior(), self.BANDS)
         self.sends = self.requests[len(self.sides):]
         self.waited = self.requests[:len(self.sides)]  # the receives: sends complete at the next start
-        self.sending = False
 
     def start(self, u):
-        if self.sending:  # last step's sends: their buffers are about to be packed again
-            t = time.perf_counter()
-            self.MPI.Request.Waitall(self.sends)
-            self.timer.add("wait", t)
-        self.sending = True
+        # last step's sends, before their buffers are packed again (inactive requests return at once)
+        t = time.perf_counter()
+        self.MPI.Request.Waitall(self.sends)
+        self.timer.add("wait", t)
         return super().start(u)
 
     def progress(self, u) -> None:
@@ -185,9 +183,7 @@ class Overlap(Nonblocking):
         self.timer.add("comm", t)
 
     def close(self) -> None:
-        if self.sending:
-            self.MPI.Request.Waitall(self.sends)
-            self.sending = False
+        self.MPI.Request.Waitall(self.sends)
         super().close()
 
 

@@ -72,6 +72,7 @@ class Run:
         self.dt = physics.time_step(case)
         self.w = physics.weights(case).cast(case.numerics.dtype)
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
+        self._flat: list[np.ndarray] = []  # field buffers reused by move_rows (parallel.balance)
 
     # set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -251,7 +252,7 @@ class Run:
 
         block = blocks[self.comm.rank]
         size = block.padded[0] * block.padded[1]
-        if not hasattr(self, "_flat") or self._flat[0].size < size:  # two buffers, with room to grow
+        if not self._flat or self._flat[0].size < size:  # two buffers, with room to grow
             self._flat = [np.empty(int(size * 1.25), dtype=self.case.numerics.dtype) for _ in range(2)]
         a, b = self._flat
         spare, other = (b, a) if np.shares_memory(a, state.u) else (a, b)  # never write where u lives
@@ -263,7 +264,6 @@ class Run:
         self.exchange.close()
         self.blocks, self.block = blocks, block
         state.u, state.u_new = out, previous
-        self.u, self.u_new = state.u, state.u_new
         self.exchange = make_exchange(self.case.parallel.halo, block, self.comm.mpi, self.backend, self.timer,
                                       self.case.parallel.transport)
         if self.outputs.vtk is not None:

@@ -15,7 +15,6 @@ halo schedule: it comes from unequal and varying core speed, not from moving dat
 """
 
 import argparse
-import os
 import time
 
 import numpy as np
@@ -23,6 +22,7 @@ from mpi4py import MPI
 
 from solver.backends.numba_backend import NumbaBackend
 from solver.config import BackendSettings
+from solver.info import affinity
 
 
 def last_cpu() -> int:
@@ -78,18 +78,16 @@ def main() -> None:
         busy, blocked = busy + t1 - t, blocked + t2 - t1
         out, u = u, out
     lock = (blocked / (time.perf_counter() - t0), busy / args.steps)
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = affinity()
     mine = (world.rank, cpus, last_cpu(), float(np.median(step_t)), 2 * a.nbytes / float(np.median(copy_t)),
             copy_t, lock)
     rows = world.gather(mine, root=0)
     if world.rank:
         return
-    span = (lambda c: f"{c[0]}-{c[-1]}" if c == list(range(c[0], c[-1] + 1)) and len(c) > 1 else
-            ",".join(map(str, c)))
     print(f"P={world.size} block {n}x{n} float64, {args.steps} steps x {args.repeats} repeats, copy {args.copy_mib} MiB")
     print("rank  cpus          ran-on  ms/step  copy GB/s  lockstep: ms/step  wait")
     for r, c, last, st, cg, _, (lw, lc) in rows:
-        print(f"{r:4d}  {span(c):12s}  {last:6d}  {st * 1e3:7.3f}  {cg / 1e9:9.2f}  {lc * 1e3:17.3f}  {lw:5.1%}")
+        print(f"{r:4d}  {c:12s}  {last:6d}  {st * 1e3:7.3f}  {cg / 1e9:9.2f}  {lc * 1e3:17.3f}  {lw:5.1%}")
     st = np.array([r[3] for r in rows])
     cg = np.array([r[4] for r in rows])
     per_repeat = np.array([r[5] for r in rows])  # ranks x repeats

@@ -14,8 +14,8 @@ import h5py
 import numpy as np
 from mpi4py import MPI
 
+from common import make_case, serial
 from solver.comm import Comm
-from solver.config import validate_case
 from solver.fields import gather_field, owned
 from solver.run import Options, Run
 
@@ -24,23 +24,12 @@ root = Path(sys.argv[1])
 
 
 def case(label, **kw):
-    data = {"name": label, "grid": {"nx": 41, "ny": 67}, "initial": {"kind": "random", "seed": 5},
-            "boundary": {"top": 1.0, "bottom": -0.5, "left": 2.0, "right": 0.25},
-            "run": {"steps": 60, "check_every": 10}, "backend": {"name": "numba", "threads": 1},
-            "parallel": {"decomposition": "rows", "balance": "dynamic", "balance_every": 5},
-            "output": {"dir": str(root / f"{label}-n{comm.size}"), "every": 20, "checkpoint_every": 40}}
-    for k, v in kw.items():
-        data[k] = {**data.get(k, {}), **v}
-    return validate_case(data)
-
-
-def serial(c):
-    c1 = c.model_copy(deep=True)
-    c1.output.dir = c.output.dir + "-serial"
-    c1.parallel.balance = "none"
-    r = Run(c1, Comm(), Options(ceiling=False, quiet=True))
-    r.execute()
-    return r.state.u[1:-1, 1:-1].copy(), r.state.step, Path(c1.output.dir)
+    return make_case({"name": label, "grid": {"nx": 41, "ny": 67}, "initial": {"kind": "random", "seed": 5},
+                      "boundary": {"top": 1.0, "bottom": -0.5, "left": 2.0, "right": 0.25},
+                      "run": {"steps": 60, "check_every": 10}, "backend": {"name": "numba", "threads": 1},
+                      "parallel": {"decomposition": "rows", "balance": "dynamic", "balance_every": 5},
+                      "output": {"dir": str(root / f"{label}-n{comm.size}"), "every": 20, "checkpoint_every": 40}},
+                     **kw)
 
 
 def check(label, **kw):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
+from common import make_case, serial
 from solver.comm import Comm
-from solver.config import validate_case
 from solver.fields import gather_field, owned
 from solver.run import Options, Run
 
@@ -21,21 +21,10 @@ root = Path(sys.argv[1])
 
 
 def case(label, **kw):
-    data = {"name": label, "grid": {"nx": 101, "ny": 67, "lx": 2.0}, "initial": {"kind": "random", "seed": 11},
-            "boundary": {"top": 1.0, "bottom": -0.5, "left": 2.0, "right": 0.25},
-            "run": {"steps": 37, "check_every": 9}, "backend": {"name": "numba", "threads": 1},
-            "output": {"dir": str(root / f"{label}-n{comm.size}"), "every": 20}}
-    for k, v in kw.items():
-        data[k] = {**data.get(k, {}), **v}
-    return validate_case(data)
-
-
-def serial(c):
-    c1 = c.model_copy(deep=True)
-    c1.output.dir = c.output.dir + "-serial"
-    r = Run(c1, Comm(), Options(ceiling=False, quiet=True))
-    r.execute()
-    return r.state.u[1:-1, 1:-1].copy(), r.state.step
+    return make_case({"name": label, "grid": {"nx": 101, "ny": 67, "lx": 2.0}, "initial": {"kind": "random", "seed": 11},
+                      "boundary": {"top": 1.0, "bottom": -0.5, "left": 2.0, "right": 0.25},
+                      "run": {"steps": 37, "check_every": 9}, "backend": {"name": "numba", "threads": 1},
+                      "output": {"dir": str(root / f"{label}-n{comm.size}"), "every": 20}}, **kw)
 
 
 def check(label, **kw):
@@ -46,7 +35,7 @@ def check(label, **kw):
     steps = comm.mpi.allgather(r.state.step)
     assert len(set(steps)) == 1, f"{label}: ranks stopped at different steps {steps}"
     if comm.rank == 0:
-        ref, ref_steps = serial(c)
+        ref, ref_steps, _ = serial(c)
         assert steps[0] == ref_steps, f"{label}: {steps[0]} steps, one process took {ref_steps}"
         diff = int(np.count_nonzero(field != ref))
         assert diff == 0, f"{label}: {diff} points differ from the one-process run (max {np.abs(field - ref).max()})"
