@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import InputError
+from .core.errors import InputError
 
 VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many points per snapshot
 
@@ -149,7 +149,7 @@ class Case(Section):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Case:
-        from .physics import stable_dt  # local: physics imports nothing from here at import time
+        from .core.physics import stable_dt  # local: physics imports nothing from here at import time
 
         if self.physics.equation == "heat" and self.physics.dt is not None:
             limit = stable_dt(self)
@@ -163,7 +163,7 @@ class Case(Section):
                 if getattr(self.backend, key) is not None:
                     raise ValueError(f"backend.{key}: applies to backend cupy only; remove it or use name: cupy")
         if self.backend.name == "cupy":
-            from .gpu_kernels import settings_problem  # pure Python: cupy is not imported here
+            from .backends.cupy_kernels import settings_problem  # pure Python: cupy is not imported here
 
             problem = settings_problem(self.backend.kernel, self.backend.block)
             if problem:

@@ -16,18 +16,19 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from . import physics
 from .backends import backend_class
-from .comm import Comm, agree, threads_per_rank
-from .decomp import all_blocks, choose_dims
-from .errors import InputError, NumericalError
-from .exchange import make_exchange
-from .info import affinity, memory_bytes
-from .initial import initial_block
-from .loop import LoopState, TimeLoop
-from .output import RESULT_FILES, Outputs, holds_results, vtk_wanted
-from .safeio import write_text
-from .timing import Clock, Timer
+from .core import physics
+from .core.decomp import all_blocks, choose_dims
+from .core.errors import InputError, NumericalError
+from .core.field import padded_field, set_edges
+from .core.initial import initial_block
+from .core.loop import LoopState, TimeLoop
+from .core.machine import affinity, memory_bytes
+from .core.timing import Clock, Timer
+from .io.outputs import RESULT_FILES, Outputs, holds_results, vtk_wanted
+from .io.safeio import write_text
+from .parallel.comm import Comm, agree, threads_per_rank
+from .parallel.exchange import make_exchange
 
 
 @dataclass
@@ -37,29 +38,6 @@ class Options:
     verify: bool | None = None  # None: the case's `verify`
     restart: str | None = None
     ceiling: bool = True  # look up (or measure) the copy bandwidth for the record
-
-
-def padded_field(case, block, interior: np.ndarray) -> np.ndarray:
-    """Host array (ny+2, nx+2): the owned block inside, Dirichlet values in ghost layers on physical edges."""
-    u = np.zeros(block.padded, dtype=case.numerics.dtype)
-    u[1:-1, 1:-1] = interior
-    return set_edges(case, block, u)
-
-
-def set_edges(case, block, u: np.ndarray) -> np.ndarray:
-    """Write the Dirichlet values into the ghost layers of `u` that lie on physical edges (in place)."""
-    b = case.boundary
-    if block.south is None:
-        u[0, :] = b.bottom
-    if block.north is None:
-        u[-1, :] = b.top
-    if block.west is None:
-        u[:, 0] = b.left
-    if block.east is None:
-        u[:, -1] = b.right
-    return u
-
-
 
 
 class Run:
@@ -104,7 +82,7 @@ class Run:
         self.appending = False
         if not self.opts.restart:
             return None
-        from .checkpoint import Checkpoint
+        from .io.checkpoint import Checkpoint
 
         cp = Checkpoint.open(self.opts.restart)
         cp.check(self.case, self.dt)
@@ -182,7 +160,7 @@ class Run:
         state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
         self.balancer = None
         if self.case.parallel.balance == "dynamic" and not self.exchange.trivial:
-            from .balance import Balancer
+            from .parallel.balance import Balancer
 
             self.balancer = Balancer(self, self.case.parallel.balance_every)
         loop = TimeLoop(self.case, self.backend, self.exchange, self.block, self.comm, self.w,
@@ -219,11 +197,11 @@ class Run:
         return self.finish()
 
     def finish(self) -> dict:
-        from .record import build_record, write_record
+        from .results.record import build_record, write_record
 
         correctness, stopped = None, self.state.stopped_by is not None
         if self.verify_on and not stopped:
-            from .verify import verify
+            from .results.verify import verify
 
             correctness = verify(self, self.state.u, self.state.step)
             self.clock.lap("verify")
@@ -248,7 +226,7 @@ class Run:
         owner move in one MPI_Alltoallv into the other field buffer, the halo exchanger is rebuilt for
         the new block. The two buffers are kept between moves and grown only when a block outgrows them
         (fresh memory costs page faults: about as much as the stencil steps between two checks)."""
-        from .balance import move_rows
+        from .parallel.balance import move_rows
 
         block = blocks[self.comm.rank]
         size = block.padded[0] * block.padded[1]
@@ -272,7 +250,7 @@ class Run:
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
             return None
-        from .bandwidth import copy_ceiling
+        from .bench.bandwidth import copy_ceiling
 
         return copy_ceiling(self.backend, self.comm, refresh=self.backend.on_gpu)  # GPU: measured in every run
 

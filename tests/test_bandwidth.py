@@ -4,13 +4,14 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import mpirun, needs_mpi, stencil
-from solver import bandwidth, bench_stream
+
 from solver.backends.numba_backend import NumbaBackend
 from solver.backends.numpy_backend import NumpyBackend
-from solver.comm import Comm
+from solver.bench import bandwidth
+from solver.bench import stream as bench_stream
 from solver.config import BackendSettings
+from solver.parallel.comm import Comm
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ import errno
 import h5py
 import numpy as np
 import pytest
-
-import solver.checkpoint
 from conftest import mpi_script, needs_mpi
-from solver.checkpoint import Checkpoint, differences, fingerprint
+
+import solver.io.checkpoint
 from solver.config import validate_case
-from solver.errors import EXIT_IO, InputError, OutputError
-from solver.physics import time_step
+from solver.core.errors import EXIT_IO, InputError, OutputError
+from solver.core.physics import time_step
+from solver.io.checkpoint import Checkpoint, differences, fingerprint
 from solver.run import Options, Run
 
 
@@ -60,7 +60,7 @@ def test_fingerprint_keeps_what_changes_the_field_and_nothing_else(tmp_path):
 def test_a_checkpoint_that_fails_half_way_leaves_the_previous_one_loadable(tmp_path, monkeypatch):
     """The second checkpoint's write stops with ENOSPC after half of the field went into its temporary file."""
     c = case(tmp_path, run={"steps": 40})
-    stream = solver.checkpoint.for_each_block
+    stream = solver.io.checkpoint.for_each_block
     calls = {"n": 0}
 
     def half_then_full_disk(comm, blocks, mine, fn, limit=None):
@@ -72,7 +72,7 @@ def test_a_checkpoint_that_fails_half_way_leaves_the_previous_one_loadable(tmp_p
         assert any(p.name.startswith(".checkpoint.tmp") for p in (tmp_path / "out").iterdir())
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(solver.checkpoint, "for_each_block", half_then_full_disk)
+    monkeypatch.setattr(solver.io.checkpoint, "for_each_block", half_then_full_disk)
     r = Run(c, options=Options(ceiling=False, quiet=True))
     with pytest.raises(OutputError) as err:
         r.execute()

@@ -3,9 +3,9 @@
 import json
 
 import yaml
+from conftest import stencil, write_case
 from typer.testing import CliRunner
 
-from conftest import stencil, write_case
 from solver.cli import app
 
 runner = CliRunner()

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from solver.decomp import all_blocks, choose_dims, decompose, split
-from solver.errors import InputError
+from solver.core.decomp import all_blocks, choose_dims, decompose, split
+from solver.core.errors import InputError
 
 
 @pytest.mark.parametrize("n,parts", [(10, 3), (67, 4), (101, 6), (5, 5), (7, 1)])
@@ -72,7 +72,7 @@ def test_rank_order_matches_mpi_cart_row_major():
 
 
 def test_default_threads_never_oversubscribe_a_node():
-    from solver.comm import threads_per_rank
+    from solver.parallel.comm import threads_per_rank
 
     shared = [set(range(8))] * 3  # unbound ranks: all see the node's 8 cores
     assert [threads_per_rank(shared, r) for r in range(3)] == [2, 2, 2]
@@ -86,7 +86,7 @@ def test_default_threads_never_oversubscribe_a_node():
 # dynamic balancing: plain data -------------------------------------------------------------------
 
 def test_split_by_speed_is_proportional_contiguous_and_keeps_min_rows():
-    from solver.balance import split_by_speed
+    from solver.parallel.balance import split_by_speed
 
     assert split_by_speed(100, [1, 1, 1, 1]) == [(0, 25), (25, 50), (50, 75), (75, 100)]
     assert split_by_speed(90, [2, 1]) == [(0, 60), (60, 90)]
@@ -99,7 +99,7 @@ def test_split_by_speed_is_proportional_contiguous_and_keeps_min_rows():
 
 
 def test_transfers_move_every_row_exactly_once():
-    from solver.balance import transfers
+    from solver.parallel.balance import transfers
 
     old = [(0, 25), (25, 50), (50, 75), (75, 100)]
     new = [(0, 40), (40, 45), (45, 80), (80, 100)]
@@ -117,7 +117,7 @@ def test_transfers_move_every_row_exactly_once():
 
 
 def test_overlap_bands_cover_the_interior_in_whole_rows():
-    from solver.exchange import bands
+    from solver.parallel.exchange import bands
 
     assert bands((2, 10, 1, 5), 4) == [(2, 4, 1, 5), (4, 6, 1, 5), (6, 8, 1, 5), (8, 10, 1, 5)]
     assert bands((2, 4, 1, 5), 4) == [(2, 3, 1, 5), (3, 4, 1, 5)]  # fewer rows than bands

@@ -7,13 +7,13 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import mpi_script, needs_mpi, stencil, write_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import mpi_script, needs_mpi, stencil, write_case
-from solver import gpu_kernels as gk
+from solver.backends import cupy_kernels as gk
 from solver.backends import registry
-from solver.record import chrome_trace, placement
+from solver.results.record import chrome_trace, placement
 
 NO_GPU = registry()["cupy"].unavailable()
 
@@ -130,7 +130,7 @@ def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype)
 # the tune cache ---------------------------------------------------------------------------------
 
 def test_tune_cache_lookup_exact_then_nearest(tmp_path, monkeypatch):
-    from solver import tune
+    from solver.bench import tune
 
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
     assert tune.lookup("GPU X", "float32", (100, 100)) is None
@@ -147,8 +147,8 @@ def test_tune_cache_lookup_exact_then_nearest(tmp_path, monkeypatch):
 
 
 def test_parse_blocks():
-    from solver.errors import InputError
-    from solver.tune import parse_blocks
+    from solver.bench.tune import parse_blocks
+    from solver.core.errors import InputError
 
     assert parse_blocks("32x8, 128X16") == [(32, 8), (128, 16)]
     assert parse_blocks(None) is None

@@ -4,8 +4,8 @@ placement record and the trace. Skipped without cupy and a GPU (and without mpir
 import json
 
 import pytest
-
 from conftest import mpi_script, mpirun, needs_mpi, write_case
+
 from solver.backends import registry
 
 REASON = registry()["cupy"].unavailable()
@@ -20,7 +20,7 @@ def gpu_count() -> int:
 
 
 def transports() -> list[str]:
-    from solver.gpu_exchange import nccl_version
+    from solver.parallel.gpu_exchange import nccl_version
 
     return ["staged", "nccl"] if nccl_version() else ["staged"]
 

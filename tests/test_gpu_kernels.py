@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import stencil, write_case
-from solver import gpu_kernels as gk
+
+from solver.backends import cupy_kernels as gk
 from solver.backends import registry
 from solver.backends.numpy_backend import NumpyBackend
 from solver.config import BackendSettings
-from solver.physics import Weights
+from solver.core.physics import Weights
 
 REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]

@@ -6,11 +6,12 @@ import platform
 
 import numpy as np
 import pytest
-
 from conftest import mpirun, needs_mpi, stencil
-from solver import bench_kernels as k
-from solver import bench_reduce, bench_vectorize
-from solver.comm import Comm
+
+from solver.bench import cpu_ladder as k
+from solver.bench import reduce as bench_reduce
+from solver.bench import vectorize as bench_vectorize
+from solver.parallel.comm import Comm
 
 
 def gpu_reason():
@@ -155,7 +156,7 @@ def test_gpu_reductions_match_the_exact_sum(dtype):
 def test_gpu_saxpy_and_copy_match_the_host_bitwise(dtype):
     if gpu_reason():
         pytest.skip(gpu_reason())
-    from solver.bench_stream import SAXPY_A, make_stream
+    from solver.bench.stream import SAXPY_A, make_stream
 
     s = make_stream("cupy", 1_000_003, dtype)
     x, y0 = s.to_host(s.x), s.to_host(s.y)

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import mpi_script, mpirun, needs_mpi, write_case
 
 pytestmark = [needs_mpi, pytest.mark.mpi]

@@ -7,10 +7,10 @@ import pytest
 
 from solver.backends import registry
 from solver.config import validate_case
-from solver.decomp import decompose
-from solver.initial import initial_block
-from solver.physics import mode_factor, sine_mode, weights
-from solver.run import padded_field
+from solver.core.decomp import decompose
+from solver.core.field import padded_field
+from solver.core.initial import initial_block
+from solver.core.physics import mode_factor, sine_mode, weights
 
 CPU = [n for n, c in registry().items() if not c.on_gpu and c.unavailable() is None]
 

@@ -11,11 +11,11 @@ import h5py
 import numpy as np
 import pytest
 
-from solver import physics
 from solver.config import validate_case
-from solver.errors import EXIT_IO, InputError, OutputError
-from solver.fields import owned
-from solver.output import Outputs
+from solver.core import physics
+from solver.core.errors import EXIT_IO, InputError, OutputError
+from solver.io.fields import owned
+from solver.io.outputs import Outputs
 from solver.run import Options, Run
 
 pytest.importorskip("pyvista")
@@ -23,7 +23,6 @@ from vtkmodules.util.numpy_support import vtk_to_numpy  # noqa: E402
 from vtkmodules.vtkCommonExecutionModel import vtkStreamingDemandDrivenPipeline  # noqa: E402
 from vtkmodules.vtkIOXdmf2 import vtkXdmfReader  # noqa: E402
 from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPImageDataReader  # noqa: E402
-
 
 # readers (VTK's own) -----------------------------------------------------------------------------
 
@@ -193,20 +192,20 @@ def test_no_temporary_files_are_left_behind(tmp_path):
 
 
 def test_a_failing_vtk_write_stops_the_run_with_exit_5_naming_the_file(tmp_path, monkeypatch):
-    import solver.vtk
+    import solver.io.vtk
 
     def refuse(path, *args, **kw):
         raise PermissionError(13, "Permission denied", str(path))
 
     c = small_case(tmp_path, output={"checkpoint_every": 10})
     calls = {"n": 0}
-    write_image = solver.vtk.write_image
+    write_image = solver.io.vtk.write_image
 
     def second_fails(path, *args, **kw):  # the snapshot of step 10 succeeds, step 20 fails
         calls["n"] += 1
         return (refuse if calls["n"] > 2 else write_image)(path, *args, **kw)
 
-    monkeypatch.setattr(solver.vtk, "write_image", second_fails)
+    monkeypatch.setattr(solver.io.vtk, "write_image", second_fails)
     with pytest.raises(OutputError) as err:
         Run(c, options=Options(ceiling=False, quiet=True)).execute()
     msg = str(err.value)
@@ -216,9 +215,9 @@ def test_a_failing_vtk_write_stops_the_run_with_exit_5_naming_the_file(tmp_path,
 
 
 def test_vtk_needs_pyvista_only_when_asked_for(tmp_path, monkeypatch, capsys):
-    import solver.vtk
+    import solver.io.vtk
 
-    monkeypatch.setattr(solver.vtk, "available", lambda: False)
+    monkeypatch.setattr(solver.io.vtk, "available", lambda: False)
     with pytest.raises(InputError, match=r"output.vtk: true needs pyvista.*pip install -e \.\[vtk\]"):
         Run(small_case(tmp_path, output={"vtk": True}), options=Options(ceiling=False, quiet=True)).execute()
     assert not (tmp_path / "out").exists()  # refused before anything was written

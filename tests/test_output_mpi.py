@@ -4,10 +4,10 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import mpi_script, needs_mpi
-from solver.config import validate_case
 from test_output import check_outputs
+
+from solver.config import validate_case
 
 pytestmark = [needs_mpi, pytest.mark.mpi]
 pytest.importorskip("pyvista")

@@ -13,8 +13,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-
 from conftest import mpi_script, mpirun, needs_mpi, write_case
+
 from solver.config import load_case
 from solver.run import Options, Run
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from solver.cli import app
 from solver.config import validate_case
-from solver.errors import InputError
+from solver.core.errors import InputError
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
                     st.text(string.printable, max_size=8), st.lists(st.integers(-5, 5), max_size=3))

@@ -5,9 +5,9 @@ import shlex
 
 import numpy as np
 import pytest
-
 from conftest import mpirun, mpirun_command, needs_mpi, stencil, write_case
-from solver import report
+
+from solver.results import report
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from solver.config import validate_case
-from solver.errors import InputError, NumericalError
+from solver.core.errors import InputError, NumericalError
 from solver.run import Options, Run, run_case
 
 
@@ -87,7 +87,7 @@ def test_verify_against_the_numpy_reference_is_bitwise_on_cpu(tmp_path):
 
 def test_a_wrong_answer_fails_verification(tmp_path, monkeypatch):
     """The check can fail: perturb the reference and the run must report a mismatch."""
-    import solver.verify as v
+    import solver.results.verify as v
 
     real = v.reference_field
     monkeypatch.setattr(v, "reference_field", lambda c, s: real(c, s) * (1 + 1e-15) + 1e-300)

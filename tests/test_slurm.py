@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, clean_env, stencil, write_case
-from solver import sweep as sw
+
+from solver.sweep import sweep as sw
 
 TEMPLATES = sorted((ROOT / "tools" / "slurm").glob("*.sbatch"))
 
@@ -225,7 +225,7 @@ def test_point_error_is_what_the_ranks_said_not_srun_status():
 # processes that do not form one MPI job ----------------------------------------------------------
 
 def test_launched_tasks_reads_the_innermost_launcher(monkeypatch):
-    from solver.comm import launched_tasks
+    from solver.parallel.comm import launched_tasks
 
     for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
         monkeypatch.delenv(v, raising=False)

@@ -41,7 +41,7 @@ def main():
     import pystencils as ps
 
     from solver.backends import numba_kernels as k
-    from solver.bench import bench_weights
+    from solver.bench.stencil import bench_weights
 
     numba.set_num_threads(a.threads)
     n = a.size

@@ -22,7 +22,7 @@ from mpi4py import MPI
 
 from solver.backends.numba_backend import NumbaBackend
 from solver.config import BackendSettings
-from solver.info import affinity
+from solver.core.machine import affinity
 
 
 def last_cpu() -> int:

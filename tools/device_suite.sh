@@ -67,12 +67,12 @@ MPIRUN=(mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x PYTHONPATH 
   date -u; uname -a; nvidia-smi; nvidia-smi topo -m; mpirun --version | head -1; nvcc --version | tail -1
   $PY -c 'import cupy, sys; print("python", sys.version.split()[0], "cupy", cupy.__version__, "runtime",
 cupy.cuda.runtime.runtimeGetVersion(), "driver", cupy.cuda.runtime.driverGetVersion())'
-  $PY -c 'from solver.gpu_exchange import nccl_version; print("nccl", nccl_version())'
+  $PY -c 'from solver.parallel.gpu_exchange import nccl_version; print("nccl", nccl_version())'
   $PY -m solver info
   env | grep -E "^(OMPI|PMIX|PRTE|NCCL)_" | sort
 } > "$W/machine.txt" 2>&1
 head -c 4000 "$W/machine.txt"
-NCCL=$($PY -c 'from solver.gpu_exchange import nccl_version; print("nccl" if nccl_version() else "")' 2>/dev/null)
+NCCL=$($PY -c 'from solver.parallel.gpu_exchange import nccl_version; print("nccl" if nccl_version() else "")' 2>/dev/null)
 NGPU=$($PY -c 'import cupy; print(cupy.cuda.runtime.getDeviceCount())' 2>/dev/null || echo 0)
 
 # sections ---------------------------------------------------------------------------------------------
@@ -82,8 +82,8 @@ if [[ $SECTIONS == *" gpu "* ]]; then
   for dt in float32 float64; do
     step "tune_16384_$dt" 150 $PY -m solver tune "$K" --dtype $dt --repeats 5 --steps 20 --json "$W/tune_16384_$dt.json"
   done
-  step launch 120 $PY -m solver.gpu_bench launch --size 4096 --large 16384 --steps 200 --json "$W/launch.json"
-  step fmad 120 $PY -m solver.gpu_bench fmad --size 16384 --json "$W/fmad.json"
+  step launch 120 $PY -m solver.bench.gpu launch --size 4096 --large 16384 --steps 200 --json "$W/launch.json"
+  step fmad 120 $PY -m solver.bench.gpu fmad --size 16384 --json "$W/fmad.json"
 fi
 
 if [[ $SECTIONS == *" hybrid "* ]]; then
@@ -92,12 +92,12 @@ if [[ $SECTIONS == *" hybrid "* ]]; then
   TR=(staged $NCCL)
   SIZES=(16384 32768) HALOS=(blocking nonblocking overlap)
   [[ -n ${QUICK:-} ]] && SIZES=(16384) HALOS=(blocking overlap)  # QUICK=1: a shorter check of the same code
-  step hybrid_1gpu 90 $PY -m solver.gpu_bench hybrid --sizes "${SIZES[@]}" --kinds strong --repeats 3 \
+  step hybrid_1gpu 90 $PY -m solver.bench.gpu hybrid --sizes "${SIZES[@]}" --kinds strong --repeats 3 \
     --json "$W/hybrid_1.json"
   if (( NGPU >= 2 )); then
-    step hybrid_2gpu_16k 150 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 16384 --kinds strong weak \
+    step hybrid_2gpu_16k 150 "${MPIRUN[@]}" -n 2 $PY -m solver.bench.gpu hybrid --sizes 16384 --kinds strong weak \
       --halos "${HALOS[@]}" --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_16k.json"
-    [[ -z ${QUICK:-}${SKIP_32K:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.gpu_bench hybrid --sizes 32768 --kinds strong \
+    [[ -z ${QUICK:-}${SKIP_32K:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.bench.gpu hybrid --sizes 32768 --kinds strong \
       --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
   fi
 fi
@@ -105,7 +105,7 @@ fi
 if [[ $SECTIONS == *" gpu "* ]] && command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]]; then  # after hybrid: slowest, least urgent
   step ncu 150 ncu --clock-control none --cache-control none -k "regex:^(tiled|march|naive)$" --launch-count 3 \
     --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section LaunchStats \
-    $PY -m solver.gpu_bench ncu-target --size 4096 --large 16384
+    $PY -m solver.bench.gpu ncu-target --size 4096 --large 16384
 fi
 
 if [[ $SECTIONS == *" tune "* ]]; then
@@ -133,7 +133,7 @@ fi
   grep -a -h "^python\|^nccl" "$W/machine.txt" | head -2
   cat "$W/status.txt"
   for f in "$W"/*tests.log "$W"/detect_mpi.log; do [[ -f $f ]] && echo "$(basename "$f" .log): $(grep -E "passed|failed|error" "$f" | tail -1)"; done
-  $PY -m solver.gpu_bench table "$W" 2>&1
+  $PY -m solver.bench.gpu table "$W" 2>&1
   [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
 } > "$OUT/summary.txt" 2>&1

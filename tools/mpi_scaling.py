@@ -8,7 +8,7 @@ in y; cart: it grows along both axes of the process grid). One numba thread per 
 and no time tiling, so one rank runs the same per-step kernel as many (the tiled one-process figure is
 in `stencil bench`).
 Each point is the median of `repeats` runs of the library's normal run (warm-up excluded, output not
-timed), taken round-robin: every repeat runs every configuration once. The ceiling is measured in the same launch by the library's own copy (solver.bandwidth.measure,
+timed), taken round-robin: every repeat runs every configuration once. The ceiling is measured in the same launch by the library's own copy (solver.bench.bandwidth.measure,
 the one `stencil bench bandwidth` and runs use): all P ranks copy at once, one thread each, between
 barriers, and the rate is all ranks' bytes over the slowest rank's time (median of repeats), the
 definition of McCalpin's stream_mpi.c. Equal blocks cannot stream faster than that. The copy uses
@@ -23,10 +23,10 @@ import tempfile
 from mpi4py import MPI
 
 from solver.backends.numba_backend import NumbaBackend
-from solver.bandwidth import measure
-from solver.comm import Comm
+from solver.bench.bandwidth import measure
 from solver.config import BackendSettings, validate_case
-from solver.decomp import choose_dims
+from solver.core.decomp import choose_dims
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)

@@ -1,19 +1,18 @@
 """Backend registry: a class per execution model, registered by decorator, filtered by what imports.
 
 A backend owns the numerics on one device and never imports mpi4py. Regions are local
-(r0, r1, c0, c1) index ranges into the padded array (see solver.decomp for the convention).
+(r0, r1, c0, c1) index ranges into the padded array (see solver.core.decomp for the convention).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import time
 from typing import ClassVar
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 Region = tuple[int, int, int, int]
 _REGISTRY: dict[str, type[Backend]] = {}
@@ -136,25 +135,3 @@ class Backend:
             np.copyto(b, a)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times[1:]))
-
-
-def _affinity_now() -> frozenset[int]:
-    try:
-        return frozenset(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return frozenset(range(os.cpu_count() or 1))
-
-
-# The cores the launcher gave this process, read once at import: an OpenMP runtime started later (numba's
-# omp layer with OMP_PROC_BIND) narrows the affinity of the main thread to one core.
-_START_CORES = _affinity_now()
-
-
-def cpu_cores() -> set[int]:
-    """The cores this process may run on, as the launcher set them."""
-    return set(_START_CORES)
-
-
-def cpu_count() -> int:
-    """How many cores this process may run on (affinity-aware)."""
-    return len(_START_CORES)

@@ -1,4 +1,4 @@
-"""CuPy backend: the field lives on one NVIDIA GPU and is updated by CUDA C kernels (solver/kernels/*.cu).
+"""CuPy backend: the field lives on one NVIDIA GPU and is updated by CUDA C kernels (solver/backends/kernels/*.cu).
 
 Device: the node-local rank picks the GPU (local_rank % GPUs visible); more ranks per node than GPUs
 needs parallel.share_gpus (check_placement).
@@ -9,7 +9,7 @@ so the vector kernels load 16 bytes at a time without misalignment. Uploads happ
 (timed as host-to-device), downloads only in to_host() (device-to-host): output, checkpoints, verify.
 
 Streams: `main` carries the kernels, reductions and copies; `edge` (highest priority) carries the edge
-strips and their halo traffic in the overlap halo mode. The GPU exchanger (solver/gpu_exchange.py)
+strips and their halo traffic in the overlap halo mode. The GPU exchanger (solver/parallel/gpu_exchange.py)
 sets `active`, the stream compute() launches on, and orders the two with events.
 
 Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
@@ -27,9 +27,9 @@ import time
 
 import numpy as np
 
-from .. import gpu_kernels as gk
-from ..errors import InputError
+from ..core.errors import InputError
 from . import Backend, register
+from . import cupy_kernels as gk
 
 ALIGN = 128  # bytes: row pitch multiple and alignment of column 1
 SPARE = 4  # columns left after the last one (vector loads past the region edge stay in the allocation)
@@ -180,7 +180,7 @@ class CupyBackend(Backend):
         return self._choice[key]
 
     def _resolve(self, interior: tuple[int, int]):
-        from ..tune import lookup
+        from ..bench.tune import lookup
 
         variant, block = self.requested
         if variant is not None and (block is not None or variant == "expr"):

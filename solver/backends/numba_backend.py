@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from ..errors import InputError
-from . import Backend, cpu_count, register
-
+from ..core.errors import InputError
+from ..core.machine import cpu_count
+from . import Backend, register
 
 DEFAULT_TIME_TILE = 4  # steps fused per sweep on one process; measured in BENCHMARKS.md
 

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from common import make_case, serial
 from mpi4py import MPI
 
-from common import make_case, serial
-from solver.comm import Comm
-from solver.fields import gather_field, owned
+from solver.io.fields import gather_field, owned
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)

@@ -8,9 +8,9 @@ from mpi4py import MPI
 
 from solver.backends.numpy_backend import NumpyBackend
 from solver.config import BackendSettings
-from solver.decomp import all_blocks, choose_dims
-from solver.exchange import make_exchange, strips
-from solver.timing import Timer
+from solver.core.decomp import all_blocks, choose_dims
+from solver.core.timing import Timer
+from solver.parallel.exchange import make_exchange, strips
 
 comm = MPI.COMM_WORLD
 SENTINEL = -7.0

@@ -18,19 +18,19 @@ import h5py
 import numpy as np
 from mpi4py import MPI
 
-import solver.fields
-from solver.checkpoint import Checkpoint
-from solver.comm import Comm
+import solver.io.fields
 from solver.config import validate_case
-from solver.errors import EXIT_IO, OutputError
-from solver.fields import gather_field, owned
-from solver.output import Outputs
+from solver.core.errors import EXIT_IO, OutputError
+from solver.io.checkpoint import Checkpoint
+from solver.io.fields import gather_field, owned
+from solver.io.outputs import Outputs
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)
 out = Path(sys.argv[1])
 NX, NY, LIMIT = 1024, 512, 5 << 19
-solver.fields.SLAB_BYTES = 16 * NX * 8  # many messages per block
+solver.io.fields.SLAB_BYTES = 16 * NX * 8  # many messages per block
 checkpoint, fields_at = Outputs.checkpoint, {}
 
 

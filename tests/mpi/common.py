@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from solver.comm import Comm
 from solver.config import validate_case
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 

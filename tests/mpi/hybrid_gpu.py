@@ -15,11 +15,11 @@ import traceback
 
 import numpy as np
 
-from solver.comm import Comm
 from solver.config import validate_case
-from solver.fields import gather_field, owned
+from solver.io.fields import gather_field, owned
+from solver.parallel.comm import Comm
+from solver.results.verify import reference_field
 from solver.run import Options, Run
-from solver.verify import reference_field
 
 RTOL = {"float64": 1e-13, "float32": 1e-5}
 NY, NX, STEPS = 37, 45, 30

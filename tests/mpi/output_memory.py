@@ -13,10 +13,10 @@ import tracemalloc
 
 from mpi4py import MPI
 
-from solver.comm import Comm
 from solver.config import validate_case
-from solver.fields import SLAB_BYTES
-from solver.loop import LoopState
+from solver.core.loop import LoopState
+from solver.io.fields import SLAB_BYTES
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)

@@ -13,17 +13,17 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-import solver.fields
-from solver.comm import Comm
+import solver.io.fields
 from solver.config import validate_case
-from solver.fields import gather_field, owned
-from solver.output import Outputs
+from solver.io.fields import gather_field, owned
+from solver.io.outputs import Outputs
+from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)
 root = Path(sys.argv[1])
 NX, NY = 37, 23
-solver.fields.SLAB_BYTES = 3 * NX * 8  # three rows of a full-width block per message
+solver.io.fields.SLAB_BYTES = 3 * NX * 8  # three rows of a full-width block per message
 
 snapshot = Outputs.snapshot
 

@@ -1,0 +1,102 @@
+"""The CuPy kernel variants: names, block shapes, CUDA sources and compile options (no cupy import here).
+
+Variants (`backend.kernel`):
+- naive: one thread per point, five global loads (neighbours hit L1/L2). block = [bx, by] threads.
+- tiled: a shared-memory tile with a one-cell apron, loaded cooperatively. block = [bx, by] threads.
+- rows:  each thread marches down `by` rows of one column, rows held in registers, west/east by warp
+         shuffles. block = [bx, by]: bx threads (a multiple of 32) in x, by rows per thread.
+- vec:   `rows` with 16-byte accesses: 4 float32 or 2 float64 columns per thread.
+- expr:  the same update written as CuPy array expressions (the "mature library" baseline); no block.
+`backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
+grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
+variant's default below.
+
+Every variant is compiled with --fmad=false: the terms are rounded in the order of solver/core/physics.py,
+so GPU results equal the CPU backends' bitwise (the kernels are memory-bound; BENCHMARKS.md gives the
+measured cost of this choice).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+
+VARIANTS = ("naive", "tiled", "rows", "vec", "expr")
+COMPILED = ("naive", "tiled", "rows", "vec")
+DEFAULT_VARIANT = "vec"
+DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8)}
+SWEEP = {  # block shapes `stencil tune` tries by default
+    "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
+    "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
+    "rows": [(64, 8), (128, 4), (128, 8), (128, 16), (256, 8), (256, 16)],
+    "vec": [(32, 8), (64, 4), (64, 8), (128, 4), (128, 8), (128, 16), (256, 4), (256, 8)],
+    "expr": [None],
+}
+FILES = {"naive": "naive.cu", "tiled": "tiled.cu", "rows": "march.cu", "vec": "march.cu"}
+ENTRY = {"naive": "naive", "tiled": "tiled", "rows": "march", "vec": "march"}
+MAX_THREADS = 1024
+MAX_ROWS_PER_THREAD = 32
+
+
+def lanes(variant: str, dtype) -> int:
+    """Columns per thread: 16 bytes' worth for `vec`, one otherwise."""
+    return 16 // np.dtype(dtype).itemsize if variant == "vec" else 1
+
+
+def block_problem(variant: str, block) -> str | None:
+    """Why `block` does not suit `variant` (a message naming the fix), or None."""
+    if variant == "expr":
+        return None if block is None else "applies to compiled kernels only; remove it or choose another backend.kernel"
+    bx, by = block
+    if bx < 1 or by < 1:
+        return f"{list(block)}: both entries must be >= 1, e.g. {list(DEFAULT_BLOCK[variant])}"
+    if variant in ("rows", "vec"):
+        if bx % 32 or bx > MAX_THREADS:
+            return f"{list(block)}: for kernel {variant} bx is the threads per block and must be a multiple of 32 up to 1024"
+        if by > MAX_ROWS_PER_THREAD:
+            return f"{list(block)}: for kernel {variant} by is the rows per thread, at most {MAX_ROWS_PER_THREAD}"
+        return None
+    if bx * by > MAX_THREADS:
+        return f"{list(block)}: {bx} x {by} = {bx * by} threads per block, more than {MAX_THREADS}; use a smaller block"
+    return None
+
+
+def settings_problem(kernel: str | None, block) -> str | None:
+    """For config validation: 'backend.<field>: what is wrong; the fix', or None."""
+    if kernel is not None and kernel not in VARIANTS:
+        return f"backend.kernel: unknown kernel {kernel!r}; use one of {', '.join(VARIANTS)} or null (tuned/default)"
+    if block is None:
+        return None
+    if kernel is None:
+        return "backend.block: give backend.kernel too (block shapes mean different things per kernel), or use block: null"
+    problem = block_problem(kernel, tuple(block))
+    return f"backend.block: {problem}" if problem else None
+
+
+def source(variant: str) -> str:
+    """common.cu followed by the variant's file, as one translation unit."""
+    root = resources.files("solver.backends") / "kernels"
+    return (root / "common.cu").read_text() + "\n" + (root / FILES[variant]).read_text()
+
+
+def options(variant: str, dtype, block, fmad: bool = False) -> tuple[str, ...]:
+    real = "float" if np.dtype(dtype) == np.float32 else "double"
+    bx, by = block
+    return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", f"-DBX={bx}", f"-DBY={by}",
+            f"-DV={lanes(variant, dtype)}")
+
+
+MAX_GRID_Y = 65535
+
+
+def launch_shape(variant: str, dtype, block, region) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) for a region; kernels stride over row tiles when the grid's y extent is capped."""
+    r0, r1, c0, c1 = region
+    bx, by = block
+    tiles_y = -(-(r1 - r0) // by)
+    if variant in ("rows", "vec"):
+        v = lanes(variant, dtype)
+        groups = (c1 - 2) // v - (c0 - 1) // v + 1
+        return (-(-groups // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, 1, 1)
+    return (-(-(c1 - c0) // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, by, 1)

@@ -1,0 +1,168 @@
+"""Ceilings for memory-bound kernels: copy and SAXPY bandwidth, measured per backend, cached per machine.
+
+Bytes counted: what the operation must move, read + written (copy: 2 x itemsize per element, SAXPY
+y = a*x + y: 3 x itemsize), the same convention as the stencil's effective bandwidth (2 x itemsize
+per update). Under MPI every rank streams at once (bench_stream.concurrent_rate): the ceiling is the
+aggregate rate of all ranks together, which is how the stencil uses the machine.
+
+Array sizes: NODE_BYTES (512 MiB) per array per node in host memory, shared by the node's ranks (at
+least MIN_BYTES each), or STENCIL_BANDWIDTH_MIB; GPU_BYTES (1 GiB) per array on each GPU.
+
+Cache: one JSON file (STENCIL_CACHE_DIR, else $XDG_CACHE_HOME/stencil, else ~/.cache/stencil), one
+entry per (host, CPU model, device, backend, kind, threads per rank, ranks, ranks per node). Runs and
+sweeps look their ceiling up there and measure it only when it is missing; `stencil bench bandwidth
+--refresh` measures again and replaces the entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..core.machine import cpu_model
+
+NODE_BYTES = 512 << 20  # host memory per node for one array, split across its ranks (far beyond caches)
+MIN_BYTES = 32 << 20
+GPU_BYTES = 1 << 30  # device memory per rank for one array
+KINDS = ("copy", "memcpy", "saxpy")
+
+
+def cache_path() -> Path:
+    root = os.environ.get("STENCIL_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stencil")
+    return Path(root) / "bandwidth.json"
+
+
+def cache_key(backend, comm, kind: str = "copy") -> str:
+    _, per_node = comm.node()
+    gpu = backend.describe().get("device", "cpu")
+    return f"{socket.gethostname()}|{cpu_model()}|{gpu}|{backend.name}|{kind}|threads={backend.threads}|" \
+           f"ranks={comm.size}|per_node={per_node}"
+
+
+def load_cache() -> dict:
+    try:
+        return json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def store(key: str, entry: dict) -> None:
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = load_cache()
+        data[key] = entry
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home: measure again next time
+
+
+def array_bytes(backend, comm) -> int:
+    """Bytes of one array on this rank: a share of the node's bytes in host memory, GPU_BYTES on a device.
+    STENCIL_BANDWIDTH_MIB overrides the node's bytes (keep it far above the last-level cache)."""
+    if backend.on_gpu:
+        return GPU_BYTES
+    _, per_node = comm.node()
+    override = env_mib("STENCIL_BANDWIDTH_MIB") << 20
+    return max(override // per_node, 1 << 16) if override else max(NODE_BYTES // per_node, MIN_BYTES)
+
+
+def env_mib(name: str) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return 0
+    if not text.isdigit() or int(text) < 1:
+        from ..core.errors import InputError
+
+        raise InputError(f"{name}: {text!r} is not a whole number of MiB; set e.g. {name}=1024 or unset it")
+    return int(text)
+
+
+def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeats: int = 5) -> dict:
+    """Measure `kind` on `backend` with every rank at once (collective); returns an uncached entry."""
+    from .stream import STREAMS, concurrent_rate, make_stream
+
+    nbytes = nbytes or array_bytes(backend, comm)
+    itemsize = np.dtype("float64").itemsize
+    if backend.name not in STREAMS:  # a backend without stream kernels: its own copy, rates summed
+        comm.barrier()
+        total = comm.allsum(backend.copy_bandwidth(nbytes, repeats))
+        rate = {"gbs": total / 1e9, "per_rank_gbs": total / 1e9 / comm.size, "method": "backend.copy_bandwidth"}
+    else:
+        s = make_stream(backend.name, nbytes // itemsize, "float64", backend.threads, backend.local_rank)
+        rate = concurrent_rate(comm, getattr(s, kind), s.synchronize, s.nbytes(kind), repeats)
+        del s
+    return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": "float64",
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "key": cache_key(backend, comm, kind)}
+
+
+def ceiling(backend, comm, kind: str = "copy", refresh: bool = False, repeats: int = 5) -> dict:
+    """{'gbs': aggregate GB/s over all ranks, 'cached': bool, ...} from the cache or measured; collective."""
+    key = cache_key(backend, comm, kind)
+    entry = comm.bcast(load_cache().get(key) if comm.rank == 0 else None)
+    if entry is not None and not refresh:
+        return {**entry, "cached": True}
+    entry = measure(backend, comm, kind, repeats=repeats)
+    if comm.rank == 0:
+        store(key, entry)
+    return {**entry, "cached": False}
+
+
+def copy_ceiling(backend, comm, refresh: bool = False) -> dict:
+    """The ceiling runs compare the stencil with (record.json: throughput.copy_gbs); collective."""
+    return ceiling(backend, comm, "copy", refresh)
+
+
+def bandwidth_bench(names: list[str], threads: list[int], comm, refresh: bool = False, repeats: int = 5) -> dict:
+    """`stencil bench bandwidth`: copy and SAXPY for each backend (and thread count for numba)."""
+    from ..backends import backend_class
+    from ..config import BackendSettings
+    from ..core.machine import cpu_count
+
+    node_rank, per_node = comm.node()
+    _size_numba_pool(names, threads)
+    rows = []
+    for name in names:
+        cls = backend_class(name)
+        for t in (threads if name == "numba" else [1]):
+            be = cls(BackendSettings(name=name), "float64", t, local_rank=node_rank, local_size=per_node)
+            for kind in KINDS:
+                entry = ceiling(be, comm, kind, refresh, repeats)
+                rows.append({**entry, "backend": name, "threads": be.threads, "kind": kind,
+                             "device": be.describe().get("device", "cpu")})
+    return {"host": socket.gethostname(), "cpu": cpu_model(), "cores": cpu_count(), "ranks": comm.size,
+            "ranks_per_node": per_node, "repeats": repeats, "cache": str(cache_path()),
+            "date": time.strftime("%Y-%m-%d %H:%M"), "results": rows}
+
+
+def _size_numba_pool(names: list[str], threads: list[int]) -> None:
+    """numba fixes its pool size at import: make room for the largest thread count asked for."""
+    if "numba" in names:
+        from ..backends.numba_backend import _ensure_thread_pool
+
+        _ensure_thread_pool(max(threads))
+
+
+def print_bandwidth(res: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"stencil bench bandwidth: {res['ranks']} rank(s) ({res['ranks_per_node']} per node) streaming "
+                    f"at once, median of {res['repeats']}; {res['cpu']} ({res['cores']} cores)")
+    for col in ("backend", "threads/rank", "device", "kernel", "GB/s (all ranks)", "GB/s per rank", "MiB/array/rank",
+                "source"):
+        t.add_column(col, justify="right")
+    for r in res["results"]:
+        t.add_row(r["backend"], str(r["threads"]), str(r["device"]), r["kind"], f"{r['gbs']:.2f}",
+                  f"{r['per_rank_gbs']:.2f}", f"{r['bytes_per_rank'] / 2**20:.0f}",
+                  f"cache ({r['measured'][:16]})" if r["cached"] else "measured now")
+    Console(width=140).print(t)
+    print(f"bytes: copy 2 x 8 B, SAXPY 3 x 8 B per element (read + written); cache: {res['cache']}")

@@ -1,0 +1,349 @@
+"""GPU measurements the device suite (tools/device_suite.sh) makes beyond `stencil tune`.
+
+    python -m solver.bench.gpu launch  --size 4096 --json F     # launch gaps: CUDA graphs vs a loop of launches
+    python -m solver.bench.gpu fmad    --size 16384 --json F    # cost of --fmad=false (bitwise CPU equality)
+    [mpirun -n P] python -m solver.bench.gpu hybrid --json F ... # strong/weak scaling over 1..P GPUs
+    python -m solver.bench.gpu ncu-target                       # a few launches for Nsight Compute to profile
+    python -m solver.bench.gpu table DIR                         # the short table the suite prints last
+
+Every timing is a median of repeats measured with CUDA events (single GPU) or with the host clock
+around synchronised batches (hybrid: max over ranks), after warm-up; every hybrid configuration is
+checked against the exact eigenmode before its time is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HEAT = {"equation": "heat"}
+
+
+def make_case(n_y: int, n_x: int, dtype: str, **sections):
+    from ..config import validate_case
+
+    data = {"name": f"gpu_{n_y}x{n_x}_{dtype}", "grid": {"nx": n_x, "ny": n_y}, "physics": HEAT,
+            "numerics": {"dtype": dtype}, "backend": {"name": "cupy"},
+            "output": {"dir": "/tmp/stencil-gpu-bench", "vtk": False}, **sections}
+    return validate_case(data)
+
+
+def single_gpu(size: int, dtype: str, kernel=None, block=None, fmad=False, graphs=True, repeats=7, steps=100):
+    """Median seconds per step of one configuration on one GPU (events around `steps` steps)."""
+    from ..backends.cupy_backend import CupyBackend
+    from ..core.physics import weights
+    from .tune import random_field, time_config
+
+    case = make_case(size, size, dtype)
+    be = CupyBackend(case.backend, dtype)
+    be.configure(kernel, block, fmad)
+    be.use_graphs = graphs
+    shape = (size + 2, size + 2)
+    u, v = random_field(be, shape), be.zeros(shape)
+    w = weights(case).cast(dtype)
+    be.prepare(u, v, w)
+    times = time_config(be, u, v, w, (1, size + 1, 1, size + 1), repeats, steps)
+    choice = be.choice(shape)
+    return {"size": size, "dtype": dtype, "kernel": choice[0], "block": list(choice[1]) if choice[1] else None,
+            "source": choice[2], "fmad": fmad, "graphs": graphs, "steps": steps,
+            "seconds_per_step": float(np.median(times)), "spread": [float(min(times)), float(max(times))],
+            "gups": size * size / float(np.median(times)) / 1e9, "gpu": be.gpu_name}
+
+
+def launch(args) -> dict:
+    """At a moderate size: time per step replaying CUDA graphs vs one Python launch per step, and the
+    per-point time at the large size (where launch gaps are negligible) scaled to this size."""
+    out = {"rows": []}
+    for dtype in args.dtypes:
+        g = single_gpu(args.size, dtype, graphs=True, steps=args.steps)
+        lo = single_gpu(args.size, dtype, kernel=g["kernel"], block=g["block"], graphs=False, steps=args.steps)
+        big = single_gpu(args.large, dtype, kernel=g["kernel"], block=g["block"], graphs=True, steps=20)
+        scaled = big["seconds_per_step"] * (args.size / args.large) ** 2
+        out["rows"].append({"dtype": dtype, "graph": g, "loop": lo, "large": big,
+                            "large_rate_scaled_s": scaled, "per_point_vs_large": g["seconds_per_step"] / scaled - 1})
+    return out
+
+
+def fmad(args) -> dict:
+    rows = []
+    for dtype in args.dtypes:
+        off = single_gpu(args.size, dtype, steps=20)
+        on = single_gpu(args.size, dtype, kernel=off["kernel"], block=off["block"], fmad=True, steps=20)
+        rows.append({"dtype": dtype, "fmad_false": off, "fmad_true": on,
+                     "cost": off["seconds_per_step"] / on["seconds_per_step"] - 1})
+    return {"rows": rows}
+
+
+def ncu_target(args) -> dict:
+    """Launch tiled at the large size, then the default (tuned) variant at both sizes, once each."""
+    from ..backends.cupy_backend import CupyBackend
+    from ..core.physics import weights
+    from .tune import random_field
+
+    for size, kernel in ((args.large, "tiled"), (args.large, None), (args.size, None)):
+        case = make_case(size, size, "float32")
+        be = CupyBackend(case.backend, "float32")
+        be.configure(kernel, None)
+        u = random_field(be, (size + 2, size + 2))
+        v = be.zeros(u.shape)
+        w = weights(case).cast("float32")
+        be.launch(v, u, w, (1, size + 1, 1, size + 1), be.main)
+        be.synchronize()
+        print(f"ncu-target: {size}x{size} float32 kernel {be.choice(u.shape)[:2]}", flush=True)
+    return {}
+
+
+# hybrid ------------------------------------------------------------------------------------------
+
+def hybrid(args) -> list[dict]:
+    """Each configuration: build, warm up, time `repeats` batches of steps, check the exact mode."""
+    from ..parallel.comm import Comm
+
+    comm = Comm.world()
+    copy = None
+    results = []
+    for cfg in configs(args, comm.size):
+        res = hybrid_one(comm, cfg, args.repeats)
+        be = res.pop("_backend")
+        copy = copy or per_rank_copy(comm, be)
+        del be
+        free_device_memory()
+        res["copy_gbs_per_gpu"] = copy
+        res["fraction_of_copy_per_gpu"] = res["effective_gbs_per_gpu"] / copy
+        results.append(res)
+        if comm.rank == 0:
+            print(json.dumps({k: v for k, v in res.items() if k != "ranks_detail"}, default=str), flush=True)
+    return results
+
+
+def configs(args, ranks: int) -> list[dict]:
+    out = []
+    for kind in args.kinds:
+        for size in args.sizes if kind == "strong" else [args.sizes[0]]:
+            for dtype in args.dtypes:
+                for halo in args.halos if ranks > 1 else ["none"]:
+                    for transport in args.transports if ranks > 1 else ["none"]:
+                        ny = size * ranks if kind == "weak" else size
+                        if kind == "weak" and ranks == 1:
+                            continue
+                        out.append({"kind": kind, "ny": ny, "nx": size, "dtype": dtype, "halo": halo,
+                                    "transport": transport})
+    return out
+
+
+def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
+    from ..backends.cupy_backend import CupyBackend
+    from ..core.decomp import choose_dims, decompose
+    from ..core.loop import LoopState, TimeLoop
+    from ..core.physics import weights
+    from ..core.timing import Timer
+    from ..parallel.exchange import make_exchange
+
+    ny, nx, dtype = cfg["ny"], cfg["nx"], cfg["dtype"]
+    par = {"decomposition": "rows"}
+    if cfg["halo"] != "none":
+        par.update(halo=cfg["halo"], transport=cfg["transport"])
+    case = make_case(ny, nx, dtype, initial={"kind": "sine"}, parallel=par, run={"steps": 10**9, "check_every": 10**9})
+    node_rank, node_size = comm.node()
+    block = decompose(case.shape, choose_dims(comm.size, case.shape, "rows"), comm.rank)
+    be = CupyBackend(case.backend, dtype, local_rank=node_rank, local_size=node_size)
+    u, v = sine_field(be, case, block), be.zeros(block.padded)
+    w = weights(case).cast(dtype)
+    timer, warm = Timer(), Timer()
+    ex = make_exchange(case.parallel.halo, block, comm.mpi, be, timer, case.parallel.transport)
+    be.prepare(u, v, w)
+    loop = TimeLoop(case, be, ex, block, comm, w, timer, warm)
+    s = LoopState(u, v)
+    steps = steps_for(ny * nx, np.dtype(dtype).itemsize, comm.size)
+    loop.steps(s, max(10, steps // 10), warm)
+    be.synchronize()
+    for k in timer.seconds:
+        timer.seconds[k] = 0.0
+    ex_stats0 = _ex_stats(ex)
+    per_step = []
+    for _ in range(repeats):
+        comm.barrier()
+        t = time.perf_counter()
+        loop.steps(s, steps, timer)
+        be.synchronize()
+        per_step.append(comm.allmax((time.perf_counter() - t) / steps))
+    err = exact_error(be, case, block, s, comm)
+    loop_s = steps * float(np.sum(per_step))
+    mine = {"rank": comm.rank, "gpu": be.device_index, **{k: v / loop_s for k, v in timer.seconds.items()},
+            **{k: (v - ex_stats0.get(k, 0.0)) / loop_s for k, v in _ex_stats(ex).items()}}
+    detail = comm.gather(mine)
+    ex.close()
+    med = float(np.median(per_step))
+    itemsize = np.dtype(dtype).itemsize
+    res = {**cfg, "ranks": comm.size, "steps": steps, "repeats": repeats, "seconds_per_step": med,
+           "spread": [float(min(per_step)), float(max(per_step))], "gups": ny * nx / med / 1e9,
+           "effective_gbs_per_gpu": ny * nx / comm.size * 2 * itemsize / med / 1e9,
+           "transport_used": getattr(ex, "transport", "none"), "exact_relative_error": err,
+           "exact_tolerance": float(8 * np.finfo(dtype).eps * (s.step + 1)), "ranks_detail": detail, "_backend": be,
+           "kernel": list(be.choice(u.shape)[:2])}
+    res["kernel"][1] = list(res["kernel"][1]) if res["kernel"][1] else None
+    del u, v, s
+    be.synchronize()
+    return res
+
+
+def free_device_memory() -> None:
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _ex_stats(ex) -> dict:
+    return {k: v for k, v in getattr(ex, "stats", dict)().items() if k in ("halo_gpu", "gpu_wait")}
+
+
+def steps_for(points: int, itemsize: int, ranks: int, seconds: float = 0.15) -> int:
+    """Steps for about `seconds` per batch at ~3.5 TB/s per GPU."""
+    per_step = points * 2 * itemsize / (3.5e12 * ranks)
+    return int(min(2000, max(20, seconds / per_step)))
+
+
+def sine_field(be, case, block):
+    """The exact eigenmode on this block, computed on the device (no host field of the whole grid)."""
+    cp = be.cp
+    ny, nx = case.shape
+    i = cp.arange(block.rows[0], block.rows[1], dtype=cp.float64)
+    j = cp.arange(block.cols[0], block.cols[1], dtype=cp.float64)
+    u = be.zeros(block.padded)
+    with be.main:
+        u[1:-1, 1:-1] = cp.outer(cp.sin(math.pi * (i + 1) / (ny + 1)), cp.sin(math.pi * (j + 1) / (nx + 1))).astype(be.dtype)
+    be.main.synchronize()
+    return u
+
+
+def exact_error(be, case, block, s, comm) -> float:
+    from ..core.physics import mode_factor
+
+    exact = sine_field(be, case, block)
+    with be.main:
+        a = s.u[1:-1, 1:-1].astype(be.cp.float64)
+        scale = mode_factor(case) ** s.step
+        err = float(be.cp.max(be.cp.abs(a - exact[1:-1, 1:-1].astype(be.cp.float64) * scale)))
+    be.main.synchronize()
+    return comm.allmax(err) / scale  # the mode's maximum is 1 up to O(1/n^2), times scale
+
+
+def per_rank_copy(comm, be) -> float:
+    """Device-to-device copy GB/s of this rank's GPU (1 GiB, median of 5), every rank at once; mean over ranks."""
+    comm.barrier()
+    mine = be.copy_bandwidth(1 << 30) / 1e9
+    return comm.allsum(mine) / comm.size
+
+
+# table -------------------------------------------------------------------------------------------
+
+def table(directory: Path) -> str:
+    """The short table the suite prints last, from the JSON files it wrote."""
+    lines = []
+    for name in sorted(directory.glob("tune_*.json")):
+        res = json.loads(name.read_text())
+        best = res.get("best", {})
+        if not best:
+            continue
+        fastest = min(best.values(), key=lambda r: r["seconds_per_step"])
+        ny, nx = res["shape"]
+        ranked = sorted(best.items(), key=lambda kv: kv[1]["seconds_per_step"])
+        line = (f"kernels {ny}x{nx} {res['dtype']}: copy {res['copy_gbs']:.0f} GB/s; "
+                + ", ".join(f"{k} {r['fraction_of_copy']:.0%}" for k, r in ranked)
+                + f"; best {fastest['kernel']} {fastest['block']}")
+        if "expr" in best:
+            line += f" = {best['expr']['seconds_per_step'] / fastest['seconds_per_step']:.1f}x expr"
+        lines.append(line)
+    for name, key in (("launch.json", "launch"), ("fmad.json", "fmad")):
+        p = directory / name
+        if p.exists():
+            for r in json.loads(p.read_text())["rows"]:
+                if key == "launch":
+                    lines.append(f"launch {r['graph']['size']}^2 {r['dtype']}: graph {r['graph']['seconds_per_step'] * 1e6:.1f} us/step, "
+                                 f"loop {r['loop']['seconds_per_step'] * 1e6:.1f}; per-point time {r['per_point_vs_large']:+.1%} "
+                                 f"vs {r['large']['size']}^2 (kernel efficiency at this size plus launch gaps)")
+                else:
+                    lines.append(f"fmad {r['fmad_false']['size']}^2 {r['dtype']}: --fmad=false costs {r['cost']:+.1%} "
+                                 f"({r['fmad_false']['kernel']})")
+    lines += hybrid_lines(directory)
+    return "\n".join(lines)
+
+
+def hybrid_lines(directory: Path) -> list[str]:
+    rows = []
+    for p in sorted(directory.glob("hybrid_*.json")):
+        rows += json.loads(p.read_text())
+    one = {(r["ny"], r["nx"], r["dtype"]): r["seconds_per_step"] for r in rows if r["ranks"] == 1}
+    lines = []
+    for r in rows:
+        if r["ranks"] == 1:
+            continue
+        base_shape = (r["nx"], r["nx"]) if r["kind"] == "weak" else (r["ny"], r["nx"])
+        t1 = one.get((*base_shape, r["dtype"]))
+        eff = ""
+        if t1:
+            eff = t1 / r["seconds_per_step"] if r["kind"] == "weak" else t1 / (r["ranks"] * r["seconds_per_step"])
+            eff = f" eff {eff:.0%}"
+        ok = "ok" if r["exact_relative_error"] <= r["exact_tolerance"] else "WRONG"
+        comm = max(d["comm"] + d["wait"] for d in r["ranks_detail"])
+        lines.append(f"hybrid {r['kind']} {r['ranks']}x {r['ny']}x{r['nx']} {r['dtype']} {r['halo']}/{r['transport_used']}: "
+                     f"{r['seconds_per_step'] * 1e3:.3f} ms/step{eff}, {r['fraction_of_copy_per_gpu']:.0%} copy/GPU, "
+                     f"comm+wait {comm:.0%}, exact {ok}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m solver.bench.gpu")
+    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table"])
+    p.add_argument("dir", nargs="?", default=".")
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--large", type=int, default=16384)
+    p.add_argument("--sizes", type=int, nargs="+", default=[16384, 32768])
+    p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    p.add_argument("--halos", nargs="+", default=["overlap"])
+    p.add_argument("--transports", nargs="+", default=["staged"])
+    p.add_argument("--kinds", nargs="+", default=["strong", "weak"])
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args(argv)
+    if args.what == "table":
+        print(table(Path(args.dir)))
+        return 0
+    res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target}[args.what](args)
+    from ..parallel.comm import launched_by_mpi
+
+    rank0 = not launched_by_mpi() or _rank() == 0
+    if args.json and rank0:
+        args.json.write_text(json.dumps(res, indent=1, default=str))
+    if args.what in ("launch", "fmad") and rank0:
+        print(json.dumps(res, indent=1, default=str))
+    return 0
+
+
+def _rank() -> int:
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.Get_rank()
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001 - under mpirun one failing rank must end every rank, not leave them waiting
+        import traceback
+
+        from ..parallel.comm import launched_by_mpi
+
+        traceback.print_exc()
+        if launched_by_mpi():
+            from mpi4py import MPI
+
+            MPI.COMM_WORLD.Abort(1)
+        sys.exit(1)

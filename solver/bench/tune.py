@@ -1,0 +1,224 @@
+"""`stencil tune CASE`: time every CuPy kernel variant over a set of block shapes on one GPU.
+
+Schedule per (variant, block): compile; check it against `naive` (one step from the same random
+field must agree bitwise); two warm-up steps; `repeats` batches of `steps` steps (CUDA graphs),
+each timed with CUDA events; the median time per step is reported. Effective bandwidth counts
+2 x itemsize per update and is shown against the device-to-device copy bandwidth measured at the
+start of the same run (cudaMemcpyAsync of a field-sized buffer, median of `repeats`).
+
+With --save (the default) the fastest block of each variant and the fastest variant overall are
+stored in tune.json beside the bandwidth cache (STENCIL_CACHE_DIR or ~/.cache/stencil), keyed by GPU
+model, dtype and interior grid shape. Runs with backend.block (or backend.kernel) null use the entry
+for their local grid shape, or the entry nearest in number of points for the same GPU and dtype.
+What is best at one size need not be best at another: tune at the sizes you run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..backends import cupy_kernels as gk
+from .bandwidth import cache_path
+
+SEED = 12345
+
+
+def tune_path() -> Path:
+    return cache_path().with_name("tune.json")
+
+
+def tune_key(gpu: str, dtype: str, shape, variant: str | None = None) -> str:
+    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}" + (f"|{variant}" if variant else "")
+
+
+def load_tuned() -> dict:
+    try:
+        return json.loads(tune_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def lookup(gpu: str, dtype: str, shape, variant: str | None = None):
+    """(variant, block) stored for this GPU/dtype at `shape`, else at the nearest size; None if none."""
+    data = load_tuned()
+    hit = data.get(tune_key(gpu, dtype, shape, variant))
+    if hit is None:
+        prefix, points = f"{gpu}|{dtype}|", shape[0] * shape[1]
+        same = [(k, v) for k, v in data.items() if k.startswith(prefix) and (k.count("|") == 3) == (variant is not None)
+                and (variant is None or k.endswith(f"|{variant}"))]
+        if not same:
+            return None
+        hit = min(same, key=lambda kv: abs(math.log(_points(kv[0]) / points)))[1]
+    block = tuple(hit["block"]) if hit.get("block") else None
+    return hit["kernel"], block
+
+
+def _points(key: str) -> int:
+    ny, nx = key.split("|")[2].split("x")
+    return int(ny) * int(nx)
+
+
+def store_tuned(entries: dict) -> None:
+    path = tune_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = load_tuned()
+        data.update(entries)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # read-only cache directory: nothing stored, runs use the defaults
+
+
+def parse_blocks(text: str | None) -> list[tuple[int, int]] | None:
+    """'32x8,128x16' -> [(32, 8), (128, 16)]; InputError on anything else."""
+    from ..core.errors import InputError
+
+    if not text:
+        return None
+    try:
+        blocks = [tuple(int(v) for v in part.lower().split("x")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        blocks = []
+    if not blocks or any(len(b) != 2 or min(b) < 1 for b in blocks):
+        raise InputError(f"--blocks: {text!r} is not a list of BXxBY shapes; write e.g. --blocks 32x8,128x16")
+    return blocks
+
+
+def random_field(be, shape, seed: int = SEED):
+    """Padded device field: uniform [0, 1) interior (never zeros), zero ghost layers."""
+    cp = be.cp
+    u = be.zeros(shape)
+    with be.main:
+        u[1:-1, 1:-1] = cp.random.default_rng(seed).random((shape[0] - 2, shape[1] - 2), dtype=be.dtype)
+    be.main.synchronize()
+    return u
+
+
+def time_config(be, u, v, w, region, repeats: int, steps: int) -> list[float]:
+    """Seconds per step of each repeat (CUDA events around graph-batched advance)."""
+    u, v = be.advance(u, v, w, 2, region)
+    times = []
+    for _ in range(repeats):
+        e0 = be._record(be.main)
+        u, v = be.advance(u, v, w, steps, region)
+        e1 = be._record(be.main)
+        e1.synchronize()
+        times.append(be.cp.cuda.get_elapsed_time(e0, e1) / 1e3 / steps)
+    return times
+
+
+def matches_naive(be, u0, w, region, reference) -> bool:
+    """One step of the configured kernel from u0 equals the naive kernel's step, bitwise."""
+    out = be.zeros(u0.shape)
+    be.launch(out, u0, w, region, be.main)
+    r0, r1, c0, c1 = region
+    with be.main:
+        same = bool(be.cp.array_equal(out[r0:r1, c0:c1], reference[r0:r1, c0:c1]))
+    del out
+    return same
+
+
+def tune(case, variants: list[str] | None = None, blocks: list | None = None, repeats: int = 5, steps: int = 20,
+         save: bool = True, fmad: bool = False) -> dict:
+    from ..backends import backend_class
+    from ..core.physics import weights
+
+    be = backend_class("cupy")(case.backend, case.numerics.dtype)
+    ny, nx = case.shape
+    shape, region = (ny + 2, nx + 2), (1, ny + 1, 1, nx + 1)
+    w = weights(case).cast(be.dtype)
+    u0 = random_field(be, shape)
+    u, v = be.zeros(shape), be.zeros(shape)
+    copy = be.copy_bandwidth(u.shape[0] * u.strides[0], repeats)
+    be.configure("naive", gk.DEFAULT_BLOCK["naive"])
+    reference = be.zeros(shape)
+    be.launch(reference, u0, w, region, be.main)
+    rows = []
+    for variant in variants or list(gk.VARIANTS):
+        for block in _blocks_for(variant, blocks):
+            be.configure(variant, block, fmad)
+            be.prepare(u, v, w)
+            same = matches_naive(be, u0, w, region, reference)
+            with be.main:
+                u[...] = u0
+                v[...] = u0
+            per_step = time_config(be, u, v, w, region, repeats, steps)
+            rows.append(_row(variant, block, per_step, ny * nx, be.dtype.itemsize, copy, same))
+    res = {"gpu": be.gpu_name, "gpu_index": be.device_index, "dtype": be.dtype.name, "shape": [ny, nx],
+           "repeats": repeats, "steps_per_repeat": steps, "fmad": fmad, "copy_gbs": copy / 1e9,
+           "date": time.strftime("%Y-%m-%d %H:%M"), "cupy": be.cp.__version__, "rows": rows,
+           "best": best_per_variant(rows)}
+    if save and res["best"]:
+        store_tuned(entries(res))
+    return res
+
+
+def _blocks_for(variant: str, blocks):
+    if variant == "expr":
+        return [None]
+    return [b for b in (blocks or gk.SWEEP[variant]) if gk.block_problem(variant, b) is None]
+
+
+def _row(variant, block, per_step, points, itemsize, copy, same) -> dict:
+    med = float(np.median(per_step))
+    gbs = points * 2 * itemsize / med / 1e9
+    return {"kernel": variant, "block": list(block) if block else None, "seconds_per_step": med,
+            "spread": [float(min(per_step)), float(max(per_step))], "gups": points / med / 1e9,
+            "effective_gbs": gbs, "fraction_of_copy": gbs / (copy / 1e9), "bitwise_vs_naive": same}
+
+
+def best_per_variant(rows: list[dict]) -> dict:
+    best = {}
+    for r in rows:
+        if r["bitwise_vs_naive"] and (r["kernel"] not in best or r["seconds_per_step"] < best[r["kernel"]]["seconds_per_step"]):
+            best[r["kernel"]] = r
+    return best
+
+
+def entries(res: dict) -> dict:
+    """tune.json entries: the fastest variant overall, and the fastest block of each variant."""
+    gpu, dtype, shape = res["gpu"], res["dtype"], res["shape"]
+    meta = {"measured": res["date"], "cupy": res["cupy"]}
+    out = {tune_key(gpu, dtype, shape, k): {**meta, "kernel": k, "block": r["block"],
+                                            "seconds_per_step": r["seconds_per_step"],
+                                            "fraction_of_copy": r["fraction_of_copy"]}
+           for k, r in res["best"].items()}
+    fastest = min(res["best"].values(), key=lambda r: r["seconds_per_step"])
+    out[tune_key(gpu, dtype, shape)] = dict(out[tune_key(gpu, dtype, shape, fastest["kernel"])])
+    return out
+
+
+def print_tune(res: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(width=120)
+    ny, nx = res["shape"]
+    t = Table(title=f"stencil tune: {ny}x{nx} {res['dtype']} on {res['gpu']}, median of {res['repeats']} x "
+                    f"{res['steps_per_repeat']} steps (CUDA events)")
+    for col in ("kernel", "block", "ms/step", "G updates/s", "GB/s", "of copy", "bitwise", "best"):
+        t.add_column(col, justify="right")
+    best = res["best"]
+    for r in res["rows"]:
+        mark = "*" if best.get(r["kernel"]) is r else ""
+        t.add_row(r["kernel"], "x".join(map(str, r["block"])) if r["block"] else "-", f"{r['seconds_per_step'] * 1e3:.4f}",
+                  f"{r['gups']:.1f}", f"{r['effective_gbs']:.0f}", f"{r['fraction_of_copy']:.1%}",
+                  "yes" if r["bitwise_vs_naive"] else "NO", mark)
+    con.print(t)
+    con.print(f"device-to-device copy: {res['copy_gbs']:.0f} GB/s (read + written), measured in this run")
+    if best:
+        fastest = min(best.values(), key=lambda r: r["seconds_per_step"])
+        line = f"fastest: {fastest['kernel']} {fastest['block']} at {fastest['fraction_of_copy']:.1%} of copy bandwidth"
+        if "expr" in best:
+            line += f", {best['expr']['seconds_per_step'] / fastest['seconds_per_step']:.1f}x the expr baseline"
+        con.print(line)
+    if any(not r["bitwise_vs_naive"] for r in res["rows"]):
+        con.print("[red]some configurations differ from the naive kernel; they were not stored[/red]")

@@ -1,0 +1,414 @@
+"""The `stencil` command line: parse and validate, then call one library function.
+
+Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/Inf in the field,
+5 output failed (disk full, unwritable), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typer.core import TyperGroup
+
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    """Match click's exception classes by name: typer vendors click in some versions, not in others."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def echo_err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Group(TyperGroup):
+    """Usage errors as one line with exit 2 (instead of a usage panel), StencilErrors as their exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except StencilError as exc:
+            if exc.report:
+                echo_err(f"error: {exc}")
+            sys.exit(exc.exit_code)
+        except Exception as exc:
+            ctx = getattr(exc, "ctx", None)
+            if _is(exc, "NoArgsIsHelpError") and ctx is not None:
+                print(ctx.get_help())
+                sys.exit(0)
+            if _is(exc, "UsageError"):
+                cmd = ctx.command_path if ctx else "stencil"
+                echo_err(f"{cmd}: {exc.format_message()}; see `{cmd} --help`")
+                sys.exit(EXIT_INPUT)
+            if _is(exc, "Abort"):
+                echo_err("aborted")
+                sys.exit(130)
+            raise
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="A verifiable 2D heat / Jacobi solver: numpy, numba, CuPy, MPI and MPI+GPU.")
+
+
+def main() -> None:
+    app(prog_name="stencil")
+
+
+# helpers ---------------------------------------------------------------------------------------
+
+def _overrides(**kw) -> dict:
+    return {f"--{k}": v for k, v in kw.items() if v is not None}
+
+
+def fail(exc: BaseException, comm) -> None:
+    """Report once and end the job: cleanly when every rank knows, by MPI_Abort when only this one does."""
+    code = exc.exit_code if isinstance(exc, StencilError) else EXIT_INTERNAL
+    agreed = isinstance(exc, StencilError) and exc.agreed
+    prefix = f"[rank {comm.rank}] " if comm.size > 1 and not agreed else ""
+    if not isinstance(exc, StencilError):
+        traceback.print_exc()
+        echo_err(f"{prefix}internal error: {type(exc).__name__}: {exc}")
+    elif exc.report:
+        echo_err(f"{prefix}error: {exc}")
+    if comm.size > 1 and not agreed:
+        comm.abort(code)
+    sys.exit(code)
+
+
+# commands --------------------------------------------------------------------------------------
+
+@app.command()
+def run(
+    case: Path = typer.Argument(..., help="case file (YAML)"),
+    backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
+    steps: Optional[int] = typer.Option(None, help="override run.steps"),
+    dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
+    threads: Optional[int] = typer.Option(None, help="numba threads per rank"),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="override output.dir"),
+    halo: Optional[str] = typer.Option(None, help="blocking | nonblocking | overlap"),
+    decomposition: Optional[str] = typer.Option(None, help="rows | cart"),
+    balance: Optional[str] = typer.Option(None, help="none | dynamic (rows moved by measured rank speed)"),
+    kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
+    verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
+    overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    restart: Optional[Path] = typer.Option(None, help="continue from this checkpoint.h5"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
+    from ..config import load_case
+    from ..parallel.comm import Comm, agree
+    from ..run import Options, Run
+
+    comm = Comm.world(mpi)
+    try:
+        over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
+                          decomposition=decomposition, balance=balance, kernel=kernel)
+        cfg = agree(comm, lambda: load_case(case, over))
+        opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
+        record = Run(cfg, comm, opts).execute()
+    except Exception as exc:  # noqa: BLE001 - every failure must end every rank
+        fail(exc, comm)
+    if comm.rank == 0:
+        from ..results.summary import print_summary
+
+        print_summary(record)
+    c = record["correctness"]
+    if c.get("passed") is False:
+        exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
+                                f"{c['tolerance']:.1e} against the {c['reference']}")
+        exc.report = comm.rank == 0  # every rank has the record; one reports
+        raise exc
+
+
+@app.command()
+def validate(
+    case: Path = typer.Argument(..., help="case file (YAML)"),
+    ranks: int = typer.Option(1, min=1, help="plan for this many MPI ranks"),
+    backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
+    dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
+    output: Optional[str] = typer.Option(None, "--output", "-o"),
+) -> None:
+    """Print the resolved case (dt, weights, stability, memory, bytes per step) or the errors."""
+    from ..config import load_case
+    from ..results.summary import print_plan
+
+    cfg = load_case(case, _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output))
+    print_plan(cfg, ranks)
+
+
+@app.command()
+def schema() -> None:
+    """Print the case file's JSON Schema (for editor completion and checking)."""
+    from ..config import schema as case_schema
+
+    typer.echo(json.dumps(case_schema(), indent=2))
+
+
+@app.command()
+def info() -> None:
+    """Print the environment: CPU, cores, memory, MPI library, GPUs, library versions."""
+    from ..results.summary import print_info
+
+    print_info()
+
+
+@app.command()
+def backends() -> None:
+    """List every backend, whether it is available here, and why not."""
+    from ..results.summary import print_backends
+
+    print_backends()
+
+
+@app.command()
+def tune(
+    case: Path = typer.Argument(..., help="case file (YAML): its grid, dtype and weights are timed"),
+    kernel: Optional[list[str]] = typer.Option(None, "--kernel", "-k", help="variants to sweep (default: all)"),
+    blocks: Optional[str] = typer.Option(None, help="block shapes, e.g. 32x8,128x16 (default: a set per variant)"),
+    dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    steps: int = typer.Option(20, min=2, help="steps per timed batch"),
+    save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Time every CuPy kernel variant and block shape on the case's grid (one GPU); keep the fastest."""
+    from ..backends.cupy_kernels import VARIANTS
+    from ..bench.tune import parse_blocks, print_tune
+    from ..bench.tune import tune as run_tune
+    from ..config import load_case
+    from ..core.errors import InputError
+
+    bad = [k for k in kernel or [] if k not in VARIANTS]
+    if bad:
+        raise InputError(f"--kernel: unknown kernel {bad[0]!r}; use one of {', '.join(VARIANTS)}")
+    cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
+    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save)
+    print_tune(res)
+    if json_out:
+        json_out.write_text(json.dumps(res, indent=1))
+
+
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback(invoke_without_command=True)
+def bench(
+    ctx: typer.Context,
+    size: int = typer.Option(4096, help="interior points per side"),
+    dtype: str = typer.Option("float64", help="float32 | float64"),
+    threads: Optional[int] = typer.Option(None, help="numba threads (default: all cores)"),
+    backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
+    time_tile: list[int] = typer.Option([1, 4], "--time-tile", help="numba time tiles to measure (1 = plain kernel)"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling.
+
+    With a subcommand (bandwidth, reduction, vectorize), that benchmark runs instead."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..bench.stencil import print_bench, stencil_bench
+    from ..core.errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
+    print_bench(results)
+    if json_out:
+        json_out.write_text(json.dumps(results, indent=1))
+
+
+# the ladder, sweeps and reports ----------------------------------------------------------------
+
+def _counts(text: Optional[str], option: str, default: list[int]) -> list[int]:
+    from ..sweep.sweep import parse_counts
+
+    return parse_counts(text, option) if text else default
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return sorted({1 << k for k in range(limit.bit_length()) if 1 << k <= limit} | {limit})
+
+
+def _write_json(path: Optional[Path], data: dict, comm=None) -> None:
+    if path and (comm is None or comm.rank == 0):
+        path.write_text(json.dumps(data, indent=1, default=str))
+
+
+@bench_app.command("bandwidth")
+def bench_bandwidth(
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="default: every available backend"),
+    threads: Optional[str] = typer.Option(None, help="numba threads per rank, e.g. 1,2,4,8 (default: powers of two "
+                                                     "up to the cores per rank)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    refresh: bool = typer.Option(False, help="measure again and replace the cached entries"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Copy and SAXPY bandwidth per backend (every MPI rank at once); cached per machine for runs and sweeps."""
+    from ..backends import registry
+    from ..bench.bandwidth import bandwidth_bench, print_bandwidth
+    from ..parallel.comm import Comm
+
+    comm = Comm.world(mpi)
+    names = backend or [n for n, cls in registry().items() if cls.unavailable() is None]
+    from ..parallel.comm import threads_per_rank
+
+    per_rank = threads_per_rank(comm.node_cores(), comm.node()[0])
+    res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank)), comm, refresh, repeats)
+    if comm.rank == 0:
+        print_bandwidth(res)
+    _write_json(json_out, res, comm)
+
+
+@bench_app.command("reduction")
+def bench_reduction(
+    size: int = typer.Option(1 << 25, min=1, help="elements per rank"),
+    lock_size: int = typer.Option(1 << 17, min=1, help="elements for the lock-per-add variant (it is slow)"),
+    threads: Optional[int] = typer.Option(None, min=1, help="threads per rank (default: cores / ranks per node)"),
+    dtype: str = typer.Option("float64", help="float32 | float64 (sums accumulate in float64)"),
+    gpu: Optional[bool] = typer.Option(None, "--gpu/--no-gpu", help="GPU variants (default: when cupy and a GPU are here)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Sum an array the ways the textbooks contrast (lock, partials, GPU atomics, block tree, MPI); exit 3 on a wrong sum."""
+    from ..backends import registry
+    from ..bench.reduce import print_reduction, reduction_bench
+    from ..core.errors import InputError
+    from ..parallel.comm import Comm
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    comm = Comm.world(mpi)
+    reason = registry()["cupy"].unavailable()
+    if gpu and reason:
+        raise InputError(f"--gpu: the GPU variants need cupy and a GPU: {reason}; or pass --no-gpu")
+    from ..parallel.comm import threads_per_rank
+
+    threads = threads or threads_per_rank(comm.node_cores(), comm.node()[0])
+    res = reduction_bench(size, min(lock_size, size), threads, dtype, gpu if gpu is not None else reason is None,
+                          comm, repeats)
+    if comm.rank == 0:
+        print_reduction(res)
+    _write_json(json_out, res, comm)
+    bad = [r["variant"] for r in res["results"] if not r["passed"]]
+    if bad:
+        exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
+        exc.report = comm.rank == 0
+        raise exc
+
+
+@bench_app.command("vectorize")
+def bench_vectorize(
+    dtype: str = typer.Option("float64", help="float32 | float64"),
+    threads: int = typer.Option(1, min=1, help="numba threads (1 shows SIMD alone)"),
+    sizes: Optional[str] = typer.Option(None, help="grid sides, e.g. 176,4096 (default: one in L2, one far beyond L3)"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
+    from ..bench.vectorize import print_vectorize, vectorize_bench
+    from ..core.errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
+    print_vectorize(res)
+    _write_json(json_out, res)
+
+
+sweep_app = typer.Typer(help="Scaling sweeps: each point a normal run; sweep.csv, sweep.md; then `stencil report DIR`.",
+                        no_args_is_help=True)
+app.add_typer(sweep_app, name="sweep")
+
+_LAUNCHER = typer.Option(None, help="mpirun | mpiexec | srun | none, or a path (default: mpirun; threads: none)")
+_LAUNCHER_ARGS = typer.Option("", "--launcher-args", help="extra launcher arguments as one string, e.g. "
+                                                          "'--bind-to core' or '--oversubscribe'")
+_REPEATS = typer.Option(1, min=1, help="runs per point; the median time per step is reported")
+_OUTPUT = typer.Option(None, "--output", "-o", help="sweep directory (default: output/sweep-KIND-CASE)")
+_BACKEND = typer.Option(None, help="override backend.name")
+_STEPS = typer.Option(None, help="override run.steps")
+_DTYPE = typer.Option(None, help="override numerics.dtype")
+_HALO = typer.Option(None, help="override parallel.halo")
+_DECOMP = typer.Option(None, help="override parallel.decomposition (weak: rows grows ny, cart grows both)")
+_BALANCE = typer.Option(None, help="override parallel.balance (none | dynamic)")
+_VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
+_OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
+_TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
+
+
+def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
+    from ..sweep.sweep import Settings, exit_code, print_sweep, say_point, sweep
+
+    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point)
+    print_sweep(res)
+    code = exit_code(res)
+    if code:
+        echo_err(f"error: some sweep points failed (see {res['dir']}/sweep.md); the others are in sweep.csv")
+        sys.exit(code)
+
+
+def _rank_sweep(kind: str, case_help: str, doc: str):
+    """The `sweep strong` and `sweep weak` commands: the same options, a different grid rule."""
+
+    def command(
+        case: Path = typer.Argument(..., help=case_help),
+        ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
+        threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
+        launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+        output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+        dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
+        balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
+        timeout: Optional[float] = _TIMEOUT,
+    ) -> None:
+        _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+               launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
+               halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
+               timeout=timeout)
+
+    command.__doc__ = doc
+    sweep_app.command(kind)(command)
+
+
+_rank_sweep("strong", "case file (YAML)", "Strong scaling: the global grid stays, the ranks vary.")
+_rank_sweep("weak", "case file (YAML); its grid is the grid of one rank",
+            "Weak scaling: each rank keeps the case's grid; the global grid grows (rows: ny; cart: both).")
+
+
+@sweep_app.command("threads")
+def sweep_threads(
+    case: Path = typer.Argument(..., help="case file (YAML), backend numba"),
+    threads: str = typer.Option(..., help="numba thread counts, e.g. 1,2,4,8"),
+    launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
+    output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
+    dtype: Optional[str] = _DTYPE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
+    timeout: Optional[float] = _TIMEOUT,
+) -> None:
+    """Thread scaling: one process, numba threads vary."""
+    _sweep("threads", case, _counts(threads, "--threads", []), launcher=launcher, launcher_args=launcher_args,
+           repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
+           overwrite=overwrite, timeout=timeout)
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(..., help="a run's output directory or a sweep directory"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="where report.md and the PNGs go (default: DIRECTORY)"),
+) -> None:
+    """Plots (PNG) and report.md for a run or a sweep."""
+    from ..results.report import make_report
+
+    path = make_report(directory, output)
+    print(f"report: {path}")

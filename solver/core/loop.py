@@ -1,0 +1,169 @@
+"""The time loop: the same for every backend, rank count and halo mode.
+
+Each step: start the halo exchange, compute the regions that need no halo, finish the exchange,
+compute the rest, swap buffers. Between steps, at scheduled stops: convergence and NaN/Inf checks
+(collective), snapshots, checkpoints, signal polls and progress. With no neighbours the steps
+between two stops go to the backend in one call (backend.advance), which GPUs batch or graph.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from .errors import NumericalError
+from .timing import Timer
+
+POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
+SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
+
+
+@dataclass
+class LoopState:
+    u: object  # current field (device array, padded)
+    u_new: object  # the other buffer: after a step it holds the previous field
+    step: int = 0
+    residuals: list[tuple[int, float]] = field(default_factory=list)  # (step, max |update|)
+    converged: bool = False
+    stopped_by: str | None = None  # "signal" when a stop request ended the loop early
+
+
+class TimeLoop:
+    def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
+                 hooks=None, poll_every: int | None = None, balancer=None):
+        self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
+        self.timer, self.warm_timer = timer, warm_timer
+        self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
+        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
+        self.owned = block.everything()
+        self.points = block.ny * block.nx
+        self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
+        self.warm_seconds = 0.0
+        self.timed_steps = 0  # steps taken after warm-up
+        self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
+        self.balancer = balancer  # solver.parallel.balance.Balancer, or None
+        self.fail_at = _injected_failure(comm.rank)
+        self.slow = _injected_slowness(comm.rank)
+
+    # one step with exchange ------------------------------------------------------------------
+    def step(self, s: LoopState, timer: Timer) -> None:
+        timer.step = s.step
+        self.ex.timer = timer  # warm-up halo time goes to the warm-up timer, not the timed sections
+        pending = self.ex.start(s.u)
+        for i, band in enumerate(self.ex.before):
+            if i:  # between bands: let MPI move the messages (the last one is waited for next)
+                self.ex.progress(pending)
+            self.backend.compute(s.u_new, s.u, self.w, [band], timer)
+        self.ex.finish(pending)
+        if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
+            time.sleep(self.slow * self.block.ny)
+        self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
+        t = time.perf_counter()
+        s.u, s.u_new = s.u_new, s.u
+        s.step += 1
+        timer.add("other", t)
+
+    def steps(self, s: LoopState, n: int, timer: Timer) -> None:
+        if self.ex.trivial:
+            timer.step = s.step
+            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.owned, timer)
+            s.step += n
+        else:
+            for _ in range(n):
+                self.step(s, timer)
+
+    # the loop --------------------------------------------------------------------------------
+    def run(self, s: LoopState) -> LoopState:
+        run = self.case.run
+        end, warm_end = run.steps, s.step + run.warmup
+        while s.step < end and not s.converged and s.stopped_by is None:
+            warm = s.step < warm_end
+            timer = self.warm_timer if warm else self.timer
+            n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
+            t0 = timer.cursor = time.perf_counter()
+            points = self.points  # the block these steps update (a rebalance at the stop changes it)
+            self.steps(s, n, timer)
+            self._at_stop(s, timer, end)
+            if warm:
+                self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
+            elapsed = time.perf_counter() - t0
+            if warm:
+                self.warm_seconds += elapsed
+            else:
+                self.loop_seconds += elapsed
+                self.timed_steps += n
+                self.updates += n * points
+        return s
+
+    def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
+        periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
+                   self.balancer.every if self.balancer else None]
+        stops = [end] + [(step // p + 1) * p for p in periods if p]
+        if warm_end is not None:
+            stops.append(warm_end)
+        return min(stops)
+
+    def _at_stop(self, s: LoopState, timer: Timer, end: int) -> None:
+        run, out, step = self.case.run, self.case.output, s.step
+        if self.fail_at is not None and step >= self.fail_at:
+            raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
+        if step % run.check_every == 0 or step == end:
+            self._check(s, timer)
+        if self.hooks is None:
+            return
+        if (out.every and step % out.every == 0) or step == end or s.converged:
+            t = time.perf_counter()
+            self.hooks.snapshot(s)
+            timer.add("io", t)
+        if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+            t = time.perf_counter()
+            self.hooks.checkpoint(s)
+            timer.add("io", t)
+        if step % self.poll_every == 0 and step != end and not s.converged:
+            t = time.perf_counter()
+            stop = self.comm.anytrue(self.hooks.stop_requested())
+            t = timer.add("wait", t)
+            if stop:
+                s.stopped_by = "signal"
+            self.hooks.progress(step)
+            timer.add("other", t)
+        if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
+            if self.balancer.maybe(s, timer):  # rows moved: the run holds the new block and exchanger
+                run = self.balancer.run
+                self.ex, self.block, self.owned = run.exchange, run.block, run.block.everything()
+                self.points = run.block.ny * run.block.nx
+
+    def _check(self, s: LoopState, timer: Timer) -> None:
+        """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
+        t = time.perf_counter()
+        local = self.backend.max_update(s.u, s.u_new, self.owned)
+        t = timer.add("other", t)
+        r = self.comm.allmax(local)
+        timer.add("wait", t)
+        s.residuals.append((s.step, r))
+        if r == float("inf") or r != r:
+            raise NumericalError(f"NaN or Inf in the field at step {s.step} (checked every {self.case.run.check_every} "
+                                 "steps); reduce physics.dt or check the initial and boundary values")
+        tol = self.case.run.tolerance
+        if tol is not None and r < tol:
+            s.converged = True
+
+
+def _injected_failure(rank: int) -> int | None:
+    """Test-only hook: STENCIL_FAIL_AT=RANK:STEP makes that rank raise inside the loop at that step."""
+    spec = os.environ.get("STENCIL_FAIL_AT")
+    if not spec:
+        return None
+    r, _, step = spec.partition(":")
+    return int(step) if int(r) == rank else None
+
+
+def _injected_slowness(rank: int) -> float:
+    """Test-only hook: STENCIL_SLOW_RANK=RANK:SECONDS makes that rank's compute take SECONDS longer per
+    owned row and step, like a slower core (the dynamic balancer should give it fewer rows)."""
+    spec = os.environ.get("STENCIL_SLOW_RANK")
+    if not spec:
+        return 0.0
+    r, _, seconds = spec.partition(":")
+    return float(seconds) if int(r) == rank else 0.0

@@ -1,0 +1,205 @@
+"""checkpoint.h5: the state a run can continue from, with any rank count or decomposition.
+
+Layout:
+    /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
+    attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
+    (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
+    ranks, dims, converged, tolerance (NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
+Boundary values live in the case (the fingerprint guarantees they match); ghost layers facing a
+neighbour are refilled by the first halo exchange, so a restart is bitwise the uninterrupted run.
+
+Writing is collective: blocks stream to rank 0 in bounded slabs (fields.for_each_block), rank 0 writes
+them into a temporary file beside checkpoint.h5, closes and fsyncs it, and renames it over the old one;
+a failure at any point leaves the previous checkpoint as it was. The temporary file's skeleton is
+written by Python and its data space reserved before HDF5 writes into it (see fields.write_skeleton),
+so a full disk is found before any data is written. With parallel HDF5 (hdf5_writer "mpio") rank 0
+makes the same skeleton and reservation, then every rank opens the temporary file (driver "mpio": HDF5
+allocates the chunks collectively at the open) and writes its own block in one collective write; the
+ranks agree that every write succeeded before rank 0 fsyncs and renames. Reading: each rank reads its
+own block.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import InputError
+from .fields import RESERVE_SLACK, chunk_rows, for_each_block, hdf5_writer, write_skeleton
+from .safeio import WriteFailed, replaced, reserve, writing
+
+NAME = "checkpoint.h5"
+FORMAT = "stencil checkpoint"
+VERSION = 1
+
+
+def fingerprint(case, dt: float) -> dict:
+    """The case fields a checkpoint's field depends on; a restart must match every one (bitwise)."""
+    g, p, b = case.grid, case.physics, case.boundary
+    fp = {"grid.nx": g.nx, "grid.ny": g.ny, "grid.lx": g.lx, "grid.ly": g.ly, "physics.equation": p.equation,
+          "boundary.top": b.top, "boundary.bottom": b.bottom, "boundary.left": b.left, "boundary.right": b.right,
+          "numerics.dtype": case.numerics.dtype}
+    if p.equation == "heat":
+        fp["physics.alpha"] = p.alpha
+        fp["physics.dt"] = dt  # resolved: dt null means safety x stable limit
+    return fp
+
+
+def differences(saved: dict, wanted: dict) -> list[str]:
+    return [f"{k} is {saved.get(k)!r} in the checkpoint but {wanted.get(k)!r} in the case"
+            for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
+
+
+def resolve(path: str | Path) -> Path:
+    """A checkpoint file, or a run directory holding checkpoint.h5."""
+    p = Path(path)
+    return p / NAME if p.is_dir() else p
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int
+    time: float
+    fingerprint: dict
+    converged: bool
+    tolerance: float | None
+    shape: tuple[int, int]
+
+    @classmethod
+    def open(cls, path: str | Path) -> Checkpoint:
+        import h5py
+
+        p = resolve(path)
+        hint = "give the checkpoint.h5 of an earlier run (written with output.checkpoint_every or on SIGTERM)"
+        if not p.is_file():
+            raise InputError(f"--restart: {p} not found; {hint}")
+        try:
+            with h5py.File(p, "r") as f:
+                a = f.attrs
+                if a.get("format") != FORMAT or "u" not in f:
+                    raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
+                tol = float(a["tolerance"])
+                return cls(p.resolve(), int(a["step"]), float(a["time"]), json.loads(a["fingerprint"]),
+                           bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape))
+        except (OSError, KeyError, ValueError) as exc:
+            raise InputError(f"--restart: {p} cannot be read as a checkpoint ({exc}); {hint}") from None
+
+    def check(self, case, dt: float) -> None:
+        """InputError naming every difference that would make the continued run wrong."""
+        diffs = differences(self.fingerprint, fingerprint(case, dt))
+        if diffs:
+            raise InputError(f"--restart: {self.path} was written for another case: {'; '.join(diffs)}; use the "
+                             "same values (the checkpoint's case is in its 'case' attribute) or run without --restart")
+        if self.shape != case.shape:
+            raise InputError(f"--restart: {self.path} holds a {self.shape} field, not {case.shape}; it is damaged")
+        steps = case.run.steps
+        if self.step >= steps:
+            raise InputError(f"run.steps: {steps} but the checkpoint is already at step {self.step}; "
+                             f"use --steps above {self.step} to continue the run")
+        tol = case.run.tolerance
+        if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
+            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (max update below "
+                             f"{self.tolerance:g}); lower run.tolerance to continue it")
+
+    def read_block(self, block) -> np.ndarray:
+        """This rank's owned block, read directly from the file."""
+        import h5py
+
+        (r0, r1), (c0, c1) = block.rows, block.cols
+        with h5py.File(self.path, "r") as f:
+            return f["u"][r0:r1, c0:c1]
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+
+def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance."""
+    if hdf5_writer(comm) == "mpio":
+        return _write_parallel(path, comm, blocks, mine, meta)
+    if comm.rank != 0:
+        for_each_block(comm, blocks, mine, None)
+        return
+    with replaced(path, durable=True) as tmp:
+        _stream_into(tmp, comm, blocks, mine, meta)
+
+
+def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    import h5py
+
+    opened = {}
+
+    def put(b, data) -> None:
+        if not opened:  # at the first block: the skeleton, then room for all the data, then HDF5 writes
+            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
+            opened["f"] = f = h5py.File(tmp, "r+")
+            opened["u"] = f["u"]
+        opened["u"][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
+
+    try:
+        for_each_block(comm, blocks, mine, put)
+    finally:
+        if opened:
+            opened["f"].close()
+
+
+def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
+    """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
+    write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
+
+
+def _write_parallel(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+    """Parallel HDF5: rank 0 prepares the temporary file, every rank writes its block, rank 0 renames."""
+    if comm.rank != 0:
+        return _write_block(comm.bcast(None), path, comm, blocks[comm.rank], mine)
+    with replaced(path, durable=True) as tmp:
+        try:
+            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
+        except Exception:
+            comm.bcast(None)  # the other ranks return; collective() reports this error on every rank
+            raise
+        comm.bcast(str(tmp))
+        _write_block(tmp, path, comm, blocks[0], mine)
+
+
+def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
+    """Collective: every rank writes its own block into `tmp` (None: rank 0 could not prepare it).
+
+    Every rank learns whether every write succeeded; rank 0 raises if any failed, so the temporary
+    file is removed and the previous checkpoint stays.
+    """
+    import h5py
+
+    if tmp is None:
+        return
+    (r0, r1), (c0, c1) = block.rows, block.cols
+    reason = None
+    try:
+        with writing(path), h5py.File(tmp, "r+", driver="mpio", comm=comm.mpi) as f:
+            with f["u"].collective:
+                f["u"][r0:r1, c0:c1] = mine
+    except WriteFailed as exc:
+        reason = exc.reason
+    failed = [r for r in comm.mpi.allgather(reason) if r]
+    if reason is not None or (failed and comm.rank == 0):
+        raise WriteFailed(path, OSError(None, reason or failed[0]))
+
+
+def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
+    ny, nx = shape
+    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
+    tol = meta.get("tolerance")
+    f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
+                    "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
+                    "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
+                    "tolerance": float("nan") if tol is None else float(tol),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
+    return u

@@ -1,0 +1,323 @@
+"""What the time loop calls at its stops: snapshots, checkpoints, stop requests, progress.
+
+Every output step is collective and failure-safe: each rank completes the step's communication, a
+write that fails on any rank (disk full, unwritable directory) becomes the same OutputError (exit 5)
+on every rank, naming the file and where the last good checkpoint is (see solver.io.safeio).
+
+Appending (a restart into the directory that holds its checkpoint, at step M): fields.h5, u.pvd and
+timings.h5 keep what was written up to step M and drop anything written after it (by a run that
+went on past its last checkpoint before it died); the first snapshot of the continued run is the
+next scheduled one, so the series has no duplicate and no hole.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import InputError, Interrupted, OutputError
+from . import checkpoint as ckpt
+from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned, write_skeleton
+from .safeio import collective, describe, replaced
+
+RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
+                "checkpoint.h5", "u.pvd", "timings.h5")
+LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+
+
+def holds_results(d: Path) -> bool:
+    return d.is_dir() and (any((d / f).exists() for f in RESULT_FILES) or (d / "vtk").exists())
+
+
+def vtk_wanted(case, rank: int = 0) -> bool:
+    """output.vtk true/false, or null: on up to config.VTK_AUTO_MAX_POINTS points, when pyvista is installed."""
+    if not case.vtk_enabled:
+        return False
+    from .vtk import available
+
+    if available():
+        return True
+    if case.output.vtk:
+        raise InputError("output.vtk: true needs pyvista, which is not installed here; "
+                         "install it with `pip install -e .[vtk]` or set output.vtk: false")
+    if rank == 0:
+        print("note: no VTK output: pyvista is not installed (pip install -e .[vtk]); fields.h5 and fields.xdmf "
+              "are written as usual", file=sys.stderr)
+    return False
+
+
+class StopSignals:
+    """SIGTERM/SIGINT/SIGUSR1 set a flag; the ranks agree on it at the next poll and stop together.
+
+    SIGUSR1 is there for schedulers that signal the ranks themselves ahead of a time limit (Slurm's
+    `--signal=USR1@120`), for launchers that kill soon after SIGTERM (Open MPI 4.1's mpirun; see
+    docs/output.md for what each launcher was seen to do).
+    """
+
+    def __init__(self):
+        self.received: int | None = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in STOP_SIGNALS:
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread (e.g. a test runner thread)
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        if self.received is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C stops at once
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        return False
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received else "a signal on another rank"
+
+
+class Progress:
+    """A progress bar on rank 0 when stdout is a terminal, shown once a run passes a couple of seconds."""
+
+    DELAY = 2.0
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled = total, enabled and sys.stdout.isatty()
+        self.t0 = time.perf_counter()
+        self.bar = None
+
+    def update(self, step: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < self.DELAY:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("step"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                TimeRemainingColumn(), transient=True)
+            self.task = self.bar.add_task("run", total=self.total)
+            self.bar.start()
+        self.bar.update(self.task, completed=step)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+class Outputs:
+    """Hooks for the time loop. Collective: every rank calls every method at the same steps.
+
+    run: solver.run.Run (case, comm, block, blocks, backend, outdir, dt, spacing, resolved_yaml, dims,
+    restart: a Checkpoint or None, appending: bool, vtk_on: bool).
+    """
+
+    def __init__(self, run):
+        self.run = run
+        self.comm = run.comm
+        self.resume = run.restart.step if run.restart else None
+        self.appending = bool(run.restart) and run.appending
+        self.checkpoint_path = run.outdir / ckpt.NAME
+        self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
+        self.fields = self.vtk = None
+        self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
+        self.signals = StopSignals()
+        self.progress_bar = Progress(run.case.run.steps, run.comm.rank == 0 and not run.quiet)
+        self.snapshots: list[int] = []
+        self.listed_at, self.unlisted = time.perf_counter(), False
+        try:
+            self._open_files()
+        except OSError as exc:
+            raise OutputError(f"{describe(exc)} while opening the output files; free disk space or choose a "
+                              "writable --output") from None
+
+    def _open_files(self) -> None:
+        """Local to each rank (no communication: this runs inside the set-up's agree())."""
+        r, resume = self.run, self.resume if self.appending else None
+        if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
+            self.fields = ParallelFieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, self.comm,
+                                            resume)
+        elif self.comm.rank == 0:
+            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume,
+                                    self.hdf5_writer)
+        if r.vtk_on:
+            from .vtk import VtkSeries
+
+            self.vtk = VtkSeries(r.outdir, r.case, r.spacing, r.blocks, self.comm, resume)
+
+    # collective error handling --------------------------------------------------------------------
+    def collective_io(self, fn, what: str):
+        return collective(self.comm, fn, self._advice(what))
+
+    def _advice(self, what: str) -> str:
+        fix = f" while {what}; free disk space or choose a writable --output"
+        if self.last_checkpoint is None:
+            return f"{fix}; no checkpoint was written yet"
+        return (f"{fix}; the last checkpoint, {self.checkpoint_path} (step {self.last_checkpoint}), is intact: "
+                f"continue with --restart {self.checkpoint_path}")
+
+    # hooks --------------------------------------------------------------------------------------
+    def snapshot(self, s) -> None:
+        """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
+        if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
+            return
+        mine = owned(self.run.backend, s.u)
+        t = s.step * self.run.dt
+        self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
+        self.snapshots.append(s.step)
+        self.unlisted = True
+        self.collective_io(lambda: self._vtk(s.step, t, mine), f"writing the VTK files of step {s.step}")
+
+    def _vtk(self, step: int, t: float, mine: np.ndarray) -> None:
+        if self.vtk is not None:
+            self.vtk.write(step, t, mine)
+        self.list_snapshots(force=False)
+
+    def list_snapshots(self, force: bool = True) -> None:
+        """Rank 0 rewrites fields.xdmf and u.pvd; no communication (callers run it inside collective_io).
+
+        Each rewrite costs time in the number of snapshots, so between checkpoints they are rewritten
+        at most every LIST_SECONDS; at checkpoints and at the end always. A crash loses at most the
+        last LIST_SECONDS of listing, never data (fields.h5 and the .vti files are complete). The
+        decision is rank 0's alone: a clock-based decision taken on every rank could differ between
+        ranks, and a collective entered by some ranks only would hang the job.
+        """
+        if self.comm.rank != 0 or not self.unlisted:
+            return
+        if force or time.perf_counter() - self.listed_at >= LIST_SECONDS:
+            self._write_listings()
+            self.listed_at, self.unlisted = time.perf_counter(), False
+
+    def _write_listings(self) -> None:
+        from .xdmf import write_xdmf
+
+        if self.fields is not None:
+            write_xdmf(self.run.outdir / "fields.xdmf", self.fields)
+        if self.vtk is not None:
+            self.vtk.write_pvd()
+
+    def _fields(self, step: int, t: float, mine: np.ndarray) -> None:
+        f = self.fields
+        if isinstance(f, ParallelFieldFile):
+            return f.write(step, t, self.run.block, mine)
+        if f is None:
+            return for_each_block(self.comm, self.run.blocks, mine, None)
+        try:
+            k = f.append(step, t)
+        except OSError:
+            for_each_block(self.comm, self.run.blocks, mine, None)  # receive anyway: no rank is left waiting
+            raise
+        try:
+            for_each_block(self.comm, self.run.blocks, mine, lambda b, data: f.put(k, b, data))
+            f.commit()
+        except OSError:
+            f.rollback(k)
+            raise
+
+    def checkpoint(self, s) -> None:
+        """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
+        self.collective_io(self.list_snapshots, "listing the snapshots")
+        r = self.run
+        meta = {"step": s.step, "time": s.step * r.dt, "fingerprint": ckpt.fingerprint(r.case, r.dt),
+                "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
+        mine = owned(r.backend, s.u)
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, r.blocks, mine, meta),
+                           f"writing the checkpoint of step {s.step}")
+        self.last_checkpoint = s.step
+
+    def after_loop(self, s) -> None:
+        """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
+        self.collective_io(self.list_snapshots, "listing the snapshots")
+        if s.stopped_by == "signal" or (self.run.case.output.checkpoint_every and s.step != self.last_checkpoint):
+            self.checkpoint(s)
+
+    def interrupted(self, s) -> Interrupted:
+        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.run.case.run.steps}; "
+                          f"checkpoint written to {self.checkpoint_path}; continue with "
+                          f"`stencil run CASE --restart {self.checkpoint_path}`")
+        err.agreed, err.report = True, self.comm.rank == 0
+        return err
+
+    def stop_requested(self) -> bool:
+        return self.signals.received is not None
+
+    def progress(self, step: int) -> None:
+        self.progress_bar.update(step)
+
+    def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
+        """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""
+        keep_before = self.resume if self.appending else None
+        write_timings_table(self.run.outdir / "timings.h5", rows, first_step, last_step, keep_before)
+
+    def close(self, alone: bool = False) -> None:
+        """Also after an error: rank 0 lists what was written (best effort, no communication).
+
+        alone: the run failed on this rank only (the job is about to be aborted), so the other ranks will
+        not join a collective close: a fields.h5 open with parallel HDF5 is left as its last flush left it.
+        """
+        self.progress_bar.close()
+        if self.unlisted and self.comm.rank == 0:
+            try:
+                self._write_listings()
+            except Exception:  # noqa: BLE001 - the error that ended the run is the one to report
+                pass
+        if self.fields is not None and not (alone and isinstance(self.fields, ParallelFieldFile)):
+            self.fields.close()
+
+
+# timings.h5 ---------------------------------------------------------------------------------------
+
+TIMING_COLUMNS = (("segment", "i4"), ("first_step", "i8"), ("last_step", "i8"), ("rank", "i4"), ("host", "S64"),
+                  ("pid", "i8"), ("threads", "i4"), ("rows", "S32"), ("cols", "S32"), ("points", "i8"),
+                  ("compute", "f8"), ("comm", "f8"), ("wait", "f8"), ("io", "f8"), ("other", "f8"), ("loop", "f8"),
+                  ("warmup", "f8"), ("steps", "i8"))
+TIMING_DTYPE = np.dtype(list(TIMING_COLUMNS))
+
+
+def timing_table(rows: list[dict], segment: int, first_step: int, last_step: int) -> np.ndarray:
+    table = np.zeros(len(rows), dtype=TIMING_DTYPE)
+    for i, row in enumerate(rows):
+        full = {**row, "segment": segment, "first_step": first_step, "last_step": last_step}
+        for name, kind in TIMING_COLUMNS:
+            table[name][i] = str(full[name]).encode()[:64] if kind.startswith("S") else full[name]
+    return table
+
+
+def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step: int,
+                        keep_before: int | None) -> None:
+    """timings.h5:/ranks, one row per rank and run segment (a restart appends a segment).
+
+    keep_before: when appending from a checkpoint at that step, earlier segments that started before it
+    are kept; without it the table starts afresh. Written whole to a temporary file, then renamed.
+    """
+    import h5py
+
+    old = np.zeros(0, dtype=TIMING_DTYPE)
+    if keep_before is not None and path.exists():
+        try:
+            with h5py.File(path, "r") as f:
+                old = f["ranks"][()].astype(TIMING_DTYPE)
+        except (OSError, KeyError, ValueError) as exc:
+            raise OSError(errno.EIO, f"cannot read the table already there to append to it: {exc}", str(path)) from None
+        old = old[old["first_step"] < keep_before]
+    segment = int(old["segment"].max()) + 1 if len(old) else 0
+    table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])
+    def build(f) -> None:
+        d = f.create_dataset("ranks", data=table)
+        d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
+                              "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
+                              "(see timings.csv and the README for the sections); steps: timed steps")
+
+    with replaced(path) as tmp:
+        write_skeleton(tmp, build)  # small: built in memory, written by Python

@@ -1,0 +1,203 @@
+"""VTK output for ParaView: image data per snapshot, one piece per rank, a .pvd time series.
+
+Geometry (the same as fields.h5 and fields.xdmf): interior points only, point (i, j) at
+x = (j+1)*dx, y = (i+1)*dy, i.e. whole extent [0, nx-1] x [0, ny-1] x [0, 0], origin (dx, dy, 0),
+spacing (dx, dy, 1). The Dirichlet boundary is not part of the data set.
+
+Files, for snapshot step s (8 digits):
+- one rank:  vtk/u_s.vti
+- N ranks:   vtk/u_s.pvti (written by rank 0) and vtk/u_s/u_s_R.vti, written by rank R itself.
+  VTK pieces of one image share the points on their common faces (a one-point overlap), otherwise
+  ParaView shows a gap one cell wide between them. So each piece holds its owned block plus one row
+  from its north neighbour and one column from its east neighbour (and the north-east corner): its
+  extent is [c0, c1 - 1 + east] x [r0, r1 - 1 + north]. These values travel by MPI at snapshot time
+  (the padded arrays' ghost layers are not current then, and have no corners).
+- u.pvd (in the output directory, written by rank 0): every snapshot with its physical time
+  (rewritten whole when the caller says; see solver.io.outputs for the schedule).
+Each file is written under a temporary name and renamed. Each .vti also carries the time as field
+data `TimeValue`. pyvista is imported here only, so runs without VTK output never need it.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from .safeio import replaced, write_text
+
+PVD = "u.pvd"
+NAME = re.compile(r"^u_(\d{8})(\.vti|\.pvti)?$")
+VTK_TYPES = {"float32": "Float32", "float64": "Float64"}
+
+
+def available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyvista") is not None
+
+
+def stem(step: int) -> str:
+    return f"u_{step:08d}"
+
+
+def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
+    """Collective: mine plus one row from the north neighbour and one column from the east one.
+
+    Columns first (from the east neighbour), then rows including that new column (from the north
+    neighbour), so the north-east corner arrives through the north neighbour.
+    """
+    north, east = block.north is not None, block.east is not None
+    ny, nx = mine.shape
+    p = np.empty((ny + north, nx + east), dtype=mine.dtype)
+    p[:ny, :nx] = mine
+    if comm.mpi is None:
+        return p
+    from mpi4py import MPI
+
+    def other(rank):
+        return MPI.PROC_NULL if rank is None else rank
+
+    col = np.empty(ny, dtype=mine.dtype)
+    comm.mpi.Sendrecv(np.ascontiguousarray(mine[:, 0]), dest=other(block.west), sendtag=7101,
+                      recvbuf=col, source=other(block.east), recvtag=7101)
+    if east:
+        p[:ny, nx] = col
+    row = np.empty(nx + east, dtype=mine.dtype)
+    comm.mpi.Sendrecv(np.ascontiguousarray(p[0]), dest=other(block.south), sendtag=7102,
+                      recvbuf=row, source=other(block.north), recvtag=7102)
+    if north:
+        p[ny] = row
+    return p
+
+
+def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float) -> None:
+    """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
+
+    pyvista builds the image; VTK's XML writer writes it (raw appended binary, uncompressed) and its
+    error code is checked (pyvista's save() does not raise when a write fails, e.g. on a full disk).
+    """
+    import pyvista as pv
+
+    dx, dy = spacing
+    rows, cols = values.shape
+    img = pv.ImageData(dimensions=(cols, rows, 1), spacing=(dx, dy, 1.0), origin=(dx, dy, 0.0),
+                       offset=(offset[0], offset[1], 0))
+    img.point_data["u"] = values.reshape(-1)  # C order: x (columns) varies fastest, as VTK wants
+    img.field_data["TimeValue"] = np.array([time])
+    with replaced(path) as tmp:
+        _write_xml(img, tmp)
+
+
+def _write_xml(img, path: Path) -> None:
+    from vtkmodules.vtkCommonCore import vtkObject
+    from vtkmodules.vtkCommonMisc import vtkErrorCode
+    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
+
+    w = vtkXMLImageDataWriter()
+    w.SetFileName(str(path))
+    w.SetInputData(img)
+    w.SetDataModeToAppended()
+    w.EncodeAppendedDataOff()
+    w.SetCompressorTypeToNone()
+    shown = vtkObject.GetGlobalWarningDisplay()
+    vtkObject.GlobalWarningDisplayOff()  # VTK would print the failure itself; it is reported once, below
+    try:
+        ok = w.Write()
+    finally:
+        vtkObject.SetGlobalWarningDisplay(shown)
+    if not ok:
+        code = w.GetErrorCode()
+        raise OSError(code or errno.EIO, vtkErrorCode.GetStringFromErrorCode(code) or "VTK writer failed", str(path))
+
+
+def extent(block) -> tuple[int, int, int, int]:
+    """(x0, x1, y0, y1) point extent of a rank's piece, with the one-point overlap north and east."""
+    (r0, r1), (c0, c1) = block.rows, block.cols
+    return c0, c1 - 1 + (block.east is not None), r0, r1 - 1 + (block.north is not None)
+
+
+def pvti_text(step: int, blocks, shape, spacing, dtype: str) -> str:
+    ny, nx = shape
+    dx, dy = spacing
+    root = ET.Element("VTKFile", type="PImageData", version="1.0", byte_order="LittleEndian", header_type="UInt64")
+    img = ET.SubElement(root, "PImageData", WholeExtent=f"0 {nx - 1} 0 {ny - 1} 0 0", GhostLevel="0",
+                        Origin=f"{dx!r} {dy!r} 0", Spacing=f"{dx!r} {dy!r} 1", Direction="1 0 0 0 1 0 0 0 1")
+    pd = ET.SubElement(img, "PPointData", Scalars="u")
+    ET.SubElement(pd, "PDataArray", type=VTK_TYPES[dtype], Name="u")
+    for b in blocks:
+        x0, x1, y0, y1 = extent(b)
+        ET.SubElement(img, "Piece", Extent=f"{x0} {x1} {y0} {y1} 0 0", Source=f"{stem(step)}/{stem(step)}_{b.rank}.vti")
+    ET.indent(root)
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def pvd_text(entries: list[tuple[int, float, str]]) -> str:
+    root = ET.Element("VTKFile", type="Collection", version="0.1", byte_order="LittleEndian")
+    coll = ET.SubElement(root, "Collection")
+    for _, time, file in entries:
+        ET.SubElement(coll, "DataSet", timestep=repr(float(time)), group="", part="0", file=file)
+    ET.indent(root)
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def read_pvd(path: Path) -> list[tuple[int, float, str]]:
+    """(step, time, file) of each data set listed in a .pvd this module wrote (step from the file name)."""
+    out = []
+    for ds in ET.parse(path).getroot().iter("DataSet"):
+        file = ds.get("file", "")
+        m = NAME.match(Path(file).name)
+        if m:
+            out.append((int(m.group(1)), float(ds.get("timestep")), file))
+    return out
+
+
+class VtkSeries:
+    """The VTK files of one run directory. Collective: every rank calls write() at the same steps."""
+
+    def __init__(self, outdir: Path, case, spacing, blocks, comm, resume_step: int | None = None):
+        self.outdir, self.dir = Path(outdir), Path(outdir) / "vtk"
+        self.case, self.spacing, self.blocks, self.comm = case, spacing, blocks, comm
+        self.block = blocks[comm.rank]
+        self.entries: list[tuple[int, float, str]] = []
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if comm.rank == 0 and resume_step is not None:
+            self._resume(resume_step)  # before the first snapshot: set-up ends with a barrier
+
+    def _resume(self, step: int) -> None:
+        """Keep what was written up to `step`; forget (and delete) what came after it."""
+        pvd = self.outdir / PVD
+        if pvd.exists():
+            self.entries = [e for e in read_pvd(pvd) if e[0] <= step]
+        for p in self.dir.iterdir():
+            m = NAME.match(p.name)
+            if m and int(m.group(1)) > step:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+    def write(self, step: int, time: float, mine: np.ndarray) -> None:
+        """Collective: the MPI part first, then each rank's own file (errors are agreed on by the caller)."""
+        values = piece_with_overlap(self.comm, self.block, mine)
+        if self.comm.size == 1:
+            write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time)
+            return self._list(step, time, f"vtk/{stem(step)}.vti")
+        folder = self.dir / stem(step)
+        folder.mkdir(exist_ok=True)
+        x0, _, y0, _ = extent(self.block)
+        write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time)
+        if self.comm.rank == 0:
+            write_text(self.dir / f"{stem(step)}.pvti",
+                       pvti_text(step, self.blocks, self.case.shape, self.spacing, self.case.numerics.dtype))
+            self._list(step, time, f"vtk/{stem(step)}.pvti")
+
+    def _list(self, step: int, time: float, file: str) -> None:
+        """Rank 0: remember the snapshot for u.pvd (written by write_pvd, which the caller schedules)."""
+        if self.comm.rank == 0:
+            self.entries = [e for e in self.entries if e[0] != step] + [(step, time, file)]
+
+    def write_pvd(self) -> None:
+        if self.comm.rank == 0:
+            write_text(self.outdir / PVD, pvd_text(self.entries))

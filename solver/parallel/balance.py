@@ -1,0 +1,133 @@
+"""Dynamic row balancing (`parallel.balance: dynamic`, rows decomposition, CPU backends).
+
+Equal blocks finish together only on cores that run at equal speed. On a shared or virtualised node
+they do not: on the GPU machine's 32 vCPUs, 16 ranks with no messages at all computed their equal
+blocks at speeds up to 1.6x apart, and which ranks were slow changed from one run to the next
+(tools/cpu_probe.py; BENCHMARKS.md). In a coupled run the fast ranks then wait for the slow ones at
+every halo exchange, whatever the halo mode.
+
+Every `parallel.balance_every` steps each rank's speed is measured as rows computed per second of its
+own `compute` section since the last check (so messages and waits do not count), the speeds are shared
+(MPI_Allgather) and smoothed over windows (SMOOTHING), and when the compute time they predict for the
+current rows is more than THRESHOLD above the mean on some rank, the rows are split again in
+proportion to the speeds (each rank keeps at least MIN_ROWS, none counts more than MAX_SHARE x the
+median speed). The rows move in one MPI_Alltoallv of whole padded rows into the other of two field
+buffers kept for the purpose (Run.move_rows), and the halo exchanger is rebuilt for the new blocks; the
+time this takes is charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point
+is still computed by the same expression from the same neighbours), so results are bitwise equal to a
+run with static blocks; only who computes which row changes.
+
+Pure functions (`split_by_speed`, `transfers`) are plain data, testable without MPI.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ..core.decomp import Block
+
+THRESHOLD = 0.05  # rebalance when max / mean compute time over the window exceeds 1 + THRESHOLD
+MIN_ROWS = 2  # rows a rank keeps at least (overlap needs an interior row between two edge rows)
+MAX_SHARE = 2.0  # a rank's speed counts at most this many times the median (bounds its block and memory)
+SMOOTHING = 0.5  # weight of the newest window in the speeds (the rest: earlier windows), against noise
+
+
+def split_by_speed(ny: int, speeds: list[float], min_rows: int = MIN_ROWS) -> list[tuple[int, int]]:
+    """[r0, r1) per rank, contiguous over ny rows, sizes in proportion to `speeds`, each >= min_rows."""
+    p = len(speeds)
+    min_rows = min(min_rows, ny // p)
+    total = float(sum(speeds))
+    bounds = [0]
+    acc = 0.0
+    for s in speeds[:-1]:
+        acc += s
+        bounds.append(int(round(ny * acc / total)))
+    bounds.append(ny)
+    for k in range(1, p):  # forward: room for min_rows below each bound
+        bounds[k] = max(bounds[k], bounds[k - 1] + min_rows)
+    for k in range(p - 1, 0, -1):  # backward: room above
+        bounds[k] = min(bounds[k], bounds[k + 1] - min_rows)
+    return [(bounds[k], bounds[k + 1]) for k in range(p)]
+
+
+def transfers(old: list[tuple[int, int]], new: list[tuple[int, int]], rank: int):
+    """(send, recv): per other rank, the global rows [a, b) this rank sends it / receives from it
+    (empty ranges where nothing moves); the rows it keeps appear as a transfer to itself."""
+    mine_old, mine_new = old[rank], new[rank]
+
+    def overlap(x, y):
+        a, b = max(x[0], y[0]), min(x[1], y[1])
+        return (a, b) if a < b else (a, a)
+
+    return [overlap(mine_old, n) for n in new], [overlap(o, mine_new) for o in old]
+
+
+def blocks_with_rows(blocks: list[Block], rows: list[tuple[int, int]]) -> list[Block]:
+    return [replace(b, rows=r) for b, r in zip(blocks, rows)]
+
+
+class Balancer:
+    """Measures, decides and moves rows at the loop's stops; `run` owns the arrays and the exchanger."""
+
+    def __init__(self, run, every: int):
+        self.run, self.every = run, every
+        self.last = 0.0  # this rank's compute seconds (warm-up and timed) at the last check
+        self.count = 0  # rebalances done
+        self.history: list[dict] = []
+        self.speeds = None  # smoothed rows per compute second, per rank
+        self.seconds = 0.0  # spent moving rows (charged to comm)
+
+    def due(self, step: int) -> bool:
+        return step % self.every == 0
+
+    def maybe(self, state, timer) -> bool:
+        """Collective. True when the rows moved (state.u / u_new and run.block are new)."""
+        run = self.run
+        compute = run.timer.seconds["compute"] + run.warm_timer.seconds["compute"]
+        seconds, self.last = compute - self.last, compute
+        t = time.perf_counter()
+        shared = run.comm.mpi.allgather((run.block.ny, seconds))
+        t = timer.add("wait", t)
+        rows = np.array([r for r, _ in shared], dtype=float)
+        secs = np.array([max(s, 1e-9) for _, s in shared])
+        speeds = rows / secs  # rows per compute second, this window
+        self.speeds = speeds if self.speeds is None else SMOOTHING * speeds + (1 - SMOOTHING) * self.speeds
+        predicted = rows / self.speeds  # compute time per window with the current rows at the smoothed speeds
+        if predicted.max() / predicted.mean() <= 1 + THRESHOLD:
+            return False
+        old = [b.rows for b in run.blocks]
+        capped = np.minimum(self.speeds, MAX_SHARE * np.median(self.speeds))  # bounds a block (and memory)
+        new = split_by_speed(run.case.grid.ny, list(capped))
+        if new == old:
+            return False
+        run.move_rows(state, blocks_with_rows(run.blocks, new))
+        end = timer.add("comm", t)
+        self.seconds += end - t
+        self.count += 1
+        self.history.append({"step": state.step, "imbalance": float(predicted.max() / predicted.mean()),
+                             "rows": [b - a for a, b in new]})
+        return True
+
+    def summary(self) -> dict:
+        return {"mode": "dynamic", "every": self.every, "threshold": THRESHOLD, "rebalances": self.count,
+                "move_seconds": self.seconds,
+                "history": self.history[-20:]}
+
+
+def move_rows(comm, u: np.ndarray, old: list[tuple[int, int]], new: list[tuple[int, int]], out: np.ndarray) -> None:
+    """Fill the owned rows of `out` (new block, padded) from the owned rows of `u` (old block, padded)
+    across ranks: one MPI_Alltoallv of whole padded rows (ghost columns included: they hold the same
+    Dirichlet values everywhere)."""
+    rank, width = comm.Get_rank(), u.shape[1]
+    send, recv = transfers(old, new, rank)
+    (o0, _), (n0, _) = old[rank], new[rank]
+    scount = [(b - a) * width for a, b in send]
+    sdisp = [(a - o0) * width for a, _ in send]
+    rcount = [(b - a) * width for a, b in recv]
+    rdisp = [(a - n0) * width for a, _ in recv]
+    sbuf = u[1:-1].reshape(-1)
+    rbuf = out[1:-1].reshape(-1)
+    comm.Alltoallv([sbuf, (scount, [max(d, 0) for d in sdisp])], [rbuf, (rcount, [max(d, 0) for d in rdisp])])

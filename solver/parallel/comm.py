@@ -1,0 +1,179 @@
+"""The communicator, passed in explicitly. One process needs no MPI at all: `Comm()` then stands in.
+
+mpi4py is imported only when the process was started by an MPI launcher (or MPI is asked for), so
+`import solver` and a plain `stencil run` never initialise MPI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Variables that mpirun/mpiexec/srun of the common MPI libraries set in every process they start.
+_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS",
+                  "MV2_COMM_WORLD_SIZE", "HYDRA_CONTROL_FD")
+
+
+ABORT_GRACE = 0.5  # seconds; without it mpirun (Hydra) sometimes kills the ranks before their stderr is out
+
+
+def _affinity() -> set[int]:
+    from ..core.machine import cpu_cores
+
+    return cpu_cores()
+
+
+def threads_per_rank(node_cores: list[set[int]], me: int) -> int:
+    """Default threads for rank `me` of a node whose ranks may run on `node_cores`: its own cores when
+    the launcher gave each rank cores of its own (srun/mpirun binding), else an equal share of the
+    cores they all may use, so ranks x threads never exceed the cores."""
+    disjoint = sum(len(c) for c in node_cores) == len(set().union(*node_cores))
+    if disjoint:
+        return max(1, len(node_cores[me]))
+    return max(1, len(set().union(*node_cores)) // len(node_cores))
+
+
+def launched_by_mpi() -> bool:
+    return any(v in os.environ for v in _LAUNCHER_VARS)
+
+
+def launched_tasks() -> int:
+    """How many processes the innermost launcher started: its MPI size variable (mpirun, or srun's PMI-2
+    plugin), else srun's task count for the step (set with every --mpi plugin, none included); 1 if none."""
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def _check_one_job(comm: Comm) -> Comm:
+    """A launcher that started several processes which each see one rank (srun with an --mpi plugin
+    this MPI does not speak, or none) would run the same case several times into one directory."""
+    n = launched_tasks()
+    if comm.size == 1 and n > 1:
+        from ..core.errors import InputError
+
+        raise InputError(f"the launcher started {n} processes but MPI sees 1 rank in each: they do not form "
+                         "one MPI job; with srun pass --mpi=pmi2 (MPICH, Intel MPI) or --mpi=pmix (Open MPI) "
+                         "(docs/clusters.md), or --no-mpi for separate one-process runs")
+    return comm
+
+
+class Comm:
+    """A thin layer over an mpi4py communicator (or none, for one process)."""
+
+    def __init__(self, mpi=None):
+        self.mpi = mpi
+        self.rank = mpi.Get_rank() if mpi is not None else 0
+        self.size = mpi.Get_size() if mpi is not None else 1
+        self._node = None
+
+    @classmethod
+    def world(cls, use_mpi: bool | None = None) -> Comm:
+        if use_mpi is None:
+            return _check_one_job(cls.world(launched_by_mpi()))
+        if not use_mpi:
+            return cls()
+        try:
+            from mpi4py import MPI
+        except ImportError as exc:
+            from ..core.errors import InputError
+
+            raise InputError(f"started under an MPI launcher but mpi4py does not import ({exc}); "
+                             "install it with `pip install -e .[mpi]`") from None
+        return cls(MPI.COMM_WORLD)
+
+    @property
+    def parallel(self) -> bool:
+        return self.size > 1
+
+    def _op(self, name: str):
+        from mpi4py import MPI
+
+        return getattr(MPI, name)
+
+    def allmax(self, x: float) -> float:
+        return x if self.mpi is None else self.mpi.allreduce(x, op=self._op("MAX"))
+
+    def allsum(self, x):
+        return x if self.mpi is None else self.mpi.allreduce(x, op=self._op("SUM"))
+
+    def anytrue(self, flag: bool) -> bool:
+        return bool(flag) if self.mpi is None else bool(self.mpi.allreduce(bool(flag), op=self._op("LOR")))
+
+    def gather(self, obj, root: int = 0) -> list | None:
+        return [obj] if self.mpi is None else self.mpi.gather(obj, root=root)
+
+    def bcast(self, obj, root: int = 0):
+        return obj if self.mpi is None else self.mpi.bcast(obj, root=root)
+
+    def barrier(self) -> None:
+        if self.mpi is not None:
+            self.mpi.Barrier()
+
+    def abort(self, code: int) -> None:
+        """End every rank of the job (after this rank reported its error)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self.mpi is not None and self.size > 1:
+            import time
+
+            time.sleep(ABORT_GRACE)  # let the launcher forward the message before MPI_Abort tears the job down
+            self.mpi.Abort(code)
+        raise SystemExit(code)
+
+    def node(self) -> tuple[int, int]:
+        """(rank on this node, ranks on this node), from a shared-memory split."""
+        if self._node is None:
+            self._split_node()
+        return self._node
+
+    def node_cores(self) -> list[set[int]]:
+        """The CPU affinity of every rank on this node (collective on first use)."""
+        if self._node is None:
+            self._split_node()
+        return self._node_cores
+
+    def _split_node(self) -> None:
+        mine = _affinity()
+        if self.mpi is None:
+            self._node, self._node_cores = (0, 1), [mine]
+            return
+        from mpi4py import MPI
+
+        local = self.mpi.Split_type(MPI.COMM_TYPE_SHARED)
+        self._node = (local.Get_rank(), local.Get_size())
+        self._node_cores = local.allgather(mine)
+        local.Free()
+
+    def library(self) -> str | None:
+        if self.mpi is None:
+            return None
+        from mpi4py import MPI
+
+        return MPI.Get_library_version().splitlines()[0].strip()
+
+
+def agree(comm: Comm, fn):
+    """Run fn on every rank; if it fails anywhere, every rank raises (the first failing rank reports).
+
+    For set-up steps, where a rank that fails alone (a file missing on one node) would otherwise
+    leave the others waiting in the next collective.
+    """
+    from ..core.errors import InputError, PeerFailed, StencilError
+
+    err, result = None, None
+    try:
+        result = fn()
+    except StencilError as exc:
+        err = exc
+    except (OSError, MemoryError) as exc:
+        err = InputError(f"{type(exc).__name__}: {exc}")
+    codes = [0] if comm.mpi is None else comm.mpi.allgather(err.exit_code if err else 0)
+    if err is None and not any(codes):
+        return result
+    first = next(r for r, c in enumerate(codes) if c) if comm.mpi is not None else comm.rank
+    if err is None:
+        raise PeerFailed(codes[first])
+    err.agreed, err.report = True, comm.rank == first
+    raise err

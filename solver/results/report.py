@@ -1,0 +1,429 @@
+"""`stencil report DIR`: PNG charts and report.md for a sweep (sweep.json) or a run (record.json).
+
+Sweep charts: scaling.png (speedup against ideal, efficiency), breakdown.png (compute / comm / wait /
+other per step for each point, mean over ranks), bandwidth.png (achieved effective bandwidth against
+the copy ceiling, and a roofline view: attainable GFLOP/s = ceiling x arithmetic intensity).
+Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
+wrote trace.json). Figures are built as matplotlib Figure objects (no pyplot state, Agg canvas) so
+tests can count their series; every axis has a label with units, every chart a title and a legend.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import InputError
+
+SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
+                   "other": "tab:gray"}
+TIMELINE_STEPS = 8
+TITLES = {"strong": "Strong", "weak": "Weak", "threads": "Thread"}  # steps shown in the timeline (the first timed ones)
+
+
+# loading ---------------------------------------------------------------------------------------
+
+def load_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read it ({exc}); run the sweep or the case again") from None
+
+
+def load_timings(run_dir: Path) -> list[dict]:
+    """timings.csv as numbers: one dict per rank."""
+    try:
+        with open(run_dir / "timings.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as exc:
+        raise InputError(f"{run_dir / 'timings.csv'}: cannot read it ({exc.strerror}); run the case again") from None
+    num = ("compute", "comm", "wait", "io", "other", "loop", "warmup", "steps", "rank", "points")
+    return [{k: (float(v) if k in num else v) for k, v in r.items()} for r in rows]
+
+
+def load_sweep(d: Path) -> dict:
+    """sweep.json with each successful row's record and timings attached."""
+    res = load_json(d / "sweep.json")
+    for r in res["rows"]:
+        if r["status"] == "ok":
+            run_dir = d / Path(r["record"]).parent
+            r["_record"] = load_json(d / r["record"])
+            r["_timings"] = load_timings(run_dir)
+    return res
+
+
+def ok_rows(res: dict) -> list[dict]:
+    return [r for r in res["rows"] if r["status"] == "ok"]
+
+
+def count_of(r: dict, kind: str) -> int:
+    return r["threads"] if kind == "threads" else r["ranks"]
+
+
+def axis_name(kind: str) -> str:
+    return "numba threads (one process)" if kind == "threads" else "MPI ranks"
+
+
+# figures: sweep --------------------------------------------------------------------------------
+
+def new_figure(ncols: int = 1, width: float = 6.4):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * ncols if ncols > 1 else width, 4.4), layout="constrained")
+    axes = [fig.add_subplot(1, ncols, k + 1) for k in range(ncols)]
+    return fig, axes
+
+
+def _log2_axis(ax, counts: list[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(counts, [str(c) for c in counts])
+    ax.minorticks_off()
+
+
+def fig_scaling(res: dict):
+    """Speedup against ideal (left) and parallel efficiency against 1 (right)."""
+    rows, kind = ok_rows(res), res["kind"]
+    n = [count_of(r, kind) for r in rows]
+    fig, (a, b) = new_figure(2, 5.2)
+    label = "scaled speedup n*T(n0)/T(n)" if kind == "weak" else "speedup n0*T(n0)/T(n)"
+    a.plot(n, [r["speedup"] for r in rows], "o-", label="measured")
+    a.plot(n, n, "k--", label="ideal (= n)")
+    a.set(title=f"{TITLES[kind]} scaling: speedup", xlabel=axis_name(kind), ylabel=f"{label} (x)")
+    b.plot(n, [r["efficiency"] for r in rows], "o-", label="measured")
+    b.plot(n, [1.0] * len(n), "k--", label="ideal (100%)")
+    b.set(title="Parallel efficiency", xlabel=axis_name(kind), ylabel="efficiency = speedup / n (fraction)",
+          ylim=(0, max(1.1, max(r["efficiency"] for r in rows) * 1.1)))
+    for ax in (a, b):
+        _log2_axis(ax, n)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    m = res["machine"]
+    fig.suptitle(f"{res['case_name']}: {res['growth']}\n{m['cpu']} ({m['cores_usable']} cores), {res['date']}",
+                 fontsize=8)
+    return fig
+
+
+def per_step(timings: list[dict], section: str) -> float:
+    """Mean over ranks of a section's seconds per timed step, in ms."""
+    return float(np.mean([t[section] / max(t["steps"], 1) for t in timings])) * 1e3
+
+
+def fig_breakdown(res: dict):
+    """Stacked bars: compute / comm / wait / io / other per step for each point, mean over ranks."""
+    rows, kind = ok_rows(res), res["kind"]
+    labels = [str(count_of(r, kind)) for r in rows]
+    fig, (ax,) = new_figure()
+    bottom = np.zeros(len(rows))
+    for s in SECTION_COLOURS:
+        v = np.array([per_step(r["_timings"], s) for r in rows])
+        label = "io (snapshots, not in the time per step)" if s == "io" else s
+        ax.bar(labels, v, bottom=bottom, label=label, color=SECTION_COLOURS[s])
+        bottom += v
+    ax.set(title="Where a step's time goes (mean over ranks)", xlabel=axis_name(kind), ylabel="time per step (ms)")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def fig_bandwidth(res: dict):
+    """Left: effective GB/s and the copy ceiling against n. Right: roofline view at the kernel's intensity."""
+    rows, kind = ok_rows(res), res["kind"]
+    n = [count_of(r, kind) for r in rows]
+    fig, (a, b) = new_figure(2, 5.2)
+    a.plot(n, [r["effective_gbs"] for r in rows], "o-", label="stencil effective bandwidth")
+    if all(r.get("copy_gbs") for r in rows):
+        a.plot(n, [r["copy_gbs"] for r in rows], "s--", label="copy ceiling (same ranks/threads)")
+    a.set(title="Achieved bandwidth against the ceiling", xlabel=axis_name(kind), ylabel="bandwidth (GB/s)")
+    _log2_axis(a, n)
+    a.grid(alpha=0.3)
+    a.legend()
+    roofline(b, [(f"{count_of(r, kind)}", r["_record"]["throughput"]) for r in rows])
+    return fig
+
+
+def roofline(ax, points: list[tuple[str, dict]]) -> None:
+    """Memory roofs (copy ceiling x intensity) for the smallest and largest ceiling, and the achieved points.
+    The compute roof is not drawn: peak FLOP/s is not measured here."""
+    tps = [tp for _, tp in points if tp]
+    ai = tps[0]["flops_per_update"] / tps[0]["bytes_per_update"]
+    x = np.logspace(-2, 2, 50)
+    ceilings = sorted({tp["copy_gbs"] for tp in tps if tp.get("copy_gbs")})
+    for c in ([ceilings[0], ceilings[-1]] if len(ceilings) > 1 else ceilings):
+        ax.plot(x, c * x, "--", label=f"memory roof {c:.1f} GB/s")
+    ax.plot([ai] * len(tps), [tp["gflops"] for tp in tps], "o", label="stencil (n = " +
+            ", ".join(label for label, tp in points if tp) + ")")
+    ax.axvline(ai, color="gray", lw=0.8)
+    ax.set(xscale="log", yscale="log", title=f"Roofline view: {ai:.3g} flop/byte",
+           xlabel="arithmetic intensity (flop/byte)", ylabel="performance (GFLOP/s)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+
+
+# figures: one run ------------------------------------------------------------------------------
+
+def fig_ranks(timings: list[dict]):
+    """Stacked bars per rank: seconds of the timed loop in each section."""
+    fig, (ax,) = new_figure()
+    labels = [str(int(t["rank"])) for t in timings]
+    bottom = np.zeros(len(timings))
+    for s in ("compute", "comm", "wait", "io", "other"):
+        v = np.array([t[s] for t in timings])
+        ax.bar(labels, v, bottom=bottom, label=s, color=SECTION_COLOURS[s])
+        bottom += v
+    ax.plot(labels, [t["loop"] for t in timings], "k_", markersize=20, label="loop wall time")
+    ax.set(title="Time per rank in the timed loop", xlabel="rank", ylabel="time (s)")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def fig_run_bandwidth(rec: dict):
+    """Bars: the stencil's effective bandwidth and the copy ceiling; and the roofline view."""
+    tp = rec["throughput"]
+    fig, (a, b) = new_figure(2, 5.2)
+    names, values = ["stencil (effective)"], [tp["effective_gbs"]]
+    if tp.get("copy_gbs"):
+        names.append("copy ceiling")
+        values.append(tp["copy_gbs"])
+    a.bar(names, values, color=["tab:blue", "tab:gray"][:len(values)], label=names)
+    a.set(title="Achieved bandwidth against the ceiling", xlabel="measurement", ylabel="bandwidth (GB/s)")
+    a.legend()
+    roofline(b, [(str(rec["resources"]["ranks"]), tp)])
+    return fig
+
+
+def fig_timeline(trace: dict, steps: int = TIMELINE_STEPS):
+    """Per-rank timeline of the first `steps` timed steps: one bar per traced section interval."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    first = min(e["args"]["step"] for e in events)
+    shown = [e for e in events if e["args"]["step"] < first + steps]
+    ranks = sorted({e["pid"] for e in shown})
+    fig, (ax,) = new_figure(1, 9.0)
+    t0 = min(e["ts"] for e in shown)
+    for sec, colour in SECTION_COLOURS.items():
+        labelled = False
+        for rk in ranks:
+            bars = [((e["ts"] - t0) / 1e3, e["dur"] / 1e3) for e in shown if e["pid"] == rk and e["name"] == sec]
+            if bars:
+                ax.broken_barh(bars, (rk - 0.4, 0.8), color=colour, label=None if labelled else sec)
+                labelled = True
+    ax.set(title=f"Per-rank timeline, steps {first}-{first + steps - 1}", xlabel=f"time since step {first} began (ms)",
+           ylabel="rank", yticks=ranks)
+    ax.legend(loc="upper right", fontsize=8)
+    return fig
+
+
+# report.md -------------------------------------------------------------------------------------
+
+def problem(rec: dict) -> list[str]:
+    inp, tp = rec["input"], rec["throughput"] or {}
+    scheme = "explicit FTCS heat step" if inp["equation"] == "heat" else "Jacobi sweep for Laplace"
+    w = inp["weights"]
+    return ["## Problem", "",
+            f"{inp['equation']} on {inp['ny']} x {inp['nx']} interior points ({inp['dtype']}), initial "
+            f"{inp['initial']}, {rec['run']['steps']} steps ({scheme}). Each step applies the 5-point update "
+            f"u_new = wc*u + wx*(west + east) + wy*(south + north) with wc = {w['wc']:.6g}, wx = {w['wx']:.6g}, "
+            f"wy = {w['wy']:.6g}: {tp.get('flops_per_update', 7)} flops and at least "
+            f"{tp.get('bytes_per_update', '?')} bytes of memory traffic per point update (one read and one write "
+            f"of the field): {tp.get('flops_per_update', 7) / tp.get('bytes_per_update', 16):.3g} flop/byte, "
+            "far below the "
+            "ridge point of any current CPU or GPU, so once the field outgrows the caches the kernel is bound by "
+            "memory bandwidth.", ""]
+
+
+def hardware(rec: dict) -> list[str]:
+    env = rec["environment"]
+    gpus = ", ".join(g["name"] for g in env.get("gpus", [])) or "none used"
+    libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items())
+    return ["## Hardware and software", "",
+            f"- host {env['host']}: {env['cpu']}, {env['cores']} cores ({env['cores_usable']} usable), "
+            f"{env['memory_gb']} GB memory; GPUs: {gpus}", f"- {env['os']}, Python {env['python']}; MPI: "
+            f"{env['mpi_library'] or 'none'}", f"- stencil {env['stencil']} (git {env['git_commit']}); {libs}", ""]
+
+
+def design(rec: dict, launcher: str | None = None) -> list[str]:
+    res = rec["resources"]
+    how = "" if launcher is None else f", launched by `{launcher}`" if launcher else ", one process (no launcher)"
+    lines = ["## Parallel design", "",
+             f"- backend {rec['stencil']['backend']}, {res['threads_per_rank']} thread(s) per rank{how}",
+             f"- {res['decomposition']} decomposition; process grid {res['dims'][0]} x {res['dims'][1]} at "
+             f"{res['ranks']} rank(s); halo mode {res['halo']}",
+             f"- halo schedule: {res['halo_schedule']}", ""]
+    return lines
+
+
+def correctness_line(label: str, c: dict) -> str:
+    if c.get("passed") is None:
+        return f"| {label} | not verified | | | |"
+    return (f"| {label} | {c['reference']} | {c['relative_error']:.2e} | {c['tolerance']:.1e} | "
+            f"{'PASS' if c['passed'] else 'FAIL'} |")
+
+
+def correctness(items: list[tuple[str, dict]]) -> list[str]:
+    lines = ["## Correctness evidence", "", "| point | reference | relative error | tolerance | result |",
+             "|---|---|---|---|---|"]
+    lines += [correctness_line(label, rec["correctness"]) for label, rec in items]
+    if all(rec["correctness"].get("passed") is None for _, rec in items):
+        lines += ["", "No point was verified: rerun with `--verify` (exact eigenmode for a sine initial field, "
+                      "else the numpy reference, bitwise on the CPU)."]
+    return lines + [""]
+
+
+def method(command: str, repeats: int | None) -> list[str]:
+    rep = f"{repeats} run(s) per point, the median time per step reported" if repeats else "one run"
+    return ["## Benchmark method", "",
+            f"- command: `{command}`; {rep}; each point a separate process (`stencil run`) with its own record.",
+            "- time per step: the solve loop after the warm-up steps (compile and first-touch excluded) minus the "
+            "snapshots written inside it, over the timed steps; per-rank sections compute / comm / wait / io / "
+            "other, reduced with max (fractions) and mean (breakdown chart); load imbalance = max / mean compute.",
+            "- effective bandwidth = updates/s x 2 x itemsize; ceiling = STREAM-like copy bandwidth measured with "
+            "the same ranks and threads, all streaming at once, cached per machine (`stencil bench bandwidth`).", ""]
+
+
+def limitations(notes: list[str], rows: list[dict], repeats: int | None, env: dict) -> list[str]:
+    out = ["## Limitations and next steps", ""]
+    if not repeats or repeats < 3:
+        out.append("- fewer than 3 repeats per point: run-to-run noise is not measured; use `--repeats 5`.")
+    spread = [r["time_max"] / r["time_min"] - 1 for r in rows if r.get("time_min") and r.get("repeats_ok", 0) > 1]
+    if spread and max(spread) > 0.1:
+        out.append(f"- timings vary by up to {max(spread):.0%} between repeats: a shared or virtual machine; "
+                   "treat differences below that as noise.")
+    if any("oversubscribed" in n for n in notes):
+        out.append("- some points oversubscribe the cores: they measure time-sharing, not scaling.")
+    if any("small" in n for n in notes):
+        out.append("- local domains are small at the larger counts: rerun with a larger grid to see scaling "
+                   "that is not dominated by halo traffic and latency.")
+    out.append(f"- one node ({env['host']}); multi-node runs (`tools/slurm/`) would add network latency and "
+               "bandwidth to the comm and wait columns.")
+    out.append("- the compute roof is not measured, so the roofline shows memory roofs only.")
+    out += [f"- next: {s}" for s in next_steps(rows)]
+    return out + [""]
+
+
+def next_steps(rows: list[dict]) -> list[str]:
+    last = rows[-1] if rows else None
+    if last is None:
+        return ["make the failed points run first"]
+    steps = []
+    if (last.get("comm_fraction") or 0) + (last.get("wait_fraction") or 0) > 0.25:
+        steps.append("communication dominates at the largest count: larger local domains, the overlap halo mode, "
+                     "or the cart decomposition (shorter halos per rank)")
+    if (last.get("fraction_of_copy") or 0) > 0.7:
+        steps.append("the kernel runs near the copy ceiling: only fewer bytes per update help (float32, temporal "
+                     "blocking) or more memory bandwidth (more sockets, a GPU)")
+    elif last.get("fraction_of_copy") is not None:
+        steps.append("the kernel leaves memory bandwidth unused: check threads and SIMD (`stencil bench vectorize`)")
+    if (last.get("load_imbalance") or 1) > 1.15:
+        steps.append("load imbalance: choose counts that divide the grid evenly")
+    return steps
+
+
+def charts(names: dict[str, str]) -> list[str]:
+    lines = ["## Charts", ""]
+    for file, caption in names.items():
+        lines += [f"![{caption}]({file})", "", f"*{caption}*", ""]
+    return lines
+
+
+# putting it together ---------------------------------------------------------------------------
+
+SWEEP_CAPTIONS = {
+    "scaling.png": "Speedup against ideal, and parallel efficiency",
+    "breakdown.png": "Time per step split into compute, comm, wait, io and other (mean over ranks)",
+    "bandwidth.png": "Effective bandwidth against the measured copy ceiling, and the roofline view",
+}
+RUN_CAPTIONS = {
+    "ranks.png": "Seconds in each section per rank (timed loop)",
+    "bandwidth.png": "Effective bandwidth against the measured copy ceiling, and the roofline view",
+    "timeline.png": "Per-rank timeline of the first timed steps (from trace.json)",
+}
+
+
+def throughput_line(tp: dict) -> str:
+    """'x ms per step, y MLUP/s, z GB/s effective, f of the c GB/s copy ceiling.'"""
+    ceiling = (f", {_pct(tp.get('fraction_of_copy'))} of the {tp['copy_gbs']:.1f} GB/s copy ceiling"
+               if tp.get("copy_gbs") else "")
+    return (f"{tp['seconds_per_step'] * 1e3:.4g} ms per step, {tp['mlups']:.1f} MLUP/s, "
+            f"{tp['effective_gbs']:.2f} GB/s effective{ceiling}.")
+
+
+def sweep_baseline(b: dict) -> list[str]:
+    first = "" if b["workers"] == 1 else " (the sweep's smallest point; it is not a single worker)"
+    return ["## Serial baseline", "", f"{b['ranks']} rank(s) x {b['threads']} thread(s) on {b['global_ny']} x "
+            f"{b['global_nx']}{first}: " + throughput_line(b), ""]
+
+
+def sweep_analysis(res: dict, rows: list[dict]) -> list[str]:
+    """The per-point table, the sweep's notes, and each point's own bottleneck line."""
+    kind = res["kind"]
+    lines = ["## Bottleneck analysis", "", "| n | ms/step | MLUP/s | speedup | efficiency | comm | wait | GB/s | "
+             "of copy |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {count_of(r, kind)} | {r['seconds_per_step'] * 1e3:.4g} | {r['mlups']:.1f} | {r['speedup']:.2f} | "
+              f"{r['efficiency']:.0%} | {r['comm_fraction']:.0%} | {r['wait_fraction']:.0%} | "
+              f"{r['effective_gbs']:.2f} | {_pct(r.get('fraction_of_copy'))} |" for r in rows]
+    lines += [""] + [f"- {n}" for n in res["notes"]]
+    return lines + [f"- at n = {count_of(r, kind)}: {r['bottleneck']}" for r in rows] + [""]
+
+
+def sweep_report(res: dict) -> tuple[dict, str]:
+    rows = ok_rows(res)
+    if not rows:
+        raise InputError("sweep: no point succeeded, so there is nothing to plot; see sweep.md for the failures")
+    figs = {"scaling.png": fig_scaling(res), "breakdown.png": fig_breakdown(res), "bandwidth.png": fig_bandwidth(res)}
+    first = rows[0]["_record"]
+    md = [f"# Performance report: {res['case_name']} ({res['kind']} sweep)", "", f"{res['growth']}.", "",
+          *problem(first), *hardware(first), *sweep_baseline(rows[0]), *design(rows[-1]["_record"], res["launcher"]),
+          *correctness([(f"n = {count_of(r, res['kind'])}", r["_record"]) for r in rows]),
+          *method(res["command"], res["repeats"]), *charts(SWEEP_CAPTIONS), *sweep_analysis(res, rows),
+          *limitations(res["notes"], rows, res["repeats"], first["environment"])]
+    return figs, "\n".join(md)
+
+
+def _pct(v) -> str:
+    return "" if v is None else f"{v:.0%}"
+
+
+def run_report(d: Path) -> tuple[dict, str]:
+    rec, timings = load_json(d / "record.json"), load_timings(d)
+    if not rec.get("throughput"):
+        raise InputError(f"{d}: the run has no timed steps; raise run.steps above run.warmup and run it again")
+    figs = {"ranks.png": fig_ranks(timings), "bandwidth.png": fig_run_bandwidth(rec)}
+    if (d / "trace.json").exists():
+        figs["timeline.png"] = fig_timeline(load_json(d / "trace.json"))
+    tp, t = rec["throughput"], rec["timings"]
+    base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
+            "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]
+    analysis = ["## Bottleneck analysis", "", f"- {rec['bottleneck']}",
+                f"- comm (max over ranks) {t['comm_fraction']['max']:.0%} and wait {t['wait_fraction']['max']:.0%} "
+                f"of the step time; load imbalance {t['load_imbalance']:.3f}", ""]
+    captions = {k: v for k, v in RUN_CAPTIONS.items() if k in figs}
+    row = {"comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
+           "fraction_of_copy": tp.get("fraction_of_copy"), "load_imbalance": t["load_imbalance"]}
+    md = [f"# Performance report: {rec['input']['name']} (one run)", "", *problem(rec), *hardware(rec), *base,
+          *design(rec), *correctness([("this run", rec)]), *method(f"stencil run ({d})", None), *charts(captions),
+          *analysis, *limitations([], [row], None, rec["environment"])]
+    return figs, "\n".join(md)
+
+
+def make_report(directory: Path, output: Path | None = None) -> Path:
+    """Write the PNGs and report.md for a sweep or a run directory; returns report.md's path."""
+    d = Path(directory)
+    if (d / "sweep.json").exists():
+        figs, md = sweep_report(load_sweep(d))
+    elif (d / "record.json").exists():
+        figs, md = run_report(d)
+    else:
+        raise InputError(f"{d}: neither a sweep (sweep.json) nor a run (record.json) is there; give a directory "
+                         "that `stencil sweep` or `stencil run` wrote")
+    out = Path(output or d)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, fig in figs.items():
+            fig.savefig(out / name, dpi=110)
+        (out / "report.md").write_text(md + "\n")
+    except OSError as exc:
+        raise InputError(f"--output: cannot write to {out} ({exc.strerror}); choose a writable --output") from None
+    return out / "report.md"

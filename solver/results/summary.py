@@ -1,0 +1,141 @@
+"""What the CLI prints: the run summary, the resolved plan, the environment, the backend list."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from ..core import physics
+from ..core.decomp import all_blocks, choose_dims
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, width=max(Console().width, 100))
+
+
+def print_summary(rec: dict) -> None:
+    con = _console()
+    inp, tp, t, res = rec["input"], rec["throughput"], rec["timings"], rec["resources"]
+    table = Table(title=f"{inp['name']}: {inp['equation']} {inp['ny']}x{inp['nx']} {inp['dtype']}, "
+                        f"{rec['stencil']['backend']}, {res['ranks']} rank(s) x {res['threads_per_rank']} thread(s)")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("steps", f"{rec['run']['steps']}" + (" (converged)" if rec["run"]["converged"] else ""))
+    for phase in ("setup", "compile", "warmup", "solve", "output", "verify", "total"):
+        if phase in rec["times"]:
+            table.add_row(f"time {phase}", f"{rec['times'][phase]:.3f} s")
+    if tp:
+        table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
+        table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
+        if "copy_gbs" in tp:
+            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s ({tp['fraction_of_copy']:.0%} reached)")
+    gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
+    if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
+        table.add_row("GPU h2d / kernel / d2h", f"{gpu['h2d_s']:.3f} / {t['compute']['max']:.3f} / {gpu['d2h_s']:.3f} s "
+                                                f"({gpu['gpu_name']}, {', '.join(k['kernel'] for k in gpu['kernels'].values())})")
+    if res["ranks"] > 1:
+        table.add_row("compute / comm / wait (max)",
+                      f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
+        table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    c = rec["correctness"]
+    if c.get("passed") is not None:
+        table.add_row("verification", f"{'PASS' if c['passed'] else 'FAIL'} rel. error {c['relative_error']:.2e} "
+                                      f"(tol {c['tolerance']:.1e})")
+    table.add_row("bottleneck", rec["bottleneck"])
+    con.print(table)
+    con.print(f"results in {rec['case']['output']['dir']}")
+
+
+def plan(case, ranks: int) -> dict:
+    """The resolved numbers `stencil validate` prints."""
+    dims = choose_dims(ranks, case.shape, case.parallel.decomposition, case.parallel.dims)
+    blocks = all_blocks(case.shape, dims)
+    big = max(blocks, key=lambda b: b.ny * b.nx)
+    itemsize = np.dtype(case.numerics.dtype).itemsize
+    w = physics.weights(case)
+    halo = max(sum((b.nx if s in ("south", "north") else b.ny) for s, n in b.neighbours.items() if n is not None)
+               for b in blocks)
+    out = {"dx": physics.spacing(case)[0], "dy": physics.spacing(case)[1], "dt": physics.time_step(case),
+           "wc": w.wc, "wx": w.wx, "wy": w.wy, "dims": dims, "largest_block": (big.ny, big.nx),
+           "memory_per_process_bytes": 2 * (big.ny + 2) * (big.nx + 2) * itemsize,
+           "bytes_per_step": 2 * itemsize * case.grid.nx * case.grid.ny,
+           "halo_bytes_per_step_per_rank": 2 * halo * itemsize, "vtk": case.vtk_enabled}
+    if case.physics.equation == "heat":
+        out["stable_dt"] = physics.stable_dt(case)
+        out["dt_over_limit"] = out["dt"] / out["stable_dt"]
+    return out
+
+
+def print_plan(case, ranks: int) -> None:
+    from ..backends import registry
+
+    con = _console()
+    p = plan(case, ranks)
+    t = Table(title=f"{case.name}: valid")
+    t.add_column("field")
+    t.add_column("value")
+    for key, val in case.model_dump(mode="json").items():
+        t.add_row(key, str(val))
+    t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
+    if "stable_dt" in p:
+        t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
+                        f"margin wc = {p['wc']:.4g} >= 0)")
+    else:
+        t.add_row("iterations", f"Jacobi, at most {case.run.steps}, tolerance {case.run.tolerance}")
+    t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
+    t.add_row("ranks", f"{ranks} as {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
+                       f"largest block {p['largest_block'][0]} x {p['largest_block'][1]}")
+    t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB (two padded arrays)")
+    t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
+                                f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")
+    t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
+    con.print(t)
+    reason = registry()[case.backend.name].unavailable()
+    if reason:
+        con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {reason}[/yellow]")
+
+
+def print_info() -> None:
+    from .environment import environment
+
+    con = _console()
+    env = environment(_mpi_library())
+    t = Table(title="stencil environment")
+    t.add_column("item")
+    t.add_column("value")
+    for k in ("stencil", "git_commit", "host", "os", "cpu", "cores", "cores_usable", "memory_gb",
+              "memory_available_gb", "python", "mpi_library"):
+        t.add_row(k, str(env[k]))
+    t.add_row("gpus", ", ".join(f"{g['index']}: {g['name']} ({g['memory_gb']} GB)" for g in env["gpus"]) or "none")
+    for k, v in env["libraries"].items():
+        t.add_row(k, v)
+    con.print(t)
+
+
+def _mpi_library() -> str | None:
+    """The MPI library's own version line, read without initialising MPI (MPI_Get_library_version
+    may be called before MPI_Init)."""
+    try:
+        import mpi4py
+
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False
+        from mpi4py import MPI
+
+        return f"{MPI.Get_library_version().splitlines()[0].strip()} (mpi4py {mpi4py.__version__})"
+    except Exception:  # noqa: BLE001 - no mpi4py or no MPI library
+        return None
+
+
+def print_backends() -> None:
+    from ..backends import registry
+
+    con = _console()
+    t = Table(title="backends")
+    for col in ("name", "available", "what / why not"):
+        t.add_column(col)
+    for name, cls in registry().items():
+        reason = cls.unavailable()
+        t.add_row(name, "yes" if reason is None else "no", cls.summary if reason is None else reason)
+    con.print(t)
