@@ -18,6 +18,7 @@ import yaml
 
 from .backends import backend_class
 from .core import physics
+from .core.boundary import make_fill, periodic_axes
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
@@ -68,7 +69,7 @@ class Run:
         self.restart = self._open_checkpoint()
         self.vtk_on = vtk_wanted(case, comm.rank)
         self.dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
-        self.blocks = all_blocks(case.shape, self.dims)
+        self.blocks = all_blocks(case.shape, self.dims, periodic_axes(case))
         self.block = self.blocks[comm.rank]
         self.node_rank, self.node_size = comm.node()
         self.threads = case.backend.threads or threads_per_rank(comm.node_cores(), self.node_rank)
@@ -129,6 +130,7 @@ class Run:
         interior = self.restart.read_block(block) if self.restart else initial_block(case, block)
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads,
                                         local_rank=self.node_rank, local_size=self.node_size)
+        self.backend.boundary = make_fill(case, block)
         host = padded_field(case, block, interior)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)
@@ -239,6 +241,7 @@ class Run:
         previous = other[:size].reshape(block.padded)  # u_new: the next step writes every owned point
         set_edges(self.case, block, out)
         set_edges(self.case, block, previous)
+        self.backend.boundary = make_fill(self.case, block)
         self.exchange.close()
         self.blocks, self.block = blocks, block
         state.u, state.u_new = out, previous

@@ -26,6 +26,15 @@ def test_distributed_equals_one_process_bitwise(n, tmp_path):
     assert res.stdout.count("ok ") == 14, res.stdout
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_boundary_kinds_verify_and_equal_one_process_bitwise(n, tmp_path):
+    """Dirichlet, Neumann (zero and fixed flux), periodic and mixed sides; rows, cart 1 x N and cart; every
+    halo mode: exact eigenmodes, conservation of the sum, and bitwise equality with one numpy process."""
+    res = mpi_script(n, "check_boundary.py", tmp_path, timeout=300)
+    assert f"ok boundary kinds on {n} ranks" in res.stdout
+    assert res.stdout.count(" ranks (") >= (8 if n == 1 else 20)  # the configurations really ran
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_dynamic_balance_moves_rows_off_a_slow_rank_and_stays_bitwise(n, tmp_path):
     """STENCIL_SLOW_RANK makes rank 1 compute slower: parallel.balance dynamic must give it fewer rows,

@@ -214,8 +214,41 @@ class CupyBackend(Backend):
                                                             np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))
 
     # numerics ----------------------------------------------------------------------------------
+    # boundary --------------------------------------------------------------------------------
+    def fill_boundary(self, u, timer=None) -> None:
+        """The ghost layers of physical sides (Neumann, one-rank periodic) by kernels/boundary.cu on `main`,
+        after everything enqueued on `edge` (the edge strips it reads); kernel time from events."""
+        if not self.refills:
+            return
+        self.join()
+        t = time.perf_counter()
+        e0 = self._record(self.main)
+        self._fill(u, self.main)
+        if timer is not None:
+            self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
+            timer.add("other", t)
+
+    def _fill(self, u, stream) -> None:
+        fn = self._fill_function()
+        d = self.boundary.depth
+        ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
+        with stream:
+            for blocks, axis, (k0, v0, k1, v1) in gk.fill_launches(self.boundary, u.shape):
+                fn((blocks,), (gk.FILL_THREADS,), (u, np.int64(u.strides[0] // u.itemsize), np.int32(ny), np.int32(nx),
+                                                   np.int32(d), np.int32(axis), np.int32(k0), np.float64(v0),
+                                                   np.int32(k1), np.float64(v1)))
+
+    def _fill_function(self):
+        key = ("fill", self.dtype.name)
+        if key not in self._kernels:
+            module = self.cp.RawModule(code=gk.fill_source(), options=gk.fill_options(self.dtype))
+            self._kernels[key] = module.get_function("fill_sides")
+        return self._kernels[key]
+
     def prepare(self, u, u_new, w) -> None:
         """Compile (or load from CuPy's cache) and load the kernel; anchor GPU event times to the host clock."""
+        if self.refills:
+            self._fill_function()
         self.launch(u_new, u, w, (1, 2, 1, 2), self.main)  # u_new is overwritten by the first step
         self.synchronize()
         anchor = self._record(self.main)
@@ -260,11 +293,14 @@ class CupyBackend(Backend):
             left = n
         for _ in range(left):
             self.launch(u_new, u, w, region, self.main)
+            if self.refills:
+                self._fill(u_new, self.main)
             u, u_new = u_new, u
         return u, u_new
 
     def _graph(self, u, u_new, w, region, steps: int):
-        key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad)
+        key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad,
+               self.boundary if self.refills else None)
         if key not in self._graphs:
             s = self.main
             s.begin_capture()
@@ -272,6 +308,8 @@ class CupyBackend(Backend):
                 a, b = u, u_new
                 for _ in range(steps):
                     self.launch(b, a, w, region, s)
+                    if self.refills:  # the boundary fill is part of every captured step
+                        self._fill(b, s)
                     a, b = b, a
             finally:
                 graph = s.end_capture()

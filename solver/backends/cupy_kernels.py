@@ -100,3 +100,32 @@ def launch_shape(variant: str, dtype, block, region) -> tuple[tuple[int, int, in
         groups = (c1 - 2) // v - (c0 - 1) // v + 1
         return (-(-groups // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, 1, 1)
     return (-(-(c1 - c0) // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, by, 1)
+
+
+def fill_source() -> str:
+    """common.cu followed by boundary.cu: the ghost-layer fill of physical sides (solver/core/boundary.py)."""
+    root = resources.files("solver.backends") / "kernels"
+    return (root / "common.cu").read_text() + "\n" + (root / "boundary.cu").read_text()
+
+
+def fill_options(dtype) -> tuple[str, ...]:
+    real = "float" if np.dtype(dtype) == np.float32 else "double"
+    return ("--fmad=false", f"-DREAL={real}")
+
+
+FILL_THREADS = 256
+
+
+def fill_launches(fill, shape: tuple[int, int]) -> list[tuple[int, int, tuple]]:
+    """(blocks, axis, (kind_lo, v_lo, kind_hi, v_hi)) per axis with a rule, y first: the launches of boundary.cu."""
+    rules, d = {r.side: r for r in fill.rules}, fill.depth
+    ny, nx = shape[0] - 2 * d, shape[1] - 2 * d
+    out = []
+    for axis, (lo, hi) in enumerate((("bottom", "top"), ("left", "right"))):
+        a, b = rules.get(lo), rules.get(hi)
+        if a is None and b is None:
+            continue
+        total = 2 * d * ((nx if axis == 0 else ny) + 2 * d)
+        out.append((-(-total // FILL_THREADS), axis, (a.code if a else 0, a.value if a else 0.0,
+                                                      b.code if b else 0, b.value if b else 0.0)))
+    return out

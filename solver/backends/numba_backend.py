@@ -50,10 +50,12 @@ class NumbaBackend(Backend):
 
     def advance(self, u, u_new, w, n: int, region):
         """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
-        the last step is always a plain one and `u_new` holds the previous field (for the checks)."""
+        the last step is always a plain one and `u_new` holds the previous field (for the checks).
+        The fused kernel keeps ghost layers constant, so sides whose ghosts change between steps
+        (Neumann, periodic: `refills`) take plain steps with a boundary fill after each."""
         k = self.time_tile
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        tiles = (n - 1) // k if (k > 1 and full and n > 1) else 0
+        tiles = (n - 1) // k if (k > 1 and full and n > 1 and not self.refills) else 0
         for _ in range(tiles):
             self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads)
             u, u_new = u_new, u

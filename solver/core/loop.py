@@ -59,6 +59,7 @@ class TimeLoop:
         if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
             time.sleep(self.slow * self.block.ny)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
+        self.backend.fill_boundary(s.u_new, timer)  # Neumann and one-rank periodic ghosts, from the new field
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
         s.step += 1

@@ -228,11 +228,15 @@ class GpuExchange(Exchange):
         from cupy.cuda import nccl
 
         dtype = nccl.NCCL_FLOAT32 if self.backend.dtype.itemsize == 4 else nccl.NCCL_FLOAT64
+        # NCCL matches the sends and receives between two ranks in order, with no tags: a periodic axis of
+        # two ranks has the same peer on both sides, so the receives go in the order of the opposite
+        # sides (the peer's send for its south strip fills this rank's north ghost)
+        order = [side.name for side in self.sides]
         nccl.groupStart()
         for side in self.sides:
-            n = side.sbuf.size
-            self.nccl.send(side.sbuf.data.ptr, n, dtype, side.rank, stream.ptr)
-            self.nccl.recv(side.rbuf.data.ptr, n, dtype, side.rank, stream.ptr)
+            self.nccl.send(side.sbuf.data.ptr, side.sbuf.size, dtype, side.rank, stream.ptr)
+        for side in sorted(self.sides, key=lambda s: order.index(OPPOSITE[s.name]) if OPPOSITE[s.name] in order else 9):
+            self.nccl.recv(side.rbuf.data.ptr, side.rbuf.size, dtype, side.rank, stream.ptr)
         nccl.groupEnd()
 
     def close(self) -> None:
