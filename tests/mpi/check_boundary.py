@@ -1,7 +1,8 @@
 """Under mpirun -n N (any N): every boundary kind, decomposition and halo mode equals one process bitwise,
 and the runs prove themselves (--verify: exact eigenmodes, conservation of the sum with zero fluxes).
 
-Usage: mpirun -n N python tests/mpi/check_boundary.py OUTDIR
+Usage: mpirun -n N python tests/mpi/check_boundary.py OUTDIR [BACKEND [TRANSPORT]]
+BACKEND: numba (default) or cupy (one GPU per rank, or ranks sharing one; TRANSPORT: auto, staged, nccl).
 Process grids: rows (N x 1), cart 1 x N and cart chosen for the grid, so a periodic axis is spanned by one
 rank (its own neighbour: filled locally), by two (the same neighbour on both sides) or by more.
 Exits non-zero (AssertionError, MPI abort) on the first failure.
@@ -21,6 +22,9 @@ from solver.run import Options, Run
 
 comm = Comm(MPI.COMM_WORLD)
 root = Path(sys.argv[1])
+BACKEND = sys.argv[2] if len(sys.argv) > 2 else "numba"
+TRANSPORT = sys.argv[3] if len(sys.argv) > 3 else "auto"
+GPU = {"parallel": {"share_gpus": True, "transport": TRANSPORT}} if BACKEND == "cupy" else {}
 N, P = {"kind": "neumann"}, {"kind": "periodic"}
 BOUNDARIES = {  # label -> (boundary, initial): random fields for bitwise checks, eigenmodes where exact
     "insulated": ({"top": N, "bottom": N, "left": N, "right": N}, {"kind": "random", "seed": 3}),
@@ -61,10 +65,11 @@ def reference(kind, c):
     return _serial[kind]
 
 
-def check(kind, grid, halo, backend="numba"):
+def check(kind, grid, halo, backend=BACKEND):
     boundary, initial = BOUNDARIES[kind]
     label = f"{kind}-{grid}-{halo}-{backend}"
-    c = case(label, boundary, initial, parallel={**GRIDS[grid], "halo": halo}, backend={"name": backend})
+    extra = GPU.get("parallel", {}) if backend == "cupy" else {}
+    c = case(label, boundary, initial, parallel={**GRIDS[grid], "halo": halo, **extra}, backend={"name": backend})
     dims = choose_dims(comm.size, c.shape, c.parallel.decomposition, c.parallel.dims)
     key = (kind, dims, halo if comm.size > 1 else None, backend)  # one rank: every grid and halo mode is the same run
     if key in _done:
