@@ -221,12 +221,13 @@ class CupyBackend(Backend):
         if not self.refills:
             return
         self.join()
+        if timer is None:
+            return self._fill(u, self.main)
         t = time.perf_counter()
         e0 = self._record(self.main)
         self._fill(u, self.main)
-        if timer is not None:
-            self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
-            timer.add("other", t)
+        self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
+        timer.add("other", t)
 
     def _fill(self, u, stream) -> None:
         fn = self._fill_function()
