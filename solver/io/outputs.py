@@ -12,7 +12,6 @@ next scheduled one, so the series has no duplicate and no hole.
 
 from __future__ import annotations
 
-import errno
 import signal
 import sys
 import time
@@ -23,8 +22,9 @@ import numpy as np
 
 from ..core.errors import InputError, Interrupted, OutputError
 from . import checkpoint as ckpt
-from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned, write_skeleton
-from .safeio import collective, describe, replaced
+from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned
+from .safeio import collective, describe
+from .timings import write_timings_table
 
 RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
                 "checkpoint.h5", "u.pvd", "timings.h5")
@@ -290,50 +290,3 @@ class Outputs:
                 pass
         if self.fields is not None and not (alone and isinstance(self.fields, ParallelFieldFile)):
             self.fields.close()
-
-
-# timings.h5 ---------------------------------------------------------------------------------------
-
-TIMING_COLUMNS = (("segment", "i4"), ("first_step", "i8"), ("last_step", "i8"), ("rank", "i4"), ("host", "S64"),
-                  ("pid", "i8"), ("threads", "i4"), ("rows", "S32"), ("cols", "S32"), ("points", "i8"),
-                  ("compute", "f8"), ("comm", "f8"), ("wait", "f8"), ("io", "f8"), ("other", "f8"), ("loop", "f8"),
-                  ("warmup", "f8"), ("steps", "i8"))
-TIMING_DTYPE = np.dtype(list(TIMING_COLUMNS))
-
-
-def timing_table(rows: list[dict], segment: int, first_step: int, last_step: int) -> np.ndarray:
-    table = np.zeros(len(rows), dtype=TIMING_DTYPE)
-    for i, row in enumerate(rows):
-        full = {**row, "segment": segment, "first_step": first_step, "last_step": last_step}
-        for name, kind in TIMING_COLUMNS:
-            table[name][i] = str(full[name]).encode()[:64] if kind.startswith("S") else full[name]
-    return table
-
-
-def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step: int,
-                        keep_before: int | None) -> None:
-    """timings.h5:/ranks, one row per rank and run segment (a restart appends a segment).
-
-    keep_before: when appending from a checkpoint at that step, earlier segments that started before it
-    are kept; without it the table starts afresh. Written whole to a temporary file, then renamed.
-    """
-    import h5py
-
-    old = np.zeros(0, dtype=TIMING_DTYPE)
-    if keep_before is not None and path.exists():
-        try:
-            with h5py.File(path, "r") as f:
-                old = f["ranks"][()].astype(TIMING_DTYPE)
-        except (OSError, KeyError, ValueError) as exc:
-            raise OSError(errno.EIO, f"cannot read the table already there to append to it: {exc}", str(path)) from None
-        old = old[old["first_step"] < keep_before]
-    segment = int(old["segment"].max()) + 1 if len(old) else 0
-    table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])
-    def build(f) -> None:
-        d = f.create_dataset("ranks", data=table)
-        d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
-                              "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
-                              "(see timings.csv and the README for the sections); steps: timed steps")
-
-    with replaced(path) as tmp:
-        write_skeleton(tmp, build)  # small: built in memory, written by Python

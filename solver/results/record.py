@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from ..core import physics
-from ..core.timing import SECTIONS
+from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .environment import environment
 
-CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps",
-              "updates"]
+CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
 
 
 def section_stats(rows: list[dict]) -> dict:
