@@ -23,35 +23,40 @@ GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
 CONSERVATION_ULPS = 8.0  # per step, relative to sum |u|
 
 
-def verify(run, u, steps: int) -> dict:
-    result = _against_exact(run, u, steps) if exact_solution_available(run.case) else _against_reference(run, u, steps)
-    if run.case.physics.equation == "heat" and conserving(run.case):
-        result["conservation"] = conservation(run, u, steps)
+def verify(layout, comm, backend, u, steps: int) -> dict:
+    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective)."""
+    case = layout.case
+    if exact_solution_available(case):
+        result = _against_exact(layout, comm, backend, u, steps)
+    else:
+        result = _against_reference(layout, comm, backend, u, steps)
+    if case.physics.equation == "heat" and conserving(case):
+        result["conservation"] = conservation(layout, comm, backend, u, steps)
         result["passed"] = bool(result["passed"] and result["conservation"]["passed"])
     return result
 
 
-def _against_exact(run, u, steps: int) -> dict:
-    case, b = run.case, run.block
+def _against_exact(layout, comm, backend, u, steps: int) -> dict:
+    case, b = layout.case, layout.block
     exact = eigenmode(case, range(*b.rows), range(*b.cols), case.initial.value * mode_factor(case) ** steps)
-    mine = owned(run.backend, u).astype(np.float64)
-    err = run.comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
-    scale = run.comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
+    mine = owned(backend, u).astype(np.float64)
+    err = comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
+    scale = comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
     rel = err / scale if scale > 0 else err
     tol = exact_tolerance(case, steps)
     return {"reference": f"exact discrete eigenmode k = {list(case.initial.k)} (sine initial, homogeneous boundaries)",
             "steps": steps, "max_abs_error": err, "relative_error": rel, "tolerance": tol, "passed": bool(rel <= tol)}
 
 
-def conservation(run, u, steps: int) -> dict:
+def conservation(layout, comm, backend, u, steps: int) -> dict:
     """sum(u) after `steps` against sum(u_0) + steps x the flux through the Neumann sides (collective)."""
     from ..core.initial import initial_block
 
-    case = run.case
-    first = initial_block(case, run.block).astype(np.float64)
-    mine = owned(run.backend, u).astype(np.float64)
-    s0, a0 = run.comm.allsum(float(first.sum())), run.comm.allsum(float(np.abs(first).sum()))
-    s, a = run.comm.allsum(float(mine.sum())), run.comm.allsum(float(np.abs(mine).sum()))
+    case = layout.case
+    first = initial_block(case, layout.block).astype(np.float64)
+    mine = owned(backend, u).astype(np.float64)
+    s0, a0 = comm.allsum(float(first.sum())), comm.allsum(float(np.abs(first).sum()))
+    s, a = comm.allsum(float(mine.sum())), comm.allsum(float(np.abs(mine).sum()))
     expected = s0 + steps * flux_per_step(case, weights(case))
     eps = float(np.finfo(case.numerics.dtype).eps)
     tol = CONSERVATION_ULPS * eps * (steps + 1) * max(a0, a)
@@ -74,9 +79,9 @@ def reference_field(case, steps: int) -> np.ndarray:
     return u[1:-1, 1:-1]
 
 
-def _against_reference(run, u, steps: int) -> dict:
-    case = run.case
-    ref = reference_field(case, steps) if run.comm.rank == 0 else None
+def _against_reference(layout, comm, backend, u, steps: int) -> dict:
+    case = layout.case
+    ref = reference_field(case, steps) if comm.rank == 0 else None
     worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}
 
     def compare(b, data) -> None:
@@ -86,12 +91,12 @@ def _against_reference(run, u, steps: int) -> dict:
         worst["scale"] = max(worst["scale"], float(np.max(np.abs(r), initial=0.0)))
         worst["mismatched"] += int(np.count_nonzero(data != r))
 
-    for_each_block(run.comm, run.blocks, owned(run.backend, u), compare)
+    for_each_block(comm, layout.blocks, owned(backend, u), compare)
     result = None
-    if run.comm.rank == 0:
+    if comm.rank == 0:
         rel = worst["abs"] / worst["scale"] if worst["scale"] > 0 else worst["abs"]
-        tol = GPU_RTOL[case.numerics.dtype] if run.backend.on_gpu else 0.0
+        tol = GPU_RTOL[case.numerics.dtype] if backend.on_gpu else 0.0
         result = {"reference": "numpy backend, one process, same steps" + ("" if tol else " (bitwise)"),
                   "steps": steps, "max_abs_error": worst["abs"], "relative_error": rel,
                   "mismatched_points": worst["mismatched"], "tolerance": tol, "passed": bool(rel <= tol)}
-    return run.comm.bcast(result)
+    return comm.bcast(result)

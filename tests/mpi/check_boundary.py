@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from common import make_case
+from common import abort_on_error, make_case
 from mpi4py import MPI
 
 from solver.core.decomp import choose_dims
@@ -90,7 +90,7 @@ def check(kind, grid, halo, backend=BACKEND):
         print(f"ok {label} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]})", flush=True)
 
 
-try:
+with abort_on_error(comm.mpi):
     for kind in BOUNDARIES:
         for grid in (("rows", "cart") if kind.startswith("mode") else GRIDS):
             for halo in (("blocking", "nonblocking", "overlap") if kind in ("periodic", "flux") else ("overlap",)):
@@ -99,9 +99,3 @@ try:
     check("flux", "cart", "nonblocking", backend="numpy")
     if comm.rank == 0:
         print(f"ok boundary kinds on {comm.size} ranks", flush=True)
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)
