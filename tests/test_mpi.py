@@ -41,7 +41,7 @@ def test_dynamic_balance_moves_rows_off_a_slow_rank_and_stays_bitwise(n, tmp_pat
     and fields, snapshots and checkpoint must still equal the one-process run bit for bit."""
     res = mpi_script(n, "check_balance.py", tmp_path, timeout=300, env={"STENCIL_SLOW_RANK": "1:0.0002"})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count("ok ") == 5, res.stdout
+    assert res.stdout.count("ok ") == 6, res.stdout
 
 
 def test_cli_balance_option_records_the_moves_and_every_update(tmp_path):
