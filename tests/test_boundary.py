@@ -3,6 +3,8 @@ loop, exact eigenmodes, conservation, corners and deep layers, the process-grid 
 restarts and the shipped cases. MPI runs at 1-4 ranks: tests/mpi/check_boundary.py (test_mpi.py)."""
 
 import itertools
+import shutil
+import subprocess
 import json
 import math
 
@@ -367,3 +369,56 @@ def test_every_rank_simulated_in_a_loop_equals_one_block_bitwise(dims, xs, ys):
     for b, u in zip(blocks, us):
         got[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = u[1:-1, 1:-1]
     np.testing.assert_array_equal(got, python_steps(c, 6))
+
+
+HARNESS = r"""
+#include <cstdio>
+#include <cstdlib>
+struct D { unsigned x, y, z; };
+D blockIdx, blockDim, threadIdx, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#include "kernel.cu"
+int main(int argc, char** argv) {  // ny nx d [axis k0 v0 k1 v1]...; the padded field on stdin and stdout
+    int ny = atoi(argv[1]), nx = atoi(argv[2]), d = atoi(argv[3]), NY = ny + 2 * d, NX = nx + 2 * d;
+    idx pitch = NX + 3;  // a pitch wider than the row, as on the GPU
+    real* u = new real[NY * pitch];
+    for (int i = 0; i < NY * NX; i++) { double x; if (scanf("%lf", &x) != 1) return 2; u[i / NX * pitch + i % NX] = (real)x; }
+    for (int a = 4; a + 5 <= argc; a += 5) {
+        long total = 2L * d * (atoi(argv[a]) == 0 ? NX : NY);
+        blockDim.x = 256;
+        for (long t = 0; t < total + 256; t++) {  // every thread of the launch, one after the other
+            blockIdx.x = t / 256; threadIdx.x = t % 256;
+            fill_sides(u, pitch, ny, nx, d, atoi(argv[a]), atoi(argv[a + 1]), atof(argv[a + 2]), atoi(argv[a + 3]),
+                       atof(argv[a + 4]));
+        }
+    }
+    for (int i = 0; i < NY * NX; i++) printf("%.17g\n", (double)u[i / NX * pitch + i % NX]);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_gpu_fill_kernel_source_run_on_the_cpu_equals_the_host_rules(dtype, tmp_path):
+    """kernels/boundary.cu compiled as C++ and run thread by thread: its indexing gives Fill.apply's field
+    bitwise, at depths 1-3 (on a GPU: tests/test_gpu_boundary.py)."""
+    from solver.backends import cupy_kernels as gk
+
+    real = "double" if dtype == "float64" else "float"
+    (tmp_path / "kernel.cu").write_text(gk.fill_source())
+    (tmp_path / "harness.cpp").write_text(HARNESS)
+    subprocess.run(["g++", "-O1", f"-DREAL={real}", "-o", str(tmp_path / "fill"), str(tmp_path / "harness.cpp")],
+                   check=True, cwd=tmp_path)
+    for (xs, ys), d in itertools.product(SIDE_KINDS, (1, 2, 3)):
+        c = case({"left": xs[0], "right": xs[1], "bottom": ys[0], "top": ys[1]}, nx=13, ny=9, dtype=dtype)
+        fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), d)
+        host = np.random.default_rng(d).uniform(-1, 1, (9 + 2 * d, 13 + 2 * d)).astype(dtype)
+        want = host.copy()
+        fill.apply(want)
+        args = [str(a) for _, axis, rule in gk.fill_launches(fill, host.shape) for a in (axis, *map(repr, rule))]
+        out = subprocess.run([str(tmp_path / "fill"), "9", "13", str(d), *args], check=True, capture_output=True,
+                             text=True, input="\n".join(map(repr, host.astype(float).ravel().tolist()))).stdout
+        np.testing.assert_array_equal(np.array(out.split(), dtype=float).astype(dtype).reshape(host.shape), want)

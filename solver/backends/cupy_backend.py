@@ -212,8 +212,7 @@ class CupyBackend(Backend):
             self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
                                                             np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))
 
-    # numerics ----------------------------------------------------------------------------------
-    # boundary --------------------------------------------------------------------------------
+    # boundary ----------------------------------------------------------------------------------
     def fill_boundary(self, u, timer=None) -> None:
         """The ghost layers of physical sides (Neumann, one-rank periodic) by kernels/boundary.cu on `main`,
         after everything enqueued on `edge` (the edge strips it reads); kernel time from events."""
@@ -245,6 +244,7 @@ class CupyBackend(Backend):
             self._kernels[key] = module.get_function("fill_sides")
         return self._kernels[key]
 
+    # numerics ----------------------------------------------------------------------------------
     def prepare(self, u, u_new, w) -> None:
         """Compile (or load from CuPy's cache) and load the kernel; anchor GPU event times to the host clock."""
         if self.refills:

@@ -60,9 +60,21 @@ def homogeneous(case) -> bool:
                for s in SIDES)
 
 
+def spans(kinds_lo_hi: tuple[str, str], n: int) -> float:
+    """Domain length along an axis of n points, in spacings: n - 1 + o_lo + o_hi."""
+    return n - 1 + OFFSET[kinds_lo_hi[0]] + OFFSET[kinds_lo_hi[1]]
+
+
+def raw_kinds(data: dict, axis: str) -> tuple[str, str]:
+    """(lo, hi) kinds of an axis from an unvalidated case mapping (a number or no entry is Dirichlet)."""
+    sides = (data.get("boundary") or {})
+    return tuple(s.get("kind", "dirichlet") if isinstance(s := sides.get(name), dict) else "dirichlet"
+                 for name in AXIS_SIDES[axis])
+
+
 def axis_spacing(lo: str, hi: str, n: int, length: float) -> tuple[float, float]:
     """(h, position of point 0) along one axis with side kinds lo, hi."""
-    h = length / (n - 1 + OFFSET[lo] + OFFSET[hi])
+    h = length / spans((lo, hi), n)
     return h, OFFSET[lo] * h
 
 

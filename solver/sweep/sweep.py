@@ -203,9 +203,12 @@ def grow(data: dict, n: int) -> None:
     """Weak scaling: (py*ny, px*nx) points, the same dx and dy, parallel.dims fixed."""
     g, par = data["grid"], data["parallel"]
     py, px = (n, 1) if par["decomposition"] == "rows" else weak_dims(n)
-    dx, dy = g["lx"] / (g["nx"] + 1), g["ly"] / (g["ny"] + 1)
+    from ..core.boundary import raw_kinds, spans
+
+    kx, ky = raw_kinds(data, "x"), raw_kinds(data, "y")  # the walls' distance depends on the boundary kinds
+    dx, dy = g["lx"] / spans(kx, g["nx"]), g["ly"] / spans(ky, g["ny"])
     g["nx"], g["ny"] = g["nx"] * px, g["ny"] * py
-    g["lx"], g["ly"] = dx * (g["nx"] + 1), dy * (g["ny"] + 1)
+    g["lx"], g["ly"] = dx * spans(kx, g["nx"]), dy * spans(ky, g["ny"])
     if par["decomposition"] == "cart":
         par["dims"] = [py, px]
 
