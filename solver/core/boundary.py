@@ -138,7 +138,8 @@ class Fill:
 
     def apply(self, u) -> None:
         """Fill the ghost layers of the physical sides of a host array `u` in place (array slices: row
-        copies contiguous, column copies strided). GPU arrays: the backend's own kernel, same rules."""
+        copies contiguous, column copies strided). The numba and GPU backends run kernels with the same
+        rules, order and rounding (backends/numba_fill.py, backends/kernels/boundary.cu)."""
         d, t = self.depth, np.dtype(self.dtype).type
         ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
         for r in self.rules:
@@ -148,10 +149,18 @@ class Fill:
                     u[ghost] = r.value
                 elif r.kind == "periodic":
                     u[ghost] = u[across]
-                elif r.added(m) == 0.0:
+                elif t(r.added(m)) == 0:
                     u[ghost] = u[inside]
                 else:
                     np.add(u[inside], t(r.added(m)), out=u[ghost])
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, values) per side in SIDES order, for kernels: codes 0 (no rule: a neighbour fills it) or
+        CODES[kind]; values the Dirichlet value or G h, in float64 (kernels round as apply() does)."""
+        codes, values = np.zeros(4, dtype=np.int32), np.zeros(4)
+        for r in self.rules:
+            codes[SIDES.index(r.side)], values[SIDES.index(r.side)] = r.code, r.value
+        return codes, values
 
 
 def _layer(side: str, m: int, d: int, ny: int, nx: int):

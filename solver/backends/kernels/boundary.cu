@@ -28,8 +28,8 @@ fill_sides(real* __restrict__ u, const idx pitch, const int ny, const int nx, co
     if (kind == 1) {
         u[g] = (real)v;
     } else if (kind == 2) {
-        const double a = (2 * m + 1) * v;  // as the host computes it, then rounded to REAL
-        u[g] = a == 0.0 ? u[s] : u[s] + (real)a;
+        const real a = (real)((2 * m + 1) * v);  // as the host computes it: in double, then rounded to REAL
+        u[g] = a == (real)0 ? u[s] : u[s] + a;
     } else {
         u[g] = u[s];
     }
