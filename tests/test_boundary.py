@@ -422,3 +422,17 @@ def test_the_gpu_fill_kernel_source_run_on_the_cpu_equals_the_host_rules(dtype, 
         out = subprocess.run([str(tmp_path / "fill"), "9", "13", str(d), *args], check=True, capture_output=True,
                              text=True, input="\n".join(map(repr, host.astype(float).ravel().tolist()))).stdout
         np.testing.assert_array_equal(np.array(out.split(), dtype=float).astype(dtype).reshape(host.shape), want)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_numba_fill_equals_the_host_rules_at_every_depth(dtype):
+    be = NumbaBackend(BackendSettings(name="numba"), dtype, 1)
+    for (xs, ys), d in itertools.product(SIDE_KINDS, (1, 2, 3)):
+        c = case({"left": xs[0], "right": xs[1], "bottom": ys[0], "top": ys[1]}, nx=13, ny=9, dtype=dtype)
+        be.boundary = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), d)
+        host = np.random.default_rng(d).uniform(-1, 1, (9 + 2 * d, 13 + 2 * d)).astype(dtype)
+        want, got = host.copy(), host.copy()
+        be.boundary.apply(want)
+        be.fill_boundary(got)
+        if be.refills:
+            np.testing.assert_array_equal(got, want)
