@@ -186,6 +186,10 @@ def make_fill(case, block, depth: int = 1) -> Fill:
         spec = getattr(case.boundary, side)
         value = spec.value if spec.kind == "dirichlet" else spec.flux * h[side] if spec.kind == "neumann" else 0.0
         rules.append(Rule(side, spec.kind, value))
+        n = block.ny if side in AXIS_SIDES["y"] else block.nx
+        if spec.kind != "dirichlet" and depth > n:
+            raise ValueError(f"ghost depth {depth} on the {side} side exceeds the block's {n} points across it "
+                             "(a mirror or a wrap reads that many owned points)")
     return Fill(tuple(rules), case.numerics.dtype, depth)
 
 
