@@ -197,7 +197,7 @@ def tune(
         json_out.write_text(json.dumps(res, indent=1))
 
 
-bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize.")
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, access.")
 app.add_typer(bench_app, name="bench")
 
 
@@ -304,6 +304,7 @@ def bench_reduction(
         print_reduction(res)
     _write_json(json_out, res, comm)
     bad = [r["variant"] for r in res["results"] if not r["passed"]]
+    bad += [f"MPI_Allreduce of {r['bytes']} B" for r in res.get("allreduce_by_size", []) if not r["passed"]]
     if bad:
         exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
         exc.report = comm.rank == 0
@@ -327,6 +328,38 @@ def bench_vectorize(
     res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
     print_vectorize(res)
     _write_json(json_out, res)
+
+
+@bench_app.command("access")
+def bench_access(
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="numba | cupy (default: numba, and cupy "
+                                                                                "where cupy and a GPU are here)"),
+    threads: int = typer.Option(1, min=1, help="numba threads, each reading its own slice (1: one core's caches)"),
+    sizes: Optional[str] = typer.Option(None, help="array sizes, powers of two: 4K,64K,1M or a range 4K-256M "
+                                                   "(default: 4K to at least 4x the last-level cache)"),
+    strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
+    repeats: int = typer.Option(5, min=1, help="timed rounds; the median is reported"),
+    min_time: float = typer.Option(0.02, min=1e-4, help="seconds one timed call lasts at least"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Read bandwidth by access order (contiguous, strided, random, rows/columns) and size, caches marked."""
+    from ..backends import registry
+    from ..bench.access import DEFAULT_STRIDES, access_bench, parse_sizes, print_access, wrong_sums
+    from ..core.errors import InputError
+
+    names = backend or ["numba"] + (["cupy"] if registry()["cupy"].unavailable() is None else [])
+    for name in names:
+        if name not in ("numba", "cupy"):
+            raise InputError(f"--backend: {name!r} is not measured here; use numba or cupy")
+        reason = registry()[name].unavailable()
+        if reason:
+            raise InputError(f"--backend {name}: {reason}")
+    res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
+                       _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time)
+    print_access(res)
+    _write_json(json_out, res)
+    if wrong_sums(res):
+        raise VerificationError(f"a pattern did not read every element once: {', '.join(wrong_sums(res))}")
 
 
 sweep_app = typer.Typer(help="Scaling sweeps: each point a normal run; sweep.csv, sweep.md; then `stencil report DIR`.",

@@ -66,3 +66,41 @@ def memory_bytes() -> tuple[int | None, int | None]:
         return kb("MemTotal"), kb("MemAvailable")
     except OSError:
         return None, None
+
+
+CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def _size_bytes(text: str) -> int:
+    """sysfs cache size ("48K", "1280K", "32M" or a plain number of bytes) in bytes."""
+    text = text.strip()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def cpu_caches(root: Path = CACHE_DIR) -> list[dict]:
+    """cpu0's data and unified caches from sysfs, innermost first: level, type, bytes, the number of CPUs
+    sharing one instance, and the line size; [] where sysfs does not say (not Linux, a container hiding it)."""
+    caches = []
+    for d in sorted(root.glob("index*")):
+        try:
+            kind = (d / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            shared = (d / "shared_cpu_list").read_text().strip()
+            caches.append({"level": int((d / "level").read_text()), "type": kind,
+                           "bytes": _size_bytes((d / "size").read_text()),
+                           "shared_by": len(_parse_ranges(shared)) if shared else 1,
+                           "line_bytes": int((d / "coherency_line_size").read_text())})
+        except (OSError, ValueError):
+            continue
+    return sorted(caches, key=lambda c: c["level"])
+
+
+def _parse_ranges(text: str) -> list[int]:
+    """"0-3,8" -> [0, 1, 2, 3, 8] (the inverse of _ranges)."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
