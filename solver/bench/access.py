@@ -21,11 +21,19 @@ Per size, each pattern is first called until one call of `passes` passes lasts a
 (those calls are the warm-up: compilation, page faults, caches filled); then `repeats` rounds time
 every pattern once each, round-robin (a slow spell of a shared machine lands on all patterns alike).
 Rate = bytes per pass / (median seconds per call / passes). GPU calls are timed with CUDA events.
+
+Clocks (CPU): every call is timed by the wall clock and by the process's CPU time divided by the
+threads; `clock` picks the one the rates use (default wall). On a machine shared with other jobs the
+wall clock measures the scheduler: on the 2-core development VM, busy with other jobs, a loop got 18%
+of a core (0.18 s CPU in 1.0 s wall). CPU time counts the cycles the loop ran, stalls on memory
+included, so `--clock cpu` estimates the rate the loop has when it runs; every row keeps both rates and
+the CPU share (CPU time / wall time) so the reader can judge. Other jobs still evict the caches.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 import time
@@ -126,20 +134,36 @@ def autorange(p: Pattern, min_seconds: float) -> int:
         passes *= max(2, min(1000, math.ceil(1.2 * min_seconds / max(dt, 1e-9))))
 
 
-def measure_size(patterns: list[Pattern], nbytes: int, ref: int, repeats: int, min_seconds: float) -> list[dict]:
-    """Every pattern at one array size: autorange each, then `repeats` round-robin rounds."""
+def measure_size(patterns: list[Pattern], nbytes: int, ref: int, repeats: int, min_seconds: float,
+                 clock: str = "wall", threads: int = 1) -> list[dict]:
+    """Every pattern at one array size: autorange each, then `repeats` round-robin rounds. Each call is timed
+    by the wall clock and by the process's CPU time (per thread); `clock` says which one the rate uses."""
     passes = [autorange(p, min_seconds) for p in patterns]
-    times: list[list[float]] = [[] for _ in patterns]
+    wall: list[list[float]] = [[] for _ in patterns]
+    cpu: list[list[float]] = [[] for _ in patterns]
     exact = [True] * len(patterns)
     for _ in range(repeats):
         for k, p in enumerate(patterns):
+            c = time.process_time()
             dt, value = p.run(passes[k])
-            times[k].append(dt / passes[k])
+            cpu[k].append((time.process_time() - c) / threads / passes[k])
+            wall[k].append(dt / passes[k])
             exact[k] &= value == passes[k] * ref
-    return [{"pattern": p.name, "stride": p.stride, "bytes": nbytes, "passes": passes[k],
-             "seconds_per_pass": statistics.median(times[k]), "gbs": nbytes / statistics.median(times[k]) / 1e9,
-             "gbs_spread": [nbytes / max(times[k]) / 1e9, nbytes / min(times[k]) / 1e9], "sum_exact": exact[k]}
-            for k, p in enumerate(patterns)]
+    return [row(p, nbytes, passes[k], wall[k], cpu[k], exact[k], clock) for k, p in enumerate(patterns)]
+
+
+def row(p: Pattern, nbytes: int, passes: int, wall: list[float], cpu: list[float], exact: bool, clock: str) -> dict:
+    times = cpu if clock == "cpu" else wall
+    med = statistics.median(times)
+    return {"pattern": p.name, "stride": p.stride, "bytes": nbytes, "passes": passes, "clock": clock,
+            "seconds_per_pass": med, "gbs": _rate(nbytes, med),
+            "gbs_spread": [_rate(nbytes, max(times)), _rate(nbytes, min(times))],
+            "gbs_wall": _rate(nbytes, statistics.median(wall)), "gbs_cpu": _rate(nbytes, statistics.median(cpu)),
+            "cpu_share": statistics.median(c / w for c, w in zip(cpu, wall)), "sum_exact": exact}
+
+
+def _rate(nbytes: int, seconds: float) -> float | None:
+    return nbytes / seconds / 1e9 if seconds > 0 else None
 
 
 def data(n: int, seed: int = 0) -> tuple[np.ndarray, int]:
@@ -177,7 +201,7 @@ def cpu_patterns(x: np.ndarray, threads: int, strides: list[int]) -> list[Patter
 
 
 def run_backend(backend: str, sizes: list[int], threads: int, strides: list[int], repeats: int, min_seconds: float,
-                say: Callable[[str], None]) -> list[dict]:
+                clock: str, say: Callable[[str], None]) -> list[dict]:
     rows = []
     for nbytes in sizes:
         x, ref = data(nbytes // 8)
@@ -187,7 +211,8 @@ def run_backend(backend: str, sizes: list[int], threads: int, strides: list[int]
             patterns = [Pattern(*t) for t in gpu_patterns(x, strides, shape_2d(x.size)[1])]
         else:
             patterns = cpu_patterns(x, threads, strides)
-        got = measure_size(patterns, nbytes, ref, repeats, min_seconds)
+        got = measure_size(patterns, nbytes, ref, repeats, min_seconds, clock if backend == "numba" else "wall",
+                           threads if backend == "numba" else 1)
         for r in got:
             r.update(backend=backend, threads=threads if backend == "numba" else None)
         say(f"{backend} {human(nbytes):>8}: " + ", ".join(f"{label(r)} {r['gbs']:.1f}" for r in got) + " GB/s")
@@ -200,14 +225,14 @@ def label(r: dict) -> str:
 
 
 def access_bench(backends: list[str], threads: int, sizes: list[int] | None, strides: list[int], repeats: int,
-                 min_seconds: float = MIN_SECONDS, say: Callable[[str], None] = print) -> dict:
+                 min_seconds: float = MIN_SECONDS, clock: str = "wall", say: Callable[[str], None] = print) -> dict:
     from ..core.machine import cpu_caches, cpu_count, cpu_model
 
     caches = cpu_caches()
     res = {"bench": "access", "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()) + " UTC", "cpu": cpu_model(),
            "cores": cpu_count(), "threads": threads, "repeats": repeats, "min_seconds": min_seconds,
-           "strides": strides, "element_bytes": 8, "caches": {"cpu": caches}, "marks": {}, "sizes": {},
-           "results": []}
+           "strides": strides, "element_bytes": 8, "clock": clock, "caches": {"cpu": caches}, "marks": {}, "sizes": {},
+           "results": [], "load_average": {"start": _load()}}
     for b in backends:
         if b == "cupy":
             res["caches"]["gpu"] = gpu_caches()
@@ -219,8 +244,17 @@ def access_bench(backends: list[str], threads: int, sizes: list[int] | None, str
         last = max((m["bytes"] for m in marks), default=32 << 20)
         res["marks"][b] = marks
         res["sizes"][b] = sizes or default_sizes(last)
-        res["results"] += run_backend(b, res["sizes"][b], threads, strides, repeats, min_seconds, say)
+        res["results"] += run_backend(b, res["sizes"][b], threads, strides, repeats, min_seconds, clock, say)
+    res["load_average"]["end"] = _load()
     return res
+
+
+def _load() -> float | None:
+    """The 1-minute load average (how busy a shared machine was), where the OS gives it."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def _numba_threads(threads: int) -> None:
@@ -260,6 +294,11 @@ def print_access(res: dict) -> None:
                       *(f"{got[c]['gbs']:.2f}" + ("" if got[c]["sum_exact"] else " WRONG SUM") if c in got else "-"
                         for c in cols))
         con.print(t)
+    load = res.get("load_average", {})
+    shares = [r["cpu_share"] for r in res["results"] if r["backend"] == "numba"]
+    print(f"clock: {res['clock']}; load average (1 min) at start {load.get('start')}, at end {load.get('end')} on "
+          f"{res['cores']} cores" + (f"; CPU share of the numba calls (CPU time / wall time per thread) "
+                                    f"{min(shares):.0%}-{max(shares):.0%}" if shares else ""))
     print("random: the index array adds 4 bytes per element of contiguous reads (not counted); cols: stride = row "
           "length of the 2-D view (rows x cols = the same bytes).")
 

@@ -18,6 +18,7 @@ bytes over the slowest rank's time.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -235,7 +236,8 @@ def reduction_bench(size: int, lock_size: int, threads: int, dtype: str, gpu: bo
     return {"bench": "reduction", "size": size, "lock_size": x_lock.size, "dtype": dtype, "threads": threads, "ranks": comm.size,
             "repeats": repeats, "cpu": cpu_model(), "cores": cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
             "reference": "math.fsum (exactly rounded); tolerance n * 2**-53 (Higham's bound, any order)",
-            "results": rows, "allreduce_by_size": by_size, "mpi_library": comm.library() if comm.mpi else None}
+            "results": rows, "allreduce_by_size": by_size, "mpi_library": comm.library() if comm.mpi else None,
+            "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
 def print_reduction(res: dict) -> None:

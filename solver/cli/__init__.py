@@ -340,6 +340,8 @@ def bench_access(
     strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
     repeats: int = typer.Option(5, min=1, help="timed rounds; the median is reported"),
     min_time: float = typer.Option(0.02, min=1e-4, help="seconds one timed call lasts at least"),
+    clock: str = typer.Option("wall", help="wall | cpu: the CPU clock (process CPU time / threads) for a machine "
+                                           "shared with other jobs; both are recorded"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
     """Read bandwidth by access order (contiguous, strided, random, rows/columns) and size, caches marked."""
@@ -347,6 +349,8 @@ def bench_access(
     from ..bench.access import DEFAULT_STRIDES, access_bench, parse_sizes, print_access, wrong_sums
     from ..core.errors import InputError
 
+    if clock not in ("wall", "cpu"):
+        raise InputError(f"--clock: {clock!r} is not a clock; use wall or cpu")
     names = backend or ["numba"] + (["cupy"] if registry()["cupy"].unavailable() is None else [])
     for name in names:
         if name not in ("numba", "cupy"):
@@ -355,7 +359,7 @@ def bench_access(
         if reason:
             raise InputError(f"--backend {name}: {reason}")
     res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
-                       _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time)
+                       _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time, clock)
     print_access(res)
     _write_json(json_out, res)
     if wrong_sums(res):

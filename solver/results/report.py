@@ -268,7 +268,9 @@ def fig_access(res: dict, backend: str):
     b.set_title("2-D array: row-major against column-major traversal")
     who = (f"{res['cpu']}, {res['threads']} numba thread(s)" if backend == "numba"
            else res["caches"]["gpu"]["name"] + " (CuPy)")
-    fig.suptitle(f"stencil bench access: {who}; median of {res['repeats']}; {res['date']}", fontsize=8)
+    clock = {"cpu": "CPU time per thread", "wall": "wall clock"}[res.get("clock", "wall")] if backend == "numba" \
+        else "CUDA events"
+    fig.suptitle(f"stencil bench access: {who}; median of {res['repeats']}, {clock}; {res['date']}", fontsize=8)
     return fig
 
 
@@ -291,7 +293,8 @@ def fig_allreduce(runs: list[dict]):
     ax.grid(alpha=0.3, which="both")
     ax.legend()
     first = runs[0]
-    fig.suptitle(f"stencil bench reduction: {first.get('mpi_library') or 'MPI'}; {first['cpu']}; {first['date']}",
+    lib = " ".join((first.get("mpi_library") or "MPI").split())
+    fig.suptitle(f"stencil bench reduction: {lib}; {first['cpu']}; {first['date']}",
                  fontsize=8)
     return fig
 
