@@ -18,11 +18,10 @@ Each pass reads every element exactly once whatever the order, so the bytes per 
 and every kernel must return exactly passes x sum(x): the bench checks it.
 
 strided, gather and cols are compiled with LLVM's loop and SLP vectorisers off (`scalar`): left on,
-LLVM turns their loads into AVX-512 gathers, which on the development VM (Xeon, 2026-12-01) read a
-4 KiB array at 3.5 GB/s against 14.0 GB/s for scalar loads - a measure of the gather instruction, not
-of the access order. numba reads the vectorisers' settings when it builds a function's pass pipeline,
-so they are switched off around the (eager) compilation of those three only; tests/test_access.py
-checks their machine code has no gathers and no packed arithmetic.
+LLVM turns their loads into AVX-512 gathers (the development VM's Xeon has them), and the rate then
+measures the gather instruction rather than the access order. numba reads the vectorisers' settings
+when it builds a function's pass pipeline, so they are switched off around the (eager) compilation of
+those three only; tests/test_access.py checks their machine code has no gathers and no packed adds.
 """
 
 import numpy as np
