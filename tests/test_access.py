@@ -192,3 +192,25 @@ def test_gpu_patterns_read_every_element_once():
     assert len(res["results"]) == 3 * 7
     for r in res["results"]:
         assert r["sum_exact"] and math.isfinite(r["gbs"]) and r["gbs"] > 0, access.label(r)
+
+
+def test_report_draws_mpi_scaling_rows(tmp_path):
+    """tools/mpi_scaling.py JSON lines in a results directory: the scaling figure docs/answers.md uses."""
+    import shutil
+
+    import matplotlib.image
+    from conftest import ROOT
+
+    from solver.results.report import fig_mpi_scaling, load_scaling_rows, make_report
+
+    src = ROOT / "docs" / "bench" / "2026-11-30-h200x2-cpu" / "scaling_a.jsonl"
+    shutil.copy(src, tmp_path / "scaling_a.jsonl")
+    (tmp_path / "notes.jsonl").write_text('{"other": 1}\n')  # not scaling rows: ignored
+    make_report(tmp_path)
+    assert matplotlib.image.imread(tmp_path / "scaling_a.png").shape[1] > 600
+    assert not (tmp_path / "notes.png").exists()
+    rows = load_scaling_rows(src)
+    strong, weak, bandwidth = fig_mpi_scaling(rows, "test").axes
+    combos = {(r["decomposition"], r["halo"]) for r in rows if r["scaling"] == "strong"}
+    drawn = {c for c in combos if c[1] in ("blocking", "overlap")}
+    assert len(strong.get_lines()) == 1 + len(drawn)  # ideal + one per decomposition and halo shown

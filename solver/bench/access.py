@@ -25,8 +25,8 @@ Rate = bytes per pass / (median seconds per call / passes). GPU calls are timed 
 Clocks (CPU): every call is timed by the wall clock and by the process's CPU time divided by the
 threads; `clock` picks the one the rates use (default wall). On a machine shared with other jobs the
 wall clock measures the scheduler (in the run of BENCHMARKS.md, on the 2-core development VM busy with
-other jobs, the calls got 29-100% of a core: the `cpu_share` of each row). CPU time counts the cycles the loop ran, stalls on memory
-included, so `--clock cpu` estimates the rate the loop has when it runs; every row keeps both rates and
+other jobs, the calls got 29-100% of a core: the `cpu_share` of each row). CPU time counts the cycles
+the loop ran, stalls on memory included, so `--clock cpu` estimates the rate the loop has when it runs; every row keeps both rates and
 the CPU share (CPU time / wall time) so the reader can judge. Other jobs still evict the caches.
 """
 

@@ -197,7 +197,8 @@ def tune(
         json_out.write_text(json.dumps(res, indent=1))
 
 
-bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, access.")
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, "
+                             "access.")
 app.add_typer(bench_app, name="bench")
 
 

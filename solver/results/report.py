@@ -7,8 +7,9 @@ the copy ceiling, and a roofline view: attainable GFLOP/s = ceiling x arithmetic
 Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
 wrote trace.json). Benchmark results: <stem>.png per `bench access` JSON (GB/s by array size per access
 pattern, the caches drawn as labelled vertical lines), allreduce.png from the `bench reduction` JSONs run
-under MPI (MPI_Allreduce time by message size, a line per rank count). Figures are built as matplotlib Figure objects (no pyplot state, Agg canvas) so
-tests can count their series; every axis has a label with units, every chart a title and a legend.
+under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/mpi_scaling.py
+JSON-lines file (speedup and bandwidth against ranks; tools/plot_scaling.py draws the same). Figures
+are built as matplotlib Figure objects (no pyplot state, Agg canvas) so tests can count their series; every axis has a label with units, every chart a title and a legend.
 """
 
 from __future__ import annotations
@@ -221,8 +222,12 @@ def fig_timeline(trace: dict, steps: int = TIMELINE_STEPS):
 
 # figures: bench results (stencil bench access / reduction --json) -----------------------------------
 
-PATTERN_STYLE = {"contiguous": dict(color="tab:blue", lw=2.2, marker="o"), "random": dict(color="k", ls="--", marker="x"),
-                 "rows": dict(color="tab:blue", lw=2.2, marker="o"), "cols": dict(color="tab:red", lw=2.2, marker="s")}
+PATTERN_STYLE = {"contiguous": dict(color="tab:blue", lw=2.2, marker="o"),
+                 "random": dict(color="k", ls="--", marker="x"), "rows": dict(color="tab:blue", lw=2.2, marker="o"), "cols": dict(color="tab:red", lw=2.2, marker="s")}
+
+
+PATTERN_TEXT = {"rows": "row-major (unit stride)", "cols": "column-major (stride = row length)",
+                "random": "random (precomputed permutation)"}
 
 
 def _size_axis(ax, sizes: list[int]) -> None:
@@ -256,8 +261,7 @@ def fig_access(res: dict, backend: str):
                     "strided" in names]:
             pts = sorted((r["bytes"], r["gbs"]) for r in rows if label(r) == key)
             style = PATTERN_STYLE.get(key) or dict(color=shades[int(key.split()[1])], marker=".", lw=1.2)
-            text = {"rows": "row-major (unit stride)", "cols": "column-major (stride = row length)",
-                    "random": "random (precomputed permutation)"}.get(key, key + (" elements" if "stride" in key else ""))
+            text = PATTERN_TEXT.get(key, key + (" elements" if "stride" in key else ""))
             ax.plot(*zip(*pts), label=text, **style)
         cache_lines(ax, res["marks"][backend])
         _size_axis(ax, res["sizes"][backend])
@@ -299,6 +303,62 @@ def fig_allreduce(runs: list[dict]):
     return fig
 
 
+def fig_mpi_scaling(rows: list[dict], where: str):
+    """tools/mpi_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
+    decomposition with the blocking and overlap halos), and strong scaling's bandwidth against the copy
+    (and memcpy) ceiling measured at the same rank count."""
+    from collections import defaultdict
+
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["scaling"], r["decomposition"], r["halo"])].append(r)
+    fig, axes = new_figure(3, 5.0)
+    ranks = sorted({r["ranks"] for r in rows})
+    for ax, scaling in zip(axes[:2], ("strong", "weak")):
+        ax.plot(ranks, ranks, "k--", label="ideal")
+        for (sc, dec, halo), rs in sorted(groups.items()):
+            if sc != scaling or halo == "nonblocking" or "+" in halo:  # "+dynamic": see the tables
+                continue
+            rs.sort(key=lambda r: r["ranks"])
+            t1 = rs[0]["seconds_per_step"]
+            speedup = [t1 / r["seconds_per_step"] * (r["ranks"] if scaling == "weak" else 1) for r in rs]
+            ax.plot([r["ranks"] for r in rs], speedup, marker="o", label=f"{dec}, {halo}")
+        first = next((r for r in rows if r["scaling"] == scaling), None)
+        grid = "" if first is None else f"{first['ny']} x {first['nx']}" if scaling == "strong" else \
+            f"{first['ny']} x {first['nx']} per rank"
+        ax.set(title=f"{scaling} scaling ({grid})", xlabel="MPI ranks (1 thread each)", ylabel="speedup vs 1 rank",
+               xscale="log", yscale="log")
+        ax.set_xticks(ranks, [str(r) for r in ranks])
+        ax.legend()
+    ax = axes[2]
+    strong = sorted(groups[("strong", "rows", "overlap")], key=lambda r: r["ranks"])
+    n = [r["ranks"] for r in strong]
+    ax.plot(n, [r["copy_gbs"] for r in strong], "k--", marker="s", label="copy, ordinary stores, same ranks (ceiling)")
+    if all("memcpy_gbs" in r for r in strong):
+        ax.plot(n, [r["memcpy_gbs"] for r in strong], ":", color="grey", marker="s",
+                label="memcpy (non-temporal stores), same ranks")
+    for dec in ("rows", "cart"):
+        rs = sorted(groups[("strong", dec, "overlap")], key=lambda r: r["ranks"])
+        ax.plot([r["ranks"] for r in rs], [r["gbs"] for r in rs], marker="o",
+                label=f"stencil effective GB/s, {dec} overlap")
+    ax.set(title="strong scaling: bandwidth against the ceiling", xlabel="MPI ranks", ylabel="GB/s (read + write)",
+           xscale="log", yscale="log")
+    ax.set_xticks(n, [str(r) for r in n])
+    ax.legend(fontsize=8)
+    fig.suptitle(f"stencil, numba per-step kernel, float64 - {where}")
+    return fig
+
+
+def load_scaling_rows(path: Path) -> list[dict] | None:
+    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else."""
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+    keys = {"scaling", "decomposition", "halo", "ranks", "seconds_per_step", "gbs", "copy_gbs"}
+    return rows if rows and all(isinstance(r, dict) and keys <= r.keys() for r in rows) else None
+
+
 def load_bench_results(d: Path) -> dict[str, dict]:
     """The `stencil bench access` and `stencil bench reduction` JSON files of a directory, by file stem."""
     found = {}
@@ -309,6 +369,10 @@ def load_bench_results(d: Path) -> dict[str, dict]:
             continue
         if isinstance(res, dict) and res.get("bench") in ("access", "reduction"):
             found[path.stem] = res
+    for path in sorted(d.glob("*.jsonl")):
+        rows = load_scaling_rows(path)
+        if rows:
+            found[path.stem] = {"bench": "mpi_scaling", "rows": rows, "where": f"{d.resolve().name}/{path.name}"}
     return found
 
 
@@ -332,13 +396,18 @@ def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
                 md.append(f"| {human(nbytes)} | " + " | ".join(f"{got[c]['gbs']:.3g}" if c in got else "-"
                                                                for c in cols) + " |")
             md.append("")
+    for stem, res in found.items():
+        if res["bench"] == "mpi_scaling":
+            figs[f"{stem}.png"] = fig_mpi_scaling(res["rows"], res["where"])
+            md += [f"## {stem}: MPI scaling", "", f"`tools/mpi_scaling.py` rows from {res['where']}.", "",
+                   f"![scaling]({stem}.png)", ""]
     mpi = [r for r in found.values() if r["bench"] == "reduction" and r.get("allreduce_by_size")]
     if mpi:
         figs["allreduce.png"] = fig_allreduce(mpi)
         md += ["## MPI_Allreduce by message size", "", "![allreduce](allreduce.png)", ""]
     if not figs:
-        raise InputError("no `stencil bench access` result, and no `stencil bench reduction` result run under MPI, "
-                         "in this directory: write them there with --json")
+        raise InputError("no `stencil bench access` result, no `stencil bench reduction` result run under MPI and no "
+                         "tools/mpi_scaling.py JSON lines in this directory: write them there with --json")
     return figs, "\n".join(md)
 
 
