@@ -234,7 +234,8 @@ def reduction_bench(size: int, lock_size: int, threads: int, dtype: str, gpu: bo
         rows.append(result(v, seconds, value, ref, comm))
     by_size = allreduce_by_size(comm, repeats) if comm.mpi is not None else []
     return {"bench": "reduction", "size": size, "lock_size": x_lock.size, "dtype": dtype, "threads": threads,
-            "ranks": comm.size, "repeats": repeats, "cpu": cpu_model(), "cores": cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
+            "ranks": comm.size, "repeats": repeats, "cpu": cpu_model(), "cores": cpu_count(),
+            "date": time.strftime("%Y-%m-%d %H:%M"),
             "reference": "math.fsum (exactly rounded); tolerance n * 2**-53 (Higham's bound, any order)",
             "results": rows, "allreduce_by_size": by_size, "mpi_library": comm.library() if comm.mpi else None,
             "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
