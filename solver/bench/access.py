@@ -95,6 +95,23 @@ def human(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
+def check_options(backends: list[str] | None, clock: str) -> list[str]:
+    """The backends to measure (default: numba, and cupy where it works); a one-line error for a bad choice."""
+    from ..backends import registry
+    from ..core.errors import InputError
+
+    if clock not in ("wall", "cpu"):
+        raise InputError(f"--clock: {clock!r} is not a clock; use wall or cpu")
+    names = backends or ["numba"] + (["cupy"] if registry()["cupy"].unavailable() is None else [])
+    for name in names:
+        if name not in ("numba", "cupy"):
+            raise InputError(f"--backend: {name!r} is not measured here; use numba or cupy")
+        reason = registry()[name].unavailable()
+        if reason:
+            raise InputError(f"--backend {name}: {reason}")
+    return names
+
+
 # caches ----------------------------------------------------------------------------------------
 
 def cpu_marks(caches: list[dict], threads: int) -> list[dict]:

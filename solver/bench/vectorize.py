@@ -25,7 +25,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 

@@ -348,19 +348,9 @@ def bench_access(
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
     """Read bandwidth by access order (contiguous, strided, random, rows/columns) and size, caches marked."""
-    from ..backends import registry
-    from ..bench.access import DEFAULT_STRIDES, access_bench, parse_sizes, print_access, wrong_sums
-    from ..core.errors import InputError
+    from ..bench.access import DEFAULT_STRIDES, access_bench, check_options, parse_sizes, print_access, wrong_sums
 
-    if clock not in ("wall", "cpu"):
-        raise InputError(f"--clock: {clock!r} is not a clock; use wall or cpu")
-    names = backend or ["numba"] + (["cupy"] if registry()["cupy"].unavailable() is None else [])
-    for name in names:
-        if name not in ("numba", "cupy"):
-            raise InputError(f"--backend: {name!r} is not measured here; use numba or cupy")
-        reason = registry()[name].unavailable()
-        if reason:
-            raise InputError(f"--backend {name}: {reason}")
+    names = check_options(backend, clock)
     res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
                        _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time, clock)
     print_access(res)
