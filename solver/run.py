@@ -6,6 +6,7 @@ validated case -> decomposition -> checks (memory, output directory) -> backend 
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -91,7 +92,7 @@ class Run:
 
     def _check_memory(self) -> None:
         itemsize = np.dtype(self.case.numerics.dtype).itemsize
-        need = 2 * int(np.prod(self.block.padded)) * itemsize
+        need = 2 * math.prod(self.block.padded) * itemsize  # Python integers: no overflow
         if self.verify_on and self.comm.rank == 0:
             need += 4 * (self.case.grid.nx + 2) * (self.case.grid.ny + 2) * itemsize  # reference run on rank 0
         _, available = memory_bytes()

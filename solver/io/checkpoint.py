@@ -22,6 +22,7 @@ own block.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,7 +153,7 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
 def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
     """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
     write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
 
 

@@ -22,6 +22,7 @@ HDF5 needs to extend them collectively (ParallelFieldFile); the streaming path w
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -324,7 +325,7 @@ class ParallelFieldFile:
         """Rank 0 makes room for one more snapshot; False on the other ranks when it could not (rank 0 raises)."""
         err = None
         if self.comm.rank == 0:
-            nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+            nbytes = math.prod(self.shape) * self.dtype.itemsize
             try:
                 reserve(self.path, self.path.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
             except OSError as exc:
