@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -26,9 +25,12 @@ from .core.initial import initial_block
 from .core.loop import LoopState, TimeLoop
 from .core.machine import affinity, memory_bytes
 from .core.timing import Clock, Timer
-from .io.outputs import RESULT_FILES, Outputs, holds_results, vtk_wanted
+from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
+from .io.fields import check_appendable, hdf5_writer
+from .io.outputs import Outputs, vtk_wanted
 from .io.safeio import write_text
 from .parallel.comm import Comm, agree, threads_per_rank
+from .parallel.consensus import check_same_case
 from .parallel.exchange import make_exchange
 
 
@@ -55,10 +57,14 @@ class Run:
 
     # set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
+        """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
+        agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
+        agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
+        agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
         self.backend.prepare(self.u, self.u_new, self.w)
         self.comm.barrier()
@@ -104,26 +110,24 @@ class Run:
                 f"process(es) here; use a smaller grid, dtype float32, or more nodes")
 
     def _check_output_dir(self) -> None:
-        if self.comm.rank != 0:
-            return
-        d = self.outdir
-        if d.exists() and not d.is_dir():
-            raise InputError(f"output.dir: {d} exists and is not a directory; choose another --output")
-        if self.appending:
-            return  # continue the run in the checkpoint's own directory: output is appended
-        if holds_results(d):
-            if not self.opts.overwrite:
-                raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
-                                 "or choose another --output directory")
-            for name in RESULT_FILES:
-                (d / name).unlink(missing_ok=True)
-            shutil.rmtree(d / "vtk", ignore_errors=True)
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"output.dir: cannot create {d} ({exc.strerror}); choose a writable --output") from None
-        if not os.access(d, os.W_OK):
-            raise InputError(f"output.dir: {d} is not writable; choose a writable --output")
+        check_not_working_dir(self.outdir)
+        if self.comm.rank == 0:
+            check_output_dir(self.outdir, appending=self.appending, overwrite=self.opts.overwrite, inputs=self._inputs())
+            if self.appending and (self.outdir / "fields.h5").exists():
+                check_appendable(self.outdir / "fields.h5", self.case.shape, np.dtype(self.case.numerics.dtype),
+                                 hdf5_writer(self.comm))
+
+    def _inputs(self) -> dict:
+        """Files this run reads, which --overwrite must not remove."""
+        found = {"--restart": self.restart.path} if self.restart else {}
+        if self.case.initial.kind == "file":
+            found["initial.path"] = Path(self.case.initial.path)
+        return found
+
+    def _claim(self) -> None:
+        if self.comm.rank == 0:
+            self.claim = claim(self.outdir, appending=self.appending, overwrite=self.opts.overwrite,
+                               inputs=self._inputs())
 
     def _build(self) -> None:
         case, block = self.case, self.block
@@ -136,9 +140,11 @@ class Run:
         self.timer = Timer(trace=case.output.trace)
         self.warm_timer = Timer()
         self.resolved_yaml = self._resolved_yaml()
+
+    def _open_outputs(self) -> None:
+        self.outputs = Outputs(self)
         if self.comm.rank == 0:
             write_text(self.outdir / "case.yaml", self.resolved_yaml)
-        self.outputs = Outputs(self)
 
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
@@ -157,6 +163,13 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
+        try:
+            return self._execute()
+        finally:
+            if getattr(self, "claim", None) is not None:
+                self.claim.release()  # the output directory's lock, held for the run's life
+
+    def _execute(self) -> dict:
         self.setup()
         state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
         self.balancer = None
@@ -215,6 +228,7 @@ class Run:
                 written["record"] = build_record(self, rows, correctness, ceiling)
                 write_record(self, written["record"], rows)
                 self.outputs.write_timings(rows, self.restart.step if self.restart else 0, self.state.step)
+                write_manifest(self.outdir)
 
         self.outputs.collective_io(write_results, "writing the record")
         record = self.comm.bcast(written.get("record"))

@@ -112,8 +112,13 @@ class Checkpoint:
         import h5py
 
         (r0, r1), (c0, c1) = block.rows, block.cols
-        with h5py.File(self.path, "r") as f:
-            return f["u"][r0:r1, c0:c1]
+        try:
+            with h5py.File(self.path, "r") as f:
+                return f["u"][r0:r1, c0:c1]
+        except OSError as exc:  # a chunk whose checksum (fletcher32) does not match, a truncated file
+            raise InputError(f"--restart: dataset /u of {self.path} cannot be read (rows {r0}-{r1 - 1}: "
+                             f"{str(exc).splitlines()[0][:80]}): the checkpoint is damaged; restart from an intact "
+                             "copy") from None
 
     @property
     def directory(self) -> Path:
@@ -196,7 +201,8 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
 
 def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
     ny, nx = shape
-    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
+    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx),
+                         fletcher32=True)  # a checksum per chunk, verified by every read (restart)
     tol = meta.get("tolerance")
     f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
