@@ -250,9 +250,12 @@ def _lock(path: Path) -> tuple[int, dict | None]:
     if locked is None and previous and _alive(previous):  # no flock here: trust a live pid on this host
         os.close(fd)
         raise _held(path, previous)
-    text = _holder_text().encode()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, text, 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder_text().encode(), 0)
+    except OSError as exc:
+        os.close(fd)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     return fd, previous if previous and previous.get("pid") != os.getpid() else None
 
 
