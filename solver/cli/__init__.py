@@ -6,9 +6,7 @@ Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/In
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -17,7 +15,8 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_IO, EXIT_OK, OutputError, StencilError, VerificationError
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
+from . import stdout
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -29,58 +28,14 @@ def echo_err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _silence_stdout() -> None:
-    """Point fd 1 at /dev/null, so that nothing left in Python's buffer fails again at exit."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-
-
-def stdout_failed(exc: OSError) -> int:
-    """A closed pipe (`stencil ... | head`) ends quietly, as Unix tools do; any other failure to write
-    standard output (`> /dev/full`) is exit 5 with one line on stderr."""
-    _silence_stdout()
-    if isinstance(exc, BrokenPipeError):
-        return EXIT_OK
-    echo_err(f"error: cannot write to standard output ({exc.strerror or exc}); redirect it to a file on a "
-             "filesystem with room, or to /dev/null")
-    return EXIT_IO
-
-
-def to_stdout(fn, *args) -> None:
-    """Print with fn; a failing standard output is reported (stdout_failed) and the command goes on: its
-    results are already in their files, and its exit code (verification) still counts."""
-    try:
-        fn(*args)
-        sys.stdout.flush()
-    except OSError as exc:
-        _silence_stdout()
-        if not isinstance(exc, BrokenPipeError):
-            raise OutputError(f"standard output: cannot write the summary ({exc.strerror or exc}); the results "
-                              "are in the output directory; redirect stdout to a file with room or to /dev/null") \
-                from None
-
-
-def _quiet_rich_pipe() -> None:
-    """rich exits 1 when its output pipe closes (Console.on_broken_pipe); make it a BrokenPipeError, which
-    stdout_failed ends quietly."""
-    from rich.console import Console
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
-    Console.on_broken_pipe = on_broken_pipe
-
-
 class Group(TyperGroup):
     """Usage errors as one line with exit 2 (instead of a usage panel), StencilErrors as their exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        _quiet_rich_pipe()
+        with stdout.guarded():  # a full or closed stdout: solver.cli.stdout
+            self._main(args, prog_name, complete_var, **extra)
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -88,11 +43,8 @@ class Group(TyperGroup):
             if exc.report:
                 echo_err(f"error: {exc}")
             _exit(exc.exit_code)
-        except OSError as exc:
-            if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG) or \
-                    not _stdout_broken():
-                raise
-            _exit(stdout_failed(exc))
+        except stdout.StdoutFailed as exc:
+            _exit(stdout.exit_code(exc, 0, echo_err))
         except Exception as exc:
             ctx = getattr(exc, "ctx", None)
             if _is(exc, "NoArgsIsHelpError") and ctx is not None:
@@ -109,23 +61,8 @@ class Group(TyperGroup):
         _exit(rv if isinstance(rv, int) else 0)
 
 
-def _stdout_broken() -> bool:
-    """Whether standard output is what failed (rather than a file the command wrote)."""
-    try:
-        sys.stdout.write("")
-        sys.stdout.flush()
-        return False
-    except OSError:
-        return True
-
-
 def _exit(code: int) -> None:
-    """Exit, flushing standard output first: a failure there is reported (stdout_failed), not a traceback."""
-    try:
-        sys.stdout.flush()
-    except OSError as exc:
-        code = stdout_failed(exc) or code
-    sys.exit(code)
+    sys.exit(stdout.flush_or_exit_code(code, echo_err))
 
 
 app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -194,7 +131,7 @@ def run(
     if comm.rank == 0:
         from ..results.summary import print_summary
 
-        to_stdout(print_summary, record)
+        stdout.to_stdout(print_summary, record)
     c = record["correctness"]
     if c.get("passed") is False:
         exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
