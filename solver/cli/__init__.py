@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
 from . import stdout
 
 
@@ -58,7 +58,7 @@ class Group(TyperGroup):
                 echo_err("aborted")
                 sys.exit(130)
             raise
-        _exit(rv if isinstance(rv, int) else 0)
+        _exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 def _exit(code: int) -> None:
@@ -74,6 +74,13 @@ def main() -> None:
 
 
 # helpers ---------------------------------------------------------------------------------------
+
+def _check_dtype(dtype: str) -> None:
+    from ..core.errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+
 
 def _overrides(**kw) -> dict:
     return {f"--{k}": v for k, v in kw.items() if v is not None}
@@ -117,7 +124,7 @@ def run(
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
     from ..config import load_case
     from ..parallel.comm import Comm, agree
-    from ..run import Options, Run
+    from ..run import Options, run_case
 
     comm = Comm.world(mpi)
     try:
@@ -125,7 +132,7 @@ def run(
                           decomposition=decomposition, balance=balance, kernel=kernel)
         cfg = agree(comm, lambda: load_case(case, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
-        record = Run(cfg, comm, opts).execute()
+        record = run_case(cfg, comm, opts)
     except Exception as exc:  # noqa: BLE001 - every failure must end every rank
         fail(exc, comm)
     if comm.rank == 0:
@@ -230,10 +237,8 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     from ..bench.stencil import print_bench, stencil_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
     print_bench(results)
     if json_out:
@@ -300,8 +305,7 @@ def bench_reduction(
     from ..core.errors import InputError
     from ..parallel.comm import Comm
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     comm = Comm.world(mpi)
     reason = registry()["cupy"].unavailable()
     if gpu and reason:
@@ -331,10 +335,8 @@ def bench_vectorize(
 ) -> None:
     """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
     from ..bench.vectorize import print_vectorize, vectorize_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
     print_vectorize(res)
     _write_json(json_out, res)
