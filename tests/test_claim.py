@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import h5py
 import numpy as np
 from conftest import ROOT, clean_env, stencil, write_case
 
@@ -147,3 +148,31 @@ def test_initial_arrays_that_are_not_real_finite_numbers_are_refused(tmp_path):
                           if name == "series" else {"kind": "file", "path": str(path)})
         one_error_line(stencil(["run", str(case)]), 2, "initial.", needle)
         assert not (tmp_path / f"out_{name}").exists()
+
+
+def test_a_temporary_checkpoint_left_by_a_kill_during_its_write_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL while checkpoint.h5 is being written (every step here) leaves .checkpoint.tmpPID.h5, a whole
+    field; the restart into the directory removes it and continues from the last complete checkpoint."""
+    out = tmp_path / "out"
+    case = write_case(tmp_path / "k.yaml", grid={"nx": 512, "ny": 512}, run={"steps": 100000, "check_every": 1},
+                      output={"dir": str(out), "vtk": False, "checkpoint_every": 1, "every": 100000})
+    proc = subprocess.Popen([sys.executable, "-m", "solver", "run", str(case), "-q"], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.time()
+        while not list(out.glob(".checkpoint.tmp*.h5")) or not (out / "checkpoint.h5").exists():
+            assert proc.poll() is None and time.time() - t0 < 120, proc.communicate()
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    left = list(out.glob(".checkpoint.tmp*.h5"))
+    assert left and left[0].name == f".checkpoint.tmp{proc.pid}.h5"
+    with h5py.File(out / "checkpoint.h5") as f:
+        step = int(f.attrs["step"])
+    res = stencil(["run", str(case), "--restart", str(out), "--steps", str(step + 2), "-q"])
+    assert res.returncode == 0, res.stderr
+    assert not list(out.glob(".*.tmp*")), list(out.iterdir())
