@@ -88,8 +88,8 @@ class FromFile(Section):
     """A .npy file, or an HDF5 file with `dataset`, holding an array of shape (ny, nx)."""
 
     kind: Literal["file"]
-    path: str
-    dataset: str | None = None
+    path: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    dataset: str | None = Field(None, max_length=MAX_VALUE_CHARS)
 
 
 Initial = Annotated[Union[Sine, Hotspot, Constant, Random, FromFile], Field(discriminator="kind")]
@@ -120,7 +120,7 @@ class BackendSettings(Section):
     threads: int | None = Field(None, ge=1, le=1 << 16, description="numba threads per rank; null = cores / ranks on the node")
     time_tile: int | None = Field(None, ge=1, le=64, description=(
         "numba on one process: steps fused into one sweep through memory (temporal blocking); null = 4, 1 = off"))
-    kernel: str | None = Field(None, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
+    kernel: str | None = Field(None, max_length=100, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
         "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
 
@@ -140,7 +140,7 @@ class Parallel(Section):
 
 
 class Output(Section):
-    dir: str | None = Field(None, description="result directory; null = output/<name>")
+    dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
     every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
     checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)

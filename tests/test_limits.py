@@ -70,3 +70,11 @@ def test_deep_nesting_and_a_device_as_the_case_file_in_a_fresh_process(tmp_path)
         assert res.returncode == 2 and needle in res.stderr, res.stderr
         assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert "directory" not in stencil(["run", "/dev/null"]).stderr
+
+
+def test_a_long_option_value_is_refused_and_quoted_short(tmp_path):
+    path = write_case(tmp_path / "c.yaml")
+    with pytest.raises(InputError) as err:
+        load_case(path, {"--output": "o" * 100_000})
+    message = str(err.value)
+    assert "--output" in message and "at most 4096 characters" in message and len(message) < 300, message
