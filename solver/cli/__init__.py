@@ -1,7 +1,8 @@
 """The `stencil` command line: parse and validate, then call one library function.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/Inf in the field,
-5 output failed (disk full, unwritable), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+5 output failed (disk full, quota, read-only, a full stdout), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+A closed stdout (`| head`) ends quietly with the command's own code (solver.cli.stdout).
 """
 
 from __future__ import annotations
