@@ -176,3 +176,16 @@ def test_a_temporary_checkpoint_left_by_a_kill_during_its_write_is_removed_by_th
     res = stencil(["run", str(case), "--restart", str(out), "--steps", str(step + 2), "-q"])
     assert res.returncode == 0, res.stderr
     assert not list(out.glob(".*.tmp*")), list(out.iterdir())
+
+
+def test_two_runs_started_together_on_one_directory_one_runs_and_the_other_is_refused(tmp_path):
+    out = tmp_path / "out"
+    cases = [write_case(tmp_path / f"{n}.yaml", output={"dir": str(out), "vtk": False}) for n in ("one", "two")]
+    procs = [subprocess.Popen([sys.executable, "-m", "solver", "run", str(c), "-q"], cwd=ROOT, env=clean_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for c in cases]
+    results = [(p.wait(120), p.stderr.read()) for p in procs]
+    assert sorted(code for code, _ in results) == [0, 2], results
+    refused = next(err for code, err in results if code == 2)
+    assert "is in use by" in refused or "already holds results" in refused, refused
+    winner = json.loads((out / "record.json").read_text())["case"]["name"]
+    assert f"name: {winner}\n" in (out / "case.yaml").read_text()  # one run's files, not a mix
