@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -352,6 +353,9 @@ def _case_loader():
                 seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep)
 
+    # YAML 1.2 floats: `1e-5` is a number (YAML 1.1, PyYAML's default, reads it as the string '1e-5')
+    CaseLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
+        r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+0123456789."))
     return CaseLoader
 
 

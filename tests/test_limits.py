@@ -23,6 +23,7 @@ CASES = {  # label: (case file text, what the one-line error must say)
     "infinite length": (BASE.replace("ny: 17", "ny: 17, lx: .inf"), ["grid.lx", "finite"]),
     "nan alpha": (BASE + "physics: {alpha: .nan}\n", ["physics.alpha", "finite"]),
     "tiny dt": (BASE + "physics: {dt: 1.0e-300}\n", ["physics.dt", ">= 1e-100"]),
+    "exponent without a dot (YAML 1.2 float)": (BASE.replace("ny: 17", "ny: 17, lx: 1e-200"), ["grid.lx", "1e-200"]),
     "negative seed": (BASE + "initial: {kind: random, seed: -1}\n", ["initial.seed", ">= 0"]),
     "huge seed": (BASE + f"initial: {{kind: random, seed: {2**70}}}\n", ["initial.seed"]),
     "infinite random range": (BASE + "initial: {kind: random, low: -1.0e+308, high: 1.0e+308}\n",
