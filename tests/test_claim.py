@@ -4,7 +4,6 @@ only of what stencil wrote, never through a symbolic link, never the run's own i
 working directory."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -26,7 +26,7 @@ import re
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import InputError, OutputError
@@ -169,7 +169,7 @@ class Claim:
 
     dir: Path
     fd: int | None = None
-    taken_over: dict | None = field(default=None)
+    taken_over: dict | None = None
 
     def release(self) -> None:
         if self.fd is None:
