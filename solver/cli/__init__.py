@@ -1,7 +1,8 @@
 """The `stencil` command line: parse and validate, then call one library function.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/Inf in the field,
-5 output failed (disk full, unwritable), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+5 output failed (disk full, quota, read-only, a full stdout), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+A closed stdout (`| head`) ends quietly with the command's own code (solver.cli.stdout).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
+from . import stdout
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -31,13 +33,19 @@ class Group(TyperGroup):
     """Usage errors as one line with exit 2 (instead of a usage panel), StencilErrors as their exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        with stdout.guarded():  # a full or closed stdout: solver.cli.stdout
+            self._main(args, prog_name, complete_var, **extra)
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
         except StencilError as exc:
             if exc.report:
                 echo_err(f"error: {exc}")
-            sys.exit(exc.exit_code)
+            _exit(exc.exit_code)
+        except stdout.StdoutFailed as exc:
+            _exit(stdout.exit_code(exc, 0, echo_err))
         except Exception as exc:
             ctx = getattr(exc, "ctx", None)
             if _is(exc, "NoArgsIsHelpError") and ctx is not None:
@@ -51,7 +59,11 @@ class Group(TyperGroup):
                 echo_err("aborted")
                 sys.exit(130)
             raise
-        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+        _exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _exit(code: int) -> None:
+    sys.exit(stdout.flush_or_exit_code(code, echo_err))
 
 
 app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -127,7 +139,7 @@ def run(
     if comm.rank == 0:
         from ..results.summary import print_summary
 
-        print_summary(record)
+        stdout.to_stdout(print_summary, record)
     c = record["correctness"]
     if c.get("passed") is False:
         exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
