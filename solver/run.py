@@ -98,7 +98,7 @@ class Run:
         if available and need > available / self.node_size:
             g = self.case.grid
             raise InputError(
-                f"grid: {g.ny} x {g.nx} {self.case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
+                f"grid: nx x ny = {g.nx} x {g.ny} {self.case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
                 f"{available / 2**30 / self.node_size:.1f} GiB are available to each of {self.node_size} "
                 f"process(es) here; use a smaller grid, dtype float32, or more nodes")
 

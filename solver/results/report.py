@@ -223,7 +223,7 @@ def problem(rec: dict) -> list[str]:
     scheme = "explicit FTCS heat step" if inp["equation"] == "heat" else "Jacobi sweep for Laplace"
     w = inp["weights"]
     return ["## Problem", "",
-            f"{inp['equation']} on {inp['ny']} x {inp['nx']} interior points ({inp['dtype']}), initial "
+            f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
             f"{inp['initial']}, {rec['run']['steps']} steps ({scheme}). Each step applies the 5-point update "
             f"u_new = wc*u + wx*(west + east) + wy*(south + north) with wc = {w['wc']:.6g}, wx = {w['wx']:.6g}, "
             f"wy = {w['wy']:.6g}: {tp.get('flops_per_update', 7)} flops and at least "

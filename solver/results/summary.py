@@ -17,7 +17,8 @@ def _console() -> Console:
 def print_summary(rec: dict) -> None:
     con = _console()
     inp, tp, t, res = rec["input"], rec["throughput"], rec["timings"], rec["resources"]
-    table = Table(title=f"{inp['name']}: {inp['equation']} {inp['ny']}x{inp['nx']} {inp['dtype']}, "
+    table = Table(title=f"{inp['name']}: {inp['equation']} nx x ny = {inp['nx']} x {inp['ny']} "
+                        f"{inp['dtype']}, "
                         f"{rec['stencil']['backend']}, {res['ranks']} rank(s) x {res['threads_per_rank']} thread(s)")
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -29,7 +30,8 @@ def print_summary(rec: dict) -> None:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
         if "copy_gbs" in tp:
-            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s ({tp['fraction_of_copy']:.0%} reached)")
+            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
+                                            f"({tp['fraction_of_copy']:.0%} reached)")
     gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
     if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
         table.add_row("GPU h2d / kernel / d2h", f"{gpu['h2d_s']:.3f} / {t['compute']['max']:.3f} / {gpu['d2h_s']:.3f} s "
@@ -84,8 +86,8 @@ def print_plan(case, ranks: int) -> None:
     else:
         t.add_row("iterations", f"Jacobi, at most {case.run.steps}, tolerance {case.run.tolerance}")
     t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
-    t.add_row("ranks", f"{ranks} as {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
-                       f"largest block {p['largest_block'][0]} x {p['largest_block'][1]}")
+    t.add_row("ranks", f"{ranks} as py x px = {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
+                       f"largest block nx x ny = {p['largest_block'][1]} x {p['largest_block'][0]}")
     t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB (two padded arrays)")
     t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")

@@ -499,12 +499,12 @@ def saturation(rows: list[dict], key: str, what: str) -> list[str]:
 def growth(s: Settings, base: dict, rows: list[dict]) -> str:
     g, dec = base["grid"], base["parallel"]["decomposition"]
     if s.kind == "strong":
-        return f"strong scaling: the global grid stays {g['ny']} x {g['nx']}; ranks vary ({dec} decomposition)"
+        return f"strong scaling: the global grid stays nx x ny = {g['nx']} x {g['ny']}; ranks vary ({dec} decomposition)"
     if s.kind == "threads":
-        return f"thread scaling: one process, {g['ny']} x {g['nx']} points, numba threads vary"
+        return f"thread scaling: one process, nx x ny = {g['nx']} x {g['ny']} points, numba threads vary"
     rule = "py = ranks, px = 1" if dec == "rows" else "(py, px) the most nearly square pair, py >= px"
-    return (f"weak scaling: every rank owns {g['ny']} x {g['nx']} points; the global grid is (py*{g['ny']}) x "
-            f"(px*{g['nx']}) with {rule} ({dec} decomposition); lx, ly grow with it so dx, dy and dt stay fixed")
+    return (f"weak scaling: every rank owns nx x ny = {g['nx']} x {g['ny']} points; the global grid is "
+            f"(px*{g['nx']}) x (py*{g['ny']}) with {rule} ({dec} decomposition); lx, ly grow with it so dx, dy and dt stay fixed")
 
 
 def csv_text(rows: list[dict]) -> str:
