@@ -25,8 +25,8 @@ from . import checkpoint as ckpt
 from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned, write_skeleton
 from .safeio import collective, describe, replaced
 
-RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
-                "checkpoint.h5", "u.pvd", "timings.h5")
+RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
+                "trace.json", "checkpoint.h5", "u.pvd", "timings.h5")
 LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
