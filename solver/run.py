@@ -59,6 +59,7 @@ class Run:
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
         self.clock.lap("setup")
+        self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.w)
         self.comm.barrier()
         self.clock.lap("compile")
@@ -167,6 +168,7 @@ class Run:
                         self.timer, self.warm_timer, hooks=self.outputs, balancer=self.balancer)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
+        self.outputs.progress_bar.start(state.step)
         self.clock.skip()
         failed = None
         try:

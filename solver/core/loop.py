@@ -35,7 +35,8 @@ class TimeLoop:
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
+        every = SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY
+        self.poll_every = poll_every or min(every, max(1, case.run.steps // 10))  # progress: >= every 10%
         self.owned = block.everything()
         self.points = block.ny * block.nx
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections

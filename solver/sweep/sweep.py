@@ -322,9 +322,9 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
                               f"rank(s): they did not form one MPI job (srun: pass --mpi=pmi2 for MPICH or "
                               f"--mpi=pmix for Open MPI); see docs/clusters.md")
                 rec = None
-            sps = rec["throughput"]["seconds_per_step"] if rec and rec.get("throughput") else None
-            p.runs.append({"dir": str(d), "exit_code": rc, "error": err, "seconds_per_step": sps,
-                           "wall_s": time.perf_counter() - t, "command": shlex.join(cmd)})
+            tp = rec.get("throughput") or {} if rec else {}
+            p.runs.append({"dir": str(d), "exit_code": rc, "error": err, "seconds_per_step": tp.get("seconds_per_step"),
+                           "mlups": tp.get("mlups"), "wall_s": time.perf_counter() - t, "command": shlex.join(cmd)})
             say(p, k, p.runs[-1])
 
 
@@ -606,7 +606,9 @@ def say_point(p: Point, k: int, run: dict) -> None:
     rep = f" rep {k + 1}/{len(p.dirs)}" if len(p.dirs) > 1 else ""
     what = f"{p.ranks} rank(s) x {p.threads} thread(s)"
     if run["exit_code"] == 0:
-        print(f"{p.label}{rep}: {what}: {run['seconds_per_step'] * 1e3:.4g} ms/step", flush=True)
+        rate = f", {run['mlups']:.0f} MLUP/s" if run.get("mlups") else ""
+        print(f"{p.label}{rep}: {what}: {run['seconds_per_step'] * 1e3:.4g} ms/step{rate}, {run['wall_s']:.1f} s",
+              flush=True)
     else:
         print(f"{p.label}{rep}: {what}: FAILED (exit {run['exit_code']}): {run['error']}", flush=True)
 
