@@ -27,7 +27,7 @@ from .core.machine import affinity, memory_bytes
 from .core.timing import Clock, Timer
 from .io.outputs import RESULT_FILES, Outputs, holds_results, vtk_wanted
 from .io.safeio import write_text
-from .parallel.comm import Comm, agree, threads_per_rank
+from .parallel.comm import Comm, agree, default_threads
 from .parallel.exchange import make_exchange
 
 
@@ -72,7 +72,7 @@ class Run:
         self.blocks = all_blocks(case.shape, self.dims)
         self.block = self.blocks[comm.rank]
         self.node_rank, self.node_size = comm.node()
-        self.threads = case.backend.threads or threads_per_rank(comm.node_cores(), self.node_rank)
+        self.threads = case.backend.threads or default_threads(comm.node_cores(), self.node_rank)
         self.backend_cls = backend_class(case.backend.name)
         if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
             self.backend_cls.check_placement(self.node_size, case.parallel)

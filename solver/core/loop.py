@@ -29,14 +29,20 @@ class LoopState:
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early
 
 
+def poll_period(default: int, steps: int) -> int:
+    """Steps between polls: `default`, or less on short runs so that progress shows at least every 10% of
+    the steps (a round divisor of 50, so the polls fall on round steps)."""
+    return next(p for p in (50, 25, 10, 5, 2, 1) if p <= default and p <= max(1, steps // 10))
+
+
 class TimeLoop:
     def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
                  hooks=None, poll_every: int | None = None, balancer=None):
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        every = SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY
-        self.poll_every = poll_every or min(every, max(1, case.run.steps // 10))  # progress: >= every 10%
+        self.poll_every = poll_every or poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY,
+                                                    case.run.steps)
         self.owned = block.everything()
         self.points = block.ny * block.nx
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections

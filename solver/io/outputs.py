@@ -278,7 +278,7 @@ class Outputs:
     def interrupted(self, s) -> Interrupted:
         err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.run.case.run.steps}; "
                           f"checkpoint written to {self.checkpoint_path}; continue with "
-                          f"`stencil run CASE --restart {self.checkpoint_path}`")
+                          f"`stencil run --restart {self.run.outdir}`")
         err.agreed, err.report = True, self.comm.rank == 0
         return err
 

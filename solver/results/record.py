@@ -84,8 +84,8 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     if frac is None:
         return "unknown: no copy bandwidth measured to compare with"
     if frac >= MEMORY_BOUND:
-        return (f"memory bandwidth: {frac:.0%} of the measured copy bandwidth ({tp['copy_gbs']:.1f} GB/s); "
-                "more threads or ranks on the same memory will not help much")
+        return (f"memory bandwidth: {frac:.0%} of the copy bandwidth measured with the same ranks and threads "
+                f"({tp['copy_gbs']:.1f} GB/s); more workers help only as far as that copy rate grows with them")
     return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
             "(more threads, SIMD or a better kernel would help)")
 

@@ -308,13 +308,17 @@ def next_steps(rows: list[dict]) -> list[str]:
     if last is None:
         return ["make the failed points run first"]
     steps = []
-    if (last.get("comm_fraction") or 0) + (last.get("wait_fraction") or 0) > 0.25:
+    if (last.get("comm_wait_fraction") or 0) > 0.25:  # per rank, then the largest
         steps.append("communication dominates at the largest count: larger local domains, the overlap halo mode, "
                      "or the cart decomposition (shorter halos per rank)")
-    if (last.get("fraction_of_copy") or 0) > 0.7:
+    frac = last.get("fraction_of_copy")
+    if frac is not None and frac > 1.1:
+        steps.append("above the copy ceiling: data are reused from cache (time tiling, or fields that fit in the "
+                     "last-level cache); a larger grid measures memory")
+    elif frac is not None and frac > 0.7:
         steps.append("the kernel runs near the copy ceiling: only fewer bytes per update help (float32, temporal "
                      "blocking) or more memory bandwidth (more sockets, a GPU)")
-    elif last.get("fraction_of_copy") is not None:
+    elif frac is not None:
         steps.append("the kernel leaves memory bandwidth unused: check threads and SIMD (`stencil bench vectorize`)")
     if (last.get("load_imbalance") or 1) > 1.15:
         steps.append("load imbalance: choose counts that divide the grid evenly")
@@ -401,7 +405,8 @@ def run_report(d: Path) -> tuple[dict, str]:
                 f"of the step time; load imbalance {t['load_imbalance']:.3f}", ""]
     captions = {k: v for k, v in RUN_CAPTIONS.items() if k in figs}
     row = {"comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
-           "fraction_of_copy": tp.get("fraction_of_copy"), "load_imbalance": t["load_imbalance"]}
+           "comm_wait_fraction": t["comm_wait_fraction"]["max"], "fraction_of_copy": tp.get("fraction_of_copy"),
+           "load_imbalance": t["load_imbalance"]}
     md = [f"# Performance report: {rec['input']['name']} (one run)", "", *problem(rec), *hardware(rec), *base,
           *design(rec), *correctness([("this run", rec)]), *method(f"stencil run ({d})", None), *charts(captions),
           *analysis, *limitations([], [row], None, rec["environment"])]

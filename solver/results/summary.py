@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..core import physics
@@ -78,7 +79,7 @@ def print_plan(case, ranks: int) -> None:
     t.add_column("field")
     t.add_column("value")
     for key, val in case.model_dump(mode="json").items():
-        t.add_row(key, str(val))
+        t.add_row(key, escape(str(val)))
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
     if "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
@@ -95,7 +96,7 @@ def print_plan(case, ranks: int) -> None:
     con.print(t)
     reason = registry()[case.backend.name].unavailable()
     if reason:
-        con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {reason}[/yellow]")
+        con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {escape(reason)}[/yellow]")
 
 
 def print_info() -> None:
@@ -139,5 +140,5 @@ def print_backends() -> None:
         t.add_column(col)
     for name, cls in registry().items():
         reason = cls.unavailable()
-        t.add_row(name, "yes" if reason is None else "no", cls.summary if reason is None else reason)
+        t.add_row(name, "yes" if reason is None else "no", escape(cls.summary if reason is None else reason))
     con.print(t)
