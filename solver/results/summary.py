@@ -64,9 +64,32 @@ def plan(case, ranks: int) -> dict:
            "memory_per_process_bytes": 2 * (big.ny + 2) * (big.nx + 2) * itemsize,
            "bytes_per_step": 2 * itemsize * case.grid.nx * case.grid.ny,
            "halo_bytes_per_step_per_rank": 2 * halo * itemsize, "vtk": case.vtk_enabled}
+    out.update(disk_bytes(case))
     if case.physics.equation == "heat":
         out["stable_dt"] = physics.stable_dt(case)
         out["dt_over_limit"] = out["dt"] / out["stable_dt"]
+    return out
+
+
+def snapshot_count(case) -> int:
+    """Snapshots fields.h5 will hold: the initial field, every output.every steps, and the last (at most:
+    laplace may converge earlier)."""
+    steps, every = case.run.steps, case.output.every
+    if steps == 0:
+        return 1
+    if not every:
+        return 2
+    return 1 + steps // every + (1 if steps % every else 0)
+
+
+def disk_bytes(case) -> dict:
+    """Bytes the output will take: fields.h5 (every snapshot), VTK (the same values again, before its zlib
+    compression, which saves 10-20% on floating-point fields), one checkpoint.h5 (when checkpoints are on)."""
+    field = case.grid.nx * case.grid.ny * np.dtype(case.numerics.dtype).itemsize
+    n = snapshot_count(case)
+    out = {"snapshots": n, "hdf5_bytes": n * field, "vtk_bytes": n * field if case.vtk_enabled else 0,
+           "checkpoint_bytes": field if case.output.checkpoint_every else 0}
+    out["disk_bytes"] = out["hdf5_bytes"] + out["vtk_bytes"] + out["checkpoint_bytes"]
     return out
 
 
@@ -93,6 +116,12 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
+    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"]
+    if p["vtk_bytes"]:
+        parts.append(f"up to {p['vtk_bytes'] / 1e6:.0f} MB VTK (zlib-compressed: floats shrink 10-20%)")
+    if p["checkpoint_bytes"]:
+        parts.append(f"{p['checkpoint_bytes'] / 1e6:.0f} MB checkpoint.h5")
+    t.add_row("disk space", f"about {p['disk_bytes'] / 1e6:.0f} MB: " + " + ".join(parts))
     con.print(t)
     reason = registry()[case.backend.name].unavailable()
     if reason:
