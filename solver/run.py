@@ -23,7 +23,7 @@ from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
 from .core.loop import LoopState, TimeLoop
-from .core.machine import affinity, memory_bytes
+from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
 from .io.outputs import RESULT_FILES, Outputs, holds_results, vtk_wanted
 from .io.safeio import write_text
@@ -259,6 +259,7 @@ class Run:
     def rank_row(self) -> dict:
         b, t = self.block, self.timer
         return {"rank": self.comm.rank, "host": socket.gethostname(), "pid": os.getpid(), "affinity": affinity(),
+                "numa": numa_text(),
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
                 "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),

@@ -101,6 +101,11 @@ def numa_nodes(cores: set[int], root: Path = SYS_NODE) -> list[int]:
     return found
 
 
+def numa_text() -> str:
+    """This process's NUMA node(s) as ranges ("0", "0-1"), or "" where /sys does not say."""
+    return _ranges(numa_nodes(cpu_cores()))
+
+
 def last_level_cache_bytes(cores: set[int] | None = None, root: Path = SYS_CPU) -> int | None:
     """Bytes of the last-level cache serving `cores` (default: this process's): the size of the highest
     cache level times the number of distinct instances of it among the cores; None where /sys does not say."""

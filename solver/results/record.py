@@ -20,8 +20,8 @@ from ..core.timing import SECTIONS
 from ..io.safeio import write_text
 from .environment import environment
 
-CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps",
-              "updates"]
+CSV_FIELDS = ["rank", "host", "pid", "affinity", "numa", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup",
+              "steps", "updates"]
 
 
 def section_stats(rows: list[dict]) -> dict:
@@ -224,12 +224,22 @@ def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict 
 
 
 def placement(row: dict) -> dict:
-    """Where a rank ran: host, CPU affinity, GPU (index, name) and halo transport where there are any."""
+    """Where a rank ran: host, cores (CPU affinity), NUMA node (/sys), GPU (index, name, PCI bus id) and halo
+    transport where there are any."""
     dev = row["device"] if isinstance(row.get("device"), dict) else {}
-    out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"]}
+    out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"], "numa": row.get("numa", "")}
     out.update({k: dev[k] for k in ("gpu_index", "gpu_name", "pci_bus_id") if k in dev})
     out.update({k: row[k] for k in ("transport", "halo_gpu", "gpu_wait") if k in row})
     return out
+
+
+def placement_lines(places: list[dict]) -> list[str]:
+    """record.md's placement table: rank -> host, cores, NUMA node, GPU."""
+    lines = ["| rank | host | cores | NUMA node | GPU |", "|---|---|---|---|---|"]
+    for p in places:
+        gpu = f"{p['gpu_index']} ({p.get('gpu_name', '')}, PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else "-"
+        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p['numa'] or '?'} | {gpu} |")
+    return lines
 
 
 def write_record(run, record: dict, rows: list[dict]) -> None:
@@ -294,6 +304,7 @@ def markdown(rec: dict) -> str:
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
              + _balance_line(res.get("balance")), "",
+             "## Placement", "", *placement_lines(res.get("placement", [])), "",
              "## Correctness", ""]
     if c.get("passed") is None:
         lines.append(c.get("note", "not verified"))

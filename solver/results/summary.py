@@ -41,6 +41,9 @@ def print_summary(rec: dict) -> None:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    places = res.get("placement", [])
+    table.add_row("placement", "; ".join(_place(p) for p in places[:4]) +
+                  (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
     c = rec["correctness"]
     if c.get("passed") is not None:
         table.add_row("verification", f"{'PASS' if c['passed'] else 'FAIL'} rel. error {c['relative_error']:.2e} "
@@ -48,6 +51,12 @@ def print_summary(rec: dict) -> None:
     table.add_row("bottleneck", rec["bottleneck"])
     con.print(table)
     con.print(f"results in {rec['case']['output']['dir']}")
+
+
+def _place(p: dict) -> str:
+    """'rank 0: host, cores 0-3, NUMA 0, GPU 0 (PCI 0000:1b:00.0)'."""
+    gpu = f", GPU {p['gpu_index']} (PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else ""
+    return f"rank {p['rank']}: {p['host']}, cores {p['affinity']}, NUMA {p.get('numa') or '?'}{gpu}"
 
 
 def plan(case, ranks: int) -> dict:
