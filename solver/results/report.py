@@ -123,7 +123,7 @@ def fig_breakdown(res: dict):
         ax.bar(labels, v, bottom=bottom, label=label, color=SECTION_COLOURS[s])
         bottom += v
     ax.set(title="Where a step's time goes (mean over ranks)", xlabel=axis_name(kind), ylabel="time per step (ms)")
-    ax.legend()
+    fig.legend(loc="outside right upper")  # beside the axes: inside, it covered the bars
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -175,7 +175,7 @@ def fig_ranks(timings: list[dict]):
         bottom += v
     ax.plot(labels, [t["loop"] for t in timings], "k_", markersize=20, label="loop wall time")
     ax.set(title="Time per rank in the timed loop", xlabel="rank", ylabel="time (s)")
-    ax.legend()
+    fig.legend(loc="outside right upper")  # beside the axes: inside, it covered the bars
     ax.grid(axis="y", alpha=0.3)
     return fig
 
