@@ -120,10 +120,6 @@ class Backend:
     def synchronize(self) -> None:
         pass
 
-    def clock(self) -> float:
-        """Seconds on a clock that covers this device's work (host backends: the host clock)."""
-        return time.perf_counter()
-
     # reporting -------------------------------------------------------------------------------
     def describe(self) -> dict:
         return {"backend": self.name, "threads": self.threads, "device": "cpu"}

@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -51,7 +51,7 @@ class Group(TyperGroup):
                 echo_err("aborted")
                 sys.exit(130)
             raise
-        sys.exit(rv if isinstance(rv, int) else 0)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 # Plain (click) help: it wraps long option names at any terminal width, where the rich panels cut them.
@@ -81,6 +81,13 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # helpers ---------------------------------------------------------------------------------------
+
+def _check_dtype(dtype: str) -> None:
+    from ..core.errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+
 
 def _overrides(**kw) -> dict:
     return {f"--{k}": v for k, v in kw.items() if v is not None}
@@ -117,14 +124,14 @@ def run(
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or progress lines"),
     restart: Optional[Path] = typer.Option(None, help="continue from this checkpoint.h5 or run directory; without "
                                                       "CASE, the run's own case (overrides included) into that directory"),
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
     from ..parallel.comm import Comm, agree
-    from ..run import Options, Run
+    from ..run import Options, run_case
 
     comm = Comm.world(mpi)
     try:
@@ -132,7 +139,7 @@ def run(
                           decomposition=decomposition, balance=balance, kernel=kernel)
         cfg = agree(comm, lambda: _run_case(case, restart, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
-        record = Run(cfg, comm, opts).execute()
+        record = run_case(cfg, comm, opts)
     except Exception as exc:  # noqa: BLE001 - every failure must end every rank
         fail(exc, comm)
     if comm.rank == 0:
@@ -255,10 +262,8 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     from ..bench.stencil import print_bench, stencil_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
     print_bench(results)
     if json_out:
@@ -325,8 +330,7 @@ def bench_reduction(
     from ..core.errors import InputError
     from ..parallel.comm import Comm
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     comm = Comm.world(mpi)
     reason = registry()["cupy"].unavailable()
     if gpu and reason:
@@ -356,10 +360,8 @@ def bench_vectorize(
 ) -> None:
     """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
     from ..bench.vectorize import print_vectorize, vectorize_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
     print_vectorize(res)
     _write_json(json_out, res)

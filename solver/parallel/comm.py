@@ -108,10 +108,6 @@ class Comm:
                              "install it with `pip install -e .[mpi]`") from None
         return cls(MPI.COMM_WORLD)
 
-    @property
-    def parallel(self) -> bool:
-        return self.size > 1
-
     def _op(self, name: str):
         from mpi4py import MPI
 

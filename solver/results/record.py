@@ -16,12 +16,11 @@ import numpy as np
 
 from ..core import physics
 from ..core.machine import last_level_cache_bytes, parse_cpulist
-from ..core.timing import SECTIONS
+from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .environment import environment
 
-CSV_FIELDS = ["rank", "host", "pid", "affinity", "numa", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup",
-              "steps", "updates"]
+CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
 
 
 def section_stats(rows: list[dict]) -> dict:
@@ -187,39 +186,37 @@ def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
     return None
 
 
-def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict | None) -> dict:
-    case = run.case
+def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
+    """layout: solver.core.layout.Layout; rows: one per rank (run.Run.rank_row); facts: plain data of the
+    run (run.Run.facts: phases, mpi_library, on_gpu, halo, halo_schedule, threads_per_rank, balance, run)."""
+    case = layout.case
     stats = section_stats(rows)
     tp = throughput(case, rows, ceiling)
     w = physics.weights(case)
-    phases = dict(run.clock.phases)
-    phases["total"] = run.clock.total()
     return {
         "stencil": {"version": environment(with_gpus=False)["stencil"], "backend": case.backend.name,
                     "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
         "case": case.model_dump(mode="json"),
-        "environment": environment(run.comm.library(), with_gpus=run.backend.on_gpu),
+        "environment": environment(facts["mpi_library"], with_gpus=facts["on_gpu"]),
         "input": {"name": case.name, "nx": case.grid.nx, "ny": case.grid.ny, "dtype": case.numerics.dtype,
                   "equation": case.physics.equation, "initial": case.initial.kind, "steps_requested": case.run.steps,
-                  "dt": run.dt, "dx": run.spacing[0], "dy": run.spacing[1],
+                  "dt": layout.dt, "dx": layout.spacing[0], "dy": layout.spacing[1],
                   "weights": {"wc": w.wc, "wx": w.wx, "wy": w.wy}},
-        "resources": {"ranks": run.comm.size, "dims": list(run.dims), "decomposition": case.parallel.decomposition,
-                      "halo": run.exchange.mode if run.comm.size > 1 else "none",
-                      "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
-                      "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
-                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else
+        "resources": {"ranks": layout.size, "dims": list(layout.dims), "decomposition": case.parallel.decomposition,
+                      "halo": facts["halo"], "halo_schedule": facts["halo_schedule"],
+                      "threads_per_rank": facts["threads_per_rank"], "ranks_per_node": layout.node_size,
+                      "devices": [r["device"] for r in rows],
+                      "balance": facts["balance"] or
                       {"mode": case.parallel.balance, **({"note": "no neighbours: nothing to balance"}
                                                          if case.parallel.balance == "dynamic" else {})},
                       "placement": [placement(r) for r in rows]},
-        "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
-                "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,
-                "hdf5_writer": run.outputs.hdf5_writer},  # fields.hdf5_writer: serial, streamed or mpio
+        "run": facts["run"],
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
-        "times": phases,
+        "times": facts["phases"],
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, run.backend.on_gpu),
+        "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]),
     }
 
 
@@ -227,7 +224,8 @@ def placement(row: dict) -> dict:
     """Where a rank ran: host, cores (CPU affinity), NUMA node (/sys), GPU (index, name, PCI bus id) and halo
     transport where there are any."""
     dev = row["device"] if isinstance(row.get("device"), dict) else {}
-    out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"], "numa": row.get("numa", "")}
+    out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"]}
+    out.update({"numa": row["numa"]} if "numa" in row else {})
     out.update({k: dev[k] for k in ("gpu_index", "gpu_name", "pci_bus_id") if k in dev})
     out.update({k: row[k] for k in ("transport", "halo_gpu", "gpu_wait") if k in row})
     return out
@@ -238,16 +236,16 @@ def placement_lines(places: list[dict]) -> list[str]:
     lines = ["| rank | host | cores | NUMA node | GPU |", "|---|---|---|---|---|"]
     for p in places:
         gpu = f"{p['gpu_index']} ({p.get('gpu_name', '')}, PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else "-"
-        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p['numa'] or '?'} | {gpu} |")
+        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p.get('numa') or '?'} | {gpu} |")
     return lines
 
 
-def write_record(run, record: dict, rows: list[dict]) -> None:
-    d = Path(run.outdir)
+def write_record(outdir: Path, trace: bool, record: dict, rows: list[dict]) -> None:
+    d = Path(outdir)
     write_text(d / "record.json", json.dumps(record, indent=1, default=str))
     write_text(d / "record.md", markdown(record))
     write_text(d / "timings.csv", timings_csv(rows))
-    if run.case.output.trace:
+    if trace:
         write_text(d / "trace.json", json.dumps(chrome_trace(rows)))
 
 

@@ -60,6 +60,7 @@ def ok_rows(res: dict) -> list[dict]:
 
 
 def count_of(r: dict, kind: str) -> int:
+    """The swept number: threads for a threads sweep, ranks otherwise."""
     return r["threads"] if kind == "threads" else r["ranks"]
 
 

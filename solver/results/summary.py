@@ -66,8 +66,7 @@ def plan(case, ranks: int) -> dict:
     big = max(blocks, key=lambda b: b.ny * b.nx)
     itemsize = np.dtype(case.numerics.dtype).itemsize
     w = physics.weights(case)
-    halo = max(sum((b.nx if s in ("south", "north") else b.ny) for s, n in b.neighbours.items() if n is not None)
-               for b in blocks)
+    halo = max(b.halo_cells for b in blocks)
     out = {"dx": physics.spacing(case)[0], "dy": physics.spacing(case)[1], "dt": physics.time_step(case),
            "wc": w.wc, "wx": w.wx, "wy": w.wy, "dims": dims, "largest_block": (big.ny, big.nx),
            "memory_per_process_bytes": 2 * (big.ny + 2) * (big.nx + 2) * itemsize,

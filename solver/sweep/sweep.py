@@ -41,6 +41,7 @@ from pathlib import Path
 import yaml
 
 from ..core.errors import InputError
+from ..results.report import count_of
 
 KINDS = ("strong", "weak", "threads")
 HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic matters
@@ -393,11 +394,6 @@ def row(p: Point, root: Path) -> dict:
             "record": str(Path(run["dir"]).relative_to(root) / "record.json"), "bottleneck": rec["bottleneck"]}
 
 
-def count_of(r: dict, kind: str) -> int:
-    """The swept number: threads for a threads sweep, ranks otherwise."""
-    return r["threads"] if kind == "threads" else r["ranks"]
-
-
 def add_speedup(rows: list[dict], kind: str) -> None:
     """Against the first successful point (count n0), scaled so that the ideal speedup is the count:
     strong/threads S(n) = n0 * T(n0) / T(n); weak (scaled speedup) S(n) = n * T(n0) / T(n); E = S / n."""
@@ -418,8 +414,7 @@ def halo_fraction(rec: dict) -> float:
     inp, dims = rec["input"], rec["resources"]["dims"]
     worst = 0.0
     for b in all_blocks((inp["ny"], inp["nx"]), tuple(dims)):
-        halo = sum(b.nx if side in ("south", "north") else b.ny for side, r in b.neighbours.items() if r is not None)
-        worst = max(worst, halo / (b.ny * b.nx))
+        worst = max(worst, b.halo_cells / (b.ny * b.nx))
     return worst
 
 
