@@ -28,6 +28,11 @@ from solver.run import Options, run_case
 N, P = {"kind": "neumann"}, {"kind": "periodic"}
 
 
+def plain(x):
+    """A copy without shared sub-dicts (YAML would write anchors, which case files refuse)."""
+    return json.loads(json.dumps(x))
+
+
 def case(bnd, nx=7, ny=5, initial=None, equation="heat", dtype="float64", **kw):
     return validate_case({"name": "b", "grid": {"nx": nx, "ny": ny, "lx": 1.3, "ly": 0.7},
                           "physics": {"equation": equation}, "initial": initial or {"kind": "random", "seed": 1},
@@ -200,10 +205,10 @@ def test_verify_checks_the_exact_mode(bnd, k, tmp_path):
 
 
 def test_a_failed_exact_check_exits_3(tmp_path):
-    path = write_case(tmp_path / "m.yaml", boundary={"left": P, "right": P, "bottom": N, "top": N},
+    path = write_case(tmp_path / "m.yaml", boundary=plain({"left": P, "right": P, "bottom": N, "top": N}),
                       initial={"kind": "sine", "k": [1, 1]})
     res = stencil(["run", str(path), "--verify", "--quiet"], env={"STENCIL_EXACT_TOLERANCE_SCALE": "0"})
-    assert res.returncode == 3
+    assert res.returncode == 3, res.stderr
 
 
 # conservation ---------------------------------------------------------------------------------------------
@@ -292,7 +297,7 @@ def test_walls_lie_one_spacing_out_for_dirichlet_and_half_for_neumann_and_period
 
 def test_output_carries_the_boundary_and_the_origin(tmp_path):
     bnd = {"left": P, "right": P, "bottom": {"kind": "neumann", "flux": 1.0}, "top": 2.0}
-    path = write_case(tmp_path / "o.yaml", boundary=bnd)
+    path = write_case(tmp_path / "o.yaml", boundary=plain(bnd))
     assert stencil(["run", str(path), "--quiet"]).returncode == 0
     out = tmp_path / "out_o"
     with h5py.File(out / "fields.h5") as f:
@@ -307,15 +312,15 @@ def test_output_carries_the_boundary_and_the_origin(tmp_path):
 
 def test_restart_with_other_boundaries_is_refused_and_the_same_is_bitwise(tmp_path):
     bnd = {"left": {"kind": "neumann", "flux": 1.0}, "right": N, "bottom": P, "top": P}
-    path = write_case(tmp_path / "r.yaml", boundary=bnd, run={"steps": 30, "check_every": 5},
+    path = write_case(tmp_path / "r.yaml", boundary=plain(bnd), run={"steps": 30, "check_every": 5},
                       output={"checkpoint_every": 10, "vtk": False})
     assert stencil(["run", str(path), "--quiet", "--steps", "20"]).returncode == 0
     out = tmp_path / "out_r"
-    other = write_case(tmp_path / "x.yaml", boundary={**bnd, "left": N}, output={"dir": str(tmp_path / "x")})
+    other = write_case(tmp_path / "x.yaml", boundary=plain({**bnd, "left": N}), output={"dir": str(tmp_path / "x")})
     res = stencil(["run", str(other), "--restart", str(out), "--steps", "30"])
     assert res.returncode == 2 and "boundary.left" in res.stderr and "Traceback" not in res.stderr
     assert stencil(["run", str(path), "--restart", str(out), "--quiet"]).returncode == 0
-    whole = write_case(tmp_path / "w.yaml", boundary=bnd, run={"steps": 30}, output={"vtk": False})
+    whole = write_case(tmp_path / "w.yaml", boundary=plain(bnd), run={"steps": 30}, output={"vtk": False})
     assert stencil(["run", str(whole), "--quiet"]).returncode == 0
     with h5py.File(out / "fields.h5") as a, h5py.File(tmp_path / "out_w" / "fields.h5") as b:
         np.testing.assert_array_equal(a["u"][-1], b["u"][-1])
