@@ -597,10 +597,9 @@ DESCRIPTIONS = {
     "Case.parallel": "MPI decomposition, halo exchange and load balance",
     "Case.output": "result directory, snapshots, VTK, checkpoints and trace",
     "BackendSettings.name": "numpy (reference) | numba (CPU threads, SIMD) | cupy (NVIDIA GPU)",
-    "Boundary.top": "u on the side y = ly",
-    "Boundary.bottom": "u on the side y = 0",
-    "Boundary.left": "u on the side x = 0",
-    "Boundary.right": "u on the side x = lx",
+    "Dirichlet.kind": "dirichlet: a fixed value u on the side",
+    "Neumann.kind": "neumann: a fixed outward normal derivative du/dn (flux) on the side; flux 0 = insulated",
+    "Periodic.kind": "periodic: the side wraps to the opposite one (give both sides of the axis)",
     "Constant.kind": "constant: the same value everywhere",
     "Constant.value": "the value of every interior point",
     "FromFile.kind": "file: read the field from a .npy or HDF5 file",
@@ -622,7 +621,7 @@ DESCRIPTIONS = {
     "Random.seed": "random generator seed",
     "Random.low": "lower bound (included)",
     "Random.high": "upper bound (excluded)",
-    "Sine.kind": "sine: the lowest discrete eigenmode (exact solution known: use it to verify)",
+    "Sine.kind": "sine: a discrete eigenmode for the boundary kinds, wave numbers k (exact solution known: use it to verify)",
 }
 
 
