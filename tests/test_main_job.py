@@ -14,7 +14,7 @@ from solver.results.summary import disk_bytes
 
 
 def test_make_run_says_its_ranks_first_and_fits_the_cores():
-    out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    out = subprocess.run(["make", "--no-print-directory", "-n", "run"], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     first = out.splitlines()[0]
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
     ranks = min(8, cores)
