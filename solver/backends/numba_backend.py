@@ -11,7 +11,8 @@ from ..core.errors import InputError
 from ..core.machine import cpu_count
 from . import Backend, register
 
-DEFAULT_TIME_TILE = 4  # steps fused per sweep on one process; measured in BENCHMARKS.md
+DEFAULT_TIME_TILE = 4  # steps fused per sweep (and halo depth under MPI) without a stored choice; BENCHMARKS.md
+RING_BYTES = 1 << 20  # per thread: a time tile's ring buffer (k levels x 3 rows x tile width) fits in L2
 
 
 @register
@@ -43,7 +44,23 @@ class NumbaBackend(Backend):
         self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
         if self.time_tile > 1:
-            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)
+            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)  # one compiled kernel serves every tile
+
+    def tiled(self, out, u, w, k: int, target, valid, fixed) -> None:
+        """k steps of `target` in one sweep (numba_kernels.tiled): a row block per thread, column blocks
+        as wide as the ring buffer's share of cache allows."""
+        r0, r1, c0, c1 = target
+        if r0 >= r1 or c0 >= c1:
+            return
+        self.k.tiled(out, u, w.wc, w.wx, w.wy, k, *target, *valid, *fixed, min(self.threads, r1 - r0),
+                     self.column_blocks(c1 - c0, k))
+
+    def column_blocks(self, width: int, k: int) -> int:
+        """Column tiles per row block: ring buffers of k x 3 rows x tile width within RING_BYTES (or the
+        tuned cache tile), tiles at least 8k columns wide (recomputed columns stay a small fraction)."""
+        budget = getattr(self, "ring_bytes", None) or RING_BYTES
+        cols = max(8 * k, budget // (3 * k * self.dtype.itemsize))
+        return max(1, -(-width // cols))
 
     def step(self, out, u, w, region) -> None:
         self.k.step(out, u, w.wc, w.wx, w.wy, *region)
@@ -55,7 +72,7 @@ class NumbaBackend(Backend):
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         tiles = (n - 1) // k if (k > 1 and full and n > 1) else 0
         for _ in range(tiles):
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads)
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads, self.column_blocks(u.shape[1] - 2, k))
             u, u_new = u_new, u
         return super().advance(u, u_new, w, n - tiles * k, region)
 

@@ -35,7 +35,8 @@ class TimeLoop:
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
+        depth = getattr(exchange, "depth", 1)  # time tiles: polls on tile boundaries
+        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else -(-POLL_EVERY // depth) * depth)
         self.owned = block.everything()
         self.points = block.ny * block.nx
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
@@ -64,11 +65,14 @@ class TimeLoop:
         s.step += 1
         timer.add("other", t)
 
-    def steps(self, s: LoopState, n: int, timer: Timer) -> None:
+    def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
+        """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
         if self.ex.trivial:
             timer.step = s.step
             s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.owned, timer)
             s.step += n
+        elif getattr(self.ex, "depth", 1) > 1:
+            self.ex.advance(s, n, self.w, timer, self.step, keep_previous)
         else:
             for _ in range(n):
                 self.step(s, timer)
@@ -83,7 +87,7 @@ class TimeLoop:
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
             points = self.points  # the block these steps update (a rebalance at the stop changes it)
-            self.steps(s, n, timer)
+            self.steps(s, n, timer, keep_previous=(s.step + n) % run.check_every == 0 or s.step + n == end)
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start

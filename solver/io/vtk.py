@@ -57,19 +57,14 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
     p[:ny, :nx] = mine
     if comm.mpi is None:
         return p
-    from mpi4py import MPI
-
-    def other(rank):
-        return MPI.PROC_NULL if rank is None else rank
+    from ..parallel.comm import TAGS, sendrecv
 
     col = np.empty(ny, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(mine[:, 0]), dest=other(block.west), sendtag=7101,
-                      recvbuf=col, source=other(block.east), recvtag=7101)
+    sendrecv(comm.mpi, np.ascontiguousarray(mine[:, 0]), block.west, col, block.east, TAGS["vtk_column"])
     if east:
         p[:ny, nx] = col
     row = np.empty(nx + east, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(p[0]), dest=other(block.south), sendtag=7102,
-                      recvbuf=row, source=other(block.north), recvtag=7102)
+    sendrecv(comm.mpi, np.ascontiguousarray(p[0]), block.south, row, block.north, TAGS["vtk_row"])
     if north:
         p[ny] = row
     return p

@@ -1,4 +1,4 @@
-"""Halo exchange for fields on GPUs (hybrid MPI + GPU): the same verbs as solver.parallel.exchange.
+"""Halo exchange for fields on GPUs (hybrid MPI + GPU): the protocol of solver.parallel.halo.
 
     pending = ex.start(u); compute ex.before; ex.finish(pending); compute ex.after
 
@@ -33,24 +33,10 @@ import ctypes
 import os
 import socket
 import time
-from dataclasses import dataclass
 
 from ..core.errors import InputError
-from .exchange import OPPOSITE, TAGS, Exchange
-
-
-@dataclass
-class GpuSide:
-    name: str
-    rank: int
-    send: tuple[int, int, int, int]
-    ghost: tuple[int, int, int, int]
-    sbuf: object
-    rbuf: object
-
-    def shape(self) -> tuple[int, int]:
-        r0, r1, c0, c1 = self.send
-        return r1 - r0, c1 - c0
+from .comm import free_all, recv_init, send_init, sendrecv, start_all, wait_all
+from .halo import HALO_TAGS, OPPOSITE, Exchange, Side, shifts
 
 
 def cuda_aware_mpi() -> bool | None:
@@ -135,25 +121,20 @@ class GpuExchange(Exchange):
         self.ev_interior = be.cp.cuda.Event(disable_timing=True)
         self.ev_edge = be.cp.cuda.Event(disable_timing=True)
         self.nccl = nccl_comm(mpi) if self.transport == "nccl" else None
-        from mpi4py import MPI
-
-        self.MPI = MPI
-        by_name = {side.name: side for side in self.sides}
-        self.pairs = [(by_name.get(a), by_name.get(b), a) for a, b in
-                      (("north", "south"), ("south", "north"), ("east", "west"), ("west", "east"))
-                      if a in by_name or b in by_name]
+        self.pairs = shifts(self.sides)
         self.requests = []
         if self.transport != "nccl" and mode != "blocking":
-            self.requests = [mpi.Recv_init(s.rbuf, source=s.rank, tag=TAGS[OPPOSITE[s.name]]) for s in self.sides]
-            self.requests += [mpi.Send_init(s.sbuf, dest=s.rank, tag=TAGS[s.name]) for s in self.sides]
+            self.requests = [recv_init(mpi, s.rbuf, s.rank, HALO_TAGS[OPPOSITE[s.name]]) for s in self.sides]
+            self.requests += [send_init(mpi, s.sbuf, s.rank, HALO_TAGS[s.name]) for s in self.sides]
 
-    def _side(self, name, rank, send, ghost) -> GpuSide:
-        shape = (send[1] - send[0], send[3] - send[2])
+    def _buffers(self, side: Side) -> Side:
+        shape = side.shape()
         if self.transport == "staged":
             buf = lambda: self.backend.halo_buffer(shape[0] * shape[1]).reshape(shape)  # noqa: E731
         else:
             buf = lambda: self.backend.cp.zeros(shape, dtype=self.backend.dtype)  # noqa: E731 - contiguous
-        return GpuSide(name, rank, send, ghost, buf(), buf())
+        side.sbuf, side.rbuf = buf(), buf()
+        return side
 
     def stats(self) -> dict:
         return {"transport": self.transport, "halo_gpu": self.halo_gpu, "gpu_wait": self.gpu_wait, **self.found}
@@ -193,7 +174,7 @@ class GpuExchange(Exchange):
         be, s = self.backend, self.stream
         if self.requests:
             t = time.perf_counter()
-            self.MPI.Request.Waitall(self.requests)
+            wait_all(self.requests)
             t = self.timer.add("wait", t)
             e0 = be._record(s)
             self._copy_in(u, s)
@@ -212,14 +193,12 @@ class GpuExchange(Exchange):
     def _mpi_start(self, u, stream) -> None:
         if self.requests:
             n = len(self.sides)
-            self.MPI.Prequest.Startall(self.requests[:n])
-            self.MPI.Prequest.Startall(self.requests[n:])
+            start_all(self.requests[:n])
+            start_all(self.requests[n:])
             return
-        null = self.MPI.PROC_NULL  # blocking: one shift per direction (every rank takes part), as in exchange.py
-        for to, frm, direction in self.pairs:
-            self.mpi.Sendrecv(to.sbuf if to else None, dest=to.rank if to else null, sendtag=TAGS[direction],
-                              recvbuf=frm.rbuf if frm else None, source=frm.rank if frm else null,
-                              recvtag=TAGS[direction])
+        for to, frm, direction in self.pairs:  # blocking: one shift per direction (every rank takes part)
+            sendrecv(self.mpi, to.sbuf if to else None, to.rank if to else None,
+                     frm.rbuf if frm else None, frm.rank if frm else None, HALO_TAGS[direction])
         e0 = self.backend._record(stream)
         self._copy_in(u, stream)
         self.backend._track(self._charge_halo, "halo", e0, self.backend._record(stream), self.timer, "halo")
@@ -237,8 +216,7 @@ class GpuExchange(Exchange):
 
     def close(self) -> None:
         self.backend.synchronize()
-        for r in self.requests:
-            r.Free()
+        free_all(self.requests)
         self.requests = []
 
 

@@ -1,0 +1,97 @@
+"""Under mpirun -n N: deep halos (backend.time_tile k) equal the one-process per-step run bitwise.
+
+Usage: mpirun -n N python tests/mpi/check_deep.py OUTDIR
+One launch checks many configurations: k in {1, 2, 3, 4, 8} x rows and cart x every halo mode (heat,
+float64), Laplace with its collective stop, float32, and blocks thinner than k (k is then capped to the
+thinnest block on every rank alike). Each run's halo messages per step must be 1/k of the per-step
+run's (within the rounding of the tiles to the loop's stops). Written once, independent of comm.size
+(N = 1 checks the one-process fused kernel). Exits non-zero (AssertionError, MPI abort) on a mismatch.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from common import make_case, serial
+from mpi4py import MPI
+
+from solver.io.fields import gather_field, owned
+from solver.parallel.comm import Comm
+from solver.parallel.deep import capped_depth
+from solver.run import Options, Run
+
+comm = Comm(MPI.COMM_WORLD)
+root = Path(sys.argv[1])
+GRID = {"nx": 61, "ny": 47, "lx": 2.0}
+THIN = {"nx": 3 * comm.size + 2, "ny": 3 * comm.size + 1}  # blocks of 3-4 rows (rows) and columns (cart)
+references: dict = {}
+per_step_messages: dict = {}
+
+
+def case(label, k, **kw):
+    data = {"name": label, "grid": GRID, "initial": {"kind": "random", "seed": 5},
+            "boundary": {"top": 1.0, "bottom": -0.5, "left": 2.0, "right": 0.25},
+            "run": {"steps": 240, "check_every": 240, "warmup": 0}, "backend": {"name": "numba", "threads": 1,
+                                                                            "time_tile": k},
+            "output": {"dir": str(root / f"{label}-k{k}-n{comm.size}"), "every": 120, "vtk": False}}
+    return make_case(data, **kw)
+
+
+def reference(c):
+    """The one-process per-step field (time_tile 1), computed once per physics, grid and dtype."""
+    key = (c.physics.equation, c.grid.nx, c.grid.ny, c.numerics.dtype, c.run.steps, c.run.tolerance)
+    if key not in references:
+        c1 = c.model_copy(deep=True)
+        c1.backend.time_tile = 1
+        references[key] = serial(c1)[:2] if comm.rank == 0 else None
+    return references[key]
+
+
+def check(label, k, **kw):
+    c = case(label, k, **kw)
+    r = Run(c, comm, Options(ceiling=False, quiet=True))
+    r.execute()
+    field = gather_field(comm, r.blocks, owned(r.backend, r.state.u))
+    steps = comm.mpi.allgather(r.state.step)
+    depth = capped_depth(k, r.blocks) if comm.size > 1 else 1
+    assert getattr(r.exchange, "depth", 1) == depth, f"{label}: halo depth {r.exchange.depth}, expected {depth}"
+    messages = comm.allsum(r.exchange.sent())
+    key = (c.parallel.decomposition, c.grid.nx, c.grid.ny, c.run.steps)
+    if depth == 1 and k == 1:
+        per_step_messages[key] = messages
+    ref = reference(c)
+    if comm.rank == 0:
+        assert len(set(steps)) == 1, f"{label}: ranks stopped at different steps {steps}"
+        assert steps[0] == ref[1], f"{label}: {steps[0]} steps, one process per-step took {ref[1]}"
+        diff = int(np.count_nonzero(field != ref[0]))
+        assert diff == 0, f"{label} k={k}: {diff} points differ from one process per-step (max {np.abs(field - ref[0]).max()})"
+        if c.run.tolerance is not None:
+            assert steps[0] < c.run.steps, f"{label}: did not converge, so the collective stop was not tested"
+        note = ""
+        if key in per_step_messages and comm.size > 1 and c.run.tolerance is None:
+            ratio = messages * depth / per_step_messages[key]
+            assert abs(ratio - 1) < 0.05, f"{label} k={k}: {messages} messages, per-step {per_step_messages[key]}"
+            note = f", messages x {depth} / per-step = {ratio:.3f}"
+        print(f"ok {label} k={k} depth={depth} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, {steps[0]} steps{note})",
+              flush=True)
+
+
+try:
+    for decomposition in ("rows", "cart"):
+        for halo in ("blocking", "nonblocking", "overlap"):
+            par = {"decomposition": decomposition, "halo": halo}
+            for k in (1, 2, 3, 4, 8):
+                check(f"heat-{decomposition}-{halo}", k, parallel=par)
+            check(f"laplace-{decomposition}-{halo}", 3, parallel=par, physics={"equation": "laplace"},
+                  run={"steps": 3000, "tolerance": 2e-2, "check_every": 7})
+            check(f"thin-{decomposition}-{halo}", 8, parallel=par, grid=THIN, run={"steps": 60, "check_every": 13})
+        check(f"f32-{decomposition}", 4, parallel={"decomposition": decomposition}, numerics={"dtype": "float32"},
+              run={"steps": 50, "check_every": 10})
+    if comm.rank == 0:
+        print(f"ok deep halos on {comm.size} ranks", flush=True)
+except Exception:
+    import traceback
+
+    traceback.print_exc()
+    sys.stdout.flush()
+    comm.mpi.Abort(1)
