@@ -97,6 +97,7 @@ def run(
     decomposition: Optional[str] = typer.Option(None, help="rows | cart"),
     balance: Optional[str] = typer.Option(None, help="none | dynamic (rows moved by measured rank speed)"),
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
+    time_tile: Optional[int] = typer.Option(None, "--time-tile", help="numba steps per sweep and halo depth (1 = off)"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
@@ -111,7 +112,7 @@ def run(
     comm = Comm.world(mpi)
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
-                          decomposition=decomposition, balance=balance, kernel=kernel)
+                          decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
         cfg = agree(comm, lambda: load_case(case, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
         record = Run(cfg, comm, opts).execute()
@@ -344,6 +345,7 @@ _DTYPE = typer.Option(None, help="override numerics.dtype")
 _HALO = typer.Option(None, help="override parallel.halo")
 _DECOMP = typer.Option(None, help="override parallel.decomposition (weak: rows grows ny, cart grows both)")
 _BALANCE = typer.Option(None, help="override parallel.balance (none | dynamic)")
+_TIME_TILE = typer.Option(None, "--time-tile", help="override backend.time_tile (1 = per-step kernel and halo)")
 _VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
 _OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
 _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
@@ -371,12 +373,12 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
         balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-        timeout: Optional[float] = _TIMEOUT,
+        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
-               timeout=timeout)
+               timeout=timeout, time_tile=time_tile)
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)
