@@ -134,7 +134,7 @@ def memory_spy(monkeypatch) -> dict[int, np.ndarray]:
 
     def spy(self, s):
         snapshot(self, s)
-        memory[s.step] = owned(self.run.backend, s.u).copy()
+        memory[s.step] = owned(self.backend, s.u).copy()
 
     monkeypatch.setattr(Outputs, "snapshot", spy)
     return memory

@@ -107,7 +107,7 @@ def run(
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
     from ..config import load_case
     from ..parallel.comm import Comm, agree
-    from ..run import Options, Run
+    from ..run import Options, run_case
 
     comm = Comm.world(mpi)
     try:
@@ -115,7 +115,7 @@ def run(
                           decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
         cfg = agree(comm, lambda: load_case(case, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
-        record = Run(cfg, comm, opts).execute()
+        record = run_case(cfg, comm, opts)
     except Exception as exc:  # noqa: BLE001 - every failure must end every rank
         fail(exc, comm)
     if comm.rank == 0:

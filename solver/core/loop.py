@@ -30,20 +30,22 @@ class LoopState:
 
 
 class TimeLoop:
-    def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
-                 hooks=None, poll_every: int | None = None, balancer=None):
-        self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
-        self.timer, self.warm_timer = timer, warm_timer
+    """layout: solver.core.layout.Layout (case, weights, the current block); exchange: the halo exchanger
+    for layout.block; timers: (timed, warm-up). With a balancer, `connect(block)` makes the exchanger
+    for the block a rebalance gave this rank."""
+
+    def __init__(self, layout, backend, comm, exchange, timers: tuple[Timer, Timer], hooks=None,
+                 poll_every: int | None = None, balancer=None, connect=None):
+        self.layout, self.case, self.w = layout, layout.case, layout.w
+        self.backend, self.comm, self.ex = backend, comm, exchange
+        self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        depth = getattr(exchange, "depth", 1)  # time tiles: polls on tile boundaries
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else -(-POLL_EVERY // depth) * depth)
-        self.owned = block.everything()
-        self.points = block.ny * block.nx
+        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
         self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
-        self.balancer = balancer  # solver.parallel.balance.Balancer, or None
+        self.balancer, self.connect = balancer, connect  # solver.parallel.balance.Balancer, or None
         self.fail_at = _injected_failure(comm.rank)
         self.slow = _injected_slowness(comm.rank)
 
@@ -58,21 +60,18 @@ class TimeLoop:
             self.backend.compute(s.u_new, s.u, self.w, [band], timer)
         self.ex.finish(pending)
         if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
-            time.sleep(self.slow * self.block.ny)
+            time.sleep(self.slow * self.layout.block.ny)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
         s.step += 1
         timer.add("other", t)
 
-    def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
-        """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
+    def steps(self, s: LoopState, n: int, timer: Timer) -> None:
         if self.ex.trivial:
             timer.step = s.step
-            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.owned, timer)
+            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer)
             s.step += n
-        elif getattr(self.ex, "depth", 1) > 1:
-            self.ex.advance(s, n, self.w, timer, self.step, keep_previous)
         else:
             for _ in range(n):
                 self.step(s, timer)
@@ -86,8 +85,8 @@ class TimeLoop:
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
-            points = self.points  # the block these steps update (a rebalance at the stop changes it)
-            self.steps(s, n, timer, keep_previous=(s.step + n) % run.check_every == 0 or s.step + n == end)
+            points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
+            self.steps(s, n, timer)
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
@@ -133,15 +132,16 @@ class TimeLoop:
             self.hooks.progress(step)
             timer.add("other", t)
         if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
-            if self.balancer.maybe(s, timer):  # rows moved: the run holds the new block and exchanger
-                run = self.balancer.run
-                self.ex, self.block, self.owned = run.exchange, run.block, run.block.everything()
-                self.points = run.block.ny * run.block.nx
+            if self.balancer.maybe(s, timer):  # rows moved: layout.block is new, and so must the exchanger be
+                t = time.perf_counter()
+                self.ex.close()
+                self.ex = self.connect(self.layout.block)
+                timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
         t = time.perf_counter()
-        local = self.backend.max_update(s.u, s.u_new, self.owned)
+        local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
         t = timer.add("other", t)
         r = self.comm.allmax(local)
         timer.add("wait", t)

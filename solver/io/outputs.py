@@ -16,6 +16,7 @@ import errno
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -116,24 +117,38 @@ class Progress:
             self.bar.stop()
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where a restarted run continues: the checkpoint's step, and whether its output is appended
+    (the restart runs in the directory that holds the checkpoint). A fresh run: step None."""
+
+    step: int | None = None
+    appending: bool = False
+
+    @classmethod
+    def of(cls, checkpoint, outdir: Path) -> Resume:
+        if checkpoint is None:
+            return cls()
+        return cls(checkpoint.step, checkpoint.directory == Path(outdir).resolve())
+
+
 class Outputs:
     """Hooks for the time loop. Collective: every rank calls every method at the same steps.
 
-    run: solver.run.Run (case, comm, block, blocks, backend, outdir, dt, spacing, resolved_yaml, dims,
-    restart: a Checkpoint or None, appending: bool, vtk_on: bool).
+    layout: solver.core.layout.Layout (case, blocks, outdir, dt, spacing, dims, resolved_yaml, vtk_on);
+    backend: reads the owned block of a field; resume: where a restarted run continues.
     """
 
-    def __init__(self, run):
-        self.run = run
-        self.comm = run.comm
-        self.resume = run.restart.step if run.restart else None
-        self.appending = bool(run.restart) and run.appending
-        self.checkpoint_path = run.outdir / ckpt.NAME
+    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False):
+        self.layout, self.comm, self.backend = layout, comm, backend
+        self.resume = resume.step
+        self.appending = resume.appending
+        self.checkpoint_path = layout.outdir / ckpt.NAME
         self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = StopSignals()
-        self.progress_bar = Progress(run.case.run.steps, run.comm.rank == 0 and not run.quiet)
+        self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
@@ -144,17 +159,17 @@ class Outputs:
 
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
-        r, resume = self.run, self.resume if self.appending else None
+        lay, resume = self.layout, self.resume if self.appending else None
         if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
-            self.fields = ParallelFieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, self.comm,
-                                            resume)
+            self.fields = ParallelFieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml,
+                                            self.comm, resume)
         elif self.comm.rank == 0:
-            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume,
+            self.fields = FieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml, resume,
                                     self.hdf5_writer)
-        if r.vtk_on:
+        if lay.vtk_on:
             from .vtk import VtkSeries
 
-            self.vtk = VtkSeries(r.outdir, r.case, r.spacing, r.blocks, self.comm, resume)
+            self.vtk = VtkSeries(lay, self.comm, resume)
 
     # collective error handling --------------------------------------------------------------------
     def collective_io(self, fn, what: str):
@@ -172,8 +187,8 @@ class Outputs:
         """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
         if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
             return
-        mine = owned(self.run.backend, s.u)
-        t = s.step * self.run.dt
+        mine = owned(self.backend, s.u)
+        t = s.step * self.layout.dt
         self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
         self.snapshots.append(s.step)
         self.unlisted = True
@@ -203,23 +218,23 @@ class Outputs:
         from .xdmf import write_xdmf
 
         if self.fields is not None:
-            write_xdmf(self.run.outdir / "fields.xdmf", self.fields)
+            write_xdmf(self.layout.outdir / "fields.xdmf", self.fields)
         if self.vtk is not None:
             self.vtk.write_pvd()
 
     def _fields(self, step: int, t: float, mine: np.ndarray) -> None:
         f = self.fields
         if isinstance(f, ParallelFieldFile):
-            return f.write(step, t, self.run.block, mine)
+            return f.write(step, t, self.layout.block, mine)
         if f is None:
-            return for_each_block(self.comm, self.run.blocks, mine, None)
+            return for_each_block(self.comm, self.layout.blocks, mine, None)
         try:
             k = f.append(step, t)
         except OSError:
-            for_each_block(self.comm, self.run.blocks, mine, None)  # receive anyway: no rank is left waiting
+            for_each_block(self.comm, self.layout.blocks, mine, None)  # receive anyway: no rank is left waiting
             raise
         try:
-            for_each_block(self.comm, self.run.blocks, mine, lambda b, data: f.put(k, b, data))
+            for_each_block(self.comm, self.layout.blocks, mine, lambda b, data: f.put(k, b, data))
             f.commit()
         except OSError:
             f.rollback(k)
@@ -228,22 +243,23 @@ class Outputs:
     def checkpoint(self, s) -> None:
         """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
         self.collective_io(self.list_snapshots, "listing the snapshots")
-        r = self.run
-        meta = {"step": s.step, "time": s.step * r.dt, "fingerprint": ckpt.fingerprint(r.case, r.dt),
-                "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
-        mine = owned(r.backend, s.u)
-        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, r.blocks, mine, meta),
+        lay = self.layout
+        meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
+                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
+                "tolerance": lay.case.run.tolerance}
+        mine = owned(self.backend, s.u)
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
 
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
         self.collective_io(self.list_snapshots, "listing the snapshots")
-        if s.stopped_by == "signal" or (self.run.case.output.checkpoint_every and s.step != self.last_checkpoint):
+        if s.stopped_by == "signal" or (self.layout.case.output.checkpoint_every and s.step != self.last_checkpoint):
             self.checkpoint(s)
 
     def interrupted(self, s) -> Interrupted:
-        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.run.case.run.steps}; "
+        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.case.run.steps}; "
                           f"checkpoint written to {self.checkpoint_path}; continue with "
                           f"`stencil run CASE --restart {self.checkpoint_path}`")
         err.agreed, err.report = True, self.comm.rank == 0
@@ -258,7 +274,7 @@ class Outputs:
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""
         keep_before = self.resume if self.appending else None
-        write_timings_table(self.run.outdir / "timings.h5", rows, first_step, last_step, keep_before)
+        write_timings_table(self.layout.outdir / "timings.h5", rows, first_step, last_step, keep_before)
 
     def close(self, alone: bool = False) -> None:
         """Also after an error: rank 0 lists what was written (best effort, no communication).

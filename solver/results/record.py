@@ -106,39 +106,37 @@ def parse_cores(text: str) -> set[int]:
     return cores
 
 
-def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict | None) -> dict:
-    case = run.case
+def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
+    """layout: solver.core.layout.Layout; rows: one per rank (run.Run.rank_row); facts: plain data of the
+    run (run.Run.facts: phases, mpi_library, on_gpu, halo, halo_schedule, threads_per_rank, balance, run)."""
+    case = layout.case
     stats = section_stats(rows)
     tp = throughput(case, rows, ceiling)
     w = physics.weights(case)
-    phases = dict(run.clock.phases)
-    phases["total"] = run.clock.total()
     return {
         "stencil": {"version": environment(with_gpus=False)["stencil"], "backend": case.backend.name,
                     "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
         "case": case.model_dump(mode="json"),
-        "environment": environment(run.comm.library(), with_gpus=run.backend.on_gpu),
+        "environment": environment(facts["mpi_library"], with_gpus=facts["on_gpu"]),
         "input": {"name": case.name, "nx": case.grid.nx, "ny": case.grid.ny, "dtype": case.numerics.dtype,
                   "equation": case.physics.equation, "initial": case.initial.kind, "steps_requested": case.run.steps,
-                  "dt": run.dt, "dx": run.spacing[0], "dy": run.spacing[1],
+                  "dt": layout.dt, "dx": layout.spacing[0], "dy": layout.spacing[1],
                   "weights": {"wc": w.wc, "wx": w.wx, "wy": w.wy}},
-        "resources": {"ranks": run.comm.size, "dims": list(run.dims), "decomposition": case.parallel.decomposition,
-                      "halo": run.exchange.mode if run.comm.size > 1 else "none",
-                      "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
-                      "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
-                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else
+        "resources": {"ranks": layout.size, "dims": list(layout.dims), "decomposition": case.parallel.decomposition,
+                      "halo": facts["halo"], "halo_schedule": facts["halo_schedule"],
+                      "threads_per_rank": facts["threads_per_rank"], "ranks_per_node": layout.node_size,
+                      "devices": [r["device"] for r in rows],
+                      "balance": facts["balance"] or
                       {"mode": case.parallel.balance, **({"note": "no neighbours: nothing to balance"}
                                                          if case.parallel.balance == "dynamic" else {})},
                       "placement": [placement(r) for r in rows]},
-        "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
-                "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,
-                "hdf5_writer": run.outputs.hdf5_writer},  # fields.hdf5_writer: serial, streamed or mpio
+        "run": facts["run"],
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
-        "times": phases,
+        "times": facts["phases"],
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, run.comm.size, oversubscription(rows, run.backend.on_gpu)),
+        "bottleneck": bottleneck(tp, stats, layout.size, oversubscription(rows, facts["on_gpu"])),
     }
 
 
@@ -151,12 +149,12 @@ def placement(row: dict) -> dict:
     return out
 
 
-def write_record(run, record: dict, rows: list[dict]) -> None:
-    d = Path(run.outdir)
+def write_record(outdir: Path, trace: bool, record: dict, rows: list[dict]) -> None:
+    d = Path(outdir)
     write_text(d / "record.json", json.dumps(record, indent=1, default=str))
     write_text(d / "record.md", markdown(record))
     write_text(d / "timings.csv", timings_csv(rows))
-    if run.case.output.trace:
+    if trace:
         write_text(d / "trace.json", json.dumps(chrome_trace(rows)))
 
 

@@ -35,7 +35,7 @@ checkpoint, fields_at = Outputs.checkpoint, {}
 
 
 def limited(self, s):
-    fields_at[s.step] = gather_field(self.comm, self.run.blocks, owned(self.run.backend, s.u))
+    fields_at[s.step] = gather_field(self.comm, self.layout.blocks, owned(self.backend, s.u))
     if s.step == 4 and self.comm.rank == 0:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))

@@ -30,9 +30,9 @@ snapshot = Outputs.snapshot
 
 def spy(self, s):
     snapshot(self, s)
-    full = gather_field(self.comm, self.run.blocks, owned(self.run.backend, s.u))
+    full = gather_field(self.comm, self.layout.blocks, owned(self.backend, s.u))
     if self.comm.rank == 0:
-        memory = root / f"{self.run.case.name}-memory"
+        memory = root / f"{self.layout.case.name}-memory"
         memory.mkdir(parents=True, exist_ok=True)
         np.save(memory / f"u_{s.step}.npy", full)
 
