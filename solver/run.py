@@ -20,7 +20,7 @@ from .backends import backend_class
 from .core import physics
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
-from .core.field import padded_field
+from .core.field import padded_field, set_edges
 from .core.initial import initial_block
 from .core.layout import Layout
 from .core.loop import LoopState, TimeLoop
@@ -124,11 +124,21 @@ class Run:
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
         self._exchange = self.connect(self.layout.block)
+        if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
+            self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
 
-    def connect(self, block):
-        """An exchanger for `block` (called again by the loop after a rebalance moved the blocks)."""
-        p = self.case.parallel
-        return make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport)
+    def connect(self, block, state=None, previous=None):
+        """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
+        loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
+        p, lay = self.case.parallel, self.layout
+        ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport,
+                           depth=getattr(self.backend, "time_tile", 1), blocks=lay.blocks,
+                           fill=lambda b, a: set_edges(self.case, b, a))
+        if previous is not None:
+            ex.carried = previous.sent()  # messages per step count the whole run
+        if state is not None and hasattr(ex, "adopt"):
+            state.u, state.u_new = ex.adopt(state.u, state.u_new)
+        return ex
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
