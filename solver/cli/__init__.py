@@ -65,7 +65,7 @@ def main() -> None:
 # helpers ---------------------------------------------------------------------------------------
 
 def _overrides(**kw) -> dict:
-    return {f"--{k}": v for k, v in kw.items() if v is not None}
+    return {f"--{k.replace('_', '-')}": v for k, v in kw.items() if v is not None}
 
 
 def fail(exc: BaseException, comm) -> None:
