@@ -214,6 +214,8 @@ class Run:
         return {"phases": phases, "mpi_library": self.comm.library(), "on_gpu": self.backend.on_gpu,
                 "halo": ex.mode if self.comm.size > 1 else "none", "halo_schedule": ex.schedule,
                 "threads_per_rank": self.backend.threads,
+                "tiling": {"time_tile": getattr(self.backend, "time_tile", 1), "halo_depth": getattr(ex, "depth", 1),
+                           "steps": s.step - (self.restart.step if self.restart else 0)},
                 "balance": self.balancer.summary() if self.balancer else None,
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,

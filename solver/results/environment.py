@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -16,6 +17,7 @@ LIBRARIES = ("numpy", "numba", "llvmlite", "h5py", "pydantic", "typer", "rich", 
              "mpi4py", "pyvista", "vtk", "cupy", "cupy-cuda12x", "cupy-cuda13x")
 
 
+@functools.cache  # once per process: reading package metadata costs ~40 ms, and a process may run many cases
 def versions() -> dict[str, str]:
     found = {}
     for name in LIBRARIES:
@@ -71,5 +73,5 @@ def environment(mpi_library: str | None = None, with_gpus: bool = True) -> dict:
         "python": sys.version.split()[0],
         "mpi_library": mpi_library,
         "gpus": gpus() if with_gpus else [],
-        "libraries": versions(),
+        "libraries": dict(versions()),
     }

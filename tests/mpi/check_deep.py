@@ -4,7 +4,8 @@ Usage: mpirun -n N python tests/mpi/check_deep.py OUTDIR
 One launch checks many configurations: k in {1, 2, 3, 4, 8} x rows and cart x every halo mode (heat,
 float64), Laplace with its collective stop, float32, and blocks thinner than k (k is then capped to the
 thinnest block on every rank alike). Each run's halo messages per step must be 1/k of the per-step
-run's (within the rounding of the tiles to the loop's stops). Written once, independent of comm.size
+run's, to within 10% (tiles are cut at the loop's stops: polls every ceil(10 / k) * k steps, the
+last step before a check is a plain one). Written once, independent of comm.size
 (N = 1 checks the one-process fused kernel). Exits non-zero (AssertionError, MPI abort) on a mismatch.
 """
 
@@ -70,7 +71,7 @@ def check(label, k, **kw):
         note = ""
         if key in per_step_messages and comm.size > 1 and c.run.tolerance is None:
             ratio = messages * depth / per_step_messages[key]
-            assert abs(ratio - 1) < 0.05, f"{label} k={k}: {messages} messages, per-step {per_step_messages[key]}"
+            assert 1 <= ratio < 1.1, f"{label} k={k}: {messages} messages, per-step {per_step_messages[key]}"
             note = f", messages x {depth} / per-step = {ratio:.3f}"
         print(f"ok {label} k={k} depth={depth} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, {steps[0]} steps{note})",
               flush=True)
