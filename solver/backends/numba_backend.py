@@ -29,6 +29,8 @@ class NumbaBackend(Backend):
         from . import numba_kernels
 
         self.k = numba_kernels
+        self.tuned: dict | None = None  # the stored `stencil bench --tune` choice (run.py looks it up)
+        self.ring_bytes: int | None = None
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -76,10 +78,24 @@ class NumbaBackend(Backend):
             u, u_new = u_new, u
         return super().advance(u, u_new, w, n - tiles * k, region)
 
+    def use_tuned(self, entry: dict | None) -> None:
+        """Take a stored choice (time tile, cache tile) where the case leaves backend.time_tile null."""
+        self.tuned = entry
+        if entry and getattr(self.settings, "time_tile", None) is None:
+            self.ring_bytes = entry.get("ring_bytes")
+
     @property
     def time_tile(self) -> int:
         t = getattr(self.settings, "time_tile", None)
-        return DEFAULT_TIME_TILE if t is None else t
+        if t is not None:
+            return t
+        return int(self.tuned["time_tile"]) if self.tuned else DEFAULT_TIME_TILE
+
+    @property
+    def time_tile_source(self) -> str:
+        if getattr(self.settings, "time_tile", None) is not None:
+            return "case"
+        return "tuned (stencil bench --tune)" if self.tuned else f"default ({DEFAULT_TIME_TILE})"
 
     def max_update(self, a, b, region) -> float:
         return float(self.k.max_update(a, b, *region))
@@ -88,6 +104,7 @@ class NumbaBackend(Backend):
         import numba
 
         return {"backend": self.name, "threads": self.threads, "device": "cpu", "time_tile": self.time_tile,
+                "time_tile_source": self.time_tile_source,
                 "threading_layer": _threading_layer(), "numba": numba.__version__}
 
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:

@@ -213,6 +213,8 @@ def bench(
     steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
     time_tile: list[int] = typer.Option([1, 4], "--time-tile", help="numba time tiles to measure (1 = plain kernel)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    tune: bool = typer.Option(False, "--tune", help="numba: measure time tiles x cache tiles, store the fastest "
+                              "as this machine's default (backend.time_tile null)"),
 ) -> None:
     """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling.
 
@@ -224,8 +226,14 @@ def bench(
 
     if dtype not in ("float32", "float64"):
         raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
-    results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
-    print_bench(results)
+    if tune:
+        from ..bench.cpu_tune import print_tune_cpu, tune_cpu
+
+        results = tune_cpu(size, dtype, threads, repeats, steps)
+        print_tune_cpu(results)
+    else:
+        results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
+        print_bench(results)
     if json_out:
         json_out.write_text(json.dumps(results, indent=1))
 
