@@ -1,11 +1,12 @@
-"""Halo exchange of host fields: the three halo modes, and the registry that picks an exchanger.
+"""Halo exchange: halo modes x transports, composed, and the one registry that picks them.
 
 Modes (parallel.halo) are schedules over the phases of solver.parallel.halo; each class's `schedule`
-states its own. The transport moves a side's strip between the field and its buffers and the buffers
-between ranks: host fields pack and unpack with array slices (the backend's pack/unpack) into host
-buffers that MPI reads and writes; GPU fields (staged through pinned memory, CUDA-aware MPI on device
-buffers, or NCCL) are exchanged by solver.parallel.gpu_exchange with the same modes. Every MPI call
-and tag lives in solver.parallel.comm. `make_exchange` is the one registry: mode x transport x depth.
+states its own. A transport moves the strips: between the field and contiguous buffers (pack,
+unpack), and the buffers between ranks (shift: one blocking exchange per direction; persistent
+requests; or, for NCCL, a grouped call on a stream). Host fields use halo.HostTransport (array
+slices into host buffers that MPI reads and writes); GPU fields one of solver.parallel.gpu_exchange's
+(staged through pinned host memory, CUDA-aware MPI on device buffers, or NCCL), with the same modes.
+Every MPI call and tag lives in solver.parallel.comm. `make_exchange`: mode x transport x depth.
 """
 
 from __future__ import annotations
@@ -13,54 +14,74 @@ from __future__ import annotations
 import time
 
 from ..core.decomp import Block
-from .comm import free_all, recv_init, send_init, sendrecv, start_all, test_all, wait_all
-from .halo import HALO_TAGS, OPPOSITE, Exchange, Side, bands, shifts, strips  # noqa: F401 - strips: re-exported
+from .comm import free_all, start_all, test_all, wait_all
+from .halo import Exchange, HostTransport, Side, bands, strips  # noqa: F401 - strips: re-exported
 
 
-class Blocking(Exchange):
+class Moving(Exchange):
+    """What the three modes share: a transport, buffers from it, the record's facts."""
+
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        self.tx = transport or HostTransport(backend, mpi, self.overlap)
+        super().__init__(block, mpi, backend, timer, phases)
+        if self.tx.name != "host":
+            self.schedule = f"{self.schedule} [transport {self.tx.name}: solver/parallel/gpu_exchange.py]"
+
+    def _buffers(self, side: Side) -> Side:
+        return self.tx.buffers(side)
+
+    def stats(self) -> dict:
+        return {**super().stats(), **self.tx.stats()}
+
+
+class Blocking(Moving):
     mode = "blocking"
-    schedule = ("for each phase, axis and direction: pack, MPI_Sendrecv with the neighbour ahead and behind "
-                "(MPI_PROC_NULL at physical edges), unpack; then compute every owned point")
+    schedule = ("for each phase: pack every strip; for each axis and direction MPI_Sendrecv with the neighbour "
+                "ahead and behind (MPI_PROC_NULL at physical edges; NCCL: one grouped call); unpack; then "
+                "compute every owned point")
 
     def start(self, u):
         t = time.perf_counter()
+        self.tx.open()
         for phase in self.phases:
-            for to, frm, direction in shifts(phase):
-                if to is not None:
-                    self.backend.pack(u, to.send, to.sbuf)
-                    self.messages += 1
-                sendrecv(self.mpi, to.sbuf if to else None, to.rank if to else None,
-                         frm.rbuf if frm else None, frm.rank if frm else None, HALO_TAGS[direction])
-                if frm is not None:
-                    self.backend.unpack(frm.rbuf, u, frm.ghost)
+            self.tx.pack(u, phase, self.timer)
+            self.tx.ready(self.timer)
+            self.tx.shift(phase, self.timer)
+            self.messages += len(phase)
+            self.tx.unpack(u, phase, self.timer)
+        self.tx.posted()
         self.timer.add("comm", t)
         return None
 
 
-class Nonblocking(Exchange):
+class Nonblocking(Moving):
     mode = "nonblocking"
-    schedule = ("start persistent MPI_Irecv from every neighbour of the phase, pack, start persistent MPI_Isend; "
-                "MPI_Waitall; unpack; the next phase likewise; then compute every owned point")
+    schedule = ("per phase: start persistent MPI_Irecv from every neighbour, pack, start persistent MPI_Isend "
+                "(GPU: pack and wait for the copies first; NCCL: a grouped call on the stream); MPI_Waitall; "
+                "unpack; the next phase likewise; then compute every owned point")
     WAIT_SENDS = True  # finish() waits for the sends too before unpacking
 
-    def __init__(self, block, mpi, backend, timer, phases=None):
-        super().__init__(block, mpi, backend, timer, phases)
-        self.recvs = [[recv_init(mpi, s.rbuf, s.rank, HALO_TAGS[OPPOSITE[s.name]]) for s in p] for p in self.phases]
-        self.sends = [[send_init(mpi, s.sbuf, s.rank, HALO_TAGS[s.name]) for s in p] for p in self.phases]
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        super().__init__(block, mpi, backend, timer, phases, transport)
+        reqs = [self.tx.requests(p) for p in self.phases]
+        self.recvs, self.sends = [r for r, _ in reqs], [s for _, s in reqs]
         self.current = len(self.phases)  # the phase in flight (none)
 
     def _begin(self, i: int, u) -> None:
         self.current = i
-        start_all(self.recvs[i])
-        for s in self.phases[i]:
-            self.backend.pack(u, s.send, s.sbuf)
+        if self.tx.early_receives:
+            start_all(self.recvs[i])
+        self.tx.pack(u, self.phases[i], self.timer)
+        self.tx.ready(self.timer)
+        if not self.tx.early_receives:
+            start_all(self.recvs[i])
         start_all(self.sends[i])
-        self.messages += len(self.sends[i])
+        self.tx.post(self.phases[i], self.timer)
+        self.messages += len(self.phases[i])
 
     def _end(self, i: int, u) -> None:
         """Unpack phase i (its receives are complete) and start the next one."""
-        for s in self.phases[i]:
-            self.backend.unpack(s.rbuf, u, s.ghost)
+        self.tx.unpack(u, self.phases[i], self.timer)
         if i + 1 < len(self.phases):
             self._begin(i + 1, u)
         else:
@@ -68,7 +89,9 @@ class Nonblocking(Exchange):
 
     def start(self, u):
         t = time.perf_counter()
+        self.tx.open()
         self._begin(0, u)
+        self.tx.posted()
         self.timer.add("comm", t)
         return u
 
@@ -80,8 +103,10 @@ class Nonblocking(Exchange):
             t = self.timer.add("wait", t)
             self._end(i, u)
             self.timer.add("comm", t)
+        self.tx.finished()
 
     def close(self) -> None:
+        self.tx.close()
         free_all([r for p in self.recvs + self.sends for r in p])
         self.recvs = self.sends = [[] for _ in self.phases]
 
@@ -95,7 +120,7 @@ class Overlap(Nonblocking):
     every step. So the interior is computed in bands with MPI_Testall between them (a phase whose
     receives are complete is unpacked there and the next phase started), the wait before the edges is
     for the receives only, and the sends complete when their buffers are next needed (the next start,
-    or close).
+    or close). GPU transports compute the interior in one launch (the host is free while it runs).
     """
 
     mode = "overlap"
@@ -103,13 +128,13 @@ class Overlap(Nonblocking):
     schedule = ("start receives, pack and start sends; compute the interior points that read no "
                 "neighbour's ghost in bands, with MPI_Testall between them so the messages progress (a phase "
                 "received is unpacked there and the next one started); MPI_Waitall on the receives; unpack; "
-                "compute the edge strips. The sends are completed before their buffers are packed again")
-    BANDS = 4  # interior bands per step, i.e. progress calls while computing
+                "compute the edge strips (GPU: on the high-priority edge stream, after the interior). The "
+                "sends are completed before their buffers are packed again")
     WAIT_SENDS = False
 
-    def __init__(self, block, mpi, backend, timer, phases=None):
-        super().__init__(block, mpi, backend, timer, phases)
-        self.before = bands(block.interior(), self.BANDS)
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        super().__init__(block, mpi, backend, timer, phases, transport)
+        self.before = bands(block.interior(), self.tx.progress_bands)
 
     def start(self, u):
         # the last exchange's sends, before their buffers are packed again (inactive requests return at once)
@@ -138,17 +163,19 @@ MODES = {cls.mode: cls for cls in (Blocking, Nonblocking, Overlap)}
 
 def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str = "auto", *,
                   depth: int = 1, blocks: list[Block] | None = None, fill=None) -> Exchange:
-    """The exchanger for `mode` over this block's neighbours: none without neighbours; GPU fields get
-    solver.parallel.gpu_exchange (staged, CUDA-aware or NCCL `transport`); host fields the mode itself,
-    or with depth > 1 (backend.time_tile) solver.parallel.deep's tiles of that many steps per exchange."""
+    """The exchanger for `mode` over this block's neighbours: none without neighbours; GPU fields the
+    mode over solver.parallel.gpu_exchange's transport (staged, CUDA-aware or NCCL: `transport`, agreed
+    collectively); host fields the mode over HostTransport, or with depth > 1 (backend.time_tile)
+    solver.parallel.deep's tiles of that many steps per exchange."""
     if block.is_serial or mpi is None:
         return Exchange(block, mpi, backend, timer)
+    cls = MODES[mode]
     if backend.on_gpu:
-        from .gpu_exchange import GpuExchange
+        from .gpu_exchange import gpu_transport
 
-        return GpuExchange(mode, block, mpi, backend, timer, transport)
+        return cls(block, mpi, backend, timer, transport=gpu_transport(transport, mpi, backend, cls.overlap))
     if depth > 1 and hasattr(backend, "tiled"):
         from .deep import DeepTiles
 
-        return DeepTiles(MODES[mode], block, blocks or [block], mpi, backend, timer, depth, fill)
-    return MODES[mode](block, mpi, backend, timer)
+        return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill)
+    return cls(block, mpi, backend, timer)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.decomp import Block
-from .comm import TAGS
+from .comm import TAGS, recv_init, send_init, sendrecv
 
 HALO_TAGS = TAGS["halo"]  # tag = direction the message travels
 OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
@@ -123,3 +123,59 @@ class Exchange:
     def stats(self) -> dict:
         """Per-rank facts for the record's timings row."""
         return {"messages": self.sent(), "halo_depth": self.depth}
+
+
+class HostTransport:
+    """Host fields: array slices into host buffers, which MPI reads and writes (every call synchronous)."""
+
+    name = "host"
+    early_receives = True  # receives may be posted before packing: the last unpack has finished
+    progress_bands = 4  # overlap: interior bands, i.e. MPI_Testall calls while computing
+
+    def __init__(self, backend, mpi, overlap: bool = False):
+        self.backend, self.mpi = backend, mpi
+
+    def buffers(self, side: Side) -> Side:
+        n = side.shape()[0] * side.shape()[1]
+        side.sbuf, side.rbuf = self.backend.halo_buffer(n), self.backend.halo_buffer(n)
+        return side
+
+    def open(self) -> None:
+        """Before an exchange packs (GPU: orders its stream after the last step's kernels)."""
+
+    def pack(self, u, sides: list[Side], timer) -> None:
+        for s in sides:
+            self.backend.pack(u, s.send, s.sbuf)
+
+    def ready(self, timer) -> None:
+        """After packing, before MPI reads the buffers (GPU: waits for the copies)."""
+
+    def requests(self, phase: list[Side]) -> tuple[list, list]:
+        """Persistent (receives, sends) of a phase."""
+        return ([recv_init(self.mpi, s.rbuf, s.rank, HALO_TAGS[OPPOSITE[s.name]]) for s in phase],
+                [send_init(self.mpi, s.sbuf, s.rank, HALO_TAGS[s.name]) for s in phase])
+
+    def post(self, phase: list[Side], timer) -> None:
+        """After the persistent requests are started (NCCL: its grouped send/receive instead)."""
+
+    def shift(self, phase: list[Side], timer) -> None:
+        """The blocking exchange of a phase: one MPI_Sendrecv per direction, every rank taking part."""
+        for to, frm, direction in shifts(phase):
+            sendrecv(self.mpi, to.sbuf if to else None, to.rank if to else None,
+                     frm.rbuf if frm else None, frm.rank if frm else None, HALO_TAGS[direction])
+
+    def unpack(self, u, sides: list[Side], timer) -> None:
+        for s in sides:
+            self.backend.unpack(s.rbuf, u, s.ghost)
+
+    def posted(self) -> None:
+        """After start() (GPU: the interior is computed on the main stream)."""
+
+    def finished(self) -> None:
+        """After finish() (GPU overlap: the edge strips on the edge stream, after the interior)."""
+
+    def stats(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
