@@ -136,7 +136,8 @@ class Run:
         loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
         p, lay = self.case.parallel, self.layout
         ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport,
-                           depth=getattr(self.backend, "time_tile", 1), blocks=lay.blocks,
+                           depth=self.backend.tile_for(min(b.ny for b in lay.blocks))
+                           if hasattr(self.backend, "tile_for") else 1, blocks=lay.blocks,
                            fill=lambda b, a: set_edges(self.case, b, a))
         if previous is not None:
             ex.carried = previous.sent()  # messages per step count the whole run
@@ -218,7 +219,7 @@ class Run:
         return {"phases": phases, "mpi_library": self.comm.library(), "on_gpu": self.backend.on_gpu,
                 "halo": ex.mode if self.comm.size > 1 else "none", "halo_schedule": ex.schedule,
                 "threads_per_rank": self.backend.threads,
-                "tiling": {"time_tile": getattr(self.backend, "time_tile", 1), "halo_depth": getattr(ex, "depth", 1),
+                "tiling": {"time_tile": getattr(self.backend, "chosen", None) or 1, "halo_depth": getattr(ex, "depth", 1),
                            "steps": s.step - (self.restart.step if self.restart else 0)},
                 "balance": self.balancer.summary() if self.balancer else None,
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,

@@ -11,7 +11,8 @@ from ..core.errors import InputError
 from ..core.machine import cpu_count
 from . import Backend, register
 
-DEFAULT_TIME_TILE = 4  # steps fused per sweep (and halo depth under MPI) without a stored choice; BENCHMARKS.md
+MAX_DEFAULT_TILE = 8  # without a stored choice: the most steps fused per sweep (and halo depth under MPI) ...
+RECOMPUTE_SHARE = 0.1  # ... such that the rows a block recomputes, k(k-1), stay within this share of its rows
 RING_BYTES = 1 << 20  # per thread: a time tile's ring buffer (k levels x 3 rows x tile width) fits in L2
 
 
@@ -31,6 +32,7 @@ class NumbaBackend(Backend):
         self.k = numba_kernels
         self.tuned: dict | None = None  # the stored `stencil bench --tune` choice (run.py looks it up)
         self.ring_bytes: int | None = None
+        self.chosen: int | None = None  # the time tile last used (tile_for)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -45,8 +47,7 @@ class NumbaBackend(Backend):
         tiny = np.zeros((3, 3), dtype=self.dtype)
         self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
-        if self.time_tile > 1:
-            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)  # one compiled kernel serves every tile
+        self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)  # one compiled kernel serves every tile
 
     def tiled(self, out, u, w, k: int, target, valid, fixed) -> None:
         """k steps of `target` in one sweep (numba_kernels.tiled): a row block per thread, column blocks
@@ -70,7 +71,7 @@ class NumbaBackend(Backend):
     def advance(self, u, u_new, w, n: int, region):
         """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
         the last step is always a plain one and `u_new` holds the previous field (for the checks)."""
-        k = self.time_tile
+        k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         tiles = (n - 1) // k if (k > 1 and full and n > 1) else 0
         for _ in range(tiles):
@@ -85,17 +86,23 @@ class NumbaBackend(Backend):
             self.ring_bytes = entry.get("ring_bytes")
 
     @property
-    def time_tile(self) -> int:
+    def time_tile(self) -> int | None:
+        """The case's backend.time_tile, else the stored choice; None: default_time_tile per block."""
         t = getattr(self.settings, "time_tile", None)
         if t is not None:
             return t
-        return int(self.tuned["time_tile"]) if self.tuned else DEFAULT_TIME_TILE
+        return int(self.tuned["time_tile"]) if self.tuned else None
+
+    def tile_for(self, rows: int) -> int:
+        """The time tile for blocks of `rows` rows per thread (one process) or per rank (MPI: the thinnest)."""
+        self.chosen = self.time_tile or default_time_tile(rows)
+        return self.chosen
 
     @property
     def time_tile_source(self) -> str:
         if getattr(self.settings, "time_tile", None) is not None:
             return "case"
-        return "tuned (stencil bench --tune)" if self.tuned else f"default ({DEFAULT_TIME_TILE})"
+        return "tuned (stencil bench --tune)" if self.tuned else "default (default_time_tile)"
 
     def max_update(self, a, b, region) -> float:
         return float(self.k.max_update(a, b, *region))
@@ -103,7 +110,8 @@ class NumbaBackend(Backend):
     def describe(self) -> dict:
         import numba
 
-        return {"backend": self.name, "threads": self.threads, "device": "cpu", "time_tile": self.time_tile,
+        return {"backend": self.name, "threads": self.threads, "device": "cpu",
+                "time_tile": self.chosen or self.time_tile,
                 "time_tile_source": self.time_tile_source,
                 "threading_layer": _threading_layer(), "numba": numba.__version__}
 
@@ -117,6 +125,16 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+def default_time_tile(rows: int) -> int:
+    """The safe default without a stored choice: the deepest tile up to MAX_DEFAULT_TILE whose recomputed
+    rows (k - 1 per level and side of a block, k(k - 1) in all) stay within RECOMPUTE_SHARE of the block's
+    rows; 2 at least (measured on the 2-core machine and the 16-core node: BENCHMARKS.md)."""
+    k = MAX_DEFAULT_TILE
+    while k > 2 and k * (k - 1) > RECOMPUTE_SHARE * rows:
+        k -= 1
+    return k
 
 
 def _ensure_thread_pool(threads: int) -> None:

@@ -6,7 +6,7 @@ pair through backend.advance(), as a one-process run calls it between stops, on 
 size x size points; medians over rounds decide. The fastest pair is stored in the bandwidth cache
 (STENCIL_CACHE_DIR, else ~/.cache/stencil) under this CPU model, dtype and thread count, and becomes
 the default of every run with backend.time_tile null on this machine (the record says where its time
-tile came from). Without an entry the default is numba_backend.DEFAULT_TIME_TILE and RING_BYTES. An
+tile came from). Without an entry the default is numba_backend.default_time_tile and RING_BYTES. An
 MPI rank runs with its own thread count (usually 1): tune with --threads 1 for those runs.
 """
 
