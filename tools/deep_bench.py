@@ -6,6 +6,9 @@
 mpi: `mpirun -n RANKS stencil run` (1 thread per rank) with the default time tile (deep halos) and with
      `--time-tile 1` (per-step kernel and one-layer halo), and Devito's MPI in its `overlap` mode
      (DEVITO_MPI=overlap, tools/devito_heat.py) on the same grid.
+wide: one process, THREADS threads, the kernel alone on a WIDE-column grid (512 x 65536 by default,
+     whose rows do not fit in cache): per-step, the default time tile with its column blocks (ring
+     buffers within numba_backend.RING_BYTES), and the same tile with whole rows (one column block).
 one: one process, THREADS threads: `stencil run --no-mpi` with the default time tile (its record's copy
      ceiling is measured in the same process, STENCIL_CACHE_DIR fresh per launch), pystencils (OpenMP,
      explicit SIMD) and Devito (OpenMP) on the same update.
@@ -97,6 +100,42 @@ def variants(a, tmp: Path, case: Path) -> dict:
     return out
 
 
+def wide_part(a) -> None:
+    """Kernel-only round-robin on a wide grid: the column blocking of the ring buffer, measured."""
+    import numba
+
+    from solver.backends import numba_kernels as k
+    from solver.backends.numba_backend import NumbaBackend, default_time_tile
+    from solver.config import BackendSettings
+
+    numba.set_num_threads(a.threads)
+    ny, nx = a.wide
+    be = NumbaBackend(BackendSettings(name="numba"), "float64", a.threads)
+    tile = default_time_tile(ny // a.threads)
+    cb = be.column_blocks(nx, tile)
+    u = np.random.default_rng(1).random((ny + 2, nx + 2))
+    v = u.copy()
+    w = (0.1, 0.225, 0.225)
+    runs = {"per-step": (lambda: k.step(v, u, *w, 1, ny + 1, 1, nx + 1), 1),
+            f"time tile {tile}, {cb} column blocks (default)": (lambda: k.fused(v, u, *w, tile, a.threads, cb), tile),
+            f"time tile {tile}, whole rows": (lambda: k.fused(v, u, *w, tile, a.threads, 1), tile)}
+    times = {n: [] for n in runs}
+    for fn, _ in runs.values():
+        fn()
+    for _ in range(a.repeats):
+        for n, (fn, steps) in runs.items():
+            t = time.perf_counter()
+            for _ in range(max(1, 16 // steps)):
+                fn()
+            times[n].append((time.perf_counter() - t) / (steps * max(1, 16 // steps)))
+    print(f"wide: {ny} x {nx} float64, {a.threads} threads, kernel only, median of {a.repeats} rounds, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    base = float(np.median(times["per-step"]))
+    for n, ts in times.items():
+        m = float(np.median(ts))
+        print(f"  {n:42s} {m * 1e3:8.2f} ms/step {ny * nx / m / 1e6:7.0f} MLUP/s  {base / m:.2f}x per-step")
+
+
 def pystencils_peer(a) -> None:
     """Time pystencils' generated kernel alone (OpenMP, the widest SIMD target it compiles for)."""
     import pystencils as ps
@@ -137,12 +176,18 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--parts", default="mpi,one")
+    ap.add_argument("--wide", type=int, nargs=2, default=[512, 65536], metavar=("NY", "NX"))
     ap.add_argument("--json", type=Path)
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.peer == "pystencils":
         return pystencils_peer(a)
     a.parts = a.parts.split(",")
+    if "wide" in a.parts:
+        wide_part(a)
+        a.parts.remove("wide")
+        if not a.parts:
+            return
     tmp = Path(tempfile.mkdtemp(prefix="deep_bench."))
     case = case_file(tmp, a.size, a.steps)
     runs = variants(a, tmp, case)
