@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.physics import update
 from . import Backend, register
 from . import cupy_kernels as gk
 
@@ -180,7 +181,7 @@ class CupyBackend(Backend):
         return self._choice[key]
 
     def _resolve(self, interior: tuple[int, int]):
-        from ..bench.tune import lookup
+        from .tuned import lookup
 
         variant, block = self.requested
         if variant is not None and (block is not None or variant == "expr"):
@@ -206,9 +207,7 @@ class CupyBackend(Backend):
         variant, block, _ = self.choice(u.shape)
         with stream:
             if variant == "expr":
-                out[r0:r1, c0:c1] = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
-                                     + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
-                return
+                return update(out, u, w, region)
             grid, threads = gk.launch_shape(variant, self.dtype, block, region)
             self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
                                                             np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))

@@ -3,8 +3,9 @@ tile (bytes of ring buffer per thread, which sets the column blocking), chosen b
 
 Round-robin: each of `repeats` rounds times one batch of `steps` steps of every (time tile, cache tile)
 pair through backend.advance(), as a one-process run calls it between stops, on a random field of
-size x size points; medians over rounds decide. The fastest pair is stored in the bandwidth cache
-(STENCIL_CACHE_DIR, else ~/.cache/stencil) under this CPU model, dtype and thread count, and becomes
+size x size points; medians over rounds decide. The fastest pair is stored in tiles.json of the
+machine's cache (solver.core.cache: STENCIL_CACHE_DIR, else ~/.cache/stencil) under this CPU model,
+dtype and thread count, and becomes
 the default of every run with backend.time_tile null on this machine (the record says where its time
 tile came from). Without an entry the default is numba_backend.default_time_tile and RING_BYTES. An
 MPI rank runs with its own thread count (usually 1): tune with --threads 1 for those runs.
@@ -18,10 +19,11 @@ import numpy as np
 
 from ..backends import backend_class
 from ..config import BackendSettings
+from ..core import cache
 from ..core.machine import cpu_count, cpu_model
-from .bandwidth import load_cache, store
 from .stencil import bench_weights
 
+CACHE = "tiles"  # solver.core.cache file: tiles.json
 TILES = (1, 2, 3, 4, 6, 8, 12, 16)
 RINGS = (256 << 10, 1 << 20, 4 << 20)
 
@@ -32,7 +34,7 @@ def tune_key(dtype: str, threads: int) -> str:
 
 def stored(dtype: str, threads: int) -> dict | None:
     """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None."""
-    entry = load_cache().get(tune_key(dtype, threads))
+    entry = cache.load(CACHE).get(tune_key(dtype, threads))
     return entry if isinstance(entry, dict) and "time_tile" in entry else None
 
 
@@ -68,8 +70,8 @@ def tune_cpu(size: int, dtype: str, threads: int | None, repeats: int, steps: in
            "steps_per_batch": steps, "date": time.strftime("%Y-%m-%d %H:%M"), "results": rows,
            "best": {**best, "speedup_over_time_tile_1": plain["seconds_per_step"] / best["seconds_per_step"]}}
     if save:
-        store(tune_key(dtype, threads), {"time_tile": best["time_tile"], "ring_bytes": best["ring_bytes"],
-                                          "size": size, "measured": out["date"]})
+        cache.update(CACHE, {tune_key(dtype, threads): {"time_tile": best["time_tile"], "ring_bytes": best["ring_bytes"],
+                                                         "size": size, "measured": out["date"]}})
     return out
 
 

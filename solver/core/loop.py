@@ -31,6 +31,12 @@ class LoopState:
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early
 
 
+def poll_period(default: int, steps: int) -> int:
+    """Steps between polls: `default`, or less on short runs so that progress shows at least every 10% of
+    the steps (a round divisor of 50, so the polls fall on round steps)."""
+    return next(p for p in (50, 25, 10, 5, 2, 1) if p <= default and p <= max(1, steps // 10))
+
+
 class TimeLoop:
     """layout: solver.core.layout.Layout (case, weights, the current block); exchange: the halo exchanger
     for layout.block; timers: (timed, warm-up). With a balancer, `connect(block)` makes the exchanger
@@ -43,7 +49,8 @@ class TimeLoop:
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
         depth = getattr(exchange, "depth", 1)  # time tiles: polls on tile boundaries
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else -(-POLL_EVERY // depth) * depth)
+        poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
+        self.poll_every = poll_every or -(-poll // depth) * depth
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
