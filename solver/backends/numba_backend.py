@@ -44,7 +44,7 @@ class NumbaBackend(Backend):
 
     def compile_note(self) -> str | None:
         """Said when numba's on-disk cache holds none of the kernels prepare() needs (first run, new source)."""
-        kernels = [self.k.step, self.k.max_update] + ([self.k.fused] if self.time_tile > 1 else [])
+        kernels = [self.k.step, self.k.max_update, self.k.tiled]  # prepare() compiles all three
         try:
             cold = any(not k._cache._cache_file._load_index() for k in kernels)  # numba's index; {} when stale
         except Exception:  # noqa: BLE001 - numba internals moved: say it anyway
