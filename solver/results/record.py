@@ -37,6 +37,8 @@ def section_stats(rows: list[dict]) -> dict:
     both = np.minimum((np.array([r["comm"] for r in rows]) + np.array([r["wait"] for r in rows])) / loops, 1.0)
     worst = int(both.argmax())  # comm + wait of one rank, then the largest over ranks (never two ranks' parts)
     stats["comm_wait_fraction"] = {"max": float(both[worst]), "mean": float(both.mean()), "rank": rows[worst]["rank"]}
+    steps = max(int(rows[0].get("steps", 0)), 1)  # every rank takes the same timed steps
+    stats["per_step_ms"] = {name: stats[name]["max"] * 1e3 / steps for name in (*SECTIONS, "loop")}  # slowest rank
     stats["mlups_per_rank"] = [r.get("updates", r["points"] * r["steps"]) / t / 1e6 for r, t in zip(rows, loops)]
     return stats
 
