@@ -133,9 +133,9 @@ class Run:
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
         if hasattr(self.backend, "use_tuned"):  # numba: the stored time/cache tile, rank 0's for every rank
-            from .bench.cpu_tune import stored
+            from .backends.numba_backend import stored_tile
 
-            self.backend.use_tuned(self.comm.bcast(stored(case.numerics.dtype, lay.threads) if self.comm.rank == 0 else None))
+            self.backend.use_tuned(self.comm.bcast(stored_tile(case.numerics.dtype, lay.threads) if self.comm.rank == 0 else None))
         host = padded_field(case, lay.block, interior)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)

@@ -7,8 +7,9 @@ import time
 
 import numpy as np
 
+from ..core import cache
 from ..core.errors import InputError
-from ..core.machine import cpu_count
+from ..core.machine import cpu_count, cpu_model
 from . import Backend, register
 
 MAX_DEFAULT_TILE = 8  # without a stored choice: the most steps fused per sweep (and halo depth under MPI) ...
@@ -134,6 +135,19 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+TILE_CACHE = "tiles"  # solver.core.cache file of the `stencil bench --tune` choices (solver.bench.cpu_tune)
+
+
+def tile_key(dtype: str, threads: int) -> str:
+    return f"time_tile|{cpu_model()}|{dtype}|threads={threads}"
+
+
+def stored_tile(dtype: str, threads: int) -> dict | None:
+    """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None."""
+    entry = cache.load(TILE_CACHE).get(tile_key(dtype, threads))
+    return entry if isinstance(entry, dict) and "time_tile" in entry else None
 
 
 def default_time_tile(rows: int) -> int:

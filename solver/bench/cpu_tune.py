@@ -18,24 +18,14 @@ import time
 import numpy as np
 
 from ..backends import backend_class
+from ..backends.numba_backend import TILE_CACHE, tile_key
 from ..config import BackendSettings
 from ..core import cache
 from ..core.machine import cpu_count, cpu_model
 from .stencil import bench_weights
 
-CACHE = "tiles"  # solver.core.cache file: tiles.json
 TILES = (1, 2, 3, 4, 6, 8, 12, 16)
 RINGS = (256 << 10, 1 << 20, 4 << 20)
-
-
-def tune_key(dtype: str, threads: int) -> str:
-    return f"time_tile|{cpu_model()}|{dtype}|threads={threads}"
-
-
-def stored(dtype: str, threads: int) -> dict | None:
-    """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None."""
-    entry = cache.load(CACHE).get(tune_key(dtype, threads))
-    return entry if isinstance(entry, dict) and "time_tile" in entry else None
 
 
 def tune_cpu(size: int, dtype: str, threads: int | None, repeats: int, steps: int,
@@ -70,7 +60,7 @@ def tune_cpu(size: int, dtype: str, threads: int | None, repeats: int, steps: in
            "steps_per_batch": steps, "date": time.strftime("%Y-%m-%d %H:%M"), "results": rows,
            "best": {**best, "speedup_over_time_tile_1": plain["seconds_per_step"] / best["seconds_per_step"]}}
     if save:
-        cache.update(CACHE, {tune_key(dtype, threads): {"time_tile": best["time_tile"], "ring_bytes": best["ring_bytes"],
+        cache.update(TILE_CACHE, {tile_key(dtype, threads): {"time_tile": best["time_tile"], "ring_bytes": best["ring_bytes"],
                                                          "size": size, "measured": out["date"]}})
     return out
 

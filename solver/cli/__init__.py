@@ -266,7 +266,8 @@ def bench(
     backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
     steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
-    time_tile: list[int] = typer.Option([1, 4], "--time-tile", help="numba time tiles to measure (1 = plain kernel)"),
+    time_tile: list[int] = typer.Option([1, 0], "--time-tile", help="numba time tiles to measure (1 = plain kernel, "
+                                        "0 = the default: stored by --tune, else chosen per block)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
     tune: bool = typer.Option(False, "--tune", help="numba: measure time tiles x cache tiles, store the fastest "
                               "as this machine's default (backend.time_tile null)"),
