@@ -28,10 +28,11 @@ def test_distributed_equals_one_process_bitwise(n, tmp_path):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
 def test_deep_halos_equal_one_process_per_step_bitwise_with_1_over_k_messages(n, tmp_path):
-    """backend.time_tile k in {1, 2, 3, 4, 8} x rows, cart x every halo mode, laplace, float32, thin blocks."""
+    """backend.time_tile k in {1, 2, 3, 4, 8} x rows, cart x every halo mode, laplace, float32, thin blocks,
+    periodic neighbours (a rank its own neighbour)."""
     res = mpi_script(n, "check_deep.py", tmp_path, timeout=400)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count("ok ") == 45 and f"ok deep halos on {n} ranks" in res.stdout, res.stdout
+    assert res.stdout.count("ok ") == 46 and f"ok deep halos on {n} ranks" in res.stdout, res.stdout
 
 
 def test_deep_halo_checkpoints_restart_on_other_ranks_and_tile_bitwise_and_are_recorded(tmp_path):
