@@ -28,8 +28,8 @@ Schedule between stops (solver.core.loop): the n steps up to the next stop are c
 ceil(n' / k) tiles as equal as possible (n' = n, or n - 1 when the stop checks convergence and NaN:
 that check compares the last two fields, so the last step is a plain one-layer step). Stops therefore
 fall on exactly the steps the case names (check_every, output.every, checkpoint_every, balance) and
-a converged Laplace run stops at the same step as the per-step run; signals are polled every
-ceil(10 / k) * k steps.
+a converged Laplace run stops at the same step as the per-step run; signals are polled at
+the loop's poll period rounded up to a multiple of k (10 steps: every 16 for k = 8).
 
 Thin blocks: a ghost layer d deep must come from the nearest neighbour, so d is capped to the thinnest
 block along each axis that has neighbours (plain data: every rank computes the same cap from the same

@@ -4,7 +4,7 @@ Usage: mpirun -n N python tests/mpi/check_deep.py OUTDIR
 One launch checks many configurations: k in {1, 2, 3, 4, 8} x rows and cart x every halo mode (heat,
 float64), Laplace with its collective stop, float32, and blocks thinner than k (k is then capped to the
 thinnest block on every rank alike). Each run's halo messages per step must be 1/k of the per-step
-run's, to within 10% (tiles are cut at the loop's stops: polls every ceil(10 / k) * k steps, the
+run's, to within 10% (tiles are cut at the loop's stops: polls on multiples of k, the
 last step before a check is a plain one). Written once, independent of comm.size
 (N = 1 checks the one-process fused kernel). Exits non-zero (AssertionError, MPI abort) on a mismatch.
 """
