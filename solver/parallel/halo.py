@@ -15,6 +15,10 @@ corners arrive without diagonal neighbours (solver.parallel.deep). Ghost layers 
 never touched. Neighbours are taken from the decomposition as given: a rank may have the same
 neighbour on two sides, or be its own neighbour (periodic sides); messages carry the direction of
 travel as their tag (solver.parallel.comm.TAGS), so they cannot be confused.
+
+HostTransport (below) is the transport protocol and its host implementation: how strips reach the
+buffers and the buffers the other ranks; the GPU transports (solver.parallel.gpu_exchange) subclass
+it, and the modes (solver.parallel.exchange) call only these verbs.
 """
 
 from __future__ import annotations
