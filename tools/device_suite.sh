@@ -16,13 +16,16 @@
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
+#   deep    tools/deep_scaling.sh DIR (issue 14): mpirun -n 1/2/4/8/16, strong 4096^2 and weak 1024^2
+#           per rank, default time tile (deep halos) vs time_tile 1, the lockstep floor in each launch,
+#           one process x 16 threads tiled; a short table.
 # Written: $OUT/suite.log (everything printed), $OUT/summary.txt (the table), $OUT/suite.tar.gz (every
 # JSON and log, refreshed after each step). Without $OUT (another machine) they go to /tmp/stencil-out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECTIONS=" ${*:-all} "
-[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tune hybrid cpu "
+[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tune hybrid cpu deep "
 OUT=${OUT:-/tmp/stencil-out}
 W=/tmp/stencil-suite
 rm -rf "$W" && mkdir -p "$W/cases" "$OUT"
@@ -126,6 +129,12 @@ if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
   step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
 fi
 
+# deep halos on the CPU cores (issue 14) ---------------------------------------------------------------
+if [[ $SECTIONS == *" deep "* ]]; then
+  mkdir -p "$W/deep"
+  step deep_scaling 540 bash tools/deep_scaling.sh "$W/deep"
+fi
+
 # access (issue 18; `tools/device_suite.sh access`, not part of "all") ---------------------------------
 # stencil bench access on the GPU (contiguous / strided / random / rows / cols reads, 4 KiB to >= 4x L2);
 # then one 16384^2 float64 run whose record gives upload, kernel and download seconds (docs/answers.md,
@@ -172,6 +181,7 @@ fi
   $PY -m solver.bench.gpu table "$W" 2>&1
   [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
+  [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null
 cat "$OUT/summary.txt"
