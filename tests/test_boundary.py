@@ -350,7 +350,7 @@ def test_laplace_between_two_walls_with_insulated_sides_is_the_linear_profile(tm
 def test_every_rank_simulated_in_a_loop_equals_one_block_bitwise(dims, xs, ys):
     """Without MPI: blocks with wrapped neighbours, ghosts copied from the neighbours' owned strips (what
     the exchange sends), physical sides filled by each block's own rules; 6 steps equal one block."""
-    from solver.parallel.exchange import OPPOSITE, strips
+    from solver.parallel.halo import OPPOSITE, strips
 
     c = case({"left": xs[0], "right": xs[1], "bottom": ys[0], "top": ys[1]}, nx=11, ny=9)
     blocks = all_blocks(c.shape, dims, boundary.periodic_axes(c))
