@@ -366,6 +366,11 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
     path = Path(path)
     data = read_yaml(path)
     data.setdefault("name", path.stem)
+    return case_from_data(data, str(path), overrides)
+
+
+def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = None) -> Case:
+    """A case mapping (a file's, or a checkpoint's saved case) with CLI overrides applied, validated."""
     for option, value in (overrides or {}).items():
         if value is None:
             continue
@@ -373,7 +378,7 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
         if not isinstance(data.get(section, {}), dict):
             break  # validation below reports the malformed section
         data.setdefault(section, {})[key] = value
-    return validate_case(data, source=str(path), options=overrides)
+    return validate_case(data, source=source, options=overrides)
 
 
 def validate_case(data: dict, source: str = "case", options: dict | None = None) -> Case:
@@ -480,5 +485,56 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
     return f"unknown field '{name}'; {hint}"
 
 
+# Descriptions for the schema where a field gives none (editors show them on hover); Field(description=...)
+# takes precedence, and tests/test_cli.py checks that every property of the schema ends up with one.
+DESCRIPTIONS = {
+    "Case.name": "run name: the output directory's default (output/<name>); default: the case file's stem",
+    "Case.grid": "the grid: interior points and domain size (required)",
+    "Case.physics": "the equation and its coefficients",
+    "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
+    "Case.boundary": "fixed (Dirichlet) values on the four sides",
+    "Case.run": "steps, convergence and checks",
+    "Case.numerics": "floating-point type",
+    "Case.backend": "where the steps run: numpy, numba (CPU threads) or cupy (GPU)",
+    "Case.parallel": "MPI decomposition, halo exchange and load balance",
+    "Case.output": "result directory, snapshots, VTK, checkpoints and trace",
+    "BackendSettings.name": "numpy (reference) | numba (CPU threads, SIMD) | cupy (NVIDIA GPU)",
+    "Boundary.top": "u on the side y = ly",
+    "Boundary.bottom": "u on the side y = 0",
+    "Boundary.left": "u on the side x = 0",
+    "Boundary.right": "u on the side x = lx",
+    "Constant.kind": "constant: the same value everywhere",
+    "Constant.value": "the value of every interior point",
+    "FromFile.kind": "file: read the field from a .npy or HDF5 file",
+    "FromFile.path": "the file: .npy, or HDF5 with `dataset`; relative to the working directory",
+    "FromFile.dataset": "HDF5 only: the dataset holding the (ny, nx) array",
+    "Hotspot.kind": "hotspot: a hot disc on a uniform background",
+    "Hotspot.value": "u inside the disc",
+    "Hotspot.radius": "disc radius, physical units",
+    "Hotspot.center": "disc centre [x, y], physical units",
+    "Hotspot.background": "u outside the disc",
+    "Numerics.dtype": "float64 (bitwise equal across backends) or float32 (half the bytes per update)",
+    "Output.checkpoint_every": "steps between checkpoints (checkpoint.h5, for --restart); null = none",
+    "Output.trace": "write trace.json: every rank's per-step sections (Chrome trace format, open in Perfetto)",
+    "Parallel.decomposition": "rows: blocks of whole rows; cart: a 2D process grid (shorter halos per rank)",
+    "Parallel.halo": "blocking (Sendrecv) | nonblocking (Isend/Irecv, Waitall) | overlap (interior computed "
+                     "while the messages move)",
+    "Physics.equation": "heat: explicit time steps of u_t = alpha (u_xx + u_yy); laplace: Jacobi iterations",
+    "Random.kind": "random: uniform values, the same for any rank count",
+    "Random.seed": "random generator seed",
+    "Random.low": "lower bound (included)",
+    "Random.high": "upper bound (excluded)",
+    "Sine.kind": "sine: the lowest discrete eigenmode (exact solution known: use it to verify)",
+}
+
+
 def schema() -> dict:
-    return Case.model_json_schema()
+    """The case file's JSON Schema: every property described; `name` optional (it defaults to the file's stem)."""
+    out = Case.model_json_schema()
+    for model, section in [("Case", out), *out.get("$defs", {}).items()]:
+        for key, prop in section.get("properties", {}).items():
+            text = DESCRIPTIONS.get(f"{model}.{key}")
+            if text and "description" not in prop:
+                prop["description"] = text
+    out["required"] = [k for k in out.get("required", []) if k != "name"]
+    return out

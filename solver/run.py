@@ -24,13 +24,13 @@ from .core.field import padded_field
 from .core.initial import initial_block
 from .core.layout import Layout
 from .core.loop import LoopState, TimeLoop
-from .core.machine import affinity, memory_bytes
+from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
 from .io.fields import check_appendable, hdf5_writer
 from .io.outputs import Outputs, Resume, vtk_wanted
 from .io.safeio import write_text
-from .parallel.comm import Comm, agree, threads_per_rank
+from .parallel.comm import Comm, agree, default_threads
 from .parallel.consensus import check_same_case
 from .parallel.exchange import make_exchange
 
@@ -88,6 +88,7 @@ class Run:
         agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
         agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
+        self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         self.comm.barrier()
         self.clock.lap("compile")
@@ -101,7 +102,7 @@ class Run:
         self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
                              w=physics.weights(case).cast(case.numerics.dtype), dims=dims, rank=comm.rank,
                              blocks=all_blocks(case.shape, dims), outdir=Path(case.output.dir),
-                             threads=case.backend.threads or threads_per_rank(comm.node_cores(), node_rank),
+                             threads=case.backend.threads or default_threads(comm.node_cores(), node_rank),
                              node_rank=node_rank, node_size=node_size, vtk_on=vtk_wanted(case, comm.rank))
         self.resume = Resume.of(self.restart, self.layout.outdir)
         self.backend_cls = backend_class(case.backend.name)
@@ -173,6 +174,7 @@ class Run:
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
+        self.outputs.progress_bar.start(state.step)
         self.clock.skip()
         failed = None
         try:
@@ -250,6 +252,7 @@ class Run:
     def rank_row(self) -> dict:
         b, t, loop = self.layout.block, self.timer, self.loop
         return {"rank": self.comm.rank, "host": socket.gethostname(), "pid": os.getpid(), "affinity": affinity(),
+                "numa": numa_text(),
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": loop.loop_seconds,
                 "warmup": loop.warm_seconds, "steps": loop.timed_steps, "device": self.backend.describe(),
@@ -280,7 +283,7 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
     if available and need > available / layout.node_size:
         g = case.grid
         raise InputError(
-            f"grid: {g.ny} x {g.nx} {case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
+            f"grid: nx x ny = {g.nx} x {g.ny} {case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
             f"{available / 2**30 / layout.node_size:.1f} GiB are available to each of {layout.node_size} "
             f"process(es) here; use a smaller grid, dtype float32, or more nodes")
 

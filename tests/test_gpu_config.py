@@ -130,7 +130,7 @@ def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype)
 # the tune cache ---------------------------------------------------------------------------------
 
 def test_tune_cache_lookup_exact_then_nearest(tmp_path, monkeypatch):
-    from solver.bench import tune
+    from solver.backends import tuned as tune
 
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
     assert tune.lookup("GPU X", "float32", (100, 100)) is None

@@ -60,6 +60,10 @@ class Backend:
         """None when usable here, else the reason and the fix."""
         return None
 
+    def compile_note(self) -> str | None:
+        """A line to print before prepare() when it will compile for a long time (a cold cache), else None."""
+        return None
+
     # memory ----------------------------------------------------------------------------------
     def asarray(self, host: np.ndarray):
         return np.array(host, dtype=self.dtype, order="C")

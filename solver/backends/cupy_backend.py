@@ -181,7 +181,7 @@ class CupyBackend(Backend):
         return self._choice[key]
 
     def _resolve(self, interior: tuple[int, int]):
-        from ..bench.tune import lookup
+        from .tuned import lookup
 
         variant, block = self.requested
         if variant is not None and (block is not None or variant == "expr"):

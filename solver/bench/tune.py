@@ -15,66 +15,14 @@ What is best at one size need not be best at another: tune at the sizes you run.
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..backends import cupy_kernels as gk
-from .bandwidth import cache_path
+from ..backends.tuned import store_tuned, tune_key
 
 SEED = 12345
-
-
-def tune_path() -> Path:
-    return cache_path().with_name("tune.json")
-
-
-def tune_key(gpu: str, dtype: str, shape, variant: str | None = None) -> str:
-    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}" + (f"|{variant}" if variant else "")
-
-
-def load_tuned() -> dict:
-    try:
-        return json.loads(tune_path().read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def lookup(gpu: str, dtype: str, shape, variant: str | None = None):
-    """(variant, block) stored for this GPU/dtype at `shape`, else at the nearest size; None if none."""
-    data = load_tuned()
-    hit = data.get(tune_key(gpu, dtype, shape, variant))
-    if hit is None:
-        prefix, points = f"{gpu}|{dtype}|", shape[0] * shape[1]
-        same = [(k, v) for k, v in data.items() if k.startswith(prefix) and (k.count("|") == 3) == (variant is not None)
-                and (variant is None or k.endswith(f"|{variant}"))]
-        if not same:
-            return None
-        hit = min(same, key=lambda kv: abs(math.log(_points(kv[0]) / points)))[1]
-    block = tuple(hit["block"]) if hit.get("block") else None
-    return hit["kernel"], block
-
-
-def _points(key: str) -> int:
-    ny, nx = key.split("|")[2].split("x")
-    return int(ny) * int(nx)
-
-
-def store_tuned(entries: dict) -> None:
-    path = tune_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = load_tuned()
-        data.update(entries)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        pass  # read-only cache directory: nothing stored, runs use the defaults
 
 
 def parse_blocks(text: str | None) -> list[tuple[int, int]] | None:

@@ -29,6 +29,12 @@ class LoopState:
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early
 
 
+def poll_period(default: int, steps: int) -> int:
+    """Steps between polls: `default`, or less on short runs so that progress shows at least every 10% of
+    the steps (a round divisor of 50, so the polls fall on round steps)."""
+    return next(p for p in (50, 25, 10, 5, 2, 1) if p <= default and p <= max(1, steps // 10))
+
+
 class TimeLoop:
     """layout: solver.core.layout.Layout (case, weights, the current block); exchange: the halo exchanger
     for layout.block; timers: (timed, warm-up). With a balancer, `connect(block)` makes the exchanger
@@ -40,7 +46,8 @@ class TimeLoop:
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
+        self.poll_every = poll_every or poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY,
+                                                    self.case.run.steps)
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up

@@ -20,7 +20,7 @@ import time
 SECTIONS = ("compute", "comm", "wait", "io", "other")
 
 # The per-rank row of a run (run.Run.rank_row), as written to timings.csv and timings.h5: name, HDF5 kind.
-RANK_COLUMNS = (("rank", "i4"), ("host", "S64"), ("pid", "i8"), ("affinity", "S256"), ("threads", "i4"),
+RANK_COLUMNS = (("rank", "i4"), ("host", "S64"), ("pid", "i8"), ("affinity", "S256"), ("numa", "S64"), ("threads", "i4"),
                 ("rows", "S32"), ("cols", "S32"), ("points", "i8"), *((s, "f8") for s in SECTIONS), ("loop", "f8"),
                 ("warmup", "f8"), ("steps", "i8"), ("updates", "i8"))
 

@@ -61,6 +61,24 @@ def resolve(path: str | Path) -> Path:
     return p / NAME if p.is_dir() else p
 
 
+def saved_case(path: str | Path) -> tuple[dict, Path]:
+    """(the resolved case of the run that wrote the checkpoint, with its overrides, as a mapping; the
+    directory holding the checkpoint: that run's output directory), for `stencil run --restart DIR` alone."""
+    import yaml
+
+    cp = Checkpoint.open(path)
+    try:
+        with __import__("h5py").File(cp.path, "r") as f:
+            data = yaml.safe_load(str(f.attrs["case"]))
+    except (OSError, KeyError, yaml.YAMLError) as exc:
+        raise InputError(f"--restart: {cp.path} holds no readable case ({exc}); give the case file too: "
+                         f"stencil run CASE --restart {path}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"--restart: {cp.path} holds no case mapping; give the case file too: "
+                         f"stencil run CASE --restart {path}")
+    return data, cp.directory
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path

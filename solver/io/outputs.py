@@ -26,8 +26,8 @@ from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, o
 from .safeio import collective, describe
 from .timings import write_timings_table
 
-RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
-                "checkpoint.h5", "u.pvd", "timings.h5")
+RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
+                "trace.json", "checkpoint.h5", "u.pvd", "timings.h5")
 LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
@@ -89,20 +89,52 @@ class StopSignals:
 
 
 class Progress:
-    """A progress bar on rank 0 when stdout is a terminal, shown once a run passes a couple of seconds."""
+    """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
+    anything else (mpirun, srun, a pipe, a log file) gets plain lines `step N/M (P%), T s elapsed, R MLUP/s`
+    at least every LINE_FRACTION of the steps or every LINE_SECONDS, whichever comes first (at the loop's
+    polls). Before a first compilation it says so, since that can take half a minute."""
 
     DELAY = 2.0
+    LINE_FRACTION = 0.1
+    LINE_SECONDS = 10.0
 
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled and sys.stdout.isatty()
-        self.t0 = time.perf_counter()
+    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter):
+        self.stream, self.clock = stream or sys.stdout, clock
+        self.total, self.show, self.points = total, enabled, points
+        self.enabled = enabled and self.stream.isatty()  # the bar
         self.bar = None
+        self.start(0)
+
+    def compiling(self, note: str | None) -> None:
+        """Say `note` (the backend's: a first compilation is coming) before it starts."""
+        if self.show and note:
+            print(note, file=self.stream, flush=True)
+
+    def start(self, step: int) -> None:
+        """The timed loop begins at `step` (0, or the checkpoint's step): the rate counts from here."""
+        self.t0 = self.last_t = self.clock()
+        self.first = self.last_step = step
 
     def update(self, step: int) -> None:
-        if not self.enabled:
+        if self.enabled:
+            self._bar(step)
+        elif self.show:
+            self._line(step)
+
+    def _line(self, step: int) -> None:
+        now = self.clock()
+        due = step - self.last_step >= max(1, int(self.LINE_FRACTION * self.total)) or now - self.last_t >= self.LINE_SECONDS
+        if not due:
             return
+        elapsed = now - self.t0
+        rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
+        print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
+              f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
+        self.last_step, self.last_t = step, now
+
+    def _bar(self, step: int) -> None:
         if self.bar is None:
-            if time.perf_counter() - self.t0 < self.DELAY:
+            if self.clock() - self.t0 < self.DELAY:
                 return
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -148,7 +180,8 @@ class Outputs:
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = StopSignals()
-        self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet)
+        self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
+                                     layout.case.grid.nx * layout.case.grid.ny)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
@@ -261,7 +294,7 @@ class Outputs:
     def interrupted(self, s) -> Interrupted:
         err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.case.run.steps}; "
                           f"checkpoint written to {self.checkpoint_path}; continue with "
-                          f"`stencil run CASE --restart {self.checkpoint_path}`")
+                          f"`stencil run --restart {self.layout.outdir}`")
         err.agreed, err.report = True, self.comm.rank == 0
         return err
 

@@ -35,6 +35,9 @@ NAME = re.compile(r"^u_(\d{8})(\.vti|\.pvti)?$")
 VTK_TYPES = {"float32": "Float32", "float64": "Float64"}
 
 
+COMPRESSION_LEVEL = 1  # zlib's fastest: floats compress little (10-20%), and higher levels barely gain
+
+
 def available() -> bool:
     import importlib.util
 
@@ -78,8 +81,9 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
 def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float) -> None:
     """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
 
-    pyvista builds the image; VTK's XML writer writes it (raw appended binary, uncompressed) and its
-    error code is checked (pyvista's save() does not raise when a write fails, e.g. on a full disk).
+    pyvista builds the image; VTK's XML writer writes it (appended binary, zlib-compressed at level
+    COMPRESSION_LEVEL: ParaView reads it as usual) and its error code is checked (pyvista's save()
+    does not raise when a write fails, e.g. on a full disk).
     """
     import pyvista as pv
 
@@ -103,7 +107,8 @@ def _write_xml(img, path: Path) -> None:
     w.SetInputData(img)
     w.SetDataModeToAppended()
     w.EncodeAppendedDataOff()
-    w.SetCompressorTypeToNone()
+    w.SetCompressorTypeToZLib()
+    w.SetCompressionLevel(COMPRESSION_LEVEL)
     shown = vtkObject.GetGlobalWarningDisplay()
     vtkObject.GlobalWarningDisplayOff()  # VTK would print the failure itself; it is reported once, below
     try:
