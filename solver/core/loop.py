@@ -3,7 +3,9 @@
 Each step: start the halo exchange, compute the regions that need no halo, finish the exchange,
 compute the rest, swap buffers. Between steps, at scheduled stops: convergence and NaN/Inf checks
 (collective), snapshots, checkpoints, signal polls and progress. With no neighbours the steps
-between two stops go to the backend in one call (backend.advance), which GPUs batch or graph.
+between two stops go to the backend in one call (backend.advance), which GPUs batch or graph; a GPU
+that computes k steps per launch (time tiling) gets its own polls at multiples of k, and the batch
+lengths are planned before the loop so that no tile depth is compiled inside it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class TimeLoop:
         self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
         self.timer, self.warm_timer = timer, warm_timer
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every or (SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY)
+        tile = backend.tile_steps(block.padded) if exchange.trivial else 1  # GPU time tiles: poll at multiples
+        self.poll_every = poll_every or (-(-SERIAL_POLL_EVERY // tile) * tile if exchange.trivial else POLL_EVERY)
         self.owned = block.everything()
         self.points = block.ny * block.nx
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
@@ -77,6 +80,8 @@ class TimeLoop:
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
+        if self.ex.trivial:
+            self.backend.plan(self._batches(s.step, end, warm_end))
         while s.step < end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
@@ -96,6 +101,17 @@ class TimeLoop:
                 self.updates += n * points
         return s
 
+    def _batches(self, step: int, end: int, warm_end: int, most: int = 10000) -> set[int]:
+        """The distinct batch lengths the loop will hand to advance() (the first `most` batches)."""
+        lengths = set()
+        for _ in range(most):
+            if step >= end:
+                break
+            n = self._next_stop(step, end, warm_end if step < warm_end else None) - step
+            lengths.add(n)
+            step += n
+        return lengths
+
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
                    self.balancer.every if self.balancer else None]
@@ -113,10 +129,12 @@ class TimeLoop:
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
         if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
@@ -136,6 +154,7 @@ class TimeLoop:
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
+        self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
         local = self.backend.max_update(s.u, s.u_new, self.owned)
         t = timer.add("other", t)
