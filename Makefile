@@ -1,10 +1,12 @@
 # Two commands do all set-up on a fresh machine:
 #   make run    creates .venv, installs stencil with MPI, runs the main job under mpirun
+#               (8 ranks where there are at least 8 cores, else one per core)
 #   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-RANKS  ?= 8
+CORES  := $(shell nproc 2>/dev/null || echo 1)
+RANKS  ?= $(shell [ $(CORES) -ge 8 ] && echo 8 || echo $(CORES))
 CASE   ?= cases/heat_4096.yaml
 
 .PHONY: run test bench venv clean
@@ -17,7 +19,9 @@ $(BIN)/stencil: pyproject.toml
 
 venv: $(BIN)/stencil
 
-run: venv
+run:
+	@echo "make run: $(RANKS) MPI ranks ($(CORES) cores here; 8 where there are at least 8; RANKS=N to choose): $(CASE)"
+	@$(MAKE) --no-print-directory venv
 	PATH=$(CURDIR)/$(BIN):$$PATH mpirun -n $(RANKS) stencil run $(CASE) --overwrite
 
 test: venv

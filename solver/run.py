@@ -6,8 +6,8 @@ validated case -> decomposition -> checks (memory, output directory) -> backend 
 
 from __future__ import annotations
 
+import math
 import os
-import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -20,14 +20,18 @@ from .backends import backend_class
 from .core import physics
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
-from .core.field import padded_field, set_edges
+from .core.field import padded_field
 from .core.initial import initial_block
+from .core.layout import Layout
 from .core.loop import LoopState, TimeLoop
-from .core.machine import affinity, memory_bytes
+from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
-from .io.outputs import RESULT_FILES, Outputs, holds_results, vtk_wanted
+from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
+from .io.fields import check_appendable, hdf5_writer
+from .io.outputs import Outputs, Resume, vtk_wanted
 from .io.safeio import write_text
-from .parallel.comm import Comm, agree, threads_per_rank
+from .parallel.comm import Comm, agree, default_threads
+from .parallel.consensus import check_same_case
 from .parallel.exchange import make_exchange
 
 
@@ -41,132 +45,136 @@ class Options:
 
 
 class Run:
+    """Orchestration only: case -> layout -> backend -> exchange -> loop -> outputs -> record.
+
+    Every part below gets plain data (the Layout, the backend, the communicator), never this object.
+    """
+
     def __init__(self, case, comm: Comm | None = None, options: Options | None = None):
         self.case, self.comm, self.opts = case, comm or Comm(), options or Options()
         self.clock = Clock()
-        self.quiet = self.opts.quiet
-        self.outdir = Path(case.output.dir)
-        self.spacing = physics.spacing(case)
-        self.dt = physics.time_step(case)
-        self.w = physics.weights(case).cast(case.numerics.dtype)
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
-        self._flat: list[np.ndarray] = []  # field buffers reused by move_rows (parallel.balance)
+        self.balancer = None
+
+    # the layout owns the decomposition; these are views for callers (tests, tools)
+    @property
+    def block(self):
+        return self.layout.block
+
+    @property
+    def blocks(self):
+        return self.layout.blocks
+
+    @property
+    def dims(self):
+        return self.layout.dims
+
+    @property
+    def appending(self) -> bool:
+        return self.resume.appending
+
+    @property
+    def exchange(self):
+        return self.loop.ex if hasattr(self, "loop") else self._exchange
 
     # set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
+        """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
+        agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
+        agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
+        agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
-        self.backend.prepare(self.u, self.u_new, self.w)
+        self.outputs.progress_bar.compiling(self.backend.compile_note())
+        self.backend.prepare(self.u, self.u_new, self.layout.w)
         self.comm.barrier()
         self.clock.lap("compile")
 
     def _plan(self) -> None:
         case, comm = self.case, self.comm
-        self.restart = self._open_checkpoint()
-        self.vtk_on = vtk_wanted(case, comm.rank)
-        self.dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
-        self.blocks = all_blocks(case.shape, self.dims)
-        self.block = self.blocks[comm.rank]
-        self.node_rank, self.node_size = comm.node()
-        self.threads = case.backend.threads or threads_per_rank(comm.node_cores(), self.node_rank)
+        dt = physics.time_step(case)
+        self.restart = open_restart(self.opts.restart, case, dt)
+        dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
+        node_rank, node_size = comm.node()
+        self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
+                             w=physics.weights(case).cast(case.numerics.dtype), dims=dims, rank=comm.rank,
+                             blocks=all_blocks(case.shape, dims), outdir=Path(case.output.dir),
+                             threads=case.backend.threads or default_threads(comm.node_cores(), node_rank),
+                             node_rank=node_rank, node_size=node_size, vtk_on=vtk_wanted(case, comm.rank))
+        self.resume = Resume.of(self.restart, self.layout.outdir)
         self.backend_cls = backend_class(case.backend.name)
         if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
-            self.backend_cls.check_placement(self.node_size, case.parallel)
-        self._check_memory()
-
-    def _open_checkpoint(self):
-        """--restart: the checkpoint, checked against the case; appending when it lies in output.dir."""
-        self.appending = False
-        if not self.opts.restart:
-            return None
-        from .io.checkpoint import Checkpoint
-
-        cp = Checkpoint.open(self.opts.restart)
-        cp.check(self.case, self.dt)
-        self.appending = cp.directory == self.outdir.resolve()
-        return cp
-
-    def _check_memory(self) -> None:
-        itemsize = np.dtype(self.case.numerics.dtype).itemsize
-        need = 2 * int(np.prod(self.block.padded)) * itemsize
-        if self.verify_on and self.comm.rank == 0:
-            need += 4 * (self.case.grid.nx + 2) * (self.case.grid.ny + 2) * itemsize  # reference run on rank 0
-        _, available = memory_bytes()
-        if available and need > available / self.node_size:
-            g = self.case.grid
-            raise InputError(
-                f"grid: {g.ny} x {g.nx} {self.case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
-                f"{available / 2**30 / self.node_size:.1f} GiB are available to each of {self.node_size} "
-                f"process(es) here; use a smaller grid, dtype float32, or more nodes")
+            self.backend_cls.check_placement(node_size, case.parallel)
+        check_memory(self.layout, self.verify_on)
 
     def _check_output_dir(self) -> None:
-        if self.comm.rank != 0:
-            return
-        d = self.outdir
-        if d.exists() and not d.is_dir():
-            raise InputError(f"output.dir: {d} exists and is not a directory; choose another --output")
-        if self.appending:
-            return  # continue the run in the checkpoint's own directory: output is appended
-        if holds_results(d):
-            if not self.opts.overwrite:
-                raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
-                                 "or choose another --output directory")
-            for name in RESULT_FILES:
-                (d / name).unlink(missing_ok=True)
-            shutil.rmtree(d / "vtk", ignore_errors=True)
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"output.dir: cannot create {d} ({exc.strerror}); choose a writable --output") from None
-        if not os.access(d, os.W_OK):
-            raise InputError(f"output.dir: {d} is not writable; choose a writable --output")
+        check_not_working_dir(self.layout.outdir)
+        if self.comm.rank == 0:
+            check_output(self.layout, self.comm, self.opts.overwrite, self.resume.appending, self._inputs())
+
+    def _inputs(self) -> dict:
+        """Files this run reads, which --overwrite must not remove."""
+        found = {"--restart": self.restart.path} if self.restart else {}
+        if self.case.initial.kind == "file":
+            found["initial.path"] = Path(self.case.initial.path)
+        return found
+
+    def _claim(self) -> None:
+        if self.comm.rank == 0:
+            self.claim = claim(self.layout.outdir, appending=self.resume.appending, overwrite=self.opts.overwrite,
+                               inputs=self._inputs())
 
     def _build(self) -> None:
-        case, block = self.case, self.block
-        interior = self.restart.read_block(block) if self.restart else initial_block(case, block)
-        self.backend = self.backend_cls(case.backend, case.numerics.dtype, self.threads,
-                                        local_rank=self.node_rank, local_size=self.node_size)
-        host = padded_field(case, block, interior)
+        case, lay = self.case, self.layout
+        interior = self.restart.read_block(lay.block) if self.restart else initial_block(case, lay.block)
+        self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
+                                        local_rank=lay.node_rank, local_size=lay.node_size)
+        host = padded_field(case, lay.block, interior)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)
         self.timer = Timer(trace=case.output.trace)
         self.warm_timer = Timer()
-        self.resolved_yaml = self._resolved_yaml()
+        lay.resolved_yaml = resolved_yaml(lay, self.comm.size)
+
+    def _open_outputs(self) -> None:
+        lay = self.layout
+        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet)
         if self.comm.rank == 0:
-            write_text(self.outdir / "case.yaml", self.resolved_yaml)
-        self.outputs = Outputs(self)
+            write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
-        p = self.case.parallel
-        self.exchange = make_exchange(p.halo, self.block, self.comm.mpi, self.backend, self.timer, p.transport)
+        self._exchange = self.connect(self.layout.block)
 
-    def _resolved_yaml(self) -> str:
-        data = self.case.model_dump(mode="json")
-        if self.case.physics.equation == "heat":
-            data["physics"]["dt"] = self.dt
-        data["output"]["vtk"] = self.vtk_on
-        w = physics.weights(self.case)
-        derived = (f"# derived: dx={self.spacing[0]!r} dy={self.spacing[1]!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
-                   f"# ranks={self.comm.size} dims={list(self.dims)} threads_per_rank={self.threads}\n")
-        return yaml.safe_dump(data, sort_keys=False) + derived
+    def connect(self, block):
+        """An exchanger for `block` (called again by the loop after a rebalance moved the blocks)."""
+        p = self.case.parallel
+        return make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport)
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
+        try:
+            return self._execute()
+        finally:
+            if getattr(self, "claim", None) is not None:
+                self.claim.release()  # the output directory's lock, held for the run's life
+
+    def _execute(self) -> dict:
         self.setup()
         state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
-        self.balancer = None
-        if self.case.parallel.balance == "dynamic" and not self.exchange.trivial:
+        if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
             from .parallel.balance import Balancer
 
-            self.balancer = Balancer(self, self.case.parallel.balance_every)
-        loop = TimeLoop(self.case, self.backend, self.exchange, self.block, self.comm, self.w,
-                        self.timer, self.warm_timer, hooks=self.outputs, balancer=self.balancer)
+            self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
+                                     self.case.parallel.balance_every)
+        loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
+                        hooks=self.outputs, balancer=self.balancer, connect=self.connect)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
+        self.outputs.progress_bar.start(state.step)
         self.clock.skip()
         failed = None
         try:
@@ -186,7 +194,7 @@ class Run:
             failed = exc
             raise
         finally:
-            self.exchange.close()
+            loop.ex.close()
             self.outputs.close(alone=failed is not None and not getattr(failed, "agreed", False))
         self.clock.phases["warmup"] = loop.warm_seconds
         io = self.timer.seconds["io"]  # snapshots inside the loop: reported as output, not as solve time
@@ -203,7 +211,7 @@ class Run:
         if self.verify_on and not stopped:
             from .results.verify import verify
 
-            correctness = verify(self, self.state.u, self.state.step)
+            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step)
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
@@ -211,9 +219,10 @@ class Run:
 
         def write_results() -> None:  # rank 0; a failure (disk full) ends every rank with exit 5
             if self.comm.rank == 0:
-                written["record"] = build_record(self, rows, correctness, ceiling)
-                write_record(self, written["record"], rows)
+                written["record"] = build_record(self.layout, rows, self.facts(), correctness, ceiling)
+                write_record(self.layout.outdir, self.case.output.trace, written["record"], rows)
                 self.outputs.write_timings(rows, self.restart.step if self.restart else 0, self.state.step)
+                write_manifest(self.layout.outdir)
 
         self.outputs.collective_io(write_results, "writing the record")
         record = self.comm.bcast(written.get("record"))
@@ -221,31 +230,17 @@ class Run:
             raise self.outputs.interrupted(self.state)
         return record
 
-    def move_rows(self, state, blocks) -> None:
-        """parallel.balance: give each rank the rows of `blocks` (collective). The owned rows that change
-        owner move in one MPI_Alltoallv into the other field buffer, the halo exchanger is rebuilt for
-        the new block. The two buffers are kept between moves and grown only when a block outgrows them
-        (fresh memory costs page faults: about as much as the stencil steps between two checks)."""
-        from .parallel.balance import move_rows
-
-        block = blocks[self.comm.rank]
-        size = block.padded[0] * block.padded[1]
-        if not self._flat or self._flat[0].size < size:  # two buffers, with room to grow
-            self._flat = [np.empty(int(size * 1.25), dtype=self.case.numerics.dtype) for _ in range(2)]
-        a, b = self._flat
-        spare, other = (b, a) if np.shares_memory(a, state.u) else (a, b)  # never write where u lives
-        out = spare[:size].reshape(block.padded)
-        move_rows(self.comm.mpi, state.u, [b.rows for b in self.blocks], [b.rows for b in blocks], out)
-        previous = other[:size].reshape(block.padded)  # u_new: the next step writes every owned point
-        set_edges(self.case, block, out)
-        set_edges(self.case, block, previous)
-        self.exchange.close()
-        self.blocks, self.block = blocks, block
-        state.u, state.u_new = out, previous
-        self.exchange = make_exchange(self.case.parallel.halo, block, self.comm.mpi, self.backend, self.timer,
-                                      self.case.parallel.transport)
-        if self.outputs.vtk is not None:
-            self.outputs.vtk.blocks, self.outputs.vtk.block = blocks, block
+    def facts(self) -> dict:
+        """What the record says of this run beyond the layout and the rank rows (plain data)."""
+        s, ex, phases = self.state, self.loop.ex, dict(self.clock.phases)
+        phases["total"] = self.clock.total()
+        return {"phases": phases, "mpi_library": self.comm.library(), "on_gpu": self.backend.on_gpu,
+                "halo": ex.mode if self.comm.size > 1 else "none", "halo_schedule": ex.schedule,
+                "threads_per_rank": self.backend.threads,
+                "balance": self.balancer.summary() if self.balancer else None,
+                "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
+                        "residuals": s.residuals, "snapshots": self.outputs.snapshots,
+                        "hdf5_writer": self.outputs.hdf5_writer}}  # serial, streamed or mpio
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
@@ -255,15 +250,66 @@ class Run:
         return copy_ceiling(self.backend, self.comm, refresh=self.backend.on_gpu)  # GPU: measured in every run
 
     def rank_row(self) -> dict:
-        b, t = self.block, self.timer
+        b, t, loop = self.layout.block, self.timer, self.loop
         return {"rank": self.comm.rank, "host": socket.gethostname(), "pid": os.getpid(), "affinity": affinity(),
+                "numa": numa_text(),
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
-                "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": self.loop.loop_seconds,
-                "warmup": self.loop.warm_seconds, "steps": self.loop.timed_steps, "device": self.backend.describe(),
-                "events": t.events if t.trace else None, "updates": self.loop.updates,
-                **getattr(self.exchange, "stats", dict)()}
+                "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": loop.loop_seconds,
+                "warmup": loop.warm_seconds, "steps": loop.timed_steps, "device": self.backend.describe(),
+                "events": t.events if t.trace else None, "updates": loop.updates,
+                **getattr(loop.ex, "stats", dict)()}
+
+
+# set-up steps as functions of plain data ---------------------------------------------------------
+
+def open_restart(path: str | None, case, dt: float):
+    """--restart: the checkpoint, checked against the case (None without --restart)."""
+    if not path:
+        return None
+    from .io.checkpoint import Checkpoint
+
+    cp = Checkpoint.open(path)
+    cp.check(case, dt)
+    return cp
+
+
+def check_memory(layout: Layout, verify_on: bool) -> None:
+    case = layout.case
+    itemsize = np.dtype(case.numerics.dtype).itemsize
+    need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
+    if verify_on and layout.rank == 0:
+        need += 4 * (case.grid.nx + 2) * (case.grid.ny + 2) * itemsize  # reference run on rank 0
+    _, available = memory_bytes()
+    if available and need > available / layout.node_size:
+        g = case.grid
+        raise InputError(
+            f"grid: nx x ny = {g.nx} x {g.ny} {case.numerics.dtype} needs {need / 2**30:.1f} GiB per process but "
+            f"{available / 2**30 / layout.node_size:.1f} GiB are available to each of {layout.node_size} "
+            f"process(es) here; use a smaller grid, dtype float32, or more nodes")
+
+
+def check_output(layout: Layout, comm: Comm, overwrite: bool, appending: bool, inputs: dict) -> None:
+    """Rank 0, read-only: the output directory (solver.io.claim) and, when appending, its fields.h5."""
+    d, case = layout.outdir, layout.case
+    check_output_dir(d, appending=appending, overwrite=overwrite, inputs=inputs)
+    if appending and (d / "fields.h5").exists():
+        check_appendable(d / "fields.h5", case.shape, np.dtype(case.numerics.dtype), hdf5_writer(comm))
+
+
+def resolved_yaml(layout: Layout, ranks: int) -> str:
+    """case.yaml: the validated case with the derived values a reader needs to reproduce the run."""
+    case = layout.case
+    data = case.model_dump(mode="json")
+    if case.physics.equation == "heat":
+        data["physics"]["dt"] = layout.dt
+    data["output"]["vtk"] = layout.vtk_on
+    w = physics.weights(case)
+    dx, dy = layout.spacing
+    derived = (f"# derived: dx={dx!r} dy={dy!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
+               f"# ranks={ranks} dims={list(layout.dims)} threads_per_rank={layout.threads}\n")
+    return yaml.safe_dump(data, sort_keys=False) + derived
 
 
 def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:
-    """The library entry point: run a validated case and return its record (on every rank)."""
+    """The library entry point (the CLI calls it): run a validated case, return its record on every rank."""
     return Run(case, comm, options).execute()

@@ -83,6 +83,57 @@ def test_cache_is_used_then_refreshed(cache, monkeypatch):
     assert json.loads(cache.read_text())[first["key"]]["measured"] == fresh["measured"]
 
 
+def test_entries_carry_date_fingerprint_and_workers(cache):
+    from solver.core.machine import fingerprint
+
+    be = NumbaBackend(BackendSettings(name="numba"), "float64", 2)
+    first = bandwidth.ceiling(be, Comm(), "copy", repeats=2)
+    assert first["source"] == "measured now" and first["why_measured"] == "not cached"
+    stored = json.loads(cache.read_text())[first["key"]]
+    assert stored["fingerprint"] == fingerprint() and stored["workers"] == 2 and stored["measured"][:2] == "20"
+    again = bandwidth.ceiling(be, Comm(), "copy", repeats=2)
+    assert again["cached"] and again["source"] == "cached " + stored["measured"][:16].replace("T", " ")
+
+
+def test_an_entry_of_another_machine_is_measured_again(cache):
+    be = NumpyBackend(BackendSettings(name="numpy"), "float64")
+    first = bandwidth.ceiling(be, Comm(), "copy", repeats=2)
+    data = json.loads(cache.read_text())
+    data[first["key"]]["fingerprint"] = {**data[first["key"]]["fingerprint"], "cpus": 999}
+    cache.write_text(json.dumps(data))
+    again = bandwidth.ceiling(be, Comm(), "copy", repeats=2)
+    assert not again["cached"] and "fingerprint" in again["why_measured"]
+
+
+def test_more_workers_slower_than_fewer_is_measured_again(cache, monkeypatch):
+    """A 2-thread reading far below the 1-thread one (taken on a busy machine) is not trusted: measured
+    again; a new reading still inconsistent is kept, marked rechecked, and then used."""
+    one = NumbaBackend(BackendSettings(name="numba"), "float64", 1)
+    two = NumbaBackend(BackendSettings(name="numba"), "float64", 2)
+    e1 = bandwidth.ceiling(one, Comm(), "copy", repeats=2)
+    e2 = bandwidth.ceiling(two, Comm(), "copy", repeats=2)
+    data = json.loads(cache.read_text())
+    data[e2["key"]]["gbs"] = 0.25 * e1["gbs"]  # the busy-machine reading
+    data[e2["key"]].pop("rechecked", None)  # (this machine may really have been busy when e2 was measured)
+    cache.write_text(json.dumps(data))
+    reason = bandwidth.usable(data[e2["key"]], data)
+    assert reason and "with 2 workers is below 80% of" in reason
+    measured = []
+    real = bandwidth.measure
+
+    def slow(*a, **kw):  # the machine stays busy: every new 2-thread reading is low too
+        measured.append(1)
+        out = real(*a, **kw)
+        return {**out, "gbs": 0.25 * e1["gbs"]}
+
+    monkeypatch.setattr(bandwidth, "measure", slow)
+    again = bandwidth.ceiling(two, Comm(), "copy", repeats=2)
+    assert not again["cached"] and "below 80%" in again["why_measured"] and len(measured) == 2
+    assert again["rechecked"]
+    third = bandwidth.ceiling(two, Comm(), "copy", repeats=2)
+    assert third["cached"] and len(measured) == 2  # rechecked: kept, not measured on every run
+
+
 def test_runs_read_the_entry_the_bench_wrote(cache):
     """copy_ceiling (what run.py calls) and `bench bandwidth` share one key per backend/threads/ranks."""
     res = bandwidth.bandwidth_bench(["numba"], [1], Comm(), repeats=2)
@@ -119,7 +170,7 @@ def test_bench_bandwidth_under_mpi_streams_on_every_rank_and_caches(tmp_path):
     again = mpirun(2, args, env=env)
     assert again.returncode == 0, again.stderr
     assert all(r["cached"] for r in json.loads(out.read_text())["results"])
-    assert "cache (" in again.stdout
+    assert "cached 20" in again.stdout
 
 
 def test_bench_bandwidth_rejects_bad_thread_lists():

@@ -144,7 +144,7 @@ def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype)
 
 def test_tune_cache_lookup_exact_then_nearest(tmp_path, monkeypatch):
     """The fastest entry matching what the case fixes (variant, k), at the shape or the nearest one."""
-    from solver.bench import tune
+    from solver.backends import tuned as tune
 
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
     assert tune.lookup("GPU X", "float32", (100, 100)) is None

@@ -39,7 +39,7 @@ def png_ok(path):
 
 
 def labelled(ax):
-    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() and ax.get_legend() is not None
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() and (ax.get_legend() or ax.figure.legends)
     assert "(" in ax.get_ylabel()  # units or a definition in brackets
 
 
@@ -135,3 +135,22 @@ def test_report_on_a_directory_without_results(tmp_path):
     p = stencil(["report", str(tmp_path)])
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "neither a sweep" in p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bar_chart_legends_sit_beside_the_bars_not_on_them():
+    """ranks.png and breakdown.png: the legend's box does not overlap the axes that hold the bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from solver.results import report
+
+    rows = [{"rank": r, "compute": 1.0 + r, "comm": 0.2, "wait": 0.3, "io": 0.1, "other": 0.05, "loop": 1.7 + r,
+             "steps": 10} for r in range(4)]
+    res = {"kind": "strong", "rows": [{"status": "ok", "ranks": n, "threads": 1, "_timings": rows} for n in (1, 2)]}
+    for fig in (report.fig_ranks(rows), report.fig_breakdown(res)):
+        FigureCanvasAgg(fig).draw()
+        renderer = fig.canvas.get_renderer()
+        (ax,) = fig.axes
+        box = ax.get_window_extent(renderer)
+        for legend in [*fig.legends, *([ax.get_legend()] if ax.get_legend() else [])]:
+            lb = legend.get_window_extent(renderer)
+            assert lb.x0 >= box.x1 or lb.x1 <= box.x0 or lb.y0 >= box.y1 or lb.y1 <= box.y0, (lb, box)

@@ -76,7 +76,7 @@ def test_weak_sweep_grows_the_grid_with_the_ranks(tmp_path, env):
     assert r2["input"]["dx"] == pytest.approx(r1["input"]["dx"]) and r2["input"]["dy"] == pytest.approx(r1["input"]["dy"])
     assert r2["input"]["dt"] == pytest.approx(r1["input"]["dt"])  # same spacing, same stable step
     md = (out / "sweep.md").read_text()
-    assert "weak scaling: every rank owns 16 x 24 points" in md and "| 2 | 1 | 32 x 24 | 16 x 24 |" in md
+    assert "weak scaling: every rank owns nx x ny = 24 x 16 points" in md and "| 2 | 1 | 24 x 32 | 24 x 16 |" in md
     assert "small" in md  # 16 x 24 per rank: the sweep says halo traffic and latency dominate
     meta = json.loads((out / "sweep.json").read_text())
     assert [p["label"] for p in meta["points"]] == ["r1", "r2"] and all(

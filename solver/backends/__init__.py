@@ -60,6 +60,10 @@ class Backend:
         """None when usable here, else the reason and the fix."""
         return None
 
+    def compile_note(self) -> str | None:
+        """A line to print before prepare() when it will compile for a long time (a cold cache), else None."""
+        return None
+
     # memory ----------------------------------------------------------------------------------
     def asarray(self, host: np.ndarray):
         return np.array(host, dtype=self.dtype, order="C")
@@ -127,10 +131,6 @@ class Backend:
 
     def synchronize(self) -> None:
         pass
-
-    def clock(self) -> float:
-        """Seconds on a clock that covers this device's work (host backends: the host clock)."""
-        return time.perf_counter()
 
     # reporting -------------------------------------------------------------------------------
     def describe(self) -> dict:

@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.physics import update
 from . import Backend, register
 from . import cupy_kernels as gk
 
@@ -199,7 +200,7 @@ class CupyBackend(Backend):
         return self.choice(shape)[2]
 
     def _resolve(self, interior: tuple[int, int]):
-        from ..bench.tune import lookup
+        from .tuned import lookup
 
         variant, block, k = self.requested
         if variant is not None and variant not in gk.TILED:
@@ -223,7 +224,7 @@ class CupyBackend(Backend):
             return variant, block
         key = (shape[0] - 2, shape[1] - 2)
         if key not in self._step:
-            from ..bench.tune import lookup
+            from .tuned import lookup
 
             tuned = lookup(self.gpu_name, self.dtype.name, key, None, 1)
             self._step[key] = tuned[:2] if tuned else (gk.DEFAULT_STEP_VARIANT, gk.DEFAULT_BLOCK[gk.DEFAULT_STEP_VARIANT])
@@ -269,9 +270,7 @@ class CupyBackend(Backend):
         variant, block = self.step_choice(u.shape)
         with stream:
             if variant == "expr":
-                out[r0:r1, c0:c1] = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
-                                     + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
-                return
+                return update(out, u, w, region)
             grid, threads = gk.launch_shape(variant, self.dtype, block, region)
             self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
                                                             np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))

@@ -37,6 +37,15 @@ class NumbaBackend(Backend):
             return f"numba does not import ({exc}); install it with `pip install numba`"
         return None
 
+    def compile_note(self) -> str | None:
+        """Said when numba's on-disk cache holds none of the kernels prepare() needs (first run, new source)."""
+        kernels = [self.k.step, self.k.max_update] + ([self.k.fused] if self.time_tile > 1 else [])
+        try:
+            cold = any(not k._cache._cache_file._load_index() for k in kernels)  # numba's index; {} when stale
+        except Exception:  # noqa: BLE001 - numba internals moved: say it anyway
+            cold = True
+        return "compiling kernels: about 30 s the first time (numba caches them for later runs)" if cold else None
+
     def prepare(self, u, u_new, w) -> None:
         """Compile (or load from cache) for this dtype on a tiny array, outside the timed loop."""
         tiny = np.zeros((3, 3), dtype=self.dtype)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.physics import update
 from . import Backend, register
 
 
@@ -14,9 +15,4 @@ class NumpyBackend(Backend):
         super().__init__(settings, dtype, 1, **node)
 
     def step(self, out, u, w, region) -> None:
-        r0, r1, c0, c1 = region
-        out[r0:r1, c0:c1] = (
-            w.wc * u[r0:r1, c0:c1]
-            + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
-            + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1])
-        )
+        update(out, u, w, region)

@@ -8,10 +8,15 @@ aggregate rate of all ranks together, which is how the stencil uses the machine.
 Array sizes: NODE_BYTES (512 MiB) per array per node in host memory, shared by the node's ranks (at
 least MIN_BYTES each), or STENCIL_BANDWIDTH_MIB; GPU_BYTES (1 GiB) per array on each GPU.
 
-Cache: one JSON file (STENCIL_CACHE_DIR, else $XDG_CACHE_HOME/stencil, else ~/.cache/stencil), one
-entry per (host, CPU model, device, backend, kind, threads per rank, ranks, ranks per node). Runs and
-sweeps look their ceiling up there and measure it only when it is missing; `stencil bench bandwidth
---refresh` measures again and replaces the entries.
+Cache: bandwidth.json in the one cache directory (solver.core.cache: STENCIL_CACHE_DIR, else
+$XDG_CACHE_HOME/stencil, else ~/.cache/stencil), one entry per (host, CPU model, device, backend, kind,
+threads per rank, ranks, ranks per node), each with the date it was measured, the machine's
+fingerprint (host, CPU model, logical CPUs, memory) and its worker count (ranks x threads). Runs and
+sweeps look their ceiling up there and measure it when it is missing, when the fingerprint differs
+(another machine under the same name), or when the reading is inconsistent with its neighbours: more
+workers slower than fewer on the same machine, backend and kind by more than INCONSISTENT (a reading
+taken while the machine was busy). A reading measured again and still inconsistent is kept, marked
+`rechecked`. `stencil bench bandwidth --refresh` measures again and replaces the entries.
 """
 
 from __future__ import annotations
@@ -24,18 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.machine import cpu_model
+from ..core import cache
+from ..core.machine import cpu_model, fingerprint
 
 NODE_BYTES = 512 << 20  # host memory per node for one array, split across its ranks (far beyond caches)
 MIN_BYTES = 32 << 20
 GPU_BYTES = 1 << 30  # device memory per rank for one array
 KINDS = ("copy", "memcpy", "saxpy")
+CACHE = "bandwidth"
+INCONSISTENT = 0.8  # more workers below this fraction of fewer workers' rate: measure again
 
 
 def cache_path() -> Path:
-    root = os.environ.get("STENCIL_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stencil")
-    return Path(root) / "bandwidth.json"
+    return cache.path(CACHE)
 
 
 def cache_key(backend, comm, kind: str = "copy") -> str:
@@ -46,23 +52,40 @@ def cache_key(backend, comm, kind: str = "copy") -> str:
 
 
 def load_cache() -> dict:
-    try:
-        return json.loads(cache_path().read_text())
-    except (OSError, ValueError):
-        return {}
+    return cache.load(CACHE)
 
 
 def store(key: str, entry: dict) -> None:
-    path = cache_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = load_cache()
-        data[key] = entry
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only home: measure again next time
+    cache.update(CACHE, {key: entry})  # a read-only home: measured again next time
+
+
+def family(entry: dict) -> tuple:
+    """Entries whose rates may be compared: same machine, device, backend, kind and node count."""
+    nodes = entry.get("ranks", 1) // max(entry.get("per_node", 1), 1)
+    return (json.dumps(entry.get("fingerprint"), sort_keys=True), entry.get("device"), entry.get("backend"), entry.get("kind"), nodes)
+
+
+def inconsistency(entry: dict, data: dict) -> str | None:
+    """Why `entry` looks wrong beside the other cached readings (more workers slower than fewer by more
+    than 1 - INCONSISTENT), else None."""
+    mine = family(entry)
+    for other in data.values():
+        if (isinstance(other, dict) and other.get("workers", 0) < entry.get("workers", 0) and family(other) == mine
+                and entry["gbs"] < INCONSISTENT * other["gbs"]):
+            return (f"{entry['gbs']:.1f} GB/s with {entry['workers']} workers is below {INCONSISTENT:.0%} of "
+                    f"{other['gbs']:.1f} GB/s with {other['workers']} (measured {other['measured'][:16]})")
+    return None
+
+
+def usable(entry: dict | None, data: dict) -> str | None:
+    """None when a cached entry can be used, else why it is measured again."""
+    if entry is None:
+        return "not cached"
+    if entry.get("fingerprint") != fingerprint():
+        return "cached for another machine fingerprint"
+    if entry.get("rechecked"):
+        return None
+    return inconsistency(entry, data)
 
 
 def array_bytes(backend, comm) -> int:
@@ -100,20 +123,31 @@ def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeat
         s = make_stream(backend.name, nbytes // itemsize, "float64", backend.threads, backend.local_rank)
         rate = concurrent_rate(comm, getattr(s, kind), s.synchronize, s.nbytes(kind), repeats)
         del s
+    _, per_node = comm.node()
     return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": "float64",
-            "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "key": cache_key(backend, comm, kind)}
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "key": cache_key(backend, comm, kind),
+            "fingerprint": fingerprint(), "backend": backend.name, "device": backend.describe().get("device", "cpu"),
+            "threads": backend.threads, "ranks": comm.size, "per_node": per_node,
+            "workers": comm.size * backend.threads}
 
 
 def ceiling(backend, comm, kind: str = "copy", refresh: bool = False, repeats: int = 5) -> dict:
-    """{'gbs': aggregate GB/s over all ranks, 'cached': bool, ...} from the cache or measured; collective."""
+    """{'gbs': aggregate GB/s over all ranks, 'cached': bool, 'source': 'cached <date>' or 'measured now', ...}
+    from the cache, or measured (again, once, when the cached or new reading is inconsistent); collective."""
     key = cache_key(backend, comm, kind)
-    entry = comm.bcast(load_cache().get(key) if comm.rank == 0 else None)
-    if entry is not None and not refresh:
-        return {**entry, "cached": True}
+    data = load_cache() if comm.rank == 0 else {}
+    entry = data.get(key)
+    why, entry = comm.bcast(("refresh asked" if refresh else usable(entry, data), entry) if comm.rank == 0 else None)
+    if why is None:
+        return {**entry, "cached": True, "source": f"cached {entry['measured'][:16].replace('T', ' ')}"}
     entry = measure(backend, comm, kind, repeats=repeats)
+    if comm.bcast(inconsistency(entry, data) if comm.rank == 0 else None):  # measured while the machine was busy?
+        entry = measure(backend, comm, kind, repeats=repeats)
+        still = comm.bcast(inconsistency(entry, data) if comm.rank == 0 else None)
+        entry.update({"rechecked": still} if still else {})  # twice inconsistent: the machine's own shape; kept
     if comm.rank == 0:
         store(key, entry)
-    return {**entry, "cached": False}
+    return {**entry, "cached": False, "source": "measured now", "why_measured": why}
 
 
 def copy_ceiling(backend, comm, refresh: bool = False) -> dict:
@@ -163,6 +197,6 @@ def print_bandwidth(res: dict) -> None:
     for r in res["results"]:
         t.add_row(r["backend"], str(r["threads"]), str(r["device"]), r["kind"], f"{r['gbs']:.2f}",
                   f"{r['per_rank_gbs']:.2f}", f"{r['bytes_per_rank'] / 2**20:.0f}",
-                  f"cache ({r['measured'][:16]})" if r["cached"] else "measured now")
+                  r["source"])
     Console(width=140).print(t)
     print(f"bytes: copy 2 x 8 B, SAXPY 3 x 8 B per element (read + written); cache: {res['cache']}")

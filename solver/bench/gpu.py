@@ -199,9 +199,10 @@ def configs(args, ranks: int) -> list[dict]:
 
 def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     from ..backends.cupy_backend import CupyBackend
-    from ..core.decomp import choose_dims, decompose
+    from ..core import physics
+    from ..core.decomp import all_blocks, choose_dims
+    from ..core.layout import Layout
     from ..core.loop import LoopState, TimeLoop
-    from ..core.physics import weights
     from ..core.timing import Timer
     from ..parallel.exchange import make_exchange
 
@@ -211,14 +212,17 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
         par.update(halo=cfg["halo"], transport=cfg["transport"])
     case = make_case(ny, nx, dtype, initial={"kind": "sine"}, parallel=par, run={"steps": 10**9, "check_every": 10**9})
     node_rank, node_size = comm.node()
-    block = decompose(case.shape, choose_dims(comm.size, case.shape, "rows"), comm.rank)
+    dims = choose_dims(comm.size, case.shape, "rows")
+    lay = Layout(case=case, dt=physics.time_step(case), spacing=physics.spacing(case),
+                 w=physics.weights(case).cast(dtype), dims=dims, rank=comm.rank, blocks=all_blocks(case.shape, dims),
+                 outdir=Path("."), node_rank=node_rank, node_size=node_size)
+    block, w = lay.block, lay.w
     be = CupyBackend(case.backend, dtype, local_rank=node_rank, local_size=node_size)
     u, v = sine_field(be, case, block), be.zeros(block.padded)
-    w = weights(case).cast(dtype)
     timer, warm = Timer(), Timer()
     ex = make_exchange(case.parallel.halo, block, comm.mpi, be, timer, case.parallel.transport)
     be.prepare(u, v, w)
-    loop = TimeLoop(case, be, ex, block, comm, w, timer, warm)
+    loop = TimeLoop(lay, be, comm, ex, (timer, warm))
     s = LoopState(u, v)
     steps = steps_for(ny * nx, np.dtype(dtype).itemsize, comm.size)
     loop.steps(s, max(10, steps // 10), warm)

@@ -18,65 +18,14 @@ need not be best at another: tune at the sizes you run.
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..backends import cupy_kernels as gk
-from .bandwidth import cache_path
+from ..backends.tuned import store_tuned, tune_key
 
 SEED = 12345
-
-
-def tune_path() -> Path:
-    return cache_path().with_name("tune.json")
-
-
-def tune_key(gpu: str, dtype: str, shape, variant: str, k: int) -> str:
-    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}|{variant}|{k}"
-
-
-def load_tuned() -> dict:
-    try:
-        return json.loads(tune_path().read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def lookup(gpu: str, dtype: str, shape, variant: str | None = None, k: int | None = None):
-    """(variant, block, k): the fastest entry stored for this GPU and dtype with this variant and k
-    (None: any), at `shape` or else at the nearest measured shape; None if nothing matches."""
-    prefix = f"{gpu}|{dtype}|"
-    hits = [(key.split("|")[2], v) for key, v in load_tuned().items() if key.startswith(prefix) and key.count("|") == 4
-            and (variant is None or v["kernel"] == variant) and (k is None or v.get("time_tile", 1) == k)]
-    if not hits:
-        return None
-    points = shape[0] * shape[1]
-    near = min({s for s, _ in hits}, key=lambda s: abs(math.log(_points(s) / points)))
-    hit = min((v for s, v in hits if s == near), key=lambda v: v.get("seconds_per_step", 0.0))
-    return hit["kernel"], tuple(hit["block"]) if hit.get("block") else None, hit.get("time_tile", 1)
-
-
-def _points(shape: str) -> int:
-    ny, nx = shape.split("x")
-    return int(ny) * int(nx)
-
-
-def store_tuned(entries: dict) -> None:
-    path = tune_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = load_tuned()
-        data.update(entries)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        pass  # read-only cache directory: nothing stored, runs use the defaults
 
 
 def parse_blocks(text: str | None) -> list[tuple[int, int]] | None:

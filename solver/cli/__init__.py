@@ -1,7 +1,8 @@
 """The `stencil` command line: parse and validate, then call one library function.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/Inf in the field,
-5 output failed (disk full, unwritable), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+5 output failed (disk full, quota, read-only, a full stdout), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+A closed stdout (`| head`) ends quietly with the command's own code (solver.cli.stdout).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, StencilError, VerificationError
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
+from . import stdout
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -31,13 +33,19 @@ class Group(TyperGroup):
     """Usage errors as one line with exit 2 (instead of a usage panel), StencilErrors as their exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        with stdout.guarded():  # a full or closed stdout: solver.cli.stdout
+            self._main(args, prog_name, complete_var, **extra)
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
         except StencilError as exc:
             if exc.report:
                 echo_err(f"error: {exc}")
-            sys.exit(exc.exit_code)
+            _exit(exc.exit_code)
+        except stdout.StdoutFailed as exc:
+            _exit(stdout.exit_code(exc, 0, echo_err))
         except Exception as exc:
             ctx = getattr(exc, "ctx", None)
             if _is(exc, "NoArgsIsHelpError") and ctx is not None:
@@ -45,24 +53,53 @@ class Group(TyperGroup):
                 sys.exit(0)
             if _is(exc, "UsageError"):
                 cmd = ctx.command_path if ctx else "stencil"
-                echo_err(f"{cmd}: {exc.format_message()}; see `{cmd} --help`")
+                echo_err(f"{cmd}: {exc.format_message().rstrip('.')}; see `{cmd} --help`")
                 sys.exit(EXIT_INPUT)
             if _is(exc, "Abort"):
                 echo_err("aborted")
                 sys.exit(130)
             raise
-        sys.exit(rv if isinstance(rv, int) else 0)
+        _exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
+def _exit(code: int) -> None:
+    sys.exit(stdout.flush_or_exit_code(code, echo_err))
+
+
+# Plain (click) help: it wraps long option names at any terminal width, where the rich panels cut them.
+HELP = {"rich_markup_mode": None, "context_settings": {"max_content_width": 120}}
 app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="A verifiable 2D heat / Jacobi solver: numpy, numba, CuPy, MPI and MPI+GPU.")
+                  help="A verifiable 2D heat / Jacobi solver: numpy, numba, CuPy, MPI and MPI+GPU.", **HELP)
 
 
 def main() -> None:
     app(prog_name="stencil")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+        from ..results.environment import git_commit
+
+        commit = git_commit()
+        print(f"stencil {__version__}" + (f" (git {commit})" if commit else ""))
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """A verifiable 2D heat / Jacobi solver: numpy, numba, CuPy, MPI and MPI+GPU."""
+
+
 # helpers ---------------------------------------------------------------------------------------
+
+def _check_dtype(dtype: str) -> None:
+    from ..core.errors import InputError
+
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+
 
 def _overrides(**kw) -> dict:
     return {f"--{k}": v for k, v in kw.items() if v is not None}
@@ -87,9 +124,9 @@ def fail(exc: BaseException, comm) -> None:
 
 @app.command()
 def run(
-    case: Path = typer.Argument(..., help="case file (YAML)"),
+    case: Optional[Path] = typer.Argument(None, help="case file (YAML); with --restart DIR alone, the checkpoint's"),
     backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
-    steps: Optional[int] = typer.Option(None, help="override run.steps"),
+    steps: Optional[int] = typer.Option(None, help="override run.steps (with --restart: may extend the run)"),
     dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
     threads: Optional[int] = typer.Option(None, help="numba threads per rank"),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="override output.dir"),
@@ -99,34 +136,51 @@ def run(
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
-    restart: Optional[Path] = typer.Option(None, help="continue from this checkpoint.h5"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or progress lines"),
+    restart: Optional[Path] = typer.Option(None, help="continue from this checkpoint.h5 or run directory; without "
+                                                      "CASE, the run's own case (overrides included) into that directory"),
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
-    from ..config import load_case
     from ..parallel.comm import Comm, agree
-    from ..run import Options, Run
+    from ..run import Options, run_case
 
     comm = Comm.world(mpi)
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
                           decomposition=decomposition, balance=balance, kernel=kernel)
-        cfg = agree(comm, lambda: load_case(case, over))
+        cfg = agree(comm, lambda: _run_case(case, restart, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
-        record = Run(cfg, comm, opts).execute()
+        record = run_case(cfg, comm, opts)
     except Exception as exc:  # noqa: BLE001 - every failure must end every rank
         fail(exc, comm)
     if comm.rank == 0:
         from ..results.summary import print_summary
 
-        print_summary(record)
+        stdout.to_stdout(print_summary, record)
     c = record["correctness"]
     if c.get("passed") is False:
         exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
                                 f"{c['tolerance']:.1e} against the {c['reference']}")
         exc.report = comm.rank == 0  # every rank has the record; one reports
         raise exc
+
+
+def _run_case(case: Optional[Path], restart: Optional[Path], over: dict):
+    """The case file with its overrides, or with --restart alone the checkpoint's own case, continued in the
+    checkpoint's directory (unless --output says otherwise)."""
+    from ..config import case_from_data, load_case
+    from ..core.errors import InputError
+
+    if case is not None:
+        return load_case(case, over)
+    if restart is None:
+        raise InputError("case: give a case file (stencil run CASE), or --restart DIR to continue a run")
+    from ..io.checkpoint import saved_case
+
+    data, directory = saved_case(restart)
+    data.setdefault("output", {})["dir"] = str(directory)
+    return case_from_data(data, f"{restart} (the checkpoint's case)", over)
 
 
 @app.command()
@@ -203,7 +257,8 @@ def tune(
         json_out.write_text(json.dumps(res, indent=1))
 
 
-bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize.")
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, "
+                             "access.", **HELP)
 app.add_typer(bench_app, name="bench")
 
 
@@ -225,10 +280,8 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     from ..bench.stencil import print_bench, stencil_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
     print_bench(results)
     if json_out:
@@ -269,9 +322,9 @@ def bench_bandwidth(
 
     comm = Comm.world(mpi)
     names = backend or [n for n, cls in registry().items() if cls.unavailable() is None]
-    from ..parallel.comm import threads_per_rank
+    from ..parallel.comm import default_threads
 
-    per_rank = threads_per_rank(comm.node_cores(), comm.node()[0])
+    per_rank = default_threads(comm.node_cores(), comm.node()[0])
     res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank)), comm, refresh, repeats)
     if comm.rank == 0:
         print_bandwidth(res)
@@ -295,21 +348,21 @@ def bench_reduction(
     from ..core.errors import InputError
     from ..parallel.comm import Comm
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     comm = Comm.world(mpi)
     reason = registry()["cupy"].unavailable()
     if gpu and reason:
         raise InputError(f"--gpu: the GPU variants need cupy and a GPU: {reason}; or pass --no-gpu")
-    from ..parallel.comm import threads_per_rank
+    from ..parallel.comm import default_threads
 
-    threads = threads or threads_per_rank(comm.node_cores(), comm.node()[0])
+    threads = threads or default_threads(comm.node_cores(), comm.node()[0])
     res = reduction_bench(size, min(lock_size, size), threads, dtype, gpu if gpu is not None else reason is None,
                           comm, repeats)
     if comm.rank == 0:
         print_reduction(res)
     _write_json(json_out, res, comm)
     bad = [r["variant"] for r in res["results"] if not r["passed"]]
+    bad += [f"MPI_Allreduce of {r['bytes']} B" for r in res.get("allreduce_by_size", []) if not r["passed"]]
     if bad:
         exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
         exc.report = comm.rank == 0
@@ -326,17 +379,41 @@ def bench_vectorize(
 ) -> None:
     """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
     from ..bench.vectorize import print_vectorize, vectorize_bench
-    from ..core.errors import InputError
 
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+    _check_dtype(dtype)
     res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
     print_vectorize(res)
     _write_json(json_out, res)
 
 
+@bench_app.command("access")
+def bench_access(
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="numba | cupy (default: numba, and cupy "
+                                                                                "where cupy and a GPU are here)"),
+    threads: int = typer.Option(1, min=1, help="numba threads, each reading its own slice (1: one core's caches)"),
+    sizes: Optional[str] = typer.Option(None, help="array sizes, powers of two: 4K,64K,1M or a range 4K-256M "
+                                                   "(default: 4K to at least 4x the last-level cache)"),
+    strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
+    repeats: int = typer.Option(5, min=1, help="timed rounds; the median is reported"),
+    min_time: float = typer.Option(0.02, min=1e-4, help="seconds one timed call lasts at least"),
+    clock: str = typer.Option("wall", help="wall | cpu: the CPU clock (process CPU time / threads) for a machine "
+                                           "shared with other jobs; both are recorded"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Read bandwidth by access order (contiguous, strided, random, rows/columns) and size, caches marked."""
+    from ..bench.access import DEFAULT_STRIDES, access_bench, check_options, parse_sizes, print_access, wrong_sums
+
+    names = check_options(backend, clock)
+    res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
+                       _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time, clock)
+    print_access(res)
+    _write_json(json_out, res)
+    if wrong_sums(res):
+        raise VerificationError(f"a pattern did not read every element once: {', '.join(wrong_sums(res))}")
+
+
 sweep_app = typer.Typer(help="Scaling sweeps: each point a normal run; sweep.csv, sweep.md; then `stencil report DIR`.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, **HELP)
 app.add_typer(sweep_app, name="sweep")
 
 _LAUNCHER = typer.Option(None, help="mpirun | mpiexec | srun | none, or a path (default: mpirun; threads: none)")

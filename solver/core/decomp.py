@@ -59,6 +59,12 @@ class Block:
         return {"south": self.south, "north": self.north, "west": self.west, "east": self.east}
 
     @property
+    def halo_cells(self) -> int:
+        """Ghost cells this block receives per exchange of one layer (sides facing a neighbour)."""
+        return sum(self.nx if side in ("south", "north") else self.ny
+                   for side, r in self.neighbours.items() if r is not None)
+
+    @property
     def is_serial(self) -> bool:
         return all(n is None for n in self.neighbours.values())
 

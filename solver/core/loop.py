@@ -31,21 +31,33 @@ class LoopState:
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early
 
 
+def poll_period(default: int, steps: int) -> int:
+    """Steps between polls: `default`, or less on short runs so that progress shows at least every 10% of
+    the steps (a round divisor of 50, so the polls fall on round steps)."""
+    return next(p for p in (50, 25, 10, 5, 2, 1) if p <= default and p <= max(1, steps // 10))
+
+
 class TimeLoop:
-    def __init__(self, case, backend, exchange, block, comm, w, timer: Timer, warm_timer: Timer,
-                 hooks=None, poll_every: int | None = None, balancer=None):
-        self.case, self.backend, self.ex, self.block, self.comm, self.w = case, backend, exchange, block, comm, w
-        self.timer, self.warm_timer = timer, warm_timer
+    """layout: solver.core.layout.Layout (case, weights, the current block); exchange: the halo exchanger
+    for layout.block; timers: (timed, warm-up). With a balancer, `connect(block)` makes the exchanger
+    for the block a rebalance gave this rank."""
+
+    def __init__(self, layout, backend, comm, exchange, timers: tuple[Timer, Timer], hooks=None,
+                 poll_every: int | None = None, balancer=None, connect=None):
+        self.layout, self.case, self.w = layout, layout.case, layout.w
+        self.backend, self.comm, self.ex = backend, comm, exchange
+        self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        tile = backend.tile_steps(block.padded) if exchange.trivial else 1  # GPU time tiles: poll at multiples
-        self.poll_every = poll_every or (-(-SERIAL_POLL_EVERY // tile) * tile if exchange.trivial else POLL_EVERY)
-        self.owned = block.everything()
-        self.points = block.ny * block.nx
+        self.poll_every = poll_every or poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY,
+                                                    self.case.run.steps)
+        tile = backend.tile_steps(layout.block.padded) if exchange.trivial else 1
+        if poll_every is None and tile > 1:  # GPU time tiles: the loop's own polls at multiples of k
+            self.poll_every = -(-self.poll_every // tile) * tile
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
         self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
-        self.balancer = balancer  # solver.parallel.balance.Balancer, or None
+        self.balancer, self.connect = balancer, connect  # solver.parallel.balance.Balancer, or None
         self.fail_at = _injected_failure(comm.rank)
         self.slow = _injected_slowness(comm.rank)
 
@@ -60,7 +72,7 @@ class TimeLoop:
             self.backend.compute(s.u_new, s.u, self.w, [band], timer)
         self.ex.finish(pending)
         if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
-            time.sleep(self.slow * self.block.ny)
+            time.sleep(self.slow * self.layout.block.ny)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
@@ -70,7 +82,7 @@ class TimeLoop:
     def steps(self, s: LoopState, n: int, timer: Timer) -> None:
         if self.ex.trivial:
             timer.step = s.step
-            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.owned, timer)
+            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer)
             s.step += n
         else:
             for _ in range(n):
@@ -87,7 +99,7 @@ class TimeLoop:
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
-            points = self.points  # the block these steps update (a rebalance at the stop changes it)
+            points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
             self.steps(s, n, timer)
             self._at_stop(s, timer, end)
             if warm:
@@ -147,16 +159,17 @@ class TimeLoop:
             self.hooks.progress(step)
             timer.add("other", t)
         if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
-            if self.balancer.maybe(s, timer):  # rows moved: the run holds the new block and exchanger
-                run = self.balancer.run
-                self.ex, self.block, self.owned = run.exchange, run.block, run.block.everything()
-                self.points = run.block.ny * run.block.nx
+            if self.balancer.maybe(s, timer):  # rows moved: layout.block is new, and so must the exchanger be
+                t = time.perf_counter()
+                self.ex.close()
+                self.ex = self.connect(self.layout.block)
+                timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
         self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
-        local = self.backend.max_update(s.u, s.u_new, self.owned)
+        local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
         t = timer.add("other", t)
         r = self.comm.allmax(local)
         timer.add("wait", t)

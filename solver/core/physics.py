@@ -30,6 +30,17 @@ class Weights:
         return Weights(t(self.wc), t(self.wx), t(self.wy))
 
 
+def update(out, u, w: Weights, region) -> None:
+    """The update as one array expression over region (r0, r1, c0, c1) of padded arrays, in the term
+    order above: the numpy reference, and CuPy's `expr` variant (any array type with numpy slicing)."""
+    r0, r1, c0, c1 = region
+    out[r0:r1, c0:c1] = (
+        w.wc * u[r0:r1, c0:c1]
+        + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
+        + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1])
+    )
+
+
 def spacing(case) -> tuple[float, float]:
     """(dx, dy): the boundary lies one spacing outside the first and last interior point."""
     return case.grid.lx / (case.grid.nx + 1), case.grid.ly / (case.grid.ny + 1)

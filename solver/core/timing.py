@@ -19,6 +19,11 @@ import time
 
 SECTIONS = ("compute", "comm", "wait", "io", "other")
 
+# The per-rank row of a run (run.Run.rank_row), as written to timings.csv and timings.h5: name, HDF5 kind.
+RANK_COLUMNS = (("rank", "i4"), ("host", "S64"), ("pid", "i8"), ("affinity", "S256"), ("numa", "S64"), ("threads", "i4"),
+                ("rows", "S32"), ("cols", "S32"), ("points", "i8"), *((s, "f8") for s in SECTIONS), ("loop", "f8"),
+                ("warmup", "f8"), ("steps", "i8"), ("updates", "i8"))
+
 
 class Timer:
     def __init__(self, trace: bool = False, epoch: float | None = None):
@@ -44,9 +49,6 @@ class Timer:
     def charge(self, section: str, seconds: float) -> None:
         """Add a duration measured elsewhere (CUDA events) without a trace interval."""
         self.seconds[section] += seconds
-
-    def total(self) -> float:
-        return sum(self.seconds.values())
 
 
 class Clock:

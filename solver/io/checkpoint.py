@@ -22,6 +22,7 @@ own block.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,24 @@ def resolve(path: str | Path) -> Path:
     """A checkpoint file, or a run directory holding checkpoint.h5."""
     p = Path(path)
     return p / NAME if p.is_dir() else p
+
+
+def saved_case(path: str | Path) -> tuple[dict, Path]:
+    """(the resolved case of the run that wrote the checkpoint, with its overrides, as a mapping; the
+    directory holding the checkpoint: that run's output directory), for `stencil run --restart DIR` alone."""
+    import yaml
+
+    cp = Checkpoint.open(path)
+    try:
+        with __import__("h5py").File(cp.path, "r") as f:
+            data = yaml.safe_load(str(f.attrs["case"]))
+    except (OSError, KeyError, yaml.YAMLError) as exc:
+        raise InputError(f"--restart: {cp.path} holds no readable case ({exc}); give the case file too: "
+                         f"stencil run CASE --restart {path}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"--restart: {cp.path} holds no case mapping; give the case file too: "
+                         f"stencil run CASE --restart {path}")
+    return data, cp.directory
 
 
 @dataclass(frozen=True)
@@ -111,8 +130,13 @@ class Checkpoint:
         import h5py
 
         (r0, r1), (c0, c1) = block.rows, block.cols
-        with h5py.File(self.path, "r") as f:
-            return f["u"][r0:r1, c0:c1]
+        try:
+            with h5py.File(self.path, "r") as f:
+                return f["u"][r0:r1, c0:c1]
+        except OSError as exc:  # a chunk whose checksum (fletcher32) does not match, a truncated file
+            raise InputError(f"--restart: dataset /u of {self.path} cannot be read (rows {r0}-{r1 - 1}: "
+                             f"{str(exc).splitlines()[0][:80]}): the checkpoint is damaged; restart from an intact "
+                             "copy") from None
 
     @property
     def directory(self) -> Path:
@@ -152,7 +176,7 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
 def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
     """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
     write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
 
 
@@ -195,7 +219,8 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
 
 def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
     ny, nx = shape
-    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
+    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx),
+                         fletcher32=True)  # a checksum per chunk, verified by every read (restart)
     tol = meta.get("tolerance")
     f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,

@@ -12,21 +12,22 @@ next scheduled one, so the series has no duplicate and no hole.
 
 from __future__ import annotations
 
-import errno
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import InputError, Interrupted, OutputError
 from . import checkpoint as ckpt
-from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned, write_skeleton
-from .safeio import collective, describe, replaced
+from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, owned
+from .safeio import collective, describe
+from .timings import write_timings_table
 
-RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "case.yaml", "timings.csv", "trace.json",
-                "checkpoint.h5", "u.pvd", "timings.h5")
+RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
+                "trace.json", "checkpoint.h5", "u.pvd", "timings.h5")
 LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
@@ -88,20 +89,52 @@ class StopSignals:
 
 
 class Progress:
-    """A progress bar on rank 0 when stdout is a terminal, shown once a run passes a couple of seconds."""
+    """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
+    anything else (mpirun, srun, a pipe, a log file) gets plain lines `step N/M (P%), T s elapsed, R MLUP/s`
+    at least every LINE_FRACTION of the steps or every LINE_SECONDS, whichever comes first (at the loop's
+    polls). Before a first compilation it says so, since that can take half a minute."""
 
     DELAY = 2.0
+    LINE_FRACTION = 0.1
+    LINE_SECONDS = 10.0
 
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled and sys.stdout.isatty()
-        self.t0 = time.perf_counter()
+    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter):
+        self.stream, self.clock = stream or sys.stdout, clock
+        self.total, self.show, self.points = total, enabled, points
+        self.enabled = enabled and self.stream.isatty()  # the bar
         self.bar = None
+        self.start(0)
+
+    def compiling(self, note: str | None) -> None:
+        """Say `note` (the backend's: a first compilation is coming) before it starts."""
+        if self.show and note:
+            print(note, file=self.stream, flush=True)
+
+    def start(self, step: int) -> None:
+        """The timed loop begins at `step` (0, or the checkpoint's step): the rate counts from here."""
+        self.t0 = self.last_t = self.clock()
+        self.first = self.last_step = step
 
     def update(self, step: int) -> None:
-        if not self.enabled:
+        if self.enabled:
+            self._bar(step)
+        elif self.show:
+            self._line(step)
+
+    def _line(self, step: int) -> None:
+        now = self.clock()
+        due = step - self.last_step >= max(1, int(self.LINE_FRACTION * self.total)) or now - self.last_t >= self.LINE_SECONDS
+        if not due:
             return
+        elapsed = now - self.t0
+        rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
+        print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
+              f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
+        self.last_step, self.last_t = step, now
+
+    def _bar(self, step: int) -> None:
         if self.bar is None:
-            if time.perf_counter() - self.t0 < self.DELAY:
+            if self.clock() - self.t0 < self.DELAY:
                 return
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -116,24 +149,39 @@ class Progress:
             self.bar.stop()
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where a restarted run continues: the checkpoint's step, and whether its output is appended
+    (the restart runs in the directory that holds the checkpoint). A fresh run: step None."""
+
+    step: int | None = None
+    appending: bool = False
+
+    @classmethod
+    def of(cls, checkpoint, outdir: Path) -> Resume:
+        if checkpoint is None:
+            return cls()
+        return cls(checkpoint.step, checkpoint.directory == Path(outdir).resolve())
+
+
 class Outputs:
     """Hooks for the time loop. Collective: every rank calls every method at the same steps.
 
-    run: solver.run.Run (case, comm, block, blocks, backend, outdir, dt, spacing, resolved_yaml, dims,
-    restart: a Checkpoint or None, appending: bool, vtk_on: bool).
+    layout: solver.core.layout.Layout (case, blocks, outdir, dt, spacing, dims, resolved_yaml, vtk_on);
+    backend: reads the owned block of a field; resume: where a restarted run continues.
     """
 
-    def __init__(self, run):
-        self.run = run
-        self.comm = run.comm
-        self.resume = run.restart.step if run.restart else None
-        self.appending = bool(run.restart) and run.appending
-        self.checkpoint_path = run.outdir / ckpt.NAME
+    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False):
+        self.layout, self.comm, self.backend = layout, comm, backend
+        self.resume = resume.step
+        self.appending = resume.appending
+        self.checkpoint_path = layout.outdir / ckpt.NAME
         self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = StopSignals()
-        self.progress_bar = Progress(run.case.run.steps, run.comm.rank == 0 and not run.quiet)
+        self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
+                                     layout.case.grid.nx * layout.case.grid.ny)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
@@ -144,17 +192,17 @@ class Outputs:
 
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
-        r, resume = self.run, self.resume if self.appending else None
+        lay, resume = self.layout, self.resume if self.appending else None
         if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
-            self.fields = ParallelFieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, self.comm,
-                                            resume)
+            self.fields = ParallelFieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml,
+                                            self.comm, resume)
         elif self.comm.rank == 0:
-            self.fields = FieldFile(r.outdir / "fields.h5", r.case, r.spacing, r.resolved_yaml, resume,
+            self.fields = FieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml, resume,
                                     self.hdf5_writer)
-        if r.vtk_on:
+        if lay.vtk_on:
             from .vtk import VtkSeries
 
-            self.vtk = VtkSeries(r.outdir, r.case, r.spacing, r.blocks, self.comm, resume)
+            self.vtk = VtkSeries(lay, self.comm, resume)
 
     # collective error handling --------------------------------------------------------------------
     def collective_io(self, fn, what: str):
@@ -172,8 +220,8 @@ class Outputs:
         """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
         if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
             return
-        mine = owned(self.run.backend, s.u)
-        t = s.step * self.run.dt
+        mine = owned(self.backend, s.u)
+        t = s.step * self.layout.dt
         self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
         self.snapshots.append(s.step)
         self.unlisted = True
@@ -203,23 +251,23 @@ class Outputs:
         from .xdmf import write_xdmf
 
         if self.fields is not None:
-            write_xdmf(self.run.outdir / "fields.xdmf", self.fields)
+            write_xdmf(self.layout.outdir / "fields.xdmf", self.fields)
         if self.vtk is not None:
             self.vtk.write_pvd()
 
     def _fields(self, step: int, t: float, mine: np.ndarray) -> None:
         f = self.fields
         if isinstance(f, ParallelFieldFile):
-            return f.write(step, t, self.run.block, mine)
+            return f.write(step, t, self.layout.block, mine)
         if f is None:
-            return for_each_block(self.comm, self.run.blocks, mine, None)
+            return for_each_block(self.comm, self.layout.blocks, mine, None)
         try:
             k = f.append(step, t)
         except OSError:
-            for_each_block(self.comm, self.run.blocks, mine, None)  # receive anyway: no rank is left waiting
+            for_each_block(self.comm, self.layout.blocks, mine, None)  # receive anyway: no rank is left waiting
             raise
         try:
-            for_each_block(self.comm, self.run.blocks, mine, lambda b, data: f.put(k, b, data))
+            for_each_block(self.comm, self.layout.blocks, mine, lambda b, data: f.put(k, b, data))
             f.commit()
         except OSError:
             f.rollback(k)
@@ -228,24 +276,25 @@ class Outputs:
     def checkpoint(self, s) -> None:
         """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
         self.collective_io(self.list_snapshots, "listing the snapshots")
-        r = self.run
-        meta = {"step": s.step, "time": s.step * r.dt, "fingerprint": ckpt.fingerprint(r.case, r.dt),
-                "case": r.resolved_yaml, "dims": r.dims, "converged": s.converged, "tolerance": r.case.run.tolerance}
-        mine = owned(r.backend, s.u)
-        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, r.blocks, mine, meta),
+        lay = self.layout
+        meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
+                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
+                "tolerance": lay.case.run.tolerance}
+        mine = owned(self.backend, s.u)
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
 
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
         self.collective_io(self.list_snapshots, "listing the snapshots")
-        if s.stopped_by == "signal" or (self.run.case.output.checkpoint_every and s.step != self.last_checkpoint):
+        if s.stopped_by == "signal" or (self.layout.case.output.checkpoint_every and s.step != self.last_checkpoint):
             self.checkpoint(s)
 
     def interrupted(self, s) -> Interrupted:
-        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.run.case.run.steps}; "
+        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.case.run.steps}; "
                           f"checkpoint written to {self.checkpoint_path}; continue with "
-                          f"`stencil run CASE --restart {self.checkpoint_path}`")
+                          f"`stencil run --restart {self.layout.outdir}`")
         err.agreed, err.report = True, self.comm.rank == 0
         return err
 
@@ -258,7 +307,7 @@ class Outputs:
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""
         keep_before = self.resume if self.appending else None
-        write_timings_table(self.run.outdir / "timings.h5", rows, first_step, last_step, keep_before)
+        write_timings_table(self.layout.outdir / "timings.h5", rows, first_step, last_step, keep_before)
 
     def close(self, alone: bool = False) -> None:
         """Also after an error: rank 0 lists what was written (best effort, no communication).
@@ -274,50 +323,3 @@ class Outputs:
                 pass
         if self.fields is not None and not (alone and isinstance(self.fields, ParallelFieldFile)):
             self.fields.close()
-
-
-# timings.h5 ---------------------------------------------------------------------------------------
-
-TIMING_COLUMNS = (("segment", "i4"), ("first_step", "i8"), ("last_step", "i8"), ("rank", "i4"), ("host", "S64"),
-                  ("pid", "i8"), ("threads", "i4"), ("rows", "S32"), ("cols", "S32"), ("points", "i8"),
-                  ("compute", "f8"), ("comm", "f8"), ("wait", "f8"), ("io", "f8"), ("other", "f8"), ("loop", "f8"),
-                  ("warmup", "f8"), ("steps", "i8"))
-TIMING_DTYPE = np.dtype(list(TIMING_COLUMNS))
-
-
-def timing_table(rows: list[dict], segment: int, first_step: int, last_step: int) -> np.ndarray:
-    table = np.zeros(len(rows), dtype=TIMING_DTYPE)
-    for i, row in enumerate(rows):
-        full = {**row, "segment": segment, "first_step": first_step, "last_step": last_step}
-        for name, kind in TIMING_COLUMNS:
-            table[name][i] = str(full[name]).encode()[:64] if kind.startswith("S") else full[name]
-    return table
-
-
-def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step: int,
-                        keep_before: int | None) -> None:
-    """timings.h5:/ranks, one row per rank and run segment (a restart appends a segment).
-
-    keep_before: when appending from a checkpoint at that step, earlier segments that started before it
-    are kept; without it the table starts afresh. Written whole to a temporary file, then renamed.
-    """
-    import h5py
-
-    old = np.zeros(0, dtype=TIMING_DTYPE)
-    if keep_before is not None and path.exists():
-        try:
-            with h5py.File(path, "r") as f:
-                old = f["ranks"][()].astype(TIMING_DTYPE)
-        except (OSError, KeyError, ValueError) as exc:
-            raise OSError(errno.EIO, f"cannot read the table already there to append to it: {exc}", str(path)) from None
-        old = old[old["first_step"] < keep_before]
-    segment = int(old["segment"].max()) + 1 if len(old) else 0
-    table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])
-    def build(f) -> None:
-        d = f.create_dataset("ranks", data=table)
-        d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
-                              "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
-                              "(see timings.csv and the README for the sections); steps: timed steps")
-
-    with replaced(path) as tmp:
-        write_skeleton(tmp, build)  # small: built in memory, written by Python

@@ -35,6 +35,9 @@ NAME = re.compile(r"^u_(\d{8})(\.vti|\.pvti)?$")
 VTK_TYPES = {"float32": "Float32", "float64": "Float64"}
 
 
+COMPRESSION_LEVEL = 1  # zlib's fastest: floats compress little (10-20%), and higher levels barely gain
+
+
 def available() -> bool:
     import importlib.util
 
@@ -78,8 +81,9 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
 def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float) -> None:
     """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
 
-    pyvista builds the image; VTK's XML writer writes it (raw appended binary, uncompressed) and its
-    error code is checked (pyvista's save() does not raise when a write fails, e.g. on a full disk).
+    pyvista builds the image; VTK's XML writer writes it (appended binary, zlib-compressed at level
+    COMPRESSION_LEVEL: ParaView reads it as usual) and its error code is checked (pyvista's save()
+    does not raise when a write fails, e.g. on a full disk).
     """
     import pyvista as pv
 
@@ -103,7 +107,8 @@ def _write_xml(img, path: Path) -> None:
     w.SetInputData(img)
     w.SetDataModeToAppended()
     w.EncodeAppendedDataOff()
-    w.SetCompressorTypeToNone()
+    w.SetCompressorTypeToZLib()
+    w.SetCompressionLevel(COMPRESSION_LEVEL)
     shown = vtkObject.GetGlobalWarningDisplay()
     vtkObject.GlobalWarningDisplayOff()  # VTK would print the failure itself; it is reported once, below
     try:
@@ -159,10 +164,10 @@ def read_pvd(path: Path) -> list[tuple[int, float, str]]:
 class VtkSeries:
     """The VTK files of one run directory. Collective: every rank calls write() at the same steps."""
 
-    def __init__(self, outdir: Path, case, spacing, blocks, comm, resume_step: int | None = None):
-        self.outdir, self.dir = Path(outdir), Path(outdir) / "vtk"
-        self.case, self.spacing, self.blocks, self.comm = case, spacing, blocks, comm
-        self.block = blocks[comm.rank]
+    def __init__(self, layout, comm, resume_step: int | None = None):
+        """layout: solver.core.layout.Layout; its current blocks are read at each write (they can move)."""
+        self.outdir, self.dir = Path(layout.outdir), Path(layout.outdir) / "vtk"
+        self.layout, self.case, self.spacing, self.comm = layout, layout.case, layout.spacing, comm
         self.entries: list[tuple[int, float, str]] = []
         self.dir.mkdir(parents=True, exist_ok=True)
         if comm.rank == 0 and resume_step is not None:
@@ -180,17 +185,18 @@ class VtkSeries:
 
     def write(self, step: int, time: float, mine: np.ndarray) -> None:
         """Collective: the MPI part first, then each rank's own file (errors are agreed on by the caller)."""
-        values = piece_with_overlap(self.comm, self.block, mine)
+        block = self.layout.block
+        values = piece_with_overlap(self.comm, block, mine)
         if self.comm.size == 1:
             write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time)
             return self._list(step, time, f"vtk/{stem(step)}.vti")
         folder = self.dir / stem(step)
         folder.mkdir(exist_ok=True)
-        x0, _, y0, _ = extent(self.block)
+        x0, _, y0, _ = extent(block)
         write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time)
         if self.comm.rank == 0:
             write_text(self.dir / f"{stem(step)}.pvti",
-                       pvti_text(step, self.blocks, self.case.shape, self.spacing, self.case.numerics.dtype))
+                       pvti_text(step, self.layout.blocks, self.case.shape, self.spacing, self.case.numerics.dtype))
             self._list(step, time, f"vtk/{stem(step)}.pvti")
 
     def _list(self, step: int, time: float, file: str) -> None:

@@ -1,10 +1,15 @@
-"""fields.xdmf: a light XML description of fields.h5, so ParaView (and VisIt) open the HDF5 time series.
+"""fields.xdmf: a light XML description of fields.h5, so ParaView (both its XDMF readers) and VisIt open it.
 
 One temporal collection with a uniform grid per snapshot. The grid is a 3DCoRectMesh of
 1 x ny x nx points (XDMF orders dimensions slowest first: z y x), origin (0, dy, dx) and spacing
 (1, dy, dx) in the same order, so points sit where fields.h5 says: interior points only, x = (j+1)*dx,
-y = (i+1)*dy, the same geometry as the VTK files. Each snapshot's `u` is a hyperslab
-[k, 0:ny, 0:nx] of fields.h5:/u, with the time from /time.
+y = (i+1)*dy, the same geometry as the VTK files.
+
+Each snapshot's `u` is a plain HDF DataItem naming one dataset: /u/<k> of fields_views.h5 (VIEWS), an
+HDF5 virtual dataset of shape (1, ny, nx) that maps to fields.h5:/u[k] (no data copied; a few kB).
+Why not a HyperSlab DataItem over fields.h5:/u: ParaView's default reader (Xdmf3, 5.11) skips it
+("Skipping unrecognized array type [None]") and shows the mesh without `u`; only the legacy reader
+read it. Virtual datasets need HDF5 >= 1.10 in the reader (ParaView, VisIt and VTK have it).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from .safeio import write_text
+from .safeio import replaced, write_text
 
+VIEWS = "fields_views.h5"
 GRID = """\
       <Grid Name="u_step_{step}" GridType="Uniform">
         <Time Value="{time!r}"/>
@@ -25,10 +31,7 @@ GRID = """\
           <DataItem Dimensions="3" Format="XML" NumberType="Float" Precision="8">1 {dy!r} {dx!r}</DataItem>
         </Geometry>
         <Attribute Name="u" AttributeType="Scalar" Center="Node">
-          <DataItem ItemType="HyperSlab" Dimensions="1 {ny} {nx}" Type="HyperSlab">
-            <DataItem Dimensions="3 3" Format="XML" NumberType="Int">{k} 0 0 1 1 1 1 {ny} {nx}</DataItem>
-            <DataItem Dimensions="{count} {ny} {nx}" Format="HDF" NumberType="Float" Precision="{precision}">{h5}:/u</DataItem>
-          </DataItem>
+          <DataItem Dimensions="1 {ny} {nx}" Format="HDF" NumberType="Float" Precision="{precision}">{views}:/u/{k}</DataItem>
         </Attribute>
       </Grid>
 """
@@ -45,16 +48,33 @@ TAIL = """\
 """
 
 
-def xdmf_text(h5name: str, steps: list[int], times: list[float], shape, dtype, spacing) -> str:
+def xdmf_text(steps: list[int], times: list[float], shape, dtype, spacing, views: str = VIEWS) -> str:
     """The whole file (plain string formatting: it is rewritten as snapshots are added)."""
     (ny, nx), (dx, dy) = shape, spacing
-    common = {"ny": ny, "nx": nx, "dx": float(dx), "dy": float(dy), "count": len(steps), "h5": escape(h5name),
+    common = {"ny": ny, "nx": nx, "dx": float(dx), "dy": float(dy), "views": escape(views),
               "precision": np.dtype(dtype).itemsize}
     grids = [GRID.format(k=k, step=int(s), time=float(t), **common) for k, (s, t) in enumerate(zip(steps, times))]
     return HEAD + "".join(grids) + TAIL
 
 
+def write_views(path: Path, h5name: str, count: int, shape, dtype) -> None:
+    """`path`: /u/<k> for k < count, each a virtual dataset (1, ny, nx) over h5name:/u[k] (a path relative
+    to `path`'s directory, where readers look for it); written then renamed."""
+    import h5py
+
+    ny, nx = shape
+    source = h5py.VirtualSource(h5name, "u", shape=(count, ny, nx), dtype=dtype)
+    with replaced(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["about"] = f"one view per snapshot of {h5name}:/u, for fields.xdmf (HDF5 virtual datasets)"
+        for k in range(count):
+            layout = h5py.VirtualLayout(shape=(1, ny, nx), dtype=dtype)
+            layout[0] = source[k]
+            f.create_virtual_dataset(f"u/{k}", layout)
+
+
 def write_xdmf(path: Path, fields) -> None:
-    """Describe the snapshots now in `fields` (a FieldFile or ParallelFieldFile) in `path`, written then renamed."""
-    text = xdmf_text(Path(fields.path).name, fields.steps, fields.times, fields.shape, fields.dtype, fields.spacing)
+    """Describe the snapshots now in `fields` (a FieldFile or ParallelFieldFile) in `path` and its views
+    file beside it, each written then renamed (the views first, so the XML never names a missing one)."""
+    write_views(Path(path).with_name(VIEWS), Path(fields.path).name, len(fields.steps), fields.shape, fields.dtype)
+    text = xdmf_text(fields.steps, fields.times, fields.shape, fields.dtype, fields.spacing)
     write_text(path, text)

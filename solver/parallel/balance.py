@@ -12,8 +12,8 @@ own `compute` section since the last check (so messages and waits do not count),
 current rows is more than THRESHOLD above the mean on some rank, the rows are split again in
 proportion to the speeds (each rank keeps at least MIN_ROWS, none counts more than MAX_SHARE x the
 median speed). The rows move in one MPI_Alltoallv of whole padded rows into the other of two field
-buffers kept for the purpose (Run.move_rows), and the halo exchanger is rebuilt for the new blocks; the
-time this takes is charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point
+buffers kept for the purpose (RowMover), the layout takes the new blocks, and the loop rebuilds the halo
+exchanger for them; the time this takes is charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point
 is still computed by the same expression from the same neighbours), so results are bitwise equal to a
 run with static blocks; only who computes which row changes.
 
@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.decomp import Block
+from ..core.field import set_edges
 
 THRESHOLD = 0.05  # rebalance when max / mean compute time over the window exceeds 1 + THRESHOLD
 MIN_ROWS = 2  # rows a rank keeps at least (overlap needs an interior row between two edge rows)
@@ -70,10 +71,13 @@ def blocks_with_rows(blocks: list[Block], rows: list[tuple[int, int]]) -> list[B
 
 
 class Balancer:
-    """Measures, decides and moves rows at the loop's stops; `run` owns the arrays and the exchanger."""
+    """Measures, decides and moves rows at the loop's stops. layout: the one owner of the blocks (it
+    takes the new ones); mpi: the communicator; timers: (timed, warm-up) whose compute sections give
+    the speed."""
 
-    def __init__(self, run, every: int):
-        self.run, self.every = run, every
+    def __init__(self, layout, mpi, timers, every: int):
+        self.layout, self.mpi, self.timers, self.every = layout, mpi, timers, every
+        self.mover = RowMover(layout.case.numerics.dtype)
         self.last = 0.0  # this rank's compute seconds (warm-up and timed) at the last check
         self.count = 0  # rebalances done
         self.history: list[dict] = []
@@ -84,12 +88,12 @@ class Balancer:
         return step % self.every == 0
 
     def maybe(self, state, timer) -> bool:
-        """Collective. True when the rows moved (state.u / u_new and run.block are new)."""
-        run = self.run
-        compute = run.timer.seconds["compute"] + run.warm_timer.seconds["compute"]
+        """Collective. True when the rows moved (state.u / u_new and layout.block are new)."""
+        lay = self.layout
+        compute = sum(t.seconds["compute"] for t in self.timers)
         seconds, self.last = compute - self.last, compute
         t = time.perf_counter()
-        shared = run.comm.mpi.allgather((run.block.ny, seconds))
+        shared = self.mpi.allgather((lay.block.ny, seconds))
         t = timer.add("wait", t)
         rows = np.array([r for r, _ in shared], dtype=float)
         secs = np.array([max(s, 1e-9) for _, s in shared])
@@ -98,12 +102,14 @@ class Balancer:
         predicted = rows / self.speeds  # compute time per window with the current rows at the smoothed speeds
         if predicted.max() / predicted.mean() <= 1 + THRESHOLD:
             return False
-        old = [b.rows for b in run.blocks]
+        old = [b.rows for b in lay.blocks]
         capped = np.minimum(self.speeds, MAX_SHARE * np.median(self.speeds))  # bounds a block (and memory)
-        new = split_by_speed(run.case.grid.ny, list(capped))
+        new = split_by_speed(lay.case.grid.ny, list(capped))
         if new == old:
             return False
-        run.move_rows(state, blocks_with_rows(run.blocks, new))
+        blocks = blocks_with_rows(lay.blocks, new)
+        state.u, state.u_new = self.mover.move(self.mpi, lay.case, state.u, old, blocks[lay.rank], new)
+        lay.move(blocks)
         end = timer.add("comm", t)
         self.seconds += end - t
         self.count += 1
@@ -115,6 +121,29 @@ class Balancer:
         return {"mode": "dynamic", "every": self.every, "threshold": THRESHOLD, "rebalances": self.count,
                 "move_seconds": self.seconds,
                 "history": self.history[-20:]}
+
+
+class RowMover:
+    """Two field buffers kept between moves and grown only when a block outgrows them (fresh memory
+    costs page faults: about as much as the stencil steps between two checks)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.flat: list[np.ndarray] = []
+
+    def move(self, mpi, case, u: np.ndarray, old: list[tuple[int, int]], block: Block, new: list[tuple[int, int]]):
+        """(u, u_new) for `block`: its owned rows gathered from the old blocks (collective), boundary
+        values in the ghost layers on physical edges; u_new is the other buffer (the next step writes
+        every owned point of it)."""
+        size = block.padded[0] * block.padded[1]
+        if not self.flat or self.flat[0].size < size:  # two buffers, with room to grow
+            self.flat = [np.empty(int(size * 1.25), dtype=self.dtype) for _ in range(2)]
+        a, b = self.flat
+        spare, other = (b, a) if np.shares_memory(a, u) else (a, b)  # never write where u lives
+        out = spare[:size].reshape(block.padded)
+        move_rows(mpi, u, old, new, out)
+        previous = other[:size].reshape(block.padded)
+        return set_edges(case, block, out), set_edges(case, block, previous)
 
 
 def move_rows(comm, u: np.ndarray, old: list[tuple[int, int]], new: list[tuple[int, int]], out: np.ndarray) -> None:

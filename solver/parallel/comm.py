@@ -33,6 +33,31 @@ def threads_per_rank(node_cores: list[set[int]], me: int) -> int:
     return max(1, len(set().union(*node_cores)) // len(node_cores))
 
 
+THREAD_VARS = ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")  # in this order, before the cores
+
+
+def default_threads(node_cores: list[set[int]], me: int, environ=os.environ) -> int:
+    """Threads per rank when the case and the command line ask for none: OMP_NUM_THREADS, else
+    NUMBA_NUM_THREADS, else threads_per_rank (the cores). NUMBA_NUM_THREADS also sizes numba's pool, so
+    a larger OMP_NUM_THREADS is capped at it."""
+    asked = [_thread_count(var, environ) for var in THREAD_VARS]
+    if asked[0] is not None:
+        return min(asked[0], asked[1] or asked[0])
+    return asked[1] if asked[1] is not None else threads_per_rank(node_cores, me)
+
+
+def _thread_count(var: str, environ) -> int | None:
+    text = environ.get(var, "").strip().split(",")[0].strip()  # OMP_NUM_THREADS may list nested levels: "4,2"
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        from ..core.errors import InputError
+
+        raise InputError(f"{var}: {environ[var]!r} is not a positive whole number of threads; set e.g. {var}=4 "
+                         "or unset it")
+    return int(text)
+
+
 def launched_by_mpi() -> bool:
     return any(v in os.environ for v in _LAUNCHER_VARS)
 
@@ -82,10 +107,6 @@ class Comm:
             raise InputError(f"started under an MPI launcher but mpi4py does not import ({exc}); "
                              "install it with `pip install -e .[mpi]`") from None
         return cls(MPI.COMM_WORLD)
-
-    @property
-    def parallel(self) -> bool:
-        return self.size > 1
 
     def _op(self, name: str):
         from mpi4py import MPI
@@ -167,8 +188,9 @@ def agree(comm: Comm, fn):
         result = fn()
     except StencilError as exc:
         err = exc
-    except (OSError, MemoryError) as exc:
-        err = InputError(f"{type(exc).__name__}: {exc}")
+    except (OSError, MemoryError) as exc:  # name the file where there is one (errors must say which)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        err = InputError(f"{where}{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}")
     codes = [0] if comm.mpi is None else comm.mpi.allgather(err.exit_code if err else 0)
     if err is None and not any(codes):
         return result

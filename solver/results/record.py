@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from ..core import physics
-from ..core.timing import SECTIONS
+from ..core.machine import last_level_cache_bytes, parse_cpulist
+from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .environment import environment
 
-CSV_FIELDS = ["rank", "host", "pid", "affinity", "threads", "rows", "cols", "points", *SECTIONS, "loop", "warmup", "steps",
-              "updates"]
+CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
 
 
 def section_stats(rows: list[dict]) -> dict:
@@ -34,6 +34,9 @@ def section_stats(rows: list[dict]) -> dict:
     for name in ("comm", "wait"):
         frac = np.array([r[name] for r in rows]) / loops
         stats[f"{name}_fraction"] = {"max": float(frac.max()), "mean": float(frac.mean())}
+    both = np.minimum((np.array([r["comm"] for r in rows]) + np.array([r["wait"] for r in rows])) / loops, 1.0)
+    worst = int(both.argmax())  # comm + wait of one rank, then the largest over ranks (never two ranks' parts)
+    stats["comm_wait_fraction"] = {"max": float(both[worst]), "mean": float(both.mean()), "rank": rows[worst]["rank"]}
     stats["mlups_per_rank"] = [r.get("updates", r["points"] * r["steps"]) / t / 1e6 for r, t in zip(rows, loops)]
     return stats
 
@@ -53,31 +56,118 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
         out["copy_gbs"] = ceiling["gbs"]
         out["fraction_of_copy"] = gbs / ceiling["gbs"]
         out["copy_cached"] = ceiling.get("cached", False)
+        out["copy_source"] = ceiling.get("source", "cached" if out["copy_cached"] else "measured now")
     return out
 
 
-def bottleneck(tp: dict | None, stats: dict, ranks: int, oversubscribed: str | None = None) -> str:
+CACHE_REUSE = 1.1  # above this fraction of the copy rate data came from cache, not from memory
+MEMORY_BOUND = 0.7  # from here to CACHE_REUSE: the copy rate is the limit
+COMM_BOUND = 0.25  # comm + wait of one rank, as a fraction of its loop
+IMBALANCED = 1.15  # max / mean compute
+OVERHEAD_STEP = 1e-4  # seconds per step below which launch and Python costs dominate
+OVERHEAD_OTHER = 0.3  # or: `other` above this fraction of a rank's loop
+GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
+
+
+def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "float64", on_gpu: bool = False) -> str:
+    """One sentence naming the limit the timings show, by the first regime that applies (each rule is
+    tested in tests/test_bottleneck.py with constructed rank rows). Fractions are of a rank's loop
+    (output excluded), so none exceeds 100%."""
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
-    if oversubscribed:
-        return (f"oversubscription: {oversubscribed}, so ranks wait for a core as well as for messages; "
-                "timings show the machine, not the code - use at most one thread per core")
+    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _cache_reuse, _overhead):
+        line = rule(tp, stats, rows, dtype, on_gpu)
+        if line:
+            return line
     frac = tp.get("fraction_of_copy")
-    comm = stats["comm_fraction"]["max"] + stats["wait_fraction"]["max"]
-    if ranks > 1 and comm > 0.25:
-        return (f"communication: comm + wait take up to {comm:.0%} of the loop on some rank; "
-                "larger local blocks, overlap, or fewer ranks help")
-    if ranks > 1 and stats["load_imbalance"] > 1.15:
-        return f"load imbalance: the slowest rank computes {stats['load_imbalance']:.2f}x the mean"
-    if frac is not None and frac >= 0.7:
-        return (f"memory bandwidth: {frac:.0%} of the measured copy bandwidth ({tp['copy_gbs']:.1f} GB/s); "
-                "more threads or ranks on the same memory will not help much")
-    if tp["seconds_per_step"] < 1e-4:
-        return "per-step overhead: steps are shorter than 0.1 ms, so launch and Python costs dominate; use a larger grid"
-    if frac is not None:
-        return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
-                "(more threads, SIMD or a better kernel would help)")
-    return "unknown: no copy bandwidth measured to compare with"
+    if frac is None:
+        return "unknown: no copy bandwidth measured to compare with"
+    if frac >= MEMORY_BOUND:
+        return (f"memory bandwidth: {frac:.0%} of the copy bandwidth measured with the same ranks and threads "
+                f"({tp['copy_gbs']:.1f} GB/s); more workers help only as far as that copy rate grows with them")
+    return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
+            "(more threads, SIMD or a better kernel would help)")
+
+
+def _oversubscribed(tp, stats, rows, dtype, on_gpu) -> str | None:
+    what = oversubscription(rows, on_gpu)
+    return what and (f"oversubscription: {what}, so ranks wait for a core as well as for messages; "
+                     "timings show the machine, not the code - use at most one thread per core")
+
+
+def _communication(tp, stats, rows, dtype, on_gpu) -> str | None:
+    cw = stats.get("comm_wait_fraction")
+    if len(rows) < 2 or not cw or cw["max"] <= COMM_BOUND:
+        return None
+    r = next(r for r in rows if r["rank"] == cw["rank"])
+    loop = max(r["loop"] - r["io"], 1e-300)
+    return (f"communication: comm + wait take up to {cw['max']:.0%} of the loop (rank {r['rank']}: comm "
+            f"{min(r['comm'] / loop, 1):.0%}, wait {min(r['wait'] / loop, 1):.0%}); larger local blocks, overlap, "
+            "or fewer ranks help")
+
+
+def _imbalance(tp, stats, rows, dtype, on_gpu) -> str | None:
+    if len(rows) < 2 or stats["load_imbalance"] <= IMBALANCED:
+        return None
+    return (f"load imbalance: the slowest rank computes {stats['load_imbalance']:.2f}x the mean; "
+            "parallel.balance: dynamic or an even decomposition helps")
+
+
+def _launch_gaps(tp, stats, rows, dtype, on_gpu) -> str | None:
+    if not on_gpu:
+        return None
+    busy = min(min(r["compute"] / max(r["loop"] - r["io"], 1e-300) for r in rows), 1.0)
+    if busy >= GPU_BUSY:
+        return None
+    return (f"GPU launch gaps: the kernels (CUDA events) run {busy:.0%} of the loop on some rank; the GPU waits "
+            "for the host between launches (Python, synchronisation, copies): larger grids or more steps per "
+            "graph help")
+
+
+def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
+    frac = tp.get("fraction_of_copy")
+    if frac is None or frac <= CACHE_REUSE:
+        return None
+    head = f"data reused from cache: {frac:.0%} of the copy bandwidth ({tp['copy_gbs']:.1f} GB/s), so memory is not the limit"
+    tile = time_tile(rows)
+    if tile > 1:
+        return f"{head}; time tiling: {tile} steps per pass over memory reuse each row from cache"
+    ws, llc = working_set(rows, dtype), None if on_gpu else node_cache(rows)
+    if on_gpu:
+        return f"{head}; the GPU's L2 cache holds part of the working set ({ws / 2**20:.0f} MiB)"
+    if llc and ws <= llc:
+        return (f"{head}; the working set ({ws / 2**20:.1f} MiB: two arrays) fits in the last-level cache "
+                f"({llc / 2**20:.0f} MiB); a larger grid measures memory")
+    size = f" ({ws / 2**20:.0f} MiB against a {llc / 2**20:.0f} MiB last-level cache)" if llc else ""
+    return (f"{head}; the working set{size} does not fit in the last-level cache, so the copy ceiling may be "
+            "low: measure it again with `stencil bench bandwidth --refresh`")
+
+
+def _overhead(tp, stats, rows, dtype, on_gpu) -> str | None:
+    other = max(r["other"] / max(r["loop"] - r["io"], 1e-300) for r in rows)
+    if tp["seconds_per_step"] >= OVERHEAD_STEP and other <= OVERHEAD_OTHER:
+        return None
+    return (f"per-step overhead: {tp['seconds_per_step'] * 1e3:.3f} ms per step, {min(other, 1):.0%} of the loop "
+            "outside compute and communication: launch and Python costs dominate; use a larger grid")
+
+
+def time_tile(rows: list[dict]) -> int:
+    """The largest time tile (steps per pass over memory) any rank's backend used; 1 without tiling."""
+    devices = [r.get("device") for r in rows]
+    return max([int(d.get("time_tile") or 1) for d in devices if isinstance(d, dict)] or [1])
+
+
+def working_set(rows: list[dict], dtype: str) -> int:
+    """Bytes of the two field arrays on rank 0's host (all its ranks' blocks)."""
+    host = rows[0]["host"]
+    return 2 * np.dtype(dtype).itemsize * sum(r["points"] for r in rows if r["host"] == host)
+
+
+def node_cache(rows: list[dict]) -> int | None:
+    """The last-level cache serving the cores of rank 0's host's ranks (read from /sys on rank 0)."""
+    host = rows[0]["host"]
+    cores = set().union(*(parse_cpulist(r["affinity"]) for r in rows if r["host"] == host))
+    return last_level_cache_bytes(cores or None)
 
 
 def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
@@ -88,7 +178,7 @@ def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
     hosts: dict[str, tuple[set, int]] = {}
     for r in rows:
         cores, used = hosts.get(r["host"], (set(), 0))
-        hosts[r["host"]] = (cores | parse_cores(r["affinity"]), used + r["threads"])
+        hosts[r["host"]] = (cores | parse_cpulist(r["affinity"]), used + r["threads"])
     for host, (cores, used) in hosts.items():
         if cores and used > len(cores):
             ranks = sum(r["host"] == host for r in rows)
@@ -96,67 +186,66 @@ def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
     return None
 
 
-def parse_cores(text: str) -> set[int]:
-    """'0-3,8' -> {0, 1, 2, 3, 8} (the format info.affinity() writes)."""
-    cores: set[int] = set()
-    for part in filter(None, str(text).split(",")):
-        a, _, b = part.partition("-")
-        if a.isdigit():
-            cores.update(range(int(a), int(b or a) + 1))
-    return cores
-
-
-def build_record(run, rows: list[dict], correctness: dict | None, ceiling: dict | None) -> dict:
-    case = run.case
+def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
+    """layout: solver.core.layout.Layout; rows: one per rank (run.Run.rank_row); facts: plain data of the
+    run (run.Run.facts: phases, mpi_library, on_gpu, halo, halo_schedule, threads_per_rank, balance, run)."""
+    case = layout.case
     stats = section_stats(rows)
     tp = throughput(case, rows, ceiling)
     w = physics.weights(case)
-    phases = dict(run.clock.phases)
-    phases["total"] = run.clock.total()
     return {
         "stencil": {"version": environment(with_gpus=False)["stencil"], "backend": case.backend.name,
                     "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
         "case": case.model_dump(mode="json"),
-        "environment": environment(run.comm.library(), with_gpus=run.backend.on_gpu),
+        "environment": environment(facts["mpi_library"], with_gpus=facts["on_gpu"]),
         "input": {"name": case.name, "nx": case.grid.nx, "ny": case.grid.ny, "dtype": case.numerics.dtype,
                   "equation": case.physics.equation, "initial": case.initial.kind, "steps_requested": case.run.steps,
-                  "dt": run.dt, "dx": run.spacing[0], "dy": run.spacing[1],
+                  "dt": layout.dt, "dx": layout.spacing[0], "dy": layout.spacing[1],
                   "weights": {"wc": w.wc, "wx": w.wx, "wy": w.wy}},
-        "resources": {"ranks": run.comm.size, "dims": list(run.dims), "decomposition": case.parallel.decomposition,
-                      "halo": run.exchange.mode if run.comm.size > 1 else "none",
-                      "halo_schedule": run.exchange.schedule, "threads_per_rank": run.backend.threads,
-                      "ranks_per_node": run.node_size, "devices": [r["device"] for r in rows],
-                      "balance": run.balancer.summary() if getattr(run, "balancer", None) else
+        "resources": {"ranks": layout.size, "dims": list(layout.dims), "decomposition": case.parallel.decomposition,
+                      "halo": facts["halo"], "halo_schedule": facts["halo_schedule"],
+                      "threads_per_rank": facts["threads_per_rank"], "ranks_per_node": layout.node_size,
+                      "devices": [r["device"] for r in rows],
+                      "balance": facts["balance"] or
                       {"mode": case.parallel.balance, **({"note": "no neighbours: nothing to balance"}
                                                          if case.parallel.balance == "dynamic" else {})},
                       "placement": [placement(r) for r in rows]},
-        "run": {"steps": run.state.step, "converged": run.state.converged, "stopped_by": run.state.stopped_by,
-                "residuals": run.state.residuals, "snapshots": run.outputs.snapshots,
-                "hdf5_writer": run.outputs.hdf5_writer},  # fields.hdf5_writer: serial, streamed or mpio
+        "run": facts["run"],
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
-        "times": phases,
+        "times": facts["phases"],
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, run.comm.size, oversubscription(rows, run.backend.on_gpu)),
+        "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]),
     }
 
 
 def placement(row: dict) -> dict:
-    """Where a rank ran: host, CPU affinity, GPU (index, name) and halo transport where there are any."""
+    """Where a rank ran: host, cores (CPU affinity), NUMA node (/sys), GPU (index, name, PCI bus id) and halo
+    transport where there are any."""
     dev = row["device"] if isinstance(row.get("device"), dict) else {}
     out = {"rank": row["rank"], "host": row["host"], "affinity": row["affinity"]}
+    out.update({"numa": row["numa"]} if "numa" in row else {})
     out.update({k: dev[k] for k in ("gpu_index", "gpu_name", "pci_bus_id") if k in dev})
     out.update({k: row[k] for k in ("transport", "halo_gpu", "gpu_wait") if k in row})
     return out
 
 
-def write_record(run, record: dict, rows: list[dict]) -> None:
-    d = Path(run.outdir)
+def placement_lines(places: list[dict]) -> list[str]:
+    """record.md's placement table: rank -> host, cores, NUMA node, GPU."""
+    lines = ["| rank | host | cores | NUMA node | GPU |", "|---|---|---|---|---|"]
+    for p in places:
+        gpu = f"{p['gpu_index']} ({p.get('gpu_name', '')}, PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else "-"
+        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p.get('numa') or '?'} | {gpu} |")
+    return lines
+
+
+def write_record(outdir: Path, trace: bool, record: dict, rows: list[dict]) -> None:
+    d = Path(outdir)
     write_text(d / "record.json", json.dumps(record, indent=1, default=str))
     write_text(d / "record.md", markdown(record))
     write_text(d / "timings.csv", timings_csv(rows))
-    if run.case.output.trace:
+    if trace:
         write_text(d / "trace.json", json.dumps(chrome_trace(rows)))
 
 
@@ -206,13 +295,14 @@ def markdown(rec: dict) -> str:
     lines = [f"# Run record: {inp['name']}", "",
              f"**Bottleneck:** {rec['bottleneck']}", "",
              "## Input", "",
-             f"{inp['equation']} on {inp['ny']} x {inp['nx']} interior points ({inp['dtype']}), initial "
+             f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
              f"{inp['initial']}, dt = {inp['dt']:.6g}, {rec['run']['steps']} steps taken "
              f"({inp['steps_requested']} requested{', converged' if rec['run']['converged'] else ''}).", "",
              "## Resources", "",
-             f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as {res['dims'][0]} x {res['dims'][1]} "
+             f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
              + _balance_line(res.get("balance")), "",
+             "## Placement", "", *placement_lines(res.get("placement", [])), "",
              "## Correctness", ""]
     if c.get("passed") is None:
         lines.append(c.get("note", "not verified"))
@@ -224,14 +314,15 @@ def markdown(rec: dict) -> str:
     lines += ["", "## Per-rank sections (s, over ranks)", "", "| section | min | mean | max |", "|---|---|---|---|"]
     lines += [f"| {k} | {t[k]['min']:.4f} | {t[k]['mean']:.4f} | {t[k]['max']:.4f} |" for k in (*SECTIONS, "loop")]
     lines += ["", f"Load imbalance (max/mean compute): {t['load_imbalance']:.3f}; comm fraction (max) "
-              f"{t['comm_fraction']['max']:.1%}; wait fraction (max) {t['wait_fraction']['max']:.1%}.", ""]
+              f"{t['comm_fraction']['max']:.1%}; wait fraction (max) {t['wait_fraction']['max']:.1%}; comm + wait "
+              f"(largest rank, rank {t['comm_wait_fraction']['rank']}) {t['comm_wait_fraction']['max']:.1%}.", ""]
     if tp:
         lines += ["## Throughput", "", "| metric | value |", "|---|---|",
                   f"| time per step | {tp['seconds_per_step'] * 1e3:.4f} ms |", f"| MLUP/s | {tp['mlups']:.1f} |",
                   f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
                   f"| GFLOP/s ({tp['flops_per_update']} flop/update) | {tp['gflops']:.2f} |"]
         if "copy_gbs" in tp:
-            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s |",
+            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({tp['copy_source']}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]
         lines.append("")
     lines += ["## Environment", "", f"{env['cpu']}, {env['cores']} cores, {env['memory_gb']} GB; Python "

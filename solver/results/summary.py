@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..core import physics
@@ -17,7 +18,8 @@ def _console() -> Console:
 def print_summary(rec: dict) -> None:
     con = _console()
     inp, tp, t, res = rec["input"], rec["throughput"], rec["timings"], rec["resources"]
-    table = Table(title=f"{inp['name']}: {inp['equation']} {inp['ny']}x{inp['nx']} {inp['dtype']}, "
+    table = Table(title=f"{inp['name']}: {inp['equation']} nx x ny = {inp['nx']} x {inp['ny']} "
+                        f"{inp['dtype']}, "
                         f"{rec['stencil']['backend']}, {res['ranks']} rank(s) x {res['threads_per_rank']} thread(s)")
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -29,7 +31,8 @@ def print_summary(rec: dict) -> None:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
         if "copy_gbs" in tp:
-            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s ({tp['fraction_of_copy']:.0%} reached)")
+            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
+                                            f"({tp['fraction_of_copy']:.0%} reached)")
     gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
     if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
         table.add_row("GPU h2d / kernel / d2h", f"{gpu['h2d_s']:.3f} / {t['compute']['max']:.3f} / {gpu['d2h_s']:.3f} s "
@@ -38,6 +41,9 @@ def print_summary(rec: dict) -> None:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    places = res.get("placement", [])
+    table.add_row("placement", "; ".join(_place(p) for p in places[:4]) +
+                  (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
     c = rec["correctness"]
     if c.get("passed") is not None:
         table.add_row("verification", f"{'PASS' if c['passed'] else 'FAIL'} rel. error {c['relative_error']:.2e} "
@@ -47,6 +53,12 @@ def print_summary(rec: dict) -> None:
     con.print(f"results in {rec['case']['output']['dir']}")
 
 
+def _place(p: dict) -> str:
+    """'rank 0: host, cores 0-3, NUMA 0, GPU 0 (PCI 0000:1b:00.0)'."""
+    gpu = f", GPU {p['gpu_index']} (PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else ""
+    return f"rank {p['rank']}: {p['host']}, cores {p['affinity']}, NUMA {p.get('numa') or '?'}{gpu}"
+
+
 def plan(case, ranks: int) -> dict:
     """The resolved numbers `stencil validate` prints."""
     dims = choose_dims(ranks, case.shape, case.parallel.decomposition, case.parallel.dims)
@@ -54,16 +66,38 @@ def plan(case, ranks: int) -> dict:
     big = max(blocks, key=lambda b: b.ny * b.nx)
     itemsize = np.dtype(case.numerics.dtype).itemsize
     w = physics.weights(case)
-    halo = max(sum((b.nx if s in ("south", "north") else b.ny) for s, n in b.neighbours.items() if n is not None)
-               for b in blocks)
+    halo = max(b.halo_cells for b in blocks)
     out = {"dx": physics.spacing(case)[0], "dy": physics.spacing(case)[1], "dt": physics.time_step(case),
            "wc": w.wc, "wx": w.wx, "wy": w.wy, "dims": dims, "largest_block": (big.ny, big.nx),
            "memory_per_process_bytes": 2 * (big.ny + 2) * (big.nx + 2) * itemsize,
            "bytes_per_step": 2 * itemsize * case.grid.nx * case.grid.ny,
            "halo_bytes_per_step_per_rank": 2 * halo * itemsize, "vtk": case.vtk_enabled}
+    out.update(disk_bytes(case))
     if case.physics.equation == "heat":
         out["stable_dt"] = physics.stable_dt(case)
         out["dt_over_limit"] = out["dt"] / out["stable_dt"]
+    return out
+
+
+def snapshot_count(case) -> int:
+    """Snapshots fields.h5 will hold: the initial field, every output.every steps, and the last (at most:
+    laplace may converge earlier)."""
+    steps, every = case.run.steps, case.output.every
+    if steps == 0:
+        return 1
+    if not every:
+        return 2
+    return 1 + steps // every + (1 if steps % every else 0)
+
+
+def disk_bytes(case) -> dict:
+    """Bytes the output will take: fields.h5 (every snapshot), VTK (the same values again, before its zlib
+    compression, which saves 10-20% on floating-point fields), one checkpoint.h5 (when checkpoints are on)."""
+    field = case.grid.nx * case.grid.ny * np.dtype(case.numerics.dtype).itemsize
+    n = snapshot_count(case)
+    out = {"snapshots": n, "hdf5_bytes": n * field, "vtk_bytes": n * field if case.vtk_enabled else 0,
+           "checkpoint_bytes": field if case.output.checkpoint_every else 0}
+    out["disk_bytes"] = out["hdf5_bytes"] + out["vtk_bytes"] + out["checkpoint_bytes"]
     return out
 
 
@@ -76,7 +110,7 @@ def print_plan(case, ranks: int) -> None:
     t.add_column("field")
     t.add_column("value")
     for key, val in case.model_dump(mode="json").items():
-        t.add_row(key, str(val))
+        t.add_row(key, escape(str(val)))
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
     if "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
@@ -84,16 +118,22 @@ def print_plan(case, ranks: int) -> None:
     else:
         t.add_row("iterations", f"Jacobi, at most {case.run.steps}, tolerance {case.run.tolerance}")
     t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
-    t.add_row("ranks", f"{ranks} as {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
-                       f"largest block {p['largest_block'][0]} x {p['largest_block'][1]}")
+    t.add_row("ranks", f"{ranks} as py x px = {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
+                       f"largest block nx x ny = {p['largest_block'][1]} x {p['largest_block'][0]}")
     t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB (two padded arrays)")
     t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
+    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"]
+    if p["vtk_bytes"]:
+        parts.append(f"up to {p['vtk_bytes'] / 1e6:.0f} MB VTK (zlib-compressed: floats shrink 10-20%)")
+    if p["checkpoint_bytes"]:
+        parts.append(f"{p['checkpoint_bytes'] / 1e6:.0f} MB checkpoint.h5")
+    t.add_row("disk space", f"about {p['disk_bytes'] / 1e6:.0f} MB: " + " + ".join(parts))
     con.print(t)
     reason = registry()[case.backend.name].unavailable()
     if reason:
-        con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {reason}[/yellow]")
+        con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {escape(reason)}[/yellow]")
 
 
 def print_info() -> None:
@@ -137,5 +177,5 @@ def print_backends() -> None:
         t.add_column(col)
     for name, cls in registry().items():
         reason = cls.unavailable()
-        t.add_row(name, "yes" if reason is None else "no", cls.summary if reason is None else reason)
+        t.add_row(name, "yes" if reason is None else "no", escape(cls.summary if reason is None else reason))
     con.print(t)

@@ -18,19 +18,20 @@ from ..io.fields import for_each_block, owned
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
 
 
-def verify(run, u, steps: int) -> dict:
-    if exact_solution_available(run.case):
-        return _against_exact(run, u, steps)
-    return _against_reference(run, u, steps)
+def verify(layout, comm, backend, u, steps: int) -> dict:
+    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective)."""
+    if exact_solution_available(layout.case):
+        return _against_exact(layout, comm, backend, u, steps)
+    return _against_reference(layout, comm, backend, u, steps)
 
 
-def _against_exact(run, u, steps: int) -> dict:
-    case, b = run.case, run.block
+def _against_exact(layout, comm, backend, u, steps: int) -> dict:
+    case, b = layout.case, layout.block
     exact = sine_mode(range(*b.rows), range(*b.cols), case.grid.ny, case.grid.nx,
                       case.initial.value * mode_factor(case) ** steps)
-    mine = owned(run.backend, u).astype(np.float64)
-    err = run.comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
-    scale = run.comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
+    mine = owned(backend, u).astype(np.float64)
+    err = comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
+    scale = comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
     rel = err / scale if scale > 0 else err
     tol = exact_tolerance(case, steps)
     return {"reference": "exact discrete eigenmode (sine initial, zero boundaries)", "steps": steps,
@@ -51,9 +52,9 @@ def reference_field(case, steps: int) -> np.ndarray:
     return u[1:-1, 1:-1]
 
 
-def _against_reference(run, u, steps: int) -> dict:
-    case = run.case
-    ref = reference_field(case, steps) if run.comm.rank == 0 else None
+def _against_reference(layout, comm, backend, u, steps: int) -> dict:
+    case = layout.case
+    ref = reference_field(case, steps) if comm.rank == 0 else None
     worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}
 
     def compare(b, data) -> None:
@@ -63,12 +64,12 @@ def _against_reference(run, u, steps: int) -> dict:
         worst["scale"] = max(worst["scale"], float(np.max(np.abs(r), initial=0.0)))
         worst["mismatched"] += int(np.count_nonzero(data != r))
 
-    for_each_block(run.comm, run.blocks, owned(run.backend, u), compare)
+    for_each_block(comm, layout.blocks, owned(backend, u), compare)
     result = None
-    if run.comm.rank == 0:
+    if comm.rank == 0:
         rel = worst["abs"] / worst["scale"] if worst["scale"] > 0 else worst["abs"]
-        tol = GPU_RTOL[case.numerics.dtype] if run.backend.on_gpu else 0.0
+        tol = GPU_RTOL[case.numerics.dtype] if backend.on_gpu else 0.0
         result = {"reference": "numpy backend, one process, same steps" + ("" if tol else " (bitwise)"),
                   "steps": steps, "max_abs_error": worst["abs"], "relative_error": rel,
                   "mismatched_points": worst["mismatched"], "tolerance": tol, "passed": bool(rel <= tol)}
-    return run.comm.bcast(result)
+    return comm.bcast(result)

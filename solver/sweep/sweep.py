@@ -41,6 +41,7 @@ from pathlib import Path
 import yaml
 
 from ..core.errors import InputError
+from ..results.report import count_of
 
 KINDS = ("strong", "weak", "threads")
 HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic matters
@@ -49,7 +50,7 @@ LATENCY_WARN_S = 100e-6  # a step shorter than this is within reach of MPI messa
 SATURATION = 0.25  # copy bandwidth gaining less than this share of the ideal growth: saturated
 CSV_FIELDS = ["ranks", "threads", "workers", "global_ny", "global_nx", "local_ny", "local_nx", "halo_fraction",
               "seconds_per_step", "time_min", "time_max", "repeats_ok", "mlups", "speedup", "efficiency",
-              "compute_fraction", "comm_fraction", "wait_fraction", "load_imbalance", "effective_gbs",
+              "compute_fraction", "comm_fraction", "wait_fraction", "comm_wait_fraction", "load_imbalance", "effective_gbs",
               "copy_gbs", "fraction_of_copy", "verified", "status", "record"]
 
 
@@ -322,9 +323,9 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
                               f"rank(s): they did not form one MPI job (srun: pass --mpi=pmi2 for MPICH or "
                               f"--mpi=pmix for Open MPI); see docs/clusters.md")
                 rec = None
-            sps = rec["throughput"]["seconds_per_step"] if rec and rec.get("throughput") else None
-            p.runs.append({"dir": str(d), "exit_code": rc, "error": err, "seconds_per_step": sps,
-                           "wall_s": time.perf_counter() - t, "command": shlex.join(cmd)})
+            tp = rec.get("throughput") or {} if rec else {}
+            p.runs.append({"dir": str(d), "exit_code": rc, "error": err, "seconds_per_step": tp.get("seconds_per_step"),
+                           "mlups": tp.get("mlups"), "wall_s": time.perf_counter() - t, "command": shlex.join(cmd)})
             say(p, k, p.runs[-1])
 
 
@@ -387,15 +388,10 @@ def row(p: Point, root: Path) -> dict:
             "repeats_ok": len(times), "mlups": tp["mlups"],
             "compute_fraction": compute_fraction(Path(run["dir"])),
             "comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
-            "load_imbalance": t["load_imbalance"], "effective_gbs": tp["effective_gbs"],
+            "comm_wait_fraction": t["comm_wait_fraction"]["max"], "load_imbalance": t["load_imbalance"], "effective_gbs": tp["effective_gbs"],
             "copy_gbs": tp.get("copy_gbs"), "fraction_of_copy": tp.get("fraction_of_copy"),
             "verified": rec["correctness"].get("passed"), "status": "ok",
             "record": str(Path(run["dir"]).relative_to(root) / "record.json"), "bottleneck": rec["bottleneck"]}
-
-
-def count_of(r: dict, kind: str) -> int:
-    """The swept number: threads for a threads sweep, ranks otherwise."""
-    return r["threads"] if kind == "threads" else r["ranks"]
 
 
 def add_speedup(rows: list[dict], kind: str) -> None:
@@ -418,8 +414,7 @@ def halo_fraction(rec: dict) -> float:
     inp, dims = rec["input"], rec["resources"]["dims"]
     worst = 0.0
     for b in all_blocks((inp["ny"], inp["nx"]), tuple(dims)):
-        halo = sum(b.nx if side in ("south", "north") else b.ny for side, r in b.neighbours.items() if r is not None)
-        worst = max(worst, halo / (b.ny * b.nx))
+        worst = max(worst, b.halo_cells / (b.ny * b.nx))
     return worst
 
 
@@ -462,17 +457,17 @@ def small_domain(r: dict) -> str | None:
         why.append(f"a step takes {r['seconds_per_step'] * 1e6:.0f} us, close to MPI message latency")
     if not why:
         return None
-    return (f"{r['ranks']} ranks: local domains of {r['local_ny']} x {r['local_nx']} are small: " + "; ".join(why) +
+    return (f"{r['ranks']} ranks: local domains of nx x ny = {r['local_nx']} x {r['local_ny']} are small: " + "; ".join(why) +
             ": halo traffic and latency dominate; scaling here says little about larger problems")
 
 
 def comm_heavy(r: dict) -> str | None:
     """Measured communication above COMM_WARN where the domains are not small: say what it can mean."""
-    share = r["comm_fraction"] + r["wait_fraction"]
+    share = r["comm_wait_fraction"]  # per rank, then the largest
     if r["ranks"] < 2 or share <= COMM_WARN or small_domain(r):
         return None
-    return (f"{r['ranks']} ranks: comm + wait take {share:.0%} of the loop (comm {r['comm_fraction']:.0%}, wait "
-            f"{r['wait_fraction']:.0%}) although halo cells are only {r['halo_fraction']:.2%} of the owned cells: "
+    return (f"{r['ranks']} ranks: comm + wait take up to {share:.0%} of a rank's loop (largest over ranks: comm "
+            f"{r['comm_fraction']:.0%}, wait {r['wait_fraction']:.0%}) although halo cells are only {r['halo_fraction']:.2%} of the owned cells: "
             "waiting for neighbours points at imbalance or at noise (shared or oversubscribed cores, other jobs), "
             "not at halo volume; check the spread over repeats and the per-rank timeline")
 
@@ -499,12 +494,12 @@ def saturation(rows: list[dict], key: str, what: str) -> list[str]:
 def growth(s: Settings, base: dict, rows: list[dict]) -> str:
     g, dec = base["grid"], base["parallel"]["decomposition"]
     if s.kind == "strong":
-        return f"strong scaling: the global grid stays {g['ny']} x {g['nx']}; ranks vary ({dec} decomposition)"
+        return f"strong scaling: the global grid stays nx x ny = {g['nx']} x {g['ny']}; ranks vary ({dec} decomposition)"
     if s.kind == "threads":
-        return f"thread scaling: one process, {g['ny']} x {g['nx']} points, numba threads vary"
+        return f"thread scaling: one process, nx x ny = {g['nx']} x {g['ny']} points, numba threads vary"
     rule = "py = ranks, px = 1" if dec == "rows" else "(py, px) the most nearly square pair, py >= px"
-    return (f"weak scaling: every rank owns {g['ny']} x {g['nx']} points; the global grid is (py*{g['ny']}) x "
-            f"(px*{g['nx']}) with {rule} ({dec} decomposition); lx, ly grow with it so dx, dy and dt stay fixed")
+    return (f"weak scaling: every rank owns nx x ny = {g['nx']} x {g['ny']} points; the global grid is "
+            f"(px*{g['nx']}) x (py*{g['ny']}) with {rule} ({dec} decomposition); lx, ly grow with it so dx, dy and dt stay fixed")
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -524,22 +519,27 @@ def markdown(res: dict) -> str:
              f"Command: `{res['command']}`  ", f"Launcher: `{res['launcher'] or 'none (one process)'}`; "
              f"{res['repeats']} repeat(s) per point, the row shows the repeat with the median time per step.  ",
              f"Machine: {m['host']}, {m['cpu']}, {m['cores_usable']} usable cores; {res['date']}.", "",
-             "| ranks | threads | global | local (largest) | ms/step (min-max) | MLUP/s | speedup | efficiency | "
+             "| ranks | threads | global nx x ny | local nx x ny (largest) | ms/step (min-max) | MLUP/s | speedup | efficiency | "
              "compute | comm | wait | imbalance | GB/s | copy GB/s | of copy | verified | status |",
              "|" + "---|" * 17]
     for r in res["rows"]:
         ok = r["status"] == "ok"
         lines.append(" | ".join([
             f"| {r['ranks']}", str(r["threads"]),
-            f"{r['global_ny']} x {r['global_nx']}" if ok else "", f"{r['local_ny']} x {r['local_nx']}" if ok else "",
+            f"{r['global_nx']} x {r['global_ny']}" if ok else "", f"{r['local_nx']} x {r['local_ny']}" if ok else "",
             f"{r['seconds_per_step'] * 1e3:.4g} ({r['time_min'] * 1e3:.4g}-{r['time_max'] * 1e3:.4g})" if ok else "",
             _f(r.get("mlups"), ".1f"), _f(r.get("speedup"), ".2f"), _f(r.get("efficiency"), ".0%"),
             _f(r.get("compute_fraction"), ".0%"), _f(r.get("comm_fraction"), ".0%"), _f(r.get("wait_fraction"), ".0%"),
             _f(r.get("load_imbalance"), ".3f"), _f(r.get("effective_gbs"), ".2f"), _f(r.get("copy_gbs"), ".1f"),
-            _f(r.get("fraction_of_copy"), ".0%"), str(r.get("verified", "")), r["status"]]) + " |")
+            _f(r.get("fraction_of_copy"), ".0%"), verified(r.get("verified")), r["status"]]) + " |")
     lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"] or ["nothing to report"]]
     lines += ["", "## Columns", "", COLUMNS, ""]
     return "\n".join(lines)
+
+
+def verified(v) -> str:
+    """The verified column: PASS, FAIL, or empty when the point did not verify (None)."""
+    return "" if v is None else "PASS" if v else "FAIL"
 
 
 COLUMNS = """- time per step: the run's solve time (after warm-up, in-loop output excluded) over its timed steps;
@@ -606,14 +606,34 @@ def say_point(p: Point, k: int, run: dict) -> None:
     rep = f" rep {k + 1}/{len(p.dirs)}" if len(p.dirs) > 1 else ""
     what = f"{p.ranks} rank(s) x {p.threads} thread(s)"
     if run["exit_code"] == 0:
-        print(f"{p.label}{rep}: {what}: {run['seconds_per_step'] * 1e3:.4g} ms/step", flush=True)
+        rate = f", {run['mlups']:.0f} MLUP/s" if run.get("mlups") else ""
+        print(f"{p.label}{rep}: {what}: {run['seconds_per_step'] * 1e3:.4g} ms/step{rate}, {run['wall_s']:.1f} s",
+              flush=True)
     else:
         print(f"{p.label}{rep}: {what}: FAILED (exit {run['exit_code']}): {run['error']}", flush=True)
 
 
 def print_sweep(res: dict) -> None:
+    """The terminal's view: the main columns as a table that fits 100 columns, then the notes; every column
+    is in sweep.md and sweep.csv."""
     from rich.console import Console
+    from rich.table import Table
 
-    con = Console(width=160)
-    con.print(markdown(res).split("## Columns")[0].split("\n", 2)[2].strip(), markup=False, highlight=False)
-    con.print(f"results in {res['dir']}/sweep.md, sweep.csv; plots: stencil report {res['dir']}")
+    con = Console(width=max(Console().width, 100))
+    count = "threads" if res["kind"] == "threads" else "ranks"
+    t = Table(title=f"{res['kind']} sweep: {res['case_name']}")
+    for col in (count, "ms/step", "MLUP/s", "speedup", "efficiency", "comm+wait", "imbalance", "of copy", "verified",
+                "status"):
+        t.add_column(col, justify="right")
+    for r in res["rows"]:
+        ok = r["status"] == "ok"
+        cw = r.get("comm_wait_fraction") if ok else None
+        t.add_row(str(count_of(r, res["kind"])), _f(r.get("seconds_per_step") and r["seconds_per_step"] * 1e3, ".4g"),
+                  _f(r.get("mlups"), ".0f"), _f(r.get("speedup"), ".2f"), _f(r.get("efficiency"), ".0%"),
+                  _f(cw, ".0%"), _f(r.get("load_imbalance"), ".2f"), _f(r.get("fraction_of_copy"), ".0%"),
+                  verified(r.get("verified")), r["status"])
+    con.print(t)
+    con.print(f"{res['growth']}.", markup=False, highlight=False)
+    for n in res["notes"] or ["nothing to report"]:
+        con.print(f"- {n}", markup=False, highlight=False)
+    con.print(f"results in {res['dir']}/sweep.md, sweep.csv; plots: stencil report {res['dir']}", markup=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from common import make_case, serial
+from common import abort_on_error, make_case, serial
 from mpi4py import MPI
 
 from solver.io.fields import gather_field, owned
@@ -55,15 +55,9 @@ def check(label, **kw):
         print(f"ok {label} on {comm.size} ranks, {bal['rebalances']} rebalances, rows {rows}", flush=True)
 
 
-try:
+with abort_on_error(comm.mpi):
     for halo in ("blocking", "nonblocking", "overlap"):
         check(f"balance-heat-{halo}", parallel={"halo": halo})
     check("balance-laplace", physics={"equation": "laplace"},
           run={"steps": 4000, "tolerance": 2e-2, "check_every": 7}, output={"checkpoint_every": None})
     check("balance-numpy-f32", backend={"name": "numpy"}, numerics={"dtype": "float32"})
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from common import make_case, serial
+from common import abort_on_error, make_case, serial
 from mpi4py import MPI
 
 from solver.io.fields import gather_field, owned
@@ -44,7 +44,7 @@ def check(label, **kw):
         print(f"ok {label} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, {steps[0]} steps)", flush=True)
 
 
-try:
+with abort_on_error(comm.mpi):
     for decomposition in ("rows", "cart"):
         for halo in ("blocking", "nonblocking", "overlap"):
             par = {"decomposition": decomposition, "halo": halo}
@@ -53,9 +53,3 @@ try:
                   run={"steps": 4000, "tolerance": 2e-2, "check_every": 7})
     check("heat-numpy-overlap", backend={"name": "numpy"})
     check("heat-f32-cart", parallel={"decomposition": "cart", "halo": "overlap"}, numerics={"dtype": "float32"})
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)

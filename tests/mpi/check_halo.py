@@ -1,9 +1,9 @@
 """Under mpirun -n N: after one exchange, every ghost facing a neighbour holds that neighbour's rank id
 and every ghost on a physical edge still holds its sentinel. Rows and cart, every halo mode."""
 
-import sys
 
 import numpy as np
+from common import abort_on_error
 from mpi4py import MPI
 
 from solver.backends.numpy_backend import NumpyBackend
@@ -14,7 +14,7 @@ from solver.parallel.exchange import make_exchange, strips
 
 comm = MPI.COMM_WORLD
 SENTINEL = -7.0
-try:
+with abort_on_error(comm):
     for shape in ((13, 11), (7, 29)):
         for decomposition in ("rows", "cart"):
             if decomposition == "rows" and comm.size > shape[0]:
@@ -38,9 +38,3 @@ try:
                 assert u[0, 0] == u[0, -1] == u[-1, 0] == u[-1, -1] == SENTINEL, "corners are not exchanged"
     if comm.rank == 0:
         print(f"ok halos on {comm.size} ranks")
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.Abort(1)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+from common import abort_on_error
 from mpi4py import MPI
 
 import solver.io.fields
@@ -35,7 +36,7 @@ checkpoint, fields_at = Outputs.checkpoint, {}
 
 
 def limited(self, s):
-    fields_at[s.step] = gather_field(self.comm, self.run.blocks, owned(self.run.backend, s.u))
+    fields_at[s.step] = gather_field(self.comm, self.layout.blocks, owned(self.backend, s.u))
     if s.step == 4 and self.comm.rank == 0:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
@@ -43,7 +44,7 @@ def limited(self, s):
 
 
 Outputs.checkpoint = limited
-try:
+with abort_on_error(comm.mpi):
     case = validate_case({"name": "efbig", "grid": {"nx": NX, "ny": NY}, "initial": {"kind": "random", "seed": 1},
                           "boundary": {"left": 1.0}, "run": {"steps": 6, "check_every": 2}, "backend": {"name": "numpy"},
                           "output": {"dir": str(out), "vtk": False, "checkpoint_every": 2}})
@@ -63,9 +64,3 @@ try:
             assert np.array_equal(f["u"][()], fields_at[2]), "the checkpoint of step 2 changed"
         assert not [p for p in out.iterdir() if ".tmp" in p.name], "a temporary file was left behind"
         print("ok", message)
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)

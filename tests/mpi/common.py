@@ -1,5 +1,8 @@
 """Helpers shared by the MPI check scripts (run as scripts: this folder is on sys.path)."""
 
+import sys
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 from solver.config import validate_case
@@ -22,3 +25,14 @@ def serial(c):
     r = Run(c1, Comm(), Options(ceiling=False, quiet=True))
     r.execute()
     return r.state.u[1:-1, 1:-1].copy(), r.state.step, Path(c1.output.dir)
+
+
+@contextmanager
+def abort_on_error(mpi):
+    """An exception on any rank prints its traceback and aborts the whole job (no rank left waiting)."""
+    try:
+        yield
+    except Exception:
+        traceback.print_exc()
+        sys.stdout.flush()
+        mpi.Abort(1)

@@ -11,6 +11,7 @@ import json
 import sys
 import tracemalloc
 
+from common import abort_on_error
 from mpi4py import MPI
 
 from solver.config import validate_case
@@ -50,7 +51,7 @@ def measure(fn) -> dict:
     return out
 
 
-try:
+with abort_on_error(comm.mpi):
     case = validate_case({"name": "mem", "grid": {"nx": NX, "ny": NY}, "initial": {"kind": "constant", "value": 1.0},
                           "run": {"steps": 1}, "backend": {"name": "numpy"},
                           "output": {"dir": sys.argv[1], "vtk": False, "checkpoint_every": 1}})
@@ -67,9 +68,3 @@ try:
         b = run.blocks[0]
         print(json.dumps({"full_bytes": NX * NY * 8, "block_bytes": b.nx * b.ny * 8, "slab_bytes": SLAB_BYTES,
                           **result}))
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)

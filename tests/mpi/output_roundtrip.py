@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from common import abort_on_error
 from mpi4py import MPI
 
 import solver.io.fields
@@ -30,9 +31,9 @@ snapshot = Outputs.snapshot
 
 def spy(self, s):
     snapshot(self, s)
-    full = gather_field(self.comm, self.run.blocks, owned(self.run.backend, s.u))
+    full = gather_field(self.comm, self.layout.blocks, owned(self.backend, s.u))
     if self.comm.rank == 0:
-        memory = root / f"{self.run.case.name}-memory"
+        memory = root / f"{self.layout.case.name}-memory"
         memory.mkdir(parents=True, exist_ok=True)
         np.save(memory / f"u_{s.step}.npy", full)
 
@@ -49,13 +50,7 @@ def run(label: str, decomposition: str, dims: list[int] | None) -> None:
 
 
 Outputs.snapshot = spy
-try:
+with abort_on_error(comm.mpi):
     for spec in sys.argv[2:]:
         label, decomposition, *dims = spec.split(":")
         run(label, decomposition, [int(d) for d in dims] or None)
-except Exception:
-    import traceback
-
-    traceback.print_exc()
-    sys.stdout.flush()
-    comm.mpi.Abort(1)

@@ -1,0 +1,52 @@
+"""The tuned CuPy kernel choices `stencil tune` stores and runs with backend.block/kernel null read.
+
+Kept in the one cache module (solver.core.cache, file tune.json beside bandwidth.json), one entry per
+GPU model, dtype, interior grid shape, variant and time tile k (the fastest block of that pair). A run
+takes the fastest entry matching what its case fixes, for its local grid shape, or else the nearest
+measured shape (in number of points) for the same GPU and dtype: what is best at one size need not
+be best at another.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..core import cache
+
+NAME = "tune"
+
+
+def tune_path() -> Path:
+    return cache.path(NAME)
+
+
+def tune_key(gpu: str, dtype: str, shape, variant: str, k: int) -> str:
+    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}|{variant}|{k}"
+
+
+def load_tuned() -> dict:
+    return cache.load(NAME)
+
+
+def store_tuned(entries: dict) -> None:
+    cache.update(NAME, entries)  # an unwritable cache stores nothing: runs use the defaults
+
+
+def lookup(gpu: str, dtype: str, shape, variant: str | None = None, k: int | None = None):
+    """(variant, block, k): the fastest entry stored for this GPU and dtype with this variant and k
+    (None: any), at `shape` or else at the nearest measured shape; None if nothing matches."""
+    prefix = f"{gpu}|{dtype}|"
+    hits = [(key.split("|")[2], v) for key, v in load_tuned().items() if key.startswith(prefix) and key.count("|") == 4
+            and (variant is None or v["kernel"] == variant) and (k is None or v.get("time_tile", 1) == k)]
+    if not hits:
+        return None
+    points = shape[0] * shape[1]
+    near = min({s for s, _ in hits}, key=lambda s: abs(math.log(_points(s) / points)))
+    hit = min((v for s, v in hits if s == near), key=lambda v: v.get("seconds_per_step", 0.0))
+    return hit["kernel"], tuple(hit["block"]) if hit.get("block") else None, hit.get("time_tile", 1)
+
+
+def _points(shape: str) -> int:
+    ny, nx = shape.split("x")
+    return int(ny) * int(nx)

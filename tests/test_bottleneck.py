@@ -1,0 +1,116 @@
+"""The record's one-line bottleneck: one rule per regime, each from constructed rank rows (no run)."""
+
+import pytest
+
+from solver.results import record
+
+LOOP = 1.0
+
+
+def row(rank=0, host="h", affinity="0", threads=1, compute=0.8, comm=0.05, wait=0.05, other=0.1, io=0.0,
+        points=4096 * 4096, steps=100, time_tile=1, device=None):
+    return {"rank": rank, "host": host, "affinity": affinity, "threads": threads, "points": points, "steps": steps,
+            "compute": compute, "comm": comm, "wait": wait, "io": io, "other": other,
+            "loop": compute + comm + wait + io + other, "updates": points * steps,
+            "device": device or {"device": "cpu", "time_tile": time_tile}}
+
+
+def line(rows, frac=0.85, step=1e-2, dtype="float64", on_gpu=False):
+    tp = {"seconds_per_step": step, "fraction_of_copy": frac, "copy_gbs": 20.0}
+    if frac is None:
+        tp = {"seconds_per_step": step}
+    return record.bottleneck(tp, record.section_stats(rows), rows, dtype, on_gpu)
+
+
+def ranks(n, **kw):
+    return [row(rank=r, affinity=str(r), **kw) for r in range(n)]
+
+
+def percentages(text):
+    import re
+
+    return [int(p) for p in re.findall(r"(\d+)%", text)]
+
+
+def test_no_timed_steps():
+    assert record.bottleneck(None, {}, [], "float64").startswith("no timed steps")
+
+
+def test_memory_bandwidth_between_0_7_and_1_1_of_copy():
+    assert line([row()], frac=0.85).startswith("memory bandwidth: 85%")
+    assert line([row()], frac=1.1).startswith("memory bandwidth")
+
+
+def test_kernel_efficiency_below_0_7():
+    assert line([row()], frac=0.4).startswith("kernel efficiency: 40%")
+
+
+def test_above_copy_with_time_tiling_says_tiling():
+    text = line([row(time_tile=4)], frac=1.6)
+    assert text.startswith("data reused from cache: 160%") and "time tiling: 4 steps" in text
+    assert "memory bandwidth" not in text
+
+
+def test_above_copy_small_working_set_says_it_fits_in_the_last_level_cache(monkeypatch):
+    monkeypatch.setattr(record, "last_level_cache_bytes", lambda cores=None: 32 << 20)
+    text = line([row(points=256 * 128)], frac=2.61)
+    assert text.startswith("data reused from cache: 261%") and "fits in the last-level cache (32 MiB)" in text
+
+
+def test_above_copy_large_working_set_points_at_the_ceiling(monkeypatch):
+    monkeypatch.setattr(record, "last_level_cache_bytes", lambda cores=None: 32 << 20)
+    text = line([row()], frac=1.3)
+    assert "does not fit in the last-level cache" in text and "--refresh" in text
+
+
+def test_comm_and_wait_are_taken_per_rank_then_the_largest():
+    """Rank 0 spends 60% in comm, rank 1 60% in wait: the sum of the two maxima (120%) is no rank's."""
+    rows = [row(rank=0, affinity="0", compute=0.3, comm=0.6, wait=0.0, other=0.1),
+            row(rank=1, affinity="1", compute=0.3, comm=0.0, wait=0.6, other=0.1)]
+    text = line(rows)
+    assert text.startswith("communication: comm + wait take up to 60% of the loop (rank 0: comm 60%, wait 0%)")
+    assert max(percentages(text)) <= 100
+
+
+def test_comm_below_a_quarter_is_not_the_bottleneck():
+    assert line(ranks(2, comm=0.1, wait=0.1, compute=0.7, other=0.1)).startswith("memory bandwidth")
+
+
+def test_no_percentage_above_100_even_with_inconsistent_sections():
+    rows = [row(rank=0, compute=0.1, comm=0.9, wait=0.9, other=0.0)]  # sections over the loop: clock noise
+    rows[0]["loop"] = 1.0
+    rows.append(row(rank=1, affinity="1"))
+    assert max(percentages(line(rows))) <= 100
+
+
+def test_oversubscription_comes_first():
+    rows = [row(rank=r, affinity="0-1", threads=2, comm=0.5) for r in range(4)]
+    assert line(rows).startswith("oversubscription: 4 rank(s) with 8 thread(s) in all on 2 core(s) of h")
+
+
+def test_imbalance():
+    rows = [row(rank=0, affinity="0", compute=1.0), row(rank=1, affinity="1", compute=0.5)]
+    assert line(rows).startswith("load imbalance: the slowest rank computes 1.33x the mean")
+
+
+def test_per_step_overhead_short_steps_or_large_other():
+    assert line([row()], frac=0.3, step=2e-5).startswith("per-step overhead: 0.020 ms per step")
+    assert line([row(compute=0.4, other=0.5)], frac=0.5).startswith("per-step overhead")
+
+
+def test_gpu_launch_gaps():
+    gpu = {"device": "H200", "gpu_index": 0}
+    text = line([row(compute=0.4, other=0.5, device=gpu)], frac=0.5, on_gpu=True)
+    assert text.startswith("GPU launch gaps: the kernels (CUDA events) run 40% of the loop")
+    assert line([row(device=gpu)], frac=0.95, on_gpu=True).startswith("memory bandwidth")
+
+
+def test_unknown_without_a_ceiling():
+    assert line([row()], frac=None).startswith("unknown")
+
+
+@pytest.mark.parametrize("frac", [0.2, 0.8, 1.5, 3.0])
+def test_every_sentence_stays_at_or_below_100_percent_of_the_loop(frac):
+    rows = [row(rank=0, comm=0.7, wait=0.2, compute=0.1, other=0.0), row(rank=1, affinity="1")]
+    text = line(rows, frac=frac)
+    assert "of the loop" in text and max(p for p in percentages(text)) <= 100

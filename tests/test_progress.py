@@ -1,0 +1,84 @@
+"""Progress without a terminal: plain `step N/M` lines from rank 0 at least every 10% or 10 s, none with
+--quiet; the note before a first numba compilation."""
+
+import io
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, clean_env, mpirun, needs_mpi, stencil, write_case
+
+from solver.io.outputs import Progress
+
+LINE = re.compile(r"^step (\d+)/(\d+) \(\d+%\), [\d.]+ s elapsed, \d+ MLUP/s$")
+
+
+def lines(text):
+    return [m for m in (LINE.match(s) for s in text.splitlines()) if m]
+
+
+def test_a_line_every_tenth_of_the_steps():
+    out = io.StringIO()  # not a terminal
+    p = Progress(1000, True, points=100, stream=out)
+    for step in range(10, 1001, 10):
+        p.update(step)
+    got = [int(m.group(1)) for m in lines(out.getvalue())]
+    assert got == list(range(100, 1001, 100))
+
+
+def test_a_line_every_ten_seconds_when_steps_are_slow():
+    clock = iter(range(0, 10_000, 6))  # each poll 6 s later
+    out = io.StringIO()
+    p = Progress(10**6, True, points=10**6, stream=out, clock=lambda: next(clock))
+    for step in range(1, 6):
+        p.update(step)  # 1 step per 6 s: far from 10% of the steps, but 10 s pass every other poll
+    found = lines(out.getvalue())
+    assert [int(m.group(1)) for m in found] == [2, 4]
+    assert out.getvalue().splitlines()[0] == "step 2/1000000 (0%), 12.0 s elapsed, 0 MLUP/s"
+
+
+def test_rate_counts_from_the_start_of_the_loop():
+    clock = iter([0.0, 100.0, 101.0])  # created; loop starts at 100 s (after compile); first poll at 101 s
+    out = io.StringIO()
+    p = Progress(100, True, points=10**6, stream=out, clock=lambda: next(clock))
+    p.start(0)
+    p.update(10)
+    assert out.getvalue() == "step 10/100 (10%), 1.0 s elapsed, 10 MLUP/s\n"
+
+
+def test_quiet_or_other_ranks_print_nothing():
+    out = io.StringIO()
+    p = Progress(100, False, points=10, stream=out)
+    p.compiling("compiling kernels: about 30 s the first time")
+    for step in range(0, 101, 10):
+        p.update(step)
+    assert out.getvalue() == ""
+
+
+def test_cli_prints_lines_through_a_pipe_and_none_with_quiet(tmp_path):
+    case = write_case(tmp_path / "p.yaml", grid={"nx": 64, "ny": 48}, run={"steps": 200, "check_every": 10})
+    res = stencil(["run", str(case)])
+    assert res.returncode == 0, res.stderr
+    got = [int(m.group(1)) for m in lines(res.stdout)]
+    assert got and all(b - a <= 20 for a, b in zip([0] + got, got)) and got[-1] >= 180, res.stdout
+    quiet = stencil(["run", str(case), "--overwrite", "--quiet"])
+    assert quiet.returncode == 0 and not lines(quiet.stdout)
+
+
+@needs_mpi
+def test_under_mpirun_rank_0_alone_prints_the_lines(tmp_path):
+    case = write_case(tmp_path / "m.yaml", grid={"nx": 64, "ny": 48}, run={"steps": 100, "check_every": 10})
+    res = mpirun(2, ["run", str(case)])
+    assert res.returncode == 0, res.stderr
+    got = [int(m.group(1)) for m in lines(res.stdout)]
+    assert got == sorted(set(got)) and len(got) >= 9  # once each: one rank prints
+
+
+def test_a_cold_numba_cache_is_announced(tmp_path):
+    code = ("from solver.backends.numba_backend import NumbaBackend; from solver.config import BackendSettings; "
+            "print(NumbaBackend(BackendSettings(name='numba'), 'float64', 1).compile_note())")
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=clean_env(NUMBA_CACHE_DIR=str(tmp_path / "empty")), timeout=120)
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stdout.startswith("compiling kernels: about 30 s the first time")
