@@ -149,6 +149,7 @@ def test_default_choice_is_time_tiled_and_sections_add_up_to_the_loop(tmp_path):
     assert abs(total / t["loop"]["max"] - 1) <= 0.05, (total, t["loop"]["max"], t)
     choice = rec["resources"]["devices"][0]["kernels"]["4096x4096"]
     assert (choice["kernel"], choice["time_tile"], choice["source"]) == (gk.DEFAULT_VARIANT, gk.DEFAULT_TILE, "default")
+    assert rec["resources"]["devices"][0]["time_tile"] == gk.DEFAULT_TILE  # the record's bottleneck rule reads it
 
 
 def test_time_tile_one_keeps_single_steps(tmp_path):

@@ -76,6 +76,7 @@ class CupyBackend(Backend):
         self._choice: dict = {}  # local interior shape -> (variant, block, k, source)
         self._step: dict = {}  # local interior shape -> (variant, block) for single steps
         self._shape = None  # padded shape prepare() saw: plan() compiles for it
+        self._tile_used = 1  # the deepest time tile advance() has launched (the record's time_tile)
         self._graphs: dict = {}
         self._events: list = []  # free CUDA events
         self.pending: list = []  # (charge, section, e0, e1, timer, step, track)
@@ -348,6 +349,7 @@ class CupyBackend(Backend):
 
     def _advance_tiled(self, u, u_new, w, n: int, region, k: int):
         depths = self._depths(n, k)
+        self._tile_used = max(self._tile_used, k)
         variant, block, _, _ = self.choice(u.shape)
         self._compile(u.shape, variant, block, depths)
         if self.use_graphs:
@@ -484,6 +486,7 @@ class CupyBackend(Backend):
                    for k, (v, b, t, src) in self._choice.items()}
         return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
                 "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,
+                "time_tile": self._tile_used,
                 "cuda_graphs": self.use_graphs, "cupy": cupy.__version__, "cuda_runtime": rt.runtimeGetVersion(),
                 "cuda_driver": rt.driverGetVersion(), **self.transfer}
 
