@@ -234,8 +234,9 @@ def tune(
     steps: int = typer.Option(20, min=2, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2 (default 4 8 12)"),
 ) -> None:
-    """Time every CuPy kernel variant and block shape on the case's grid (one GPU); keep the fastest."""
+    """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
     from ..backends.cupy_kernels import VARIANTS
     from ..bench.tune import parse_blocks, print_tune
     from ..bench.tune import tune as run_tune
@@ -246,7 +247,12 @@ def tune(
     if bad:
         raise InputError(f"--kernel: unknown kernel {bad[0]!r}; use one of {', '.join(VARIANTS)}")
     cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
-    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save)
+    from ..backends.cupy_kernels import tile_problem
+
+    bad_tile = [t for t in time_tile or [] if tile_problem("wave", t)]
+    if bad_tile:
+        raise InputError(f"--time-tile: {tile_problem('wave', bad_tile[0])}")
+    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save, tiles=time_tile or None)
     print_tune(res)
     if json_out:
         json_out.write_text(json.dumps(res, indent=1))

@@ -5,7 +5,9 @@ compute the rest, swap buffers. Between steps, at scheduled stops: convergence a
 (collective), snapshots, checkpoints, signal polls and progress. With no neighbours the steps
 between two stops go to the backend in one call (backend.advance), which GPUs batch or graph; with
 deep halos (exchange.depth > 1) to the exchanger's time tiles (solver.parallel.deep), which end at
-the same stops.
+the same stops. Polls (signals, progress) fall at multiples of the tile: the deep halo's depth, or the
+k steps a GPU computes per launch; GPU batch lengths are planned before the loop so that no tile depth
+is compiled inside it.
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ class TimeLoop:
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        depth = getattr(exchange, "depth", 1)  # time tiles: polls on tile boundaries
+        depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
+        tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
-        self.poll_every = poll_every or -(-poll // depth) * depth
+        self.poll_every = poll_every or -(-poll // tile) * tile
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
@@ -99,6 +102,8 @@ class TimeLoop:
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
+        if self.ex.trivial:
+            self.backend.plan(self._batches(s.step, end, warm_end))
         while s.step < end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
@@ -118,6 +123,17 @@ class TimeLoop:
                 self.updates += n * points
         return s
 
+    def _batches(self, step: int, end: int, warm_end: int, most: int = 10000) -> set[int]:
+        """The distinct batch lengths the loop will hand to advance() (the first `most` batches)."""
+        lengths = set()
+        for _ in range(most):
+            if step >= end:
+                break
+            n = self._next_stop(step, end, warm_end if step < warm_end else None) - step
+            lengths.add(n)
+            step += n
+        return lengths
+
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
                    self.balancer.every if self.balancer else None]
@@ -135,10 +151,12 @@ class TimeLoop:
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
         if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
@@ -159,6 +177,7 @@ class TimeLoop:
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
+        self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
         local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
         t = timer.add("other", t)
