@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [cpu] [all]        (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -146,6 +146,18 @@ fi
 if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
   mkdir -p "$W/cpu"
   step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
+fi
+
+# verify: the merged code in one short call (about 9 minutes): every GPU test (pytest-xdist, 8 workers:
+# most of their time is NVRTC compilation and process start), the hybrid tests under mpirun, short
+# deep-halo tables on the CPU cores, and the GPU access rung. `tools/device_suite.sh verify`.
+if [[ $SECTIONS == *" verify "* ]]; then
+  step gpu_tests 210 $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" tests/
+  step hybrid_tests 100 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
+  mkdir -p "$W/deep"
+  export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
+  step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
+  step access_gpu 60 $PY -m solver bench access --backend cupy --repeats 3 --json "$W/access_gpu.json"
 fi
 
 # deep halos on the CPU cores (issue 14) ---------------------------------------------------------------
