@@ -178,10 +178,16 @@ class BackendSettings(Section):
     name: Literal["numpy", "numba", "cupy"] = "numba"
     threads: int | None = Field(None, ge=1, le=1 << 16, description="numba threads per rank; null = cores / ranks on the node")
     time_tile: int | None = Field(None, ge=1, le=64, description=(
-        "numba on one process: steps fused into one sweep through memory (temporal blocking); null = 4, 1 = off"))
-    kernel: str | None = Field(None, max_length=100, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
+        "steps fused per pass (temporal blocking). numba: one sweep through memory; under MPI also the halo "
+        "depth, exchanged once per tile; null = the stored `stencil bench --tune` choice, else the deepest tile "
+        "up to 8 whose recomputed rows stay within 10% of a block's. cupy (one process): steps per launch of "
+        "wave/wave2, at most 16; null = tuned or 8. Neumann sides and a periodic axis one rank spans take "
+        "plain steps. 1 = off"))
+    kernel: str | None = Field(None, max_length=100, description=(
+        "cupy only: naive | tiled | rows | vec | expr | wave | wave2; null = tuned, else wave2 (vec with time_tile 1)"))
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
-        "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
+        "cupy only: [bx, by] threads (naive, tiled), [threads, rows per thread] (rows, vec) or [threads, rows per "
+        "warp] (wave, wave2); null = tuned/default"))
 
 
 class Parallel(Section):
@@ -242,14 +248,14 @@ class Case(Section):
         if self.backend.name == "cupy":
             from .backends.cupy_kernels import settings_problem  # pure Python: cupy is not imported here
 
-            problem = settings_problem(self.backend.kernel, self.backend.block)
+            problem = settings_problem(self.backend.kernel, self.backend.block, self.backend.time_tile)
             if problem:
                 raise ValueError(problem)
         elif self.parallel.transport != "auto":
             raise ValueError(f"parallel.transport: {self.parallel.transport} applies to backend cupy only; "
                              "remove it or use backend.name: cupy")
-        if self.backend.time_tile is not None and self.backend.name != "numba":
-            raise ValueError("backend.time_tile: applies to backend numba only; remove it or use name: numba")
+        if self.backend.time_tile is not None and self.backend.name == "numpy":
+            raise ValueError("backend.time_tile: applies to backends numba and cupy; remove it or use one of them")
         if self.parallel.dims is not None:
             if self.parallel.decomposition != "cart":
                 raise ValueError("parallel.dims: applies to decomposition cart only; remove it or set decomposition: cart")
@@ -329,6 +335,7 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
     "--decomposition": ("parallel", "decomposition"),
     "--balance": ("parallel", "balance"),
     "--kernel": ("backend", "kernel"),
+    "--time-tile": ("backend", "time_tile"),
 }
 
 

@@ -3,10 +3,11 @@ loop, exact eigenmodes, conservation, corners and deep layers, the process-grid 
 restarts and the shipped cases. MPI runs at 1-4 ranks: tests/mpi/check_boundary.py (test_mpi.py)."""
 
 import itertools
-import shutil
-import subprocess
 import json
 import math
+import shutil
+import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -350,7 +351,7 @@ def test_laplace_between_two_walls_with_insulated_sides_is_the_linear_profile(tm
 def test_every_rank_simulated_in_a_loop_equals_one_block_bitwise(dims, xs, ys):
     """Without MPI: blocks with wrapped neighbours, ghosts copied from the neighbours' owned strips (what
     the exchange sends), physical sides filled by each block's own rules; 6 steps equal one block."""
-    from solver.parallel.exchange import OPPOSITE, strips
+    from solver.parallel.halo import OPPOSITE, strips
 
     c = case({"left": xs[0], "right": xs[1], "bottom": ys[0], "top": ys[1]}, nx=11, ny=9)
     blocks = all_blocks(c.shape, dims, boundary.periodic_axes(c))
@@ -379,12 +380,7 @@ def test_every_rank_simulated_in_a_loop_equals_one_block_bitwise(dims, xs, ys):
 HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
-struct D { unsigned x, y, z; };
-D blockIdx, blockDim, threadIdx, gridDim;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(x)
+#include "shim.h"  // tests/cuda_emu: CUDA's built-ins and intrinsics for g++ (common.cu uses some)
 #include "kernel.cu"
 int main(int argc, char** argv) {  // ny nx d [axis k0 v0 k1 v1]...; the padded field on stdin and stdout
     int ny = atoi(argv[1]), nx = atoi(argv[2]), d = atoi(argv[3]), NY = ny + 2 * d, NX = nx + 2 * d;
@@ -415,8 +411,9 @@ def test_the_gpu_fill_kernel_source_run_on_the_cpu_equals_the_host_rules(dtype, 
     real = "double" if dtype == "float64" else "float"
     (tmp_path / "kernel.cu").write_text(gk.fill_source())
     (tmp_path / "harness.cpp").write_text(HARNESS)
-    subprocess.run(["g++", "-O1", f"-DREAL={real}", "-o", str(tmp_path / "fill"), str(tmp_path / "harness.cpp")],
-                   check=True, cwd=tmp_path)
+    shim = Path(__file__).parent / "cuda_emu"
+    subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", f"-I{shim}", f"-DREAL={real}", "-o", str(tmp_path / "fill"),
+                    str(tmp_path / "harness.cpp")], check=True, cwd=tmp_path)
     for (xs, ys), d in itertools.product(SIDE_KINDS, (1, 2, 3)):
         c = case({"left": xs[0], "right": xs[1], "bottom": ys[0], "top": ys[1]}, nx=13, ny=9, dtype=dtype)
         fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), d)

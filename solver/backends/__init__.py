@@ -127,6 +127,18 @@ class Backend:
             if timer is not None:
                 timer.add("compute", t)
 
+    def tile_steps(self, shape) -> int:
+        """Steps one launch of advance() computes (time tiling on a GPU); stops at multiples of it keep
+        every launch a whole tile."""
+        return 1
+
+    def plan(self, lengths) -> None:
+        """Before the timed loop: the batch lengths advance() will be given (GPUs compile tile depths)."""
+
+    def settle(self, timer) -> None:
+        """Wait for the device's queued work, charging the wait to no section (device backends time
+        their work with events); host backends have nothing queued."""
+
     def max_update(self, a, b, region: Region) -> float:
         """max |a - b| over the region; inf when any value there is NaN or Inf."""
         r0, r1, c0, c1 = region

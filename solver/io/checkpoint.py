@@ -211,8 +211,9 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
     reason = None
     try:
         with writing(path), h5py.File(tmp, "r+", driver="mpio", comm=comm.mpi) as f:
-            with f["u"].collective:
-                f["u"][r0:r1, c0:c1] = mine
+            u = f["u"]  # one Dataset object: f["u"] makes a new one each time, without the collective setting
+            with u.collective:
+                u[r0:r1, c0:c1] = mine
     except WriteFailed as exc:
         reason = exc.reason
     failed = [r for r in comm.mpi.allgather(reason) if r]

@@ -33,9 +33,10 @@ import numpy as np
 
 from ..core.decomp import Block
 from ..core.errors import InputError
+from ..parallel.comm import TAGS
 from .safeio import WriteFailed, replaced, reserve, writing
 
-BLOCK_TAG = 7001
+BLOCK_TAG = TAGS["gather_block"]
 RESERVE_SLACK = 64 << 10  # + 1/32 of a snapshot: room for HDF5's own metadata growth (chunk index) in one append
 SLAB_BYTES = 4 << 20  # the most rank 0 receives from another rank at once
 

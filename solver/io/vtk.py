@@ -62,19 +62,14 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
     p[:ny, :nx] = mine
     if comm.mpi is None:
         return p
-    from mpi4py import MPI
-
-    def other(rank):
-        return MPI.PROC_NULL if rank is None else rank
+    from ..parallel.comm import TAGS, sendrecv
 
     col = np.empty(ny, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(mine[:, 0]), dest=other(near["west"]), sendtag=7101,
-                      recvbuf=col, source=other(near["east"]), recvtag=7101)
+    sendrecv(comm.mpi, np.ascontiguousarray(mine[:, 0]), near["west"], col, near["east"], TAGS["vtk_column"])
     if east:
         p[:ny, nx] = col
     row = np.empty(nx + east, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(p[0]), dest=other(near["south"]), sendtag=7102,
-                      recvbuf=row, source=other(near["north"]), recvtag=7102)
+    sendrecv(comm.mpi, np.ascontiguousarray(p[0]), near["south"], row, near["north"], TAGS["vtk_row"])
     if north:
         p[ny] = row
     return p

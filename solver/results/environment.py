@@ -17,6 +17,7 @@ LIBRARIES = ("numpy", "numba", "llvmlite", "h5py", "pydantic", "typer", "rich", 
              "mpi4py", "pyvista", "vtk", "cupy", "cupy-cuda12x", "cupy-cuda13x")
 
 
+@functools.cache  # once per process: reading package metadata costs ~40 ms, and a process may run many cases
 def versions() -> dict[str, str]:
     return dict(_versions())
 
@@ -78,5 +79,5 @@ def environment(mpi_library: str | None = None, with_gpus: bool = True) -> dict:
         "python": sys.version.split()[0],
         "mpi_library": mpi_library,
         "gpus": gpus() if with_gpus else [],
-        "libraries": versions(),
+        "libraries": dict(versions()),
     }
