@@ -18,7 +18,7 @@ import yaml
 
 from .backends import backend_class
 from .core import physics
-from .core.boundary import make_fill, periodic_axes
+from .core.boundary import constant_ghosts, make_fill, periodic_axes
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
@@ -161,7 +161,7 @@ class Run:
         """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
         loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
         p, lay = self.case.parallel, self.layout
-        tiles = hasattr(self.backend, "tile_for") and not self.backend.refills  # deep tiles: constant ghosts only
+        tiles = hasattr(self.backend, "tile_for") and constant_ghosts(self.case, lay.blocks)  # agreed by all ranks
         ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport,
                            depth=self.backend.tile_for(min(b.ny for b in lay.blocks)) if tiles else 1, blocks=lay.blocks,
                            fill=lambda b, a: set_edges(self.case, b, a))

@@ -200,6 +200,7 @@ try:
 except Exception as exc:
     print(f"transfers: no summary ({exc})")
 PYEOF
+  rm -rf "$W/out/transfers"  # 2 GiB of fields: not for the archive
 fi
 
 # the short table ------------------------------------------------------------------------------------

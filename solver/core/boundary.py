@@ -193,6 +193,13 @@ def make_fill(case, block, depth: int = 1) -> Fill:
     return Fill(tuple(rules), case.numerics.dtype, depth)
 
 
+def constant_ghosts(case, blocks) -> bool:
+    """No rank's physical ghost layers change between steps (every physical side of every block is
+    Dirichlet): what time tiles need, which keep those layers fixed. Decided from the whole block list,
+    so every rank takes the same choice (a deep-halo exchange must have the same depth on both ends)."""
+    return all(make_fill(case, b).constant for b in blocks)
+
+
 def fingerprint(case) -> dict:
     """boundary.<side> as a checkpoint records it: the number for Dirichlet (as before kinds existed), else the kind."""
     out = {}
