@@ -8,6 +8,9 @@ boundary at y = 0, `top` at y = ly, `left` at x = 0 and `right` at x = lx (ParaV
 from __future__ import annotations
 
 import difflib
+import functools
+import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -16,25 +19,38 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .core.errors import InputError
 
 VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many points per snapshot
+# Input limits (hostile or mistaken case files end with exit 2, never a traceback):
+MAX_CASE_BYTES = 1 << 20  # a case file is a few hundred bytes; 1 MiB is far beyond any real one
+MAX_DEPTH = 16  # mappings and lists nested in a case file (a real one nests 3 deep)
+MAX_VALUE_CHARS = 4096  # one key or scalar value (paths included)
+MAX_COUNT = 2**62  # steps, intervals: counted in int64 by the kernels and the files
+MAX_LENGTH = 1e100  # lx, ly, alpha, dt between 1/MAX_LENGTH and MAX_LENGTH: their squares stay normal floats
+QUOTE_CHARS = 80  # errors quote at most this much of a value
+
+
+def quote(value) -> str:
+    """repr(value), cut to about QUOTE_CHARS characters (a 2 MB string is not echoed whole)."""
+    text = repr(value)
+    return text if len(text) <= QUOTE_CHARS else f"{text[:QUOTE_CHARS - 3]}... ({len(text)} characters)"
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)  # every number finite
 
 
 class Grid(Section):
     """Interior points; the Dirichlet boundary sits one spacing outside them."""
 
-    nx: int = Field(ge=3, description="interior points along x (columns)")
-    ny: int = Field(ge=3, description="interior points along y (rows)")
-    lx: float = Field(1.0, gt=0, description="domain length along x; dx = lx/(nx+1)")
-    ly: float = Field(1.0, gt=0, description="domain length along y; dy = ly/(ny+1)")
+    nx: int = Field(ge=3, le=MAX_COUNT, description="interior points along x (columns)")
+    ny: int = Field(ge=3, le=MAX_COUNT, description="interior points along y (rows)")
+    lx: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along x; dx = lx/(nx+1)")
+    ly: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along y; dy = ly/(ny+1)")
 
 
 class Physics(Section):
     equation: Literal["heat", "laplace"] = "heat"
-    alpha: float = Field(1.0, gt=0, description="diffusivity (heat)")
-    dt: float | None = Field(None, gt=0, description="time step; null = safety x stable limit")
+    alpha: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="diffusivity (heat)")
+    dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="time step; null = safety x stable limit")
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
 
 
@@ -64,7 +80,7 @@ class Random(Section):
     """Uniform in [low, high); the same field for any rank count (rows are seeded by global index)."""
 
     kind: Literal["random"]
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**64 - 1, description="numpy's random seed (with the global row index)")
     low: float = 0.0
     high: float = 1.0
 
@@ -73,8 +89,8 @@ class FromFile(Section):
     """A .npy file, or an HDF5 file with `dataset`, holding an array of shape (ny, nx)."""
 
     kind: Literal["file"]
-    path: str
-    dataset: str | None = None
+    path: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    dataset: str | None = Field(None, max_length=MAX_VALUE_CHARS)
 
 
 Initial = Annotated[Union[Sine, Hotspot, Constant, Random, FromFile], Field(discriminator="kind")]
@@ -90,10 +106,10 @@ class Boundary(Section):
 
 
 class Run(Section):
-    steps: int = Field(1000, ge=0, description="steps (heat) or the most iterations (laplace)")
+    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations (laplace)")
     tolerance: float | None = Field(None, gt=0, description="laplace stops when max |update| < tolerance")
-    check_every: int = Field(100, ge=1, description="steps between convergence and NaN/Inf checks")
-    warmup: int = Field(1, ge=0, description="first steps timed apart and excluded from the solve time")
+    check_every: int = Field(100, ge=1, le=MAX_COUNT, description="steps between convergence and NaN/Inf checks")
+    warmup: int = Field(1, ge=0, le=MAX_COUNT, description="first steps timed apart and excluded from the solve time")
 
 
 class Numerics(Section):
@@ -102,10 +118,10 @@ class Numerics(Section):
 
 class BackendSettings(Section):
     name: Literal["numpy", "numba", "cupy"] = "numba"
-    threads: int | None = Field(None, ge=1, description="numba threads per rank; null = cores / ranks on the node")
+    threads: int | None = Field(None, ge=1, le=1 << 16, description="numba threads per rank; null = cores / ranks on the node")
     time_tile: int | None = Field(None, ge=1, le=64, description=(
         "numba on one process: steps fused into one sweep through memory (temporal blocking); null = 4, 1 = off"))
-    kernel: str | None = Field(None, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
+    kernel: str | None = Field(None, max_length=100, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
         "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
 
@@ -121,14 +137,14 @@ class Parallel(Section):
     balance: Literal["none", "dynamic"] = Field(
         "none", description="dynamic: move rows between ranks by their measured speed (rows, CPU backends)"
     )
-    balance_every: int = Field(50, ge=1, description="steps between balance checks (balance: dynamic)")
+    balance_every: int = Field(50, ge=1, le=MAX_COUNT, description="steps between balance checks (balance: dynamic)")
 
 
 class Output(Section):
-    dir: str | None = Field(None, description="result directory; null = output/<name>")
-    every: int | None = Field(None, ge=1, description="steps between snapshots; null = first and last only")
+    dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
+    every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
-    checkpoint_every: int | None = Field(None, ge=1)
+    checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)
     trace: bool = False
 
 
@@ -151,6 +167,9 @@ class Case(Section):
     def _cross_checks(self) -> Case:
         from .core.physics import stable_dt  # local: physics imports nothing from here at import time
 
+        if set(self.name) == {"."}:
+            raise ValueError(f"name: {self.name!r} names a directory itself or its parent; use letters or digits")
+        _check_ranges(self)
         if self.physics.equation == "heat" and self.physics.dt is not None:
             limit = stable_dt(self)
             if self.physics.dt > limit:
@@ -201,6 +220,29 @@ class Case(Section):
         return self.grid.nx * self.grid.ny <= VTK_AUTO_MAX_POINTS
 
 
+def _check_ranges(case: Case) -> None:
+    """Values every field accepts alone but that together overflow or underflow in the case dtype."""
+    import numpy as np
+
+    from .core.physics import weights
+
+    big = float(np.finfo(case.numerics.dtype).max)
+    init = case.initial
+    values = {f"boundary.{k}": v for k, v in case.boundary.model_dump().items()}
+    values.update({f"initial.{k}": getattr(init, k) for k in ("value", "background", "low", "high") if hasattr(init, k)})
+    for name, v in values.items():
+        if abs(v) > big:
+            raise ValueError(f"{name}: {v:g} does not fit in {case.numerics.dtype} (largest {big:.3g}); use a smaller value")
+    if init.kind == "random" and not math.isfinite(init.high - init.low):
+        raise ValueError(f"initial.high: the range [{init.low:g}, {init.high:g}) is too wide to draw from (its width "
+                         "overflows); narrow it")
+    w = weights(case).cast(case.numerics.dtype)
+    if not all(math.isfinite(float(x)) for x in (w.wc, w.wx, w.wy)) or float(w.wx) <= 0 or float(w.wy) <= 0:
+        raise ValueError(f"grid: lx = {case.grid.lx:g}, ly = {case.grid.ly:g} on {case.grid.nx} x {case.grid.ny} points "
+                         f"give weights wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; "
+                         "bring lx/nx and ly/ny closer to each other (or dt and alpha into range)")
+
+
 # Loading ---------------------------------------------------------------------------------------
 
 OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the user typed
@@ -217,25 +259,106 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
 
 
 def read_yaml(path: str | Path) -> dict:
-    """The raw mapping of a case file, or an InputError that names the file and the line."""
+    """The raw mapping of a case file, or an InputError that names the file and the line.
+
+    Refused before any value is built: files over MAX_CASE_BYTES, nesting deeper than MAX_DEPTH, keys or
+    values over MAX_VALUE_CHARS characters, anchors and aliases, duplicate keys.
+    """
     import yaml
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a case file; give a .yaml file")
+    if path.exists() and not path.is_file():
+        raise InputError(f"{path}: is not a regular file (a device or a pipe); give a .yaml case file")
     if not path.is_file():
-        hint = "check the path" if not path.exists() else "it is a directory, give a .yaml file"
-        raise InputError(f"{path}: case file not found; {hint}")
+        raise InputError(f"{path}: case file not found; check the path")
     try:
-        data = yaml.safe_load(path.read_text())
+        with path.open("rb") as f:
+            raw = f.read(MAX_CASE_BYTES + 1)
+        if len(raw) > MAX_CASE_BYTES:
+            raise InputError(f"{path}: larger than {MAX_CASE_BYTES >> 20} MiB; a case file is a short YAML mapping "
+                             "(see cases/quickstart.yaml)")
+        text = raw.decode("utf-8")
+        _check_events(path, text)
+        data = yaml.load(text, Loader=_case_loader())  # noqa: S506 - a SafeLoader subclass
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the case file ({exc.strerror}); check its permissions") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}:{where}: YAML syntax error: {problem}; fix the YAML at that line") from None
+        if type(exc).__name__ == "DuplicateKey":
+            raise InputError(f"{path}:{_where(exc)}: {exc.problem}") from None
+        raise InputError(f"{path}:{_where(exc)}: YAML syntax error: {_problem(exc)}; fix the YAML at that line") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file; give a YAML case file") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a case file must be a YAML mapping with a 'grid' section (see cases/quickstart.yaml)")
     return data
+
+
+def _where(exc) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+
+def _problem(exc) -> str:
+    text = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+    return text if len(text) <= QUOTE_CHARS * 2 else text[:QUOTE_CHARS * 2] + "..."
+
+
+def _check_events(path: Path, text: str) -> None:
+    """One pass over the YAML events (iterative: no recursion, whatever the nesting)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = 0
+    for ev in yaml.parse(text, Loader=loader):
+        line = f" line {ev.start_mark.line + 1}" if ev.start_mark else ""
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(f"{path}:{line}: nested more than {MAX_DEPTH} levels deep; a case file nests "
+                                 "sections a few levels deep (see cases/quickstart.yaml)")
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            raise InputError(f"{path}:{line}: YAML anchors and aliases (&, *) are not accepted in case files; "
+                             "write the values out")
+        elif isinstance(ev, yaml.ScalarEvent) and len(ev.value) > MAX_VALUE_CHARS:
+            raise InputError(f"{path}:{line}: a value of {len(ev.value)} characters (at most {MAX_VALUE_CHARS}); "
+                             f"it starts {quote(ev.value[:QUOTE_CHARS])}")
+
+
+@functools.lru_cache(maxsize=1)
+def _case_loader():
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    class DuplicateKey(ConstructorError):
+        pass
+
+    class CaseLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        """A SafeLoader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # the base class reports an unhashable key
+                if key in seen:
+                    raise DuplicateKey(None, None, f"key {quote(key)} is given twice in one mapping (first on line "
+                                       f"{seen[key] + 1}); keep one of them", key_node.start_mark)
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    # YAML 1.2 floats: `1e-5` is a number (YAML 1.1, PyYAML's default, reads it as the string '1e-5')
+    CaseLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
+        r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+0123456789."))
+    return CaseLoader
+
+
 
 
 def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case:
@@ -281,7 +404,7 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
 
 
 def _field_path(loc: tuple) -> str:
-    parts = [str(p) for p in loc]
+    parts = [str(p) if len(str(p)) <= QUOTE_CHARS else quote(str(p)) for p in loc]
     if len(parts) >= 2 and parts[0] == "initial" and parts[1] in _INITIAL_KINDS:
         del parts[1]  # the discriminated union puts the tag in the location
     return ".".join(parts)
@@ -301,7 +424,7 @@ def _message(err: dict) -> str:
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
     if kind == "union_tag_invalid":
-        return f"unknown kind {err['ctx'].get('tag')!r}; use one of {', '.join(sorted(_INITIAL_KINDS))}"
+        return f"unknown kind {quote(err['ctx'].get('tag'))}; use one of {', '.join(sorted(_INITIAL_KINDS))}"
     if kind == "union_tag_not_found":
         return f"needs a 'kind'; use one of {', '.join(sorted(_INITIAL_KINDS))}"
     fix = _FIXES.get(kind, "")
@@ -309,12 +432,13 @@ def _message(err: dict) -> str:
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
     if kind in bounds:
         op, limit = bounds[kind], next(iter(ctx.values()), "")
-        fix = f"use a value {op} {limit}"
+        limit = f"{limit:g}" if isinstance(limit, float) else limit
+        msg, fix = f"{msg.rsplit(' ', 1)[0]} {limit}", f"use a value {op} {limit}"
     elif kind == "literal_error":
         fix = f"use {ctx.get('expected', 'one of the listed values')}"
     elif kind in ("too_short", "too_long"):
         fix = f"give exactly {ctx.get('min_length', ctx.get('max_length'))} values, e.g. [2, 2]"
-    shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+    shown = "" if isinstance(got, (dict, list)) else f" (got {quote(got)})"
     return f"{msg}{shown}{'; ' + fix if fix else ''}"
 
 

@@ -6,8 +6,8 @@ validated case -> decomposition -> checks (memory, output directory) -> backend 
 
 from __future__ import annotations
 
+import math
 import os
-import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -26,9 +26,12 @@ from .core.layout import Layout
 from .core.loop import LoopState, TimeLoop
 from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
-from .io.outputs import RESULT_FILES, Outputs, Resume, holds_results, vtk_wanted
+from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
+from .io.fields import check_appendable, hdf5_writer
+from .io.outputs import Outputs, Resume, vtk_wanted
 from .io.safeio import write_text
 from .parallel.comm import Comm, agree, default_threads
+from .parallel.consensus import check_same_case
 from .parallel.exchange import make_exchange
 
 
@@ -76,10 +79,14 @@ class Run:
 
     # set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
+        """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
+        agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
+        agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
+        agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
         self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
@@ -104,8 +111,21 @@ class Run:
         check_memory(self.layout, self.verify_on)
 
     def _check_output_dir(self) -> None:
+        check_not_working_dir(self.layout.outdir)
         if self.comm.rank == 0:
-            prepare_output_dir(self.layout.outdir, self.opts.overwrite, self.resume.appending)
+            check_output(self.layout, self.comm, self.opts.overwrite, self.resume.appending, self._inputs())
+
+    def _inputs(self) -> dict:
+        """Files this run reads, which --overwrite must not remove."""
+        found = {"--restart": self.restart.path} if self.restart else {}
+        if self.case.initial.kind == "file":
+            found["initial.path"] = Path(self.case.initial.path)
+        return found
+
+    def _claim(self) -> None:
+        if self.comm.rank == 0:
+            self.claim = claim(self.layout.outdir, appending=self.resume.appending, overwrite=self.opts.overwrite,
+                               inputs=self._inputs())
 
     def _build(self) -> None:
         case, lay = self.case, self.layout
@@ -118,9 +138,12 @@ class Run:
         self.timer = Timer(trace=case.output.trace)
         self.warm_timer = Timer()
         lay.resolved_yaml = resolved_yaml(lay, self.comm.size)
+
+    def _open_outputs(self) -> None:
+        lay = self.layout
+        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
-        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet)
 
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
@@ -133,6 +156,13 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
+        try:
+            return self._execute()
+        finally:
+            if getattr(self, "claim", None) is not None:
+                self.claim.release()  # the output directory's lock, held for the run's life
+
+    def _execute(self) -> dict:
         self.setup()
         state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
         if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
@@ -192,6 +222,7 @@ class Run:
                 written["record"] = build_record(self.layout, rows, self.facts(), correctness, ceiling)
                 write_record(self.layout.outdir, self.case.output.trace, written["record"], rows)
                 self.outputs.write_timings(rows, self.restart.step if self.restart else 0, self.state.step)
+                write_manifest(self.layout.outdir)
 
         self.outputs.collective_io(write_results, "writing the record")
         record = self.comm.bcast(written.get("record"))
@@ -245,7 +276,7 @@ def open_restart(path: str | None, case, dt: float):
 def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
-    need = 2 * int(np.prod(layout.block.padded)) * itemsize
+    need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
     if verify_on and layout.rank == 0:
         need += 4 * (case.grid.nx + 2) * (case.grid.ny + 2) * itemsize  # reference run on rank 0
     _, available = memory_bytes()
@@ -257,25 +288,12 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
             f"process(es) here; use a smaller grid, dtype float32, or more nodes")
 
 
-def prepare_output_dir(d: Path, overwrite: bool, appending: bool) -> None:
-    """Rank 0: refuse a directory that holds results (unless --overwrite), create it, check it is writable."""
-    if d.exists() and not d.is_dir():
-        raise InputError(f"output.dir: {d} exists and is not a directory; choose another --output")
-    if appending:
-        return  # continue the run in the checkpoint's own directory: output is appended
-    if holds_results(d):
-        if not overwrite:
-            raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
-                             "or choose another --output directory")
-        for name in RESULT_FILES:
-            (d / name).unlink(missing_ok=True)
-        shutil.rmtree(d / "vtk", ignore_errors=True)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"output.dir: cannot create {d} ({exc.strerror}); choose a writable --output") from None
-    if not os.access(d, os.W_OK):
-        raise InputError(f"output.dir: {d} is not writable; choose a writable --output")
+def check_output(layout: Layout, comm: Comm, overwrite: bool, appending: bool, inputs: dict) -> None:
+    """Rank 0, read-only: the output directory (solver.io.claim) and, when appending, its fields.h5."""
+    d, case = layout.outdir, layout.case
+    check_output_dir(d, appending=appending, overwrite=overwrite, inputs=inputs)
+    if appending and (d / "fields.h5").exists():
+        check_appendable(d / "fields.h5", case.shape, np.dtype(case.numerics.dtype), hdf5_writer(comm))
 
 
 def resolved_yaml(layout: Layout, ranks: int) -> str:

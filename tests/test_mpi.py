@@ -104,10 +104,10 @@ def test_more_ranks_than_rows_is_bad_input(tmp_path):
 
 def test_nan_on_one_rank_stops_every_rank_with_exit_4(tmp_path):
     field = np.zeros((30, 20))
-    field[27, 5] = np.inf  # inside the last rank's rows
+    field[26:29, 4:7] = 3e38  # inside the last rank's rows; finite in float32, but a sum of two neighbours is inf
     np.save(tmp_path / "inf.npy", field)
     case = write_case(tmp_path / "n.yaml", grid={"nx": 20, "ny": 30}, run={"steps": 1000, "check_every": 10},
-                      initial={"kind": "file", "path": str(tmp_path / "inf.npy")})
+                      numerics={"dtype": "float32"}, initial={"kind": "file", "path": str(tmp_path / "inf.npy")})
     res = mpirun(3, ["run", str(case), "-q"], timeout=60)
     assert res.returncode == 4, res.stderr
     assert res.stderr.count("NaN or Inf") == 1 and "step 10" in res.stderr

@@ -59,13 +59,23 @@ def test_run_writes_fields_record_and_timings(tmp_path):
     assert set(disk["times"]) >= {"setup", "compile", "warmup", "solve", "output", "total"}
 
 
-def test_nan_in_the_initial_field_is_caught_at_the_next_check(tmp_path):
+def test_inf_that_appears_in_the_field_is_caught_at_the_next_check(tmp_path):
+    field = np.zeros((19, 31))
+    field[6:9, 10:13] = 3e38  # finite in float32 (a NaN or Inf in the file is refused as input), but u+u is inf
+    np.save(tmp_path / "bad.npy", field)
+    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"})
+    with pytest.raises(NumericalError, match="step 10"):
+        run_case(c, options=Options(ceiling=False))
+
+
+def test_nan_in_the_initial_file_is_refused_before_anything_is_written(tmp_path):
     field = np.zeros((19, 31))
     field[7, 11] = np.nan
     np.save(tmp_path / "bad.npy", field)
     c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")})
-    with pytest.raises(NumericalError, match="step 10"):
+    with pytest.raises(InputError, match="nan at row 7, column 11"):
         run_case(c, options=Options(ceiling=False))
+    assert not (tmp_path / "out").exists()
 
 
 def test_existing_results_are_not_overwritten_without_permission(tmp_path):

@@ -126,6 +126,42 @@ if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
   step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
 fi
 
+# access (issue 18; `tools/device_suite.sh access`, not part of "all") ---------------------------------
+# stencil bench access on the GPU (contiguous / strided / random / rows / cols reads, 4 KiB to >= 4x L2);
+# then one 16384^2 float64 run whose record gives upload, kernel and download seconds (docs/answers.md,
+# question 6). One summary line each goes to status.txt, so the short table shows them.
+if [[ $SECTIONS == *" access "* ]]; then
+  step access_gpu 300 $PY -m solver bench access --backend cupy --json "$W/access_gpu.json"
+  A=$(case_file transfers 16384 16384)
+  step access_transfers 120 $PY -m solver run "$A" --steps 500 --dtype float64 --overwrite --quiet
+  $PY - "$W" >> "$W/status.txt" 2>&1 <<'PYEOF'
+import json, sys
+from pathlib import Path
+w = Path(sys.argv[1])
+try:
+    res = json.loads((w / "access_gpu.json").read_text())
+    l2 = res["caches"]["gpu"]["l2_bytes"]
+    sizes = res["sizes"]["cupy"]
+    def at(nbytes):
+        got = {(r["pattern"], r["stride"]): r["gbs"] for r in res["results"] if r["bytes"] == nbytes}
+        return (f"contiguous {got[('contiguous', 1)]:.0f}, stride 8 {got.get(('strided', 8), 0):.0f}, "
+                f"stride 64 {got.get(('strided', 64), 0):.0f}, random {got[('random', 0)]:.0f}")
+    inside = max(s for s in sizes if s <= l2 // 2)
+    print(f"access {res['caches']['gpu']['name']} L2 {l2 >> 20} MiB: GB/s at {inside >> 20} MiB (in L2) "
+          f"{at(inside)}; at {sizes[-1] >> 20} MiB {at(sizes[-1])}")
+except Exception as exc:
+    print(f"access: no summary ({exc})")
+try:
+    rec = json.loads((w / "out" / "transfers" / "record.json").read_text())
+    dev, t = rec["resources"]["devices"][0], rec["timings"]
+    print(f"transfers 16384^2 float64: h2d {dev['h2d_bytes'] / 2**20:.0f} MiB in {dev['h2d_s']:.4f} s, "
+          f"d2h {dev['d2h_bytes'] / 2**20:.0f} MiB in {dev['d2h_s']:.4f} s, kernel {t['compute']['max']:.4f} s "
+          f"for {rec['run']['steps']} steps")
+except Exception as exc:
+    print(f"transfers: no summary ({exc})")
+PYEOF
+fi
+
 # the short table ------------------------------------------------------------------------------------
 {
   echo "== stencil device suite: sections${SECTIONS}on $(hostname), $((SECONDS - T0)) s"

@@ -5,6 +5,8 @@
 #    numba with 1 thread per rank under mpirun at 2, 4, ... ranks (every rank streaming at once);
 # 2. reduction: every variant, GPU ones when cupy sees a GPU; across 4 ranks with Reduce/Allreduce;
 # 3. vectorize: SIMD evidence and the loop vectoriser on/off at a cache-resident and a memory-bound size;
+# 3b. access: contiguous / strided / random / row / column reads from 4 KiB to 4x the last cache, and
+#    the figures of the bench JSON (`stencil report OUTDIR -o OUTDIR/figures`);
 # 4. sweeps of CASE (default: a 4096^2 sine heat case, verified): threads (one process), strong ranks
 #    (one thread each), then `stencil report` for each; CPU sweeps use numba.
 # Everything goes under OUTDIR (JSON, logs, sweep directories with report.md and PNGs); each step's
@@ -49,6 +51,8 @@ step reduction $PY -m solver bench reduction --json "$out/reduction.json"
 step reduction_mpi "${launch[@]}" -n 4 $PY -m solver bench reduction --threads 1 --no-gpu \
   --size 16777216 --json "$out/reduction_mpi.json"
 step vectorize $PY -m solver bench vectorize --json "$out/vectorize.json"
+step access $PY -m solver bench access --json "$out/access.json"  # read GB/s by order and size, caches marked
+step report_bench $PY -m solver report "$out" -o "$out/figures"     # access.png, allreduce.png (reduction_mpi)
 step sweep_threads $PY -m solver sweep threads "$case_file" --threads "$(powers "$cores")" --repeats 3 \
   -o "$out/threads" --overwrite
 step sweep_strong $PY -m solver sweep strong "$case_file" --ranks "$(powers "$cores")" --repeats 3 \

@@ -18,6 +18,7 @@ bytes over the slowest rank's time.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -165,6 +166,29 @@ def mpi_variants(x: np.ndarray, comm, threads: int) -> list[Variant]:
                     note=note + "MPI_Allreduce")]
 
 
+MESSAGE_ELEMENTS = tuple(8**k for k in range(8))  # float64 elements: 8 B to 16 MiB
+
+
+def allreduce_by_size(comm, repeats: int, elements=MESSAGE_ELEMENTS) -> list[dict]:
+    """MPI_Allreduce (sum) of n float64 per rank for each n: median seconds per call (slowest rank), back to
+    back between barriers as median_seconds times them; each result checked (rank r sends r + 1 everywhere,
+    so every element must be size * (size + 1) / 2, exact in float64)."""
+    from mpi4py import MPI
+
+    rows = []
+    for n in elements:
+        send, recv = np.full(n, comm.rank + 1.0), np.empty(n)
+
+        def run() -> float:
+            comm.mpi.Allreduce(send, recv, op=MPI.SUM)
+            return float(recv[-1])
+
+        seconds, _ = median_seconds(Variant(f"Allreduce {n}", "mpi", run, n, 8), comm, repeats)
+        ok = comm.allmax(float(np.any(recv != comm.size * (comm.size + 1) / 2))) == 0
+        rows.append({"elements": n, "bytes": 8 * n, "seconds": seconds, "gbs": 8 * n / seconds / 1e9, "passed": ok})
+    return rows
+
+
 # the bench -------------------------------------------------------------------------------------
 
 def local_data(size: int, dtype: str, rank: int, seed: int = 0) -> np.ndarray:
@@ -208,10 +232,13 @@ def reduction_bench(size: int, lock_size: int, threads: int, dtype: str, gpu: bo
         seconds, value = median_seconds(v, comm, repeats)
         ref = refs["lock"] if v.timed_once else refs[v.where]
         rows.append(result(v, seconds, value, ref, comm))
-    return {"size": size, "lock_size": x_lock.size, "dtype": dtype, "threads": threads, "ranks": comm.size,
-            "repeats": repeats, "cpu": cpu_model(), "cores": cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
+    by_size = allreduce_by_size(comm, repeats) if comm.mpi is not None else []
+    return {"bench": "reduction", "size": size, "lock_size": x_lock.size, "dtype": dtype, "threads": threads,
+            "ranks": comm.size, "repeats": repeats, "cpu": cpu_model(), "cores": cpu_count(),
+            "date": time.strftime("%Y-%m-%d %H:%M"),
             "reference": "math.fsum (exactly rounded); tolerance n * 2**-53 (Higham's bound, any order)",
-            "results": rows}
+            "results": rows, "allreduce_by_size": by_size, "mpi_library": comm.library() if comm.mpi else None,
+            "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
 def print_reduction(res: dict) -> None:
@@ -227,3 +254,7 @@ def print_reduction(res: dict) -> None:
                   f"{r['relative_error']:.1e}", f"{r['tolerance']:.1e}", "ok" if r["passed"] else "FAIL", r["note"])
     Console(width=170).print(t)
     print(f"reference: {res['reference']}; GB/s counts the bytes read once (n x itemsize)")
+    if res.get("allreduce_by_size"):
+        print(f"MPI_Allreduce (sum, float64) on {res['ranks']} rank(s), median of {res['repeats']}, slowest rank: " +
+              ", ".join(f"{r['bytes']} B {r['seconds'] * 1e6:.2f} us" + ("" if r["passed"] else " WRONG")
+                        for r in res["allreduce_by_size"]))

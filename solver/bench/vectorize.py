@@ -25,7 +25,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -119,14 +118,9 @@ def cpu_features() -> list[str]:
 
 def cache_bytes(level: int, default: int) -> int:
     """Size of this CPU's cache at `level` (data/unified), from sysfs; `default` when unknown."""
-    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            if int((d / "level").read_text()) == level and (d / "type").read_text().strip() != "Instruction":
-                size = (d / "size").read_text().strip()
-                return int(size[:-1]) * {"K": 1024, "M": 1 << 20}.get(size[-1], 1) if size[-1] in "KM" else int(size)
-        except (OSError, ValueError):
-            continue
-    return default
+    from ..core.machine import cpu_caches
+
+    return next((c["bytes"] for c in cpu_caches() if c["level"] == level), default)
 
 
 def default_sizes(dtype: str) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """The `stencil` command line: parse and validate, then call one library function.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 verification failed, 4 NaN/Inf in the field,
-5 output failed (disk full, unwritable), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+5 output failed (disk full, quota, read-only, a full stdout), 75 stopped by SIGTERM/SIGINT after a checkpoint.
+A closed stdout (`| head`) ends quietly with the command's own code (solver.cli.stdout).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
+from . import stdout
 
 
 def _is(exc: BaseException, name: str) -> bool:
@@ -31,13 +33,19 @@ class Group(TyperGroup):
     """Usage errors as one line with exit 2 (instead of a usage panel), StencilErrors as their exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        with stdout.guarded():  # a full or closed stdout: solver.cli.stdout
+            self._main(args, prog_name, complete_var, **extra)
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
         except StencilError as exc:
             if exc.report:
                 echo_err(f"error: {exc}")
-            sys.exit(exc.exit_code)
+            _exit(exc.exit_code)
+        except stdout.StdoutFailed as exc:
+            _exit(stdout.exit_code(exc, 0, echo_err))
         except Exception as exc:
             ctx = getattr(exc, "ctx", None)
             if _is(exc, "NoArgsIsHelpError") and ctx is not None:
@@ -51,7 +59,11 @@ class Group(TyperGroup):
                 echo_err("aborted")
                 sys.exit(130)
             raise
-        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+        _exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _exit(code: int) -> None:
+    sys.exit(stdout.flush_or_exit_code(code, echo_err))
 
 
 # Plain (click) help: it wraps long option names at any terminal width, where the rich panels cut them.
@@ -145,7 +157,7 @@ def run(
     if comm.rank == 0:
         from ..results.summary import print_summary
 
-        print_summary(record)
+        stdout.to_stdout(print_summary, record)
     c = record["correctness"]
     if c.get("passed") is False:
         exc = VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
@@ -239,8 +251,8 @@ def tune(
         json_out.write_text(json.dumps(res, indent=1))
 
 
-bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize.",
-                        **HELP)
+bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, "
+                             "access.", **HELP)
 app.add_typer(bench_app, name="bench")
 
 
@@ -344,6 +356,7 @@ def bench_reduction(
         print_reduction(res)
     _write_json(json_out, res, comm)
     bad = [r["variant"] for r in res["results"] if not r["passed"]]
+    bad += [f"MPI_Allreduce of {r['bytes']} B" for r in res.get("allreduce_by_size", []) if not r["passed"]]
     if bad:
         exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
         exc.report = comm.rank == 0
@@ -365,6 +378,32 @@ def bench_vectorize(
     res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
     print_vectorize(res)
     _write_json(json_out, res)
+
+
+@bench_app.command("access")
+def bench_access(
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="numba | cupy (default: numba, and cupy "
+                                                                                "where cupy and a GPU are here)"),
+    threads: int = typer.Option(1, min=1, help="numba threads, each reading its own slice (1: one core's caches)"),
+    sizes: Optional[str] = typer.Option(None, help="array sizes, powers of two: 4K,64K,1M or a range 4K-256M "
+                                                   "(default: 4K to at least 4x the last-level cache)"),
+    strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
+    repeats: int = typer.Option(5, min=1, help="timed rounds; the median is reported"),
+    min_time: float = typer.Option(0.02, min=1e-4, help="seconds one timed call lasts at least"),
+    clock: str = typer.Option("wall", help="wall | cpu: the CPU clock (process CPU time / threads) for a machine "
+                                           "shared with other jobs; both are recorded"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+) -> None:
+    """Read bandwidth by access order (contiguous, strided, random, rows/columns) and size, caches marked."""
+    from ..bench.access import DEFAULT_STRIDES, access_bench, check_options, parse_sizes, print_access, wrong_sums
+
+    names = check_options(backend, clock)
+    res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
+                       _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time, clock)
+    print_access(res)
+    _write_json(json_out, res)
+    if wrong_sums(res):
+        raise VerificationError(f"a pattern did not read every element once: {', '.join(wrong_sums(res))}")
 
 
 sweep_app = typer.Typer(help="Scaling sweeps: each point a normal run; sweep.csv, sweep.md; then `stencil report DIR`.",

@@ -26,7 +26,10 @@ def initial_block(case, block: Block) -> np.ndarray:
         u = np.stack([np.random.default_rng([init.seed, i]).uniform(init.low, init.high, case.grid.nx)[cols.start:cols.stop]
                       for i in rows]).reshape(shape)
     else:
-        u = read_field_file(init.path, init.dataset, case.shape, rows, cols)
+        u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols),
+                                 dtype=case.numerics.dtype)
+        name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset}"
+        return _finite(u, name, rows, cols)  # also after the cast: 1e300 is inf in float32
     return np.ascontiguousarray(u, dtype=case.numerics.dtype)
 
 
@@ -40,15 +43,17 @@ def _hotspot(case, rows: range, cols: range) -> np.ndarray:
 
 
 def read_field_file(path: str, dataset: str | None, shape: tuple[int, int], rows: range, cols: range) -> np.ndarray:
-    """Read only this block of a (ny, nx) array from .npy (memory-mapped) or HDF5."""
+    """Read only this block of a (ny, nx) array from .npy (memory-mapped) or HDF5, and check it: real
+    numbers, and (HDF5 datasets stencil wrote) their checksums; initial_block checks that they are finite."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"initial.path: file {path} not found; give an existing .npy or .h5 file")
     if p.suffix == ".npy":
         try:
             a = np.load(p, mmap_mode="r")
-        except ValueError as exc:
-            raise InputError(f"initial.path: {path} is not a readable .npy file ({exc}); save it with numpy.save") from None
+        except (ValueError, EOFError, OSError) as exc:
+            reason = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
+            raise InputError(f"initial.path: {path} is not a readable .npy file ({reason}); save it with numpy.save") from None
         return _check_and_slice(a, path, shape, rows, cols)
     return _read_h5(p, dataset, shape, rows, cols)
 
@@ -66,9 +71,17 @@ def _read_h5(p: Path, dataset: str | None, shape, rows: range, cols: range) -> n
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise InputError(f"initial.dataset: {dataset!r} not found in {p}; datasets there: {_datasets(f)}")
         d = f[dataset]
-        if d.ndim == 3 and d.shape[1:] == shape:  # a fields.h5 time series: take the last snapshot
-            return d[-1, rows.start:rows.stop, cols.start:cols.stop]
-        return _check_and_slice(d, f"{p}:{dataset}", shape, rows, cols)
+        try:
+            if d.ndim == 3 and d.shape[1:] == shape:  # a fields.h5 time series: take the last snapshot
+                if d.shape[0] == 0:
+                    raise InputError(f"initial.dataset: {p}:{dataset} is a series with no snapshot; give a file "
+                                     "whose run wrote at least one")
+                _check_dtype(d.dtype, f"{p}:{dataset}")
+                return d[-1, rows.start:rows.stop, cols.start:cols.stop]
+            return _check_and_slice(d, f"{p}:{dataset}", shape, rows, cols)
+        except OSError as exc:  # HDF5: a checksum (fletcher32) that does not match, a truncated file
+            raise InputError(f"initial.path: {p}:{dataset} cannot be read ({str(exc).splitlines()[0][:80]}): the file "
+                             "is damaged (a checksum mismatch if stencil wrote it); give an intact copy") from None
 
 
 def _datasets(f) -> str:
@@ -77,11 +90,23 @@ def _datasets(f) -> str:
     return ", ".join(names) or "none"
 
 
+def _check_dtype(dtype, name: str) -> None:
+    if dtype.kind not in "iuf":  # complex would lose its imaginary part; bool, text, objects are no field
+        raise InputError(f"initial.path: {name} holds {dtype} values; it needs real numbers (integer or float)")
+
+
 def _check_and_slice(a, name: str, shape, rows: range, cols: range) -> np.ndarray:
     if tuple(a.shape) != tuple(shape):
         raise InputError(f"initial.path: {name} holds an array of shape {tuple(a.shape)} but the grid needs "
                          f"(ny, nx) = {tuple(shape)}; match grid.nx/ny to the file")
-    block = np.asarray(a[rows.start:rows.stop, cols.start:cols.stop])
-    if not np.issubdtype(block.dtype, np.number):
-        raise InputError(f"initial.path: {name} holds {block.dtype} values; it needs numbers")
+    _check_dtype(a.dtype, name)
+    return np.asarray(a[rows.start:rows.stop, cols.start:cols.stop])
+
+
+def _finite(block: np.ndarray, name: str, rows: range, cols: range) -> np.ndarray:
+    bad = ~np.isfinite(block)
+    if bad.any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        raise InputError(f"initial.path: {name} holds {block[i, j]} at row {rows.start + i}, column {cols.start + j}; "
+                         "every value must be finite")
     return block

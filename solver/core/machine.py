@@ -128,6 +128,29 @@ def last_level_cache_bytes(cores: set[int] | None = None, root: Path = SYS_CPU) 
 
 
 def _size_bytes(text: str) -> int:
+    """sysfs cache size ("48K", "1280K", "32M" or a plain number of bytes) in bytes."""
     text = text.strip().upper()
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
     return int(text.rstrip("KMG")) * scale
+
+
+CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def cpu_caches(root: Path = CACHE_DIR) -> list[dict]:
+    """cpu0's data and unified caches from sysfs, innermost first: level, type, bytes, the number of CPUs
+    sharing one instance, and the line size; [] where sysfs does not say (not Linux, a container hiding it)."""
+    caches = []
+    for d in sorted(root.glob("index*")):
+        try:
+            kind = (d / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            shared = (d / "shared_cpu_list").read_text().strip()
+            caches.append({"level": int((d / "level").read_text()), "type": kind,
+                           "bytes": _size_bytes((d / "size").read_text()),
+                           "shared_by": len(parse_cpulist(shared)) if shared else 1,
+                           "line_bytes": int((d / "coherency_line_size").read_text())})
+        except (OSError, ValueError):
+            continue
+    return sorted(caches, key=lambda c: c["level"])

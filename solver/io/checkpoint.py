@@ -22,6 +22,7 @@ own block.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,13 @@ class Checkpoint:
         import h5py
 
         (r0, r1), (c0, c1) = block.rows, block.cols
-        with h5py.File(self.path, "r") as f:
-            return f["u"][r0:r1, c0:c1]
+        try:
+            with h5py.File(self.path, "r") as f:
+                return f["u"][r0:r1, c0:c1]
+        except OSError as exc:  # a chunk whose checksum (fletcher32) does not match, a truncated file
+            raise InputError(f"--restart: dataset /u of {self.path} cannot be read (rows {r0}-{r1 - 1}: "
+                             f"{str(exc).splitlines()[0][:80]}): the checkpoint is damaged; restart from an intact "
+                             "copy") from None
 
     @property
     def directory(self) -> Path:
@@ -170,7 +176,7 @@ def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
 def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
     """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
     write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
 
 
@@ -213,7 +219,8 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
 
 def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
     ny, nx = shape
-    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx))
+    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx),
+                         fletcher32=True)  # a checksum per chunk, verified by every read (restart)
     tol = meta.get("tolerance")
     f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,

@@ -22,6 +22,7 @@ HDF5 needs to extend them collectively (ParallelFieldFile); the streaming path w
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -150,6 +151,33 @@ def chunk_rows(nx: int, itemsize: int) -> int:
     return max(1, (1 << 20) // (nx * itemsize))  # about 1 MiB chunks
 
 
+def check_appendable(path: Path, shape: tuple[int, int], dtype, writer: str) -> None:
+    """InputError unless `path` is a fields.h5 a restart can append to: readable, a (snapshots, ny, nx)
+    series of this case's dtype, its step and time lists intact (checksums verified). Read-only: a
+    restart checks this before it writes anything."""
+    import h5py
+
+    fix = "move it away or restart into another --output directory"
+    try:
+        with h5py.File(path, "r") as f:
+            u = f.get("u")
+            if not isinstance(u, h5py.Dataset) or u.shape[1:] != tuple(shape) or u.dtype != dtype:
+                raise InputError(f"--restart: {path} does not hold a {tuple(shape)} {np.dtype(dtype)} /u series for "
+                                 f"this case; {fix}")
+            names = ("u", "step", "time")
+            if any(not isinstance(f.get(n), h5py.Dataset) or f[n].shape[0] != u.shape[0] for n in names[1:]):
+                raise InputError(f"--restart: {path} has no /step and /time of /u's length; {fix}")
+            for name in names[1:]:
+                f[name][()]  # noqa: B018 - read to verify the checksums
+            if writer == "mpio" and not all(allocated_early(f[name]) for name in names):
+                raise InputError(f"--restart: {path} was written by an older stencil whose datasets parallel HDF5 "
+                                 "cannot extend; continue with STENCIL_HDF5_MPIO=0 set (rank 0 writes it) or restart "
+                                 "into another --output directory")
+    except OSError as exc:
+        raise InputError(f"--restart: {path} cannot be opened to append to it ({str(exc).splitlines()[0][:80]}); "
+                         f"{fix}") from None
+
+
 class FieldFile:
     """fields.h5 on rank 0: created new, or (resume_step given) continued after that step.
 
@@ -173,10 +201,10 @@ class FieldFile:
 
     def _create(self, f, case, spacing, resolved_yaml: str) -> None:
         ny, nx = self.shape
-        f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype,
+        f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype, fletcher32=True,
                          chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=early_allocation())
-        f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", dcpl=early_allocation())
-        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation())
+        f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", dcpl=early_allocation(), fletcher32=True)
+        f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation(), fletcher32=True)
         dx, dy = spacing
         f.attrs.update({
             "dx": dx, "dy": dy, "origin": [dx, dy], "lx": case.grid.lx, "ly": case.grid.ly,
@@ -187,21 +215,8 @@ class FieldFile:
 
     def _reopen(self, h5py, resume_step: int, resolved_yaml: str):
         """Open an existing fields.h5 to append; drop snapshots taken after `resume_step`."""
-        try:
-            f = h5py.File(self.path, "r+")
-        except OSError as exc:
-            raise InputError(f"--restart: {self.path} cannot be opened to append to it ({exc}); move it away or "
-                             "restart into another --output directory") from None
-        u = f.get("u")
-        if u is None or u.shape[1:] != self.shape or u.dtype != self.dtype:
-            f.close()
-            raise InputError(f"--restart: {self.path} does not hold a {self.shape} {self.dtype} /u series for this "
-                             "case; move it away or restart into another --output directory")
-        if self.writer == "mpio" and not all(allocated_early(f[name]) for name in ("u", "step", "time")):
-            f.close()
-            raise InputError(f"--restart: {self.path} was written by an older stencil whose datasets parallel HDF5 "
-                             "cannot extend; continue with STENCIL_HDF5_MPIO=0 set (rank 0 writes it) or restart into "
-                             "another --output directory")
+        check_appendable(self.path, self.shape, self.dtype, self.writer)
+        f = h5py.File(self.path, "r+")
         reserve(self.path, f.id.get_filesize() + len(resolved_yaml) + RESERVE_SLACK)
         keep = int(np.count_nonzero(f["step"][()] <= resume_step))
         for name in ("u", "step", "time"):
@@ -324,7 +339,7 @@ class ParallelFieldFile:
         """Rank 0 makes room for one more snapshot; False on the other ranks when it could not (rank 0 raises)."""
         err = None
         if self.comm.rank == 0:
-            nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+            nbytes = math.prod(self.shape) * self.dtype.itemsize
             try:
                 reserve(self.path, self.path.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
             except OSError as exc:

@@ -188,8 +188,9 @@ def agree(comm: Comm, fn):
         result = fn()
     except StencilError as exc:
         err = exc
-    except (OSError, MemoryError) as exc:
-        err = InputError(f"{type(exc).__name__}: {exc}")
+    except (OSError, MemoryError) as exc:  # name the file where there is one (errors must say which)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        err = InputError(f"{where}{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}")
     codes = [0] if comm.mpi is None else comm.mpi.allgather(err.exit_code if err else 0)
     if err is None and not any(codes):
         return result

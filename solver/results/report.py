@@ -1,11 +1,15 @@
-"""`stencil report DIR`: PNG charts and report.md for a sweep (sweep.json) or a run (record.json).
+"""`stencil report DIR`: PNG charts and report.md for a sweep (sweep.json), a run (record.json), or a directory
+of benchmark results (`stencil bench access` / `bench reduction` JSON files).
 
 Sweep charts: scaling.png (speedup against ideal, efficiency), breakdown.png (compute / comm / wait /
 other per step for each point, mean over ranks), bandwidth.png (achieved effective bandwidth against
 the copy ceiling, and a roofline view: attainable GFLOP/s = ceiling x arithmetic intensity).
 Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
-wrote trace.json). Figures are built as matplotlib Figure objects (no pyplot state, Agg canvas) so
-tests can count their series; every axis has a label with units, every chart a title and a legend.
+wrote trace.json). Benchmark results: <stem>.png per `bench access` JSON (GB/s by array size per access
+pattern, the caches drawn as labelled vertical lines), allreduce.png from the `bench reduction` JSONs run
+under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/mpi_scaling.py
+JSON-lines file (speedup and bandwidth against ranks; tools/plot_scaling.py draws the same). Figures
+are built as matplotlib Figure objects (no pyplot state, Agg canvas) so tests can count their series; every axis has a label with units, every chart a title and a legend.
 """
 
 from __future__ import annotations
@@ -217,6 +221,203 @@ def fig_timeline(trace: dict, steps: int = TIMELINE_STEPS):
     return fig
 
 
+# figures: bench results (stencil bench access / reduction --json) -----------------------------------
+
+PATTERN_STYLE = {"contiguous": dict(color="tab:blue", lw=2.2, marker="o"),
+                 "random": dict(color="k", ls="--", marker="x"), "rows": dict(color="tab:blue", lw=2.2, marker="o"), "cols": dict(color="tab:red", lw=2.2, marker="s")}
+
+
+PATTERN_TEXT = {"rows": "row-major (unit stride)", "cols": "column-major (stride = row length)",
+                "random": "random (precomputed permutation)"}
+
+
+def _size_axis(ax, sizes: list[int]) -> None:
+    from ..bench.access import human
+
+    ax.set_xscale("log", base=2)
+    ticks = sizes[::2] if len(sizes) > 9 else sizes
+    ax.set_xticks(ticks, [human(b).replace(" ", "") for b in ticks], rotation=45, fontsize=7)
+    ax.minorticks_off()
+
+
+def cache_lines(ax, marks: list[dict]) -> None:
+    """A vertical line at each cache's capacity, labelled at the top (L1/L2/L3...)."""
+    for m in marks:
+        ax.axvline(m["bytes"], color="gray", lw=0.9, ls=":")
+        ax.annotate(m["label"], (m["bytes"], 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
+                    textcoords="offset points", fontsize=7, color="dimgray", rotation=90, va="top")
+
+
+def fig_access(res: dict, backend: str):
+    """Left: contiguous, each stride and random by array size; right: a 2-D array read by rows and by columns.
+    GB/s on a log scale; the caches' capacities drawn as labelled vertical lines."""
+    from ..bench.access import columns, label
+
+    rows = [r for r in res["results"] if r["backend"] == backend]
+    fig, (a, b) = new_figure(2, 5.6)
+    strides = sorted({r["stride"] for r in rows if r["pattern"] == "strided"})
+    shades = {s: matplotlib_colour(k, len(strides)) for k, s in enumerate(strides)}
+    for ax, names in ((a, ("contiguous", "strided", "random")), (b, ("rows", "cols"))):
+        for key in [c for c in columns(res, backend) if c.split()[0] in names or c.startswith("stride") and
+                    "strided" in names]:
+            pts = sorted((r["bytes"], r["gbs"]) for r in rows if label(r) == key)
+            style = PATTERN_STYLE.get(key) or dict(color=shades[int(key.split()[1])], marker=".", lw=1.2)
+            text = PATTERN_TEXT.get(key, key + (" elements" if "stride" in key else ""))
+            ax.plot(*zip(*pts), label=text, **style)
+        cache_lines(ax, res["marks"][backend])
+        _size_axis(ax, res["sizes"][backend])
+        ax.set(yscale="log", xlabel="array size (bytes read per pass)", ylabel="read bandwidth (GB/s, 8 B per element)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="lower left")
+    a.set_title("Access order against array size")
+    b.set_title("2-D array: row-major against column-major traversal")
+    who = (f"{res['cpu']}, {res['threads']} numba thread(s)" if backend == "numba"
+           else res["caches"]["gpu"]["name"] + " (CuPy)")
+    clock = {"cpu": "CPU time per thread", "wall": "wall clock"}[res.get("clock", "wall")] if backend == "numba" \
+        else "CUDA events"
+    fig.suptitle(f"stencil bench access: {who}; median of {res['repeats']}, {clock}; {res['date']}", fontsize=8)
+    return fig
+
+
+def matplotlib_colour(k: int, n: int):
+    from matplotlib import colormaps
+
+    return colormaps["viridis"](0.15 + 0.75 * k / max(n - 1, 1))
+
+
+def fig_allreduce(runs: list[dict]):
+    """MPI_Allreduce time per call against message size, one line per rank count (from `bench reduction`)."""
+    fig, (ax,) = new_figure()
+    for res in sorted(runs, key=lambda r: r["ranks"]):
+        pts = [(r["bytes"], r["seconds"] * 1e6) for r in res["allreduce_by_size"]]
+        ax.plot(*zip(*pts), "o-", label=f"{res['ranks']} rank(s)")
+    sizes = sorted({r["bytes"] for res in runs for r in res["allreduce_by_size"]})
+    _size_axis(ax, sizes)
+    ax.set(yscale="log", title="MPI_Allreduce (sum of float64) against message size",
+           xlabel="message size per rank (bytes)", ylabel="time per call (us, median, slowest rank)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    first = runs[0]
+    lib = " ".join((first.get("mpi_library") or "MPI").split())
+    fig.suptitle(f"stencil bench reduction: {lib}; {first['cpu']}; {first['date']}",
+                 fontsize=8)
+    return fig
+
+
+def fig_mpi_scaling(rows: list[dict], where: str):
+    """tools/mpi_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
+    decomposition with the blocking and overlap halos), and strong scaling's bandwidth against the copy
+    (and memcpy) ceiling measured at the same rank count."""
+    from collections import defaultdict
+
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["scaling"], r["decomposition"], r["halo"])].append(r)
+    fig, axes = new_figure(3, 5.0)
+    ranks = sorted({r["ranks"] for r in rows})
+    for ax, scaling in zip(axes[:2], ("strong", "weak")):
+        ax.plot(ranks, ranks, "k--", label="ideal")
+        for (sc, dec, halo), rs in sorted(groups.items()):
+            if sc != scaling or halo == "nonblocking" or "+" in halo:  # "+dynamic": see the tables
+                continue
+            rs.sort(key=lambda r: r["ranks"])
+            t1 = rs[0]["seconds_per_step"]
+            speedup = [t1 / r["seconds_per_step"] * (r["ranks"] if scaling == "weak" else 1) for r in rs]
+            ax.plot([r["ranks"] for r in rs], speedup, marker="o", label=f"{dec}, {halo}")
+        first = next((r for r in rows if r["scaling"] == scaling), None)
+        grid = "" if first is None else f"{first['ny']} x {first['nx']}" if scaling == "strong" else \
+            f"{first['ny']} x {first['nx']} per rank"
+        ax.set(title=f"{scaling} scaling ({grid})", xlabel="MPI ranks (1 thread each)", ylabel="speedup vs 1 rank",
+               xscale="log", yscale="log")
+        ax.set_xticks(ranks, [str(r) for r in ranks])
+        ax.legend()
+    ax = axes[2]
+    strong = sorted(groups[("strong", "rows", "overlap")], key=lambda r: r["ranks"])
+    n = [r["ranks"] for r in strong]
+    ax.plot(n, [r["copy_gbs"] for r in strong], "k--", marker="s", label="copy, ordinary stores, same ranks (ceiling)")
+    if all("memcpy_gbs" in r for r in strong):
+        ax.plot(n, [r["memcpy_gbs"] for r in strong], ":", color="grey", marker="s",
+                label="memcpy (non-temporal stores), same ranks")
+    for dec in ("rows", "cart"):
+        rs = sorted(groups[("strong", dec, "overlap")], key=lambda r: r["ranks"])
+        ax.plot([r["ranks"] for r in rs], [r["gbs"] for r in rs], marker="o",
+                label=f"stencil effective GB/s, {dec} overlap")
+    ax.set(title="strong scaling: bandwidth against the ceiling", xlabel="MPI ranks", ylabel="GB/s (read + write)",
+           xscale="log", yscale="log")
+    ax.set_xticks(n, [str(r) for r in n])
+    ax.legend(fontsize=8)
+    fig.suptitle(f"stencil, numba per-step kernel, float64 - {where}")
+    return fig
+
+
+def load_scaling_rows(path: Path) -> list[dict] | None:
+    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else."""
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+    keys = {"scaling", "decomposition", "halo", "ranks", "seconds_per_step", "gbs", "copy_gbs"}
+    return rows if rows and all(isinstance(r, dict) and keys <= r.keys() for r in rows) else None
+
+
+def load_bench_results(d: Path) -> dict[str, dict]:
+    """The `stencil bench access` and `stencil bench reduction` JSON files of a directory, by file stem."""
+    found = {}
+    for path in sorted(d.glob("*.json")):
+        try:
+            res = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(res, dict) and res.get("bench") in ("access", "reduction"):
+            found[path.stem] = res
+    for path in sorted(d.glob("*.jsonl")):
+        rows = load_scaling_rows(path)
+        if rows:
+            found[path.stem] = {"bench": "mpi_scaling", "rows": rows, "where": f"{d.resolve().name}/{path.name}"}
+    return found
+
+
+def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
+    from ..bench.access import columns, human
+
+    figs, md = {}, ["# Benchmark figures", ""]
+    for stem, res in found.items():
+        if res["bench"] != "access":
+            continue
+        for backend in res["marks"]:
+            name = f"{stem}.png" if len(res["marks"]) == 1 else f"{stem}_{backend}.png"
+            figs[name] = fig_access(res, backend)
+            cols = columns(res, backend)
+            md += [f"## {stem}: {backend}", "", f"`stencil bench access` on {res['cpu']}, {res['date']}; caches: "
+                   + ", ".join(m["label"] for m in res["marks"][backend]) + "; read GB/s, median of "
+                   f"{res['repeats']}.", "", f"![access]({name})", "", "| array | " + " | ".join(cols) + " |",
+                   "|---" * (len(cols) + 1) + "|"]
+            for nbytes in res["sizes"][backend]:
+                got = _by_label(res, backend, nbytes)
+                md.append(f"| {human(nbytes)} | " + " | ".join(f"{got[c]['gbs']:.3g}" if c in got else "-"
+                                                               for c in cols) + " |")
+            md.append("")
+    for stem, res in found.items():
+        if res["bench"] == "mpi_scaling":
+            figs[f"{stem}.png"] = fig_mpi_scaling(res["rows"], res["where"])
+            md += [f"## {stem}: MPI scaling", "", f"`tools/mpi_scaling.py` rows from {res['where']}.", "",
+                   f"![scaling]({stem}.png)", ""]
+    mpi = [r for r in found.values() if r["bench"] == "reduction" and r.get("allreduce_by_size")]
+    if mpi:
+        figs["allreduce.png"] = fig_allreduce(mpi)
+        md += ["## MPI_Allreduce by message size", "", "![allreduce](allreduce.png)", ""]
+    if not figs:
+        raise InputError("no `stencil bench access` result, no `stencil bench reduction` result run under MPI and no "
+                         "tools/mpi_scaling.py JSON lines in this directory: write them there with --json")
+    return figs, "\n".join(md)
+
+
+def _by_label(res: dict, backend: str, nbytes: int) -> dict:
+    from ..bench.access import label
+
+    return {label(r): r for r in res["results"] if r["backend"] == backend and r["bytes"] == nbytes}
+
+
 # report.md -------------------------------------------------------------------------------------
 
 def problem(rec: dict) -> list[str]:
@@ -421,9 +622,12 @@ def make_report(directory: Path, output: Path | None = None) -> Path:
         figs, md = sweep_report(load_sweep(d))
     elif (d / "record.json").exists():
         figs, md = run_report(d)
+    elif load_bench_results(d):
+        figs, md = bench_report(load_bench_results(d))
     else:
-        raise InputError(f"{d}: neither a sweep (sweep.json) nor a run (record.json) is there; give a directory "
-                         "that `stencil sweep` or `stencil run` wrote")
+        raise InputError(f"{d}: neither a sweep (sweep.json), a run (record.json) nor benchmark results (JSON from "
+                         "`stencil bench access` or `bench reduction --json`) are there; give a directory that "
+                         "`stencil sweep` or `stencil run` wrote, or one holding those JSON files")
     out = Path(output or d)
     try:
         out.mkdir(parents=True, exist_ok=True)
