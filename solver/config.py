@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from .core.errors import InputError
 
@@ -55,10 +55,16 @@ class Physics(Section):
 
 
 class Sine(Section):
-    """The lowest discrete eigenmode with zero boundaries: an exact solution is known."""
+    """A discrete eigenmode of the update for the case's boundary kinds: an exact solution is known.
+
+    Along an axis with Dirichlet sides sin(pi k (j+1)/(n+1)), Neumann sides cos(pi k (j+1/2)/n), periodic
+    cos(2 pi k (j+1/2)/n), Dirichlet on one side and Neumann on the other sin(pi (k-1/2) (j+1)/(n+1/2))
+    (mirrored for Neumann-Dirichlet). Exact with zero Dirichlet values and zero fluxes."""
 
     kind: Literal["sine"]
     value: float = Field(1.0, description="amplitude")
+    k: list[int] = Field(default_factory=lambda: [1, 1], min_length=2, max_length=2, description=(
+        "wave numbers [kx, ky]: >= 1 along an axis with a Dirichlet side, >= 0 along Neumann or periodic axes"))
 
 
 class Hotspot(Section):
@@ -96,13 +102,65 @@ class FromFile(Section):
 Initial = Annotated[Union[Sine, Hotspot, Constant, Random, FromFile], Field(discriminator="kind")]
 
 
-class Boundary(Section):
-    """Dirichlet values per side; they never change during a run."""
+class Dirichlet(Section):
+    """A fixed value on the side; the wall lies one spacing outside the first interior point."""
 
-    top: float = 0.0
-    bottom: float = 0.0
-    left: float = 0.0
-    right: float = 0.0
+    kind: Literal["dirichlet"]
+    value: float = Field(0.0, description="the boundary value u on this side (constant in time)")
+
+
+class Neumann(Section):
+    """A fixed normal derivative; the wall lies half a spacing outside the first interior point."""
+
+    kind: Literal["neumann"]
+    flux: float = Field(0.0, description=(
+        "outward normal derivative du/dn at the wall (0 = insulated); the ghost is the first interior point "
+        "+ flux x spacing, so flux > 0 lets heat in (inward heat flux alpha x flux), flux < 0 draws it out"))
+
+
+class Periodic(Section):
+    """The side wraps to the opposite one (give both sides of the axis); the period is nx (or ny) points."""
+
+    kind: Literal["periodic"]
+
+
+SideKind = Annotated[Union[Dirichlet, Neumann, Periodic], Field(discriminator="kind")]
+BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "periodic": Periodic}
+
+
+def _number_is_dirichlet(v: Any) -> Any:
+    """`top: 1.5` (a plain number, as in older case files) means {kind: dirichlet, value: 1.5}."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {"kind": "dirichlet", "value": float(v)}
+    return v
+
+
+Side = Annotated[SideKind, BeforeValidator(_number_is_dirichlet, json_schema_input_type=Union[float, SideKind])]
+_SIDE_HELP = ("a number (Dirichlet value), or {kind: dirichlet, value: V}, {kind: neumann, flux: G} "
+              "(G = outward du/dn; 0 = insulated), {kind: periodic} (on both sides of the axis)")
+
+
+def _dirichlet(value: float = 0.0) -> Dirichlet:
+    return Dirichlet(kind="dirichlet", value=value)
+
+
+class Boundary(Section):
+    """One kind per side; they never change during a run (discretisation: README, solver/core/boundary.py)."""
+
+    top: Side = Field(default_factory=_dirichlet, description=f"side y = ly: {_SIDE_HELP}")
+    bottom: Side = Field(default_factory=_dirichlet, description=f"side y = 0: {_SIDE_HELP}")
+    left: Side = Field(default_factory=_dirichlet, description=f"side x = 0: {_SIDE_HELP}")
+    right: Side = Field(default_factory=_dirichlet, description=f"side x = lx: {_SIDE_HELP}")
+
+    @model_validator(mode="after")
+    def _periodic_in_pairs(self) -> Boundary:
+        for a, b, axis in (("left", "right", "x"), ("bottom", "top", "y")):
+            ka, kb = getattr(self, a).kind, getattr(self, b).kind
+            if (ka == "periodic") != (kb == "periodic"):
+                one, other = (a, b) if ka == "periodic" else (b, a)
+                raise ValueError(f"boundary.{other}: boundary.{one} is periodic, so {other} must be too (the period "
+                                 f"runs along {axis}); set both to {{kind: periodic}} or neither")
+        return self
 
 
 class Run(Section):
@@ -120,10 +178,16 @@ class BackendSettings(Section):
     name: Literal["numpy", "numba", "cupy"] = "numba"
     threads: int | None = Field(None, ge=1, le=1 << 16, description="numba threads per rank; null = cores / ranks on the node")
     time_tile: int | None = Field(None, ge=1, le=64, description=(
-        "numba on one process: steps fused into one sweep through memory (temporal blocking); null = 4, 1 = off"))
-    kernel: str | None = Field(None, max_length=100, description="cupy only: naive | tiled | rows | vec | expr; null = tuned or vec")
+        "steps fused per pass (temporal blocking). numba: one sweep through memory; under MPI also the halo "
+        "depth, exchanged once per tile; null = the stored `stencil bench --tune` choice, else the deepest tile "
+        "up to 8 whose recomputed rows stay within 10% of a block's. cupy (one process): steps per launch of "
+        "wave/wave2, at most 16; null = tuned or 8. Neumann sides and a periodic axis one rank spans take "
+        "plain steps. 1 = off"))
+    kernel: str | None = Field(None, max_length=100, description=(
+        "cupy only: naive | tiled | rows | vec | expr | wave | wave2; null = tuned, else wave2 (vec with time_tile 1)"))
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
-        "cupy only: [bx, by] threads (naive, tiled) or [threads, rows per thread] (rows, vec); null = tuned/default"))
+        "cupy only: [bx, by] threads (naive, tiled), [threads, rows per thread] (rows, vec) or [threads, rows per "
+        "warp] (wave, wave2); null = tuned/default"))
 
 
 class Parallel(Section):
@@ -184,14 +248,14 @@ class Case(Section):
         if self.backend.name == "cupy":
             from .backends.cupy_kernels import settings_problem  # pure Python: cupy is not imported here
 
-            problem = settings_problem(self.backend.kernel, self.backend.block)
+            problem = settings_problem(self.backend.kernel, self.backend.block, self.backend.time_tile)
             if problem:
                 raise ValueError(problem)
         elif self.parallel.transport != "auto":
             raise ValueError(f"parallel.transport: {self.parallel.transport} applies to backend cupy only; "
                              "remove it or use backend.name: cupy")
-        if self.backend.time_tile is not None and self.backend.name != "numba":
-            raise ValueError("backend.time_tile: applies to backend numba only; remove it or use name: numba")
+        if self.backend.time_tile is not None and self.backend.name == "numpy":
+            raise ValueError("backend.time_tile: applies to backends numba and cupy; remove it or use one of them")
         if self.parallel.dims is not None:
             if self.parallel.decomposition != "cart":
                 raise ValueError("parallel.dims: applies to decomposition cart only; remove it or set decomposition: cart")
@@ -204,9 +268,24 @@ class Case(Section):
                 raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
         if self.physics.equation == "heat" and self.run.tolerance is not None:
             raise ValueError("run.tolerance: applies to equation laplace only; remove it or set physics.equation: laplace")
+        self._check_boundary_kinds()
         if self.output.dir is None:
             self.output.dir = f"output/{self.name}"
         return self
+
+    def _check_boundary_kinds(self) -> None:
+        b = self.boundary
+        sides = {name: getattr(b, name) for name in ("bottom", "top", "left", "right")}
+        if self.physics.equation == "laplace" and not any(s.kind == "dirichlet" for s in sides.values()):
+            raise ValueError("boundary: laplace with no Dirichlet side is singular (u + any constant also solves it, "
+                             "and fixed fluxes may have no solution); make at least one side a number or "
+                             "{kind: dirichlet, value: V}, or use physics.equation: heat")
+        if self.initial.kind == "sine":
+            for k, (lo, hi), axis in zip(self.initial.k, (("left", "right"), ("bottom", "top")), "xy"):
+                least = 1 if "dirichlet" in (sides[lo].kind, sides[hi].kind) else 0
+                if k < least:
+                    raise ValueError(f"initial.k: k{axis} = {k} but the {axis} axis has a Dirichlet side, where the "
+                                     f"modes start at 1; use k{axis} >= 1")
 
     # Derived values used everywhere -------------------------------------------------------------
     @property
@@ -228,7 +307,8 @@ def _check_ranges(case: Case) -> None:
 
     big = float(np.finfo(case.numerics.dtype).max)
     init = case.initial
-    values = {f"boundary.{k}": v for k, v in case.boundary.model_dump().items()}
+    values = {f"boundary.{side}" + ("" if key == "value" else f".{key}"): v
+              for side, spec in case.boundary.model_dump().items() for key, v in spec.items() if key != "kind"}
     values.update({f"initial.{k}": getattr(init, k) for k in ("value", "background", "low", "high") if hasattr(init, k)})
     for name, v in values.items():
         if abs(v) > big:
@@ -255,6 +335,7 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
     "--decomposition": ("parallel", "decomposition"),
     "--balance": ("parallel", "balance"),
     "--kernel": ("backend", "kernel"),
+    "--time-tile": ("backend", "time_tile"),
 }
 
 
@@ -392,13 +473,13 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
     lines = []
     for err in exc.errors(include_url=False):
         loc, message = _field_path(err["loc"]), _message(err)
-        if not loc and err["type"] == "value_error":  # cross-field checks name their field themselves
-            loc, _, message = message.partition(": ")
+        head, sep, rest = message.partition(": ")
+        if err["type"] == "value_error" and sep and " " not in head and head.startswith(loc):
+            loc, message = head, rest  # cross-field checks name their field themselves
         option = _option_for(loc, options)
         where = f"{option} (field {loc})" if option else (loc or "case")
         if err["type"] == "extra_forbidden":
-            raw = [str(p) for p in err["loc"]]
-            message = _unknown_field(loc, raw[1] if raw[0] == "initial" and len(raw) > 2 else None)
+            message = _unknown_field(loc, _union_tag(err["loc"]))
         lines.append(f"{source}: {where}: {message}")
     return lines
 
@@ -407,7 +488,23 @@ def _field_path(loc: tuple) -> str:
     parts = [str(p) if len(str(p)) <= QUOTE_CHARS else quote(str(p)) for p in loc]
     if len(parts) >= 2 and parts[0] == "initial" and parts[1] in _INITIAL_KINDS:
         del parts[1]  # the discriminated union puts the tag in the location
+    elif len(parts) >= 3 and parts[0] == "boundary" and parts[2] in BOUNDARY_KINDS:
+        del parts[2]
     return ".".join(parts)
+
+
+def _union_tag(loc: tuple) -> str | None:
+    """The kind a discriminated union chose, from an error location (initial.<kind>..., boundary.<side>.<kind>...)."""
+    parts = [str(p) for p in loc]
+    if parts[0] == "initial" and len(parts) > 2:
+        return parts[1]
+    if parts[0] == "boundary" and len(parts) > 3:
+        return parts[2]
+    return None
+
+
+def _kinds_at(loc: tuple) -> set[str]:
+    return set(BOUNDARY_KINDS) if loc and loc[0] == "boundary" else _INITIAL_KINDS
 
 
 def _option_for(loc: str, options: dict) -> str | None:
@@ -423,10 +520,13 @@ def _message(err: dict) -> str:
         return "required field is missing; add it (see `stencil schema` or cases/quickstart.yaml)"
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
+    kinds = ", ".join(sorted(_kinds_at(err["loc"])))
     if kind == "union_tag_invalid":
-        return f"unknown kind {quote(err['ctx'].get('tag'))}; use one of {', '.join(sorted(_INITIAL_KINDS))}"
+        return f"unknown kind {quote(err['ctx'].get('tag'))}; use one of {kinds}"
     if kind == "union_tag_not_found":
-        return f"needs a 'kind'; use one of {', '.join(sorted(_INITIAL_KINDS))}"
+        return f"needs a 'kind'; use one of {kinds}"
+    if kind == "model_attributes_type" and err["loc"][:1] == ("boundary",):
+        return f"give {_SIDE_HELP}"
     fix = _FIXES.get(kind, "")
     ctx = err.get("ctx") or {}
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
@@ -473,6 +573,11 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
     """'unknown field' with the closest known name; for initial, the fields of the kind in use."""
     section, _, name = loc.rpartition(".")
     known = _KNOWN.get(section, [])
+    if section.startswith("boundary.") and kind in BOUNDARY_KINDS:
+        own = list(BOUNDARY_KINDS[kind].model_fields)
+        close = difflib.get_close_matches(name, own, n=1)
+        return f"unknown field '{name}' for kind {kind}; " + (f"did you mean '{close[0]}'?" if close else
+                                                               f"fields of {kind}: {', '.join(own)}")
     if kind in _INITIAL_MODELS:
         own = list(_INITIAL_MODELS[kind].model_fields)
         if name in known:
@@ -499,10 +604,9 @@ DESCRIPTIONS = {
     "Case.parallel": "MPI decomposition, halo exchange and load balance",
     "Case.output": "result directory, snapshots, VTK, checkpoints and trace",
     "BackendSettings.name": "numpy (reference) | numba (CPU threads, SIMD) | cupy (NVIDIA GPU)",
-    "Boundary.top": "u on the side y = ly",
-    "Boundary.bottom": "u on the side y = 0",
-    "Boundary.left": "u on the side x = 0",
-    "Boundary.right": "u on the side x = lx",
+    "Dirichlet.kind": "dirichlet: a fixed value u on the side",
+    "Neumann.kind": "neumann: a fixed outward normal derivative du/dn (flux) on the side; flux 0 = insulated",
+    "Periodic.kind": "periodic: the side wraps to the opposite one (give both sides of the axis)",
     "Constant.kind": "constant: the same value everywhere",
     "Constant.value": "the value of every interior point",
     "FromFile.kind": "file: read the field from a .npy or HDF5 file",
@@ -524,7 +628,7 @@ DESCRIPTIONS = {
     "Random.seed": "random generator seed",
     "Random.low": "lower bound (included)",
     "Random.high": "upper bound (excluded)",
-    "Sine.kind": "sine: the lowest discrete eigenmode (exact solution known: use it to verify)",
+    "Sine.kind": "sine: a discrete eigenmode for the boundary kinds, wave numbers k (exact solution known: use it to verify)",
 }
 
 

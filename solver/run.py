@@ -18,9 +18,10 @@ import yaml
 
 from .backends import backend_class
 from .core import physics
+from .core.boundary import make_fill, periodic_axes
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
-from .core.field import padded_field
+from .core.field import padded_field, set_edges
 from .core.initial import initial_block
 from .core.layout import Layout
 from .core.loop import LoopState, TimeLoop
@@ -101,7 +102,7 @@ class Run:
         node_rank, node_size = comm.node()
         self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
                              w=physics.weights(case).cast(case.numerics.dtype), dims=dims, rank=comm.rank,
-                             blocks=all_blocks(case.shape, dims), outdir=Path(case.output.dir),
+                             blocks=all_blocks(case.shape, dims, periodic_axes(case)), outdir=Path(case.output.dir),
                              threads=case.backend.threads or default_threads(comm.node_cores(), node_rank),
                              node_rank=node_rank, node_size=node_size, vtk_on=vtk_wanted(case, comm.rank))
         self.resume = Resume.of(self.restart, self.layout.outdir)
@@ -132,6 +133,11 @@ class Run:
         interior = self.restart.read_block(lay.block) if self.restart else initial_block(case, lay.block)
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
+        self.backend.boundary = make_fill(case, lay.block)
+        if hasattr(self.backend, "use_tuned"):  # numba: the stored time/cache tile, rank 0's for every rank
+            from .backends.numba_backend import stored_tile
+
+            self.backend.use_tuned(self.comm.bcast(stored_tile(case.numerics.dtype, lay.threads) if self.comm.rank == 0 else None))
         host = padded_field(case, lay.block, interior)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)
@@ -148,11 +154,22 @@ class Run:
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
         self._exchange = self.connect(self.layout.block)
+        if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
+            self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
 
-    def connect(self, block):
-        """An exchanger for `block` (called again by the loop after a rebalance moved the blocks)."""
-        p = self.case.parallel
-        return make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport)
+    def connect(self, block, state=None, previous=None):
+        """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
+        loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
+        p, lay = self.case.parallel, self.layout
+        tiles = hasattr(self.backend, "tile_for") and not self.backend.refills  # deep tiles: constant ghosts only
+        ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport,
+                           depth=self.backend.tile_for(min(b.ny for b in lay.blocks)) if tiles else 1, blocks=lay.blocks,
+                           fill=lambda b, a: set_edges(self.case, b, a))
+        if previous is not None:
+            ex.carried = previous.sent()  # messages per step count the whole run
+        if state is not None and hasattr(ex, "adopt"):
+            state.u, state.u_new = ex.adopt(state.u, state.u_new)
+        return ex
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
@@ -237,6 +254,8 @@ class Run:
         return {"phases": phases, "mpi_library": self.comm.library(), "on_gpu": self.backend.on_gpu,
                 "halo": ex.mode if self.comm.size > 1 else "none", "halo_schedule": ex.schedule,
                 "threads_per_rank": self.backend.threads,
+                "tiling": {"time_tile": getattr(self.backend, "chosen", None) or 1, "halo_depth": getattr(ex, "depth", 1),
+                           "steps": s.step - (self.restart.step if self.restart else 0)},
                 "balance": self.balancer.summary() if self.balancer else None,
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,

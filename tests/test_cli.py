@@ -71,3 +71,21 @@ def test_help_and_usage_errors():
     res = stencil(["run", "cases/quickstart.yaml", "--stepz", "3"])
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "--stepz" in res.stderr and "--steps" in res.stderr
+
+
+def test_bench_tune_stores_the_fastest_time_tile_and_runs_take_it(tmp_path):
+    """`stencil bench --tune` measures time tiles x cache tiles and stores the fastest; a run with
+    backend.time_tile null then uses it (and says so); a case's own time_tile wins."""
+    env = {"STENCIL_CACHE_DIR": str(tmp_path / "cache")}
+    res = stencil(["bench", "--tune", "--size", "48", "--repeats", "1", "--steps", "8", "--threads", "1",
+                   "--json", str(tmp_path / "t.json")], env=env)
+    assert res.returncode == 0, res.stderr
+    best = json.loads((tmp_path / "t.json").read_text())["best"]
+    assert best["time_tile"] in {r["time_tile"] for r in json.loads((tmp_path / "t.json").read_text())["results"]}
+    for tile, source in ((None, "tuned"), (1, "case")):
+        backend = {"name": "numba", "threads": 1, "time_tile": tile}
+        case = write_case(tmp_path / f"c{tile}.yaml", backend=backend, run={"steps": 30, "check_every": 10})
+        assert stencil(["run", str(case), "-q"], env=env).returncode == 0
+        dev = json.loads((tmp_path / f"out_c{tile}" / "record.json").read_text())["resources"]["devices"][0]
+        assert dev["time_tile_source"].startswith(source)
+        assert dev["time_tile"] == (best["time_tile"] if tile is None else 1)

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 from conftest import mpi_script, needs_mpi, stencil, write_case
 from hypothesis import given, settings
@@ -34,6 +35,10 @@ BAD = {
     "too many threads": ({"kernel": "tiled", "block": [64, 32]}, ["backend.block", "2048 threads", "more than 1024"]),
     "block on expr": ({"kernel": "expr", "block": [32, 8]}, ["backend.block", "compiled kernels only"]),
     "zero block": ({"kernel": "naive", "block": [0, 8]}, ["backend.block", ">= 1"]),
+    "wave block not a warp multiple": ({"kernel": "wave", "block": [40, 8]}, ["backend.block", "multiple of 32"]),
+    "time tile on a one-step kernel": ({"kernel": "vec", "time_tile": 4}, ["backend.time_tile", "one step per launch"]),
+    "time tile too deep": ({"kernel": "wave2", "time_tile": 17}, ["backend.time_tile", "1 to 16"]),
+    "time tile too deep, kernel null": ({"time_tile": 20}, ["backend.time_tile", "1 to 16"]),
 }
 
 
@@ -80,8 +85,15 @@ def test_tune_rejects_unknown_kernels_and_blocks(tmp_path):
 # launch geometry: every point of any region is covered by exactly the threads that store it ---------
 
 def covered_columns(variant, dtype, block, region):
-    (gx, _, _), (tx, _, _) = gk.launch_shape(variant, dtype, block, region)
+    k = 8 if variant in gk.TILED else 1
+    (gx, _, _), (tx, _, _) = gk.launch_shape(variant, dtype, block, region, k)
     r0, r1, c0, c1 = region
+    if variant in gk.TILED:  # wave.cu: strip s stores [xb + A*V + s*WOUT, + WOUT); each warp is a strip
+        xb, wout, _ = gk.wave_strips(variant, dtype, k, region)
+        first = xb + gk.apron(variant, dtype, k) * gk.lanes(variant, dtype)
+        assert first <= c0 and (first - 1) % (16 // np.dtype(dtype).itemsize) == 0  # 16-byte aligned stores
+        starts = [first + s * wout for s in range(gx * tx // 32)]
+        return {j for x in starts for j in range(x, x + wout) if c0 <= j < c1}, None
     if variant in ("rows", "vec"):
         v = gk.lanes(variant, dtype)
         starts = [1 + ((c0 - 1) // v + t) * v for t in range(gx * tx)]
@@ -120,7 +132,8 @@ def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype)
     """The same source and defines NVRTC gets, through a real nvcc for sm_90: no errors, no local memory."""
     src = tmp_path / "k.cu"
     src.write_text(gk.source(variant))
-    defines = [o for o in gk.options(variant, dtype, gk.DEFAULT_BLOCK[variant]) if o.startswith("-D")]
+    k = gk.DEFAULT_TILE if variant in gk.TILED else 1
+    defines = [o for o in gk.options(variant, dtype, gk.DEFAULT_BLOCK[variant], k=k) if o.startswith("-D")]
     res = subprocess.run(["nvcc", "-arch=sm_90", "--fmad=false", "-cubin", "-Xptxas", "-v", *defines, str(src),
                           "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -130,17 +143,26 @@ def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype)
 # the tune cache ---------------------------------------------------------------------------------
 
 def test_tune_cache_lookup_exact_then_nearest(tmp_path, monkeypatch):
+    """The fastest entry matching what the case fixes (variant, k), at the shape or the nearest one."""
     from solver.backends import tuned as tune
 
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
     assert tune.lookup("GPU X", "float32", (100, 100)) is None
-    tune.store_tuned({tune.tune_key("GPU X", "float32", (4096, 4096)): {"kernel": "vec", "block": [128, 8]},
-                      tune.tune_key("GPU X", "float32", (16384, 16384)): {"kernel": "rows", "block": [256, 16]},
-                      tune.tune_key("GPU X", "float32", (16384, 16384), "tiled"): {"kernel": "tiled", "block": [32, 8]}})
-    assert tune.lookup("GPU X", "float32", (4096, 4096)) == ("vec", (128, 8))
-    assert tune.lookup("GPU X", "float32", (12000, 12000)) == ("rows", (256, 16))  # nearest in points
-    assert tune.lookup("GPU X", "float32", (3000, 2000)) == ("vec", (128, 8))
-    assert tune.lookup("GPU X", "float32", (50, 50), "tiled") == ("tiled", (32, 8))
+
+    def entry(kernel, block, k, s):
+        return {"kernel": kernel, "block": block, "time_tile": k, "seconds_per_step": s}
+
+    tune.store_tuned({tune.tune_key("GPU X", "float32", (4096, 4096), "vec", 1): entry("vec", [128, 8], 1, 3e-5),
+                      tune.tune_key("GPU X", "float32", (4096, 4096), "wave2", 8): entry("wave2", [32, 64], 8, 1e-5),
+                      tune.tune_key("GPU X", "float32", (16384, 16384), "rows", 1): entry("rows", [256, 16], 1, 6e-4),
+                      tune.tune_key("GPU X", "float32", (16384, 16384), "wave", 4): entry("wave", [32, 128], 4, 3e-4),
+                      tune.tune_key("GPU X", "float32", (16384, 16384), "wave", 8): entry("wave", [64, 256], 8, 2e-4)})
+    assert tune.lookup("GPU X", "float32", (4096, 4096)) == ("wave2", (32, 64), 8)
+    assert tune.lookup("GPU X", "float32", (4096, 4096), None, 1) == ("vec", (128, 8), 1)  # time_tile: 1
+    assert tune.lookup("GPU X", "float32", (12000, 12000)) == ("wave", (64, 256), 8)  # nearest in points
+    assert tune.lookup("GPU X", "float32", (12000, 12000), "wave", 4) == ("wave", (32, 128), 4)
+    assert tune.lookup("GPU X", "float32", (3000, 2000), "rows") == ("rows", (256, 16), 1)  # nearest with rows
+    assert tune.lookup("GPU X", "float32", (50, 50), "wave", 12) is None
     assert tune.lookup("GPU X", "float64", (4096, 4096)) is None
     assert tune.lookup("GPU Y", "float32", (4096, 4096)) is None
     assert json.loads((tmp_path / "tune.json").read_text())

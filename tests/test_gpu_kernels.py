@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"n
 RTOL = {"float32": 1e-5, "float64": 1e-13}
 SHAPES = [(1000, 777), (33, 65), (5, 3), (1, 1), (67, 1)]  # (ny, nx) interior
 BLOCKS = {"naive": [(32, 8), (16, 4)], "tiled": [(32, 8), (16, 4), (64, 2)], "rows": [(32, 3), (128, 8)],
-          "vec": [(32, 5), (128, 8), (64, 16)], "expr": [None]}
+          "vec": [(32, 5), (128, 8), (64, 16)], "expr": [None], "wave": [(32, 128), (64, 5)], "wave2": [(32, 9)]}
 CONFIGS = [(v, b) for v in gk.VARIANTS for b in BLOCKS[v]]
 
 
@@ -103,7 +103,7 @@ def test_graph_batches_equal_single_steps(n):
     dtype, w = "float64", weights("float64")
     host = field((45, 38), dtype, 5)
     region = (1, 46, 1, 39)
-    be = gpu(dtype)
+    be = gpu(dtype, "vec")
     u, v = be.asarray(host), be.asarray(host)
     be.prepare(u, v, w)
     cur, prev = be.advance(u, v, w, n, region)
@@ -180,8 +180,8 @@ def test_tune_sweeps_stores_and_runs_use_the_tuned_choice(tmp_path):
     cache = {"STENCIL_CACHE_DIR": str(tmp_path / "cache")}
     case = write_case(tmp_path / "t.yaml", grid={"nx": 700, "ny": 500}, backend={"name": "cupy"},
                       run={"steps": 10}, output={"vtk": False})
-    res = stencil(["tune", str(case), "--blocks", "32x4,64x8", "--repeats", "2", "--steps", "4", "--json",
-                   str(tmp_path / "t.json")], env=cache)
+    res = stencil(["tune", str(case), "--blocks", "32x4,64x8", "--repeats", "2", "--steps", "4", "--time-tile", "4",
+                   "--json", str(tmp_path / "t.json")], env=cache)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "device-to-device copy" in res.stdout and "fastest:" in res.stdout
     out = json.loads((tmp_path / "t.json").read_text())
@@ -189,8 +189,11 @@ def test_tune_sweeps_stores_and_runs_use_the_tuned_choice(tmp_path):
     assert all(r["bitwise_vs_naive"] and r["seconds_per_step"] > 0 for r in out["rows"])
     fastest = min(out["best"].values(), key=lambda r: r["seconds_per_step"])
     stored = json.loads((tmp_path / "cache" / "tune.json").read_text())
-    assert stored[f"{out['gpu']}|float64|500x700"]["kernel"] == fastest["kernel"]
+    key = f"{out['gpu']}|float64|500x700|{fastest['kernel']}|{fastest['time_tile']}"
+    assert stored[key]["block"] == fastest["block"]
+    assert {r["time_tile"] for r in out["rows"] if r["kernel"] in gk.TILED} == {4}
     run = stencil(["run", str(case), "--quiet"], env=cache)
     assert run.returncode == 0, run.stderr
     dev = json.loads((tmp_path / "out_t" / "record.json").read_text())["resources"]["devices"][0]
-    assert dev["kernels"]["500x700"] == {"kernel": fastest["kernel"], "block": fastest["block"], "source": "tuned"}
+    assert dev["kernels"]["500x700"] == {"kernel": fastest["kernel"], "block": fastest["block"],
+                                         "time_tile": fastest["time_tile"], "source": "tuned"}

@@ -16,7 +16,8 @@ from solver.results.summary import disk_bytes
 
 def test_make_run_says_its_ranks_first_and_fits_the_cores():
     env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # as typed
-    out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, cwd=ROOT, check=True, env=env).stdout
+    out = subprocess.run(["make", "--no-print-directory", "-n", "run"], capture_output=True, text=True, cwd=ROOT,
+                         check=True, env=env).stdout
     first = out.splitlines()[0]
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
     ranks = min(8, cores)

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import mpi_script, mpirun, needs_mpi, write_case
+from conftest import mpi_script, mpirun, needs_mpi, stencil, write_case
 
 pytestmark = [needs_mpi, pytest.mark.mpi]
 
@@ -26,13 +26,62 @@ def test_distributed_equals_one_process_bitwise(n, tmp_path):
     assert res.stdout.count("ok ") == 14, res.stdout
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_boundary_kinds_verify_and_equal_one_process_bitwise(n, tmp_path):
+    """Dirichlet, Neumann (zero and fixed flux), periodic and mixed sides; rows, cart 1 x N and cart; every
+    halo mode: exact eigenmodes, conservation of the sum, and bitwise equality with one numpy process."""
+    res = mpi_script(n, "check_boundary.py", tmp_path, timeout=300)
+    assert f"ok boundary kinds on {n} ranks" in res.stdout
+    assert res.stdout.count(" ranks (") >= (8 if n == 1 else 20)  # the configurations really ran
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
+def test_deep_halos_equal_one_process_per_step_bitwise_with_1_over_k_messages(n, tmp_path):
+    """backend.time_tile k in {1, 2, 3, 4, 8} x rows, cart x every halo mode, laplace, float32, thin blocks,
+    periodic neighbours (a rank its own neighbour)."""
+    res = mpi_script(n, "check_deep.py", tmp_path, timeout=400)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ok ") == 46 and f"ok deep halos on {n} ranks" in res.stdout, res.stdout
+
+
+def test_deep_halo_checkpoints_restart_on_other_ranks_and_tile_bitwise_and_are_recorded(tmp_path):
+    """Snapshots and checkpoints land on the steps the case names (tiles end there); a run stopped at
+    step 50 on 3 ranks with k = 3 continues on 2 ranks with k = 4 (and balances rows between tiles), bitwise equal to one process per-step; the record states the tile, depth and messages."""
+    base = {"grid": {"nx": 37, "ny": 45}, "initial": {"kind": "random", "seed": 9}, "boundary": {"top": 1.0},
+            "backend": {"name": "numba", "threads": 1}, "run": {"steps": 120, "check_every": 25},
+            "parallel": {"balance_every": 16}, "output": {"every": 20, "checkpoint_every": 30, "vtk": False}}
+    ref = write_case(tmp_path / "ref.yaml", **{**base, "output": {**base["output"], "dir": str(tmp_path / "ref")}})
+    assert stencil(["run", str(ref), "-q", "--time-tile", "1"]).returncode == 0
+    case = write_case(tmp_path / "d.yaml", **{**base, "output": {**base["output"], "dir": str(tmp_path / "d")}})
+    first = mpirun(3, ["run", str(case), "-q", "--steps", "50", "--time-tile", "3"])
+    assert first.returncode == 0, first.stderr
+    rec = json.loads((tmp_path / "d" / "record.json").read_text())["resources"]
+    assert rec["time_tile"] == 3 and rec["halo_depth"] == 3
+    assert 0 < rec["messages_per_step"] < 4 * 0.6  # per-step: 4 (2 inner boundaries x 2 directions)
+    res = mpirun(2, ["run", str(case), "-q", "--restart", str(tmp_path / "d"), "--time-tile", "4",
+                     "--balance", "dynamic"], env={"STENCIL_SLOW_RANK": "1:0.0002"})
+    assert res.returncode == 0, res.stderr
+    rec = json.loads((tmp_path / "d" / "record.json").read_text())["resources"]
+    rows = min(rec["balance"]["history"][-1]["rows"])  # the slowed rank's block, after the last move
+    assert rec["balance"]["rebalances"] >= 1 and rec["time_tile"] == 4 and rec["halo_depth"] == min(4, rows), rec
+    import h5py
+
+    with h5py.File(tmp_path / "d" / "fields.h5") as f, h5py.File(tmp_path / "ref" / "fields.h5") as g:
+        steps, ref_steps = list(f["step"][()]), list(g["step"][()])
+        assert [s for s in steps if s != 50] == ref_steps
+        keep = [i for i, s in enumerate(steps) if s != 50]
+        assert np.array_equal(f["u"][()][keep], g["u"][()])
+    with h5py.File(tmp_path / "d" / "checkpoint.h5") as f:
+        assert int(f.attrs["step"]) == 120
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_dynamic_balance_moves_rows_off_a_slow_rank_and_stays_bitwise(n, tmp_path):
     """STENCIL_SLOW_RANK makes rank 1 compute slower: parallel.balance dynamic must give it fewer rows,
     and fields, snapshots and checkpoint must still equal the one-process run bit for bit."""
     res = mpi_script(n, "check_balance.py", tmp_path, timeout=300, env={"STENCIL_SLOW_RANK": "1:0.0002"})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count("ok ") == 5, res.stdout
+    assert res.stdout.count("ok ") == 6, res.stdout
 
 
 def test_cli_balance_option_records_the_moves_and_every_update(tmp_path):

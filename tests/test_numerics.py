@@ -131,6 +131,39 @@ def test_time_tiles_are_bitwise_on_odd_grids_and_block_counts():
                 assert np.array_equal(out, ref), (ny, nx, depth, blocks)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_tile_with_neighbour_sides_equals_the_global_steps_on_its_target(dtype):
+    """numba_kernels.tiled on a sub-block whose sides face neighbours (valid only at time 0, so the
+    region shrinks by one per level) and on one with fixed sides: bitwise the global steps, for row
+    and column blocks (the ring buffer's cache tiling), targets touching the valid edge or not."""
+    from solver.backends import numba_kernels as k
+
+    rng = np.random.default_rng(7)
+    wc, wx, wy = (dtype(x) for x in (0.1, 0.2, 0.25))
+    ny, nx = 40, 57
+    g = rng.random((ny + 2, nx + 2)).astype(dtype)
+    for depth in (1, 2, 3, 5, 8):
+        ref, tmp = g.copy(), g.copy()
+        for _ in range(depth):
+            k.step(tmp, ref, wc, wx, wy, 1, ny + 1, 1, nx + 1)
+            ref, tmp = tmp, ref
+        # rows 10..30 x columns 1..57 of the global field: south and north are neighbours, west and east fixed
+        y0, y1 = 10, 31
+        sub = g[y0 - depth:y1 + depth].copy()  # depth ghost rows each way, the global ghost columns
+        for blocks in ((1, 1), (3, 2), (2, 9)):
+            out = np.full_like(sub, np.nan)
+            k.tiled(out, sub, wc, wx, wy, depth, depth, depth + y1 - y0, 1, nx + 1,
+                    0, sub.shape[0], 1, nx + 1, False, False, True, True, *blocks)
+            assert np.array_equal(out[depth:depth + y1 - y0, 1:nx + 1], ref[y0:y1, 1:nx + 1]), (depth, blocks)
+        # an inner target of the whole field with every side not fixed (overlap's part that needs no ghost)
+        if 2 * depth < min(ny, nx):
+            out = np.full_like(g, np.nan)
+            k.tiled(out, g, wc, wx, wy, depth, 1 + depth, ny + 1 - depth, 1 + depth, nx + 1 - depth,
+                    1, ny + 1, 1, nx + 1, False, False, False, False, 2, 3)
+            inner = (slice(1 + depth, ny + 1 - depth), slice(1 + depth, nx + 1 - depth))
+            assert np.array_equal(out[inner], ref[inner]), depth
+
+
 def test_max_update_flags_non_finite_values():
     for name in CPU:
         case = make_case()

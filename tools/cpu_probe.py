@@ -30,6 +30,33 @@ def last_cpu() -> int:
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
+def lockstep(world, be, ny: int, nx: int, steps: int) -> tuple[float, float]:
+    """(share of the time blocked, compute seconds per step) of this rank in a lockstep loop: the step
+    kernel on an ny x nx block, each step followed by an empty message to and from both row neighbours
+    (the coupling of a row decomposition, with no data). The time blocked there is the wait that equal
+    blocks on these cores cannot avoid, whatever the halo exchange does. Collective."""
+    u = np.random.default_rng(world.rank).random((ny + 2, nx + 2))
+    out = u.copy()
+    wc, wx, wy = 0.5, 0.125, 0.125
+    be.k.step(out, u, wc, wx, wy, 1, ny + 1, 1, nx + 1)
+    empty = np.empty(0)
+    up = world.rank + 1 if world.rank + 1 < world.size else MPI.PROC_NULL
+    down = world.rank - 1 if world.rank > 0 else MPI.PROC_NULL
+    world.Barrier()
+    busy = blocked = 0.0
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        t = time.perf_counter()
+        be.k.step(out, u, wc, wx, wy, 1, ny + 1, 1, nx + 1)
+        t1 = time.perf_counter()
+        world.Sendrecv(empty, dest=up, recvbuf=empty, source=down)
+        world.Sendrecv(empty, dest=down, recvbuf=empty, source=up)
+        t2 = time.perf_counter()
+        busy, blocked = busy + t1 - t, blocked + t2 - t1
+        out, u = u, out
+    return blocked / (time.perf_counter() - t0), busy / steps
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--block", type=int, default=1024)
@@ -59,25 +86,7 @@ def main() -> None:
         t = time.perf_counter()
         be.k.copy(b, a, 1.0)
         copy_t.append(time.perf_counter() - t)
-    # Lockstep: the same kernel, each step followed by an empty message to and from both row neighbours
-    # (the coupling of a row decomposition, with no data): the time blocked there is the wait that
-    # equal blocks on these cores cannot avoid, whatever the halo exchange does.
-    empty = np.empty(0)
-    up = world.rank + 1 if world.rank + 1 < world.size else MPI.PROC_NULL
-    down = world.rank - 1 if world.rank > 0 else MPI.PROC_NULL
-    world.Barrier()
-    busy = blocked = 0.0
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        t = time.perf_counter()
-        be.k.step(out, u, wc, wx, wy, 1, n + 1, 1, n + 1)
-        t1 = time.perf_counter()
-        world.Sendrecv(empty, dest=up, recvbuf=empty, source=down)
-        world.Sendrecv(empty, dest=down, recvbuf=empty, source=up)
-        t2 = time.perf_counter()
-        busy, blocked = busy + t1 - t, blocked + t2 - t1
-        out, u = u, out
-    lock = (blocked / (time.perf_counter() - t0), busy / args.steps)
+    lock = lockstep(world, be, n, n, args.steps)
     cpus = affinity()
     mine = (world.rank, cpus, last_cpu(), float(np.median(step_t)), 2 * a.nbytes / float(np.median(copy_t)),
             copy_t, lock)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tune] [hybrid] [cpu] [all]        (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -9,6 +9,10 @@
 #   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x
 #           block shape at 16384^2 in float32 and float64 (stencil tune); launch gaps at 4096^2 (CUDA
 #           graphs vs a launch loop); the cost of --fmad=false; Nsight Compute on tiled and the fastest.
+#   tiling  time tiling: GPU tests of the wave kernels, the tune sweep vec/wave/wave2 x block x k at
+#           16384^2, then at 16384^2, 8192^2 and 4096^2 in both dtypes: copy, vec and the tiled choice
+#           kernel-only and through `stencil run` at 2000 steps (medians of 3), sections vs loop; Nsight
+#           Compute on the wave kernel (its limiting unit) and vec.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
@@ -16,13 +20,16 @@
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
+#   deep    tools/deep_scaling.sh DIR (issue 14): mpirun -n 1/2/4/8/16, strong 4096^2 and weak 1024^2
+#           per rank, default time tile (deep halos) vs time_tile 1, the lockstep floor in each launch,
+#           one process x 16 threads tiled; a short table.
 # Written: $OUT/suite.log (everything printed), $OUT/summary.txt (the table), $OUT/suite.tar.gz (every
 # JSON and log, refreshed after each step). Without $OUT (another machine) they go to /tmp/stencil-out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECTIONS=" ${*:-all} "
-[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tune hybrid cpu "
+[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tiling tune hybrid cpu deep "
 OUT=${OUT:-/tmp/stencil-out}
 W=/tmp/stencil-suite
 rm -rf "$W" && mkdir -p "$W/cases" "$OUT"
@@ -86,6 +93,21 @@ if [[ $SECTIONS == *" gpu "* ]]; then
   step fmad 120 $PY -m solver.bench.gpu fmad --size 16384 --json "$W/fmad.json"
 fi
 
+if [[ $SECTIONS == *" tiling "* ]]; then  # time tiling (issue 15) and the run path (issue 12 item 4)
+  K=$(case_file k16384 16384 16384)
+  for dt in float32 float64; do  # the sweep variant x block x k (TILES), stored for the runs below
+    step "tune_16384_$dt" 100 $PY -m solver tune "$K" --dtype $dt --kernel vec --kernel wave --kernel wave2 \
+      --blocks 128x8,32x128,64x256 $(printf -- '--time-tile %s ' ${TILES:-8}) --repeats 5 --steps 48 \
+      --json "$W/tune_16384_$dt.json"
+  done
+  step tiling 270 $PY -m solver.bench.gpu tiling --sizes 16384 8192 4096 --steps 2000 --repeats 3 --json "$W/tiling.json"
+  step wave_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider tests/test_gpu_wave.py tests/test_gpu_config.py \
+    tests/test_gpu_kernels.py -k "${WAVE_TESTS_K:-wave or tune or record or graph or max_update or nvcc}"
+  command -v ncu > /dev/null && step ncu_wave 80 ncu --clock-control none -k "regex:^(wave|march)$" --launch-count 2 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section MemoryWorkloadAnalysis \
+    $PY -m solver.bench.gpu ncu-target --size 4096 --large 16384
+fi
+
 if [[ $SECTIONS == *" hybrid "* ]]; then
   step detect_mpi 60 $PY -m pytest -q -p no:cacheprovider tests/test_gpu_config.py -k detection
   step hybrid_tests 240 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
@@ -124,6 +146,24 @@ fi
 if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
   mkdir -p "$W/cpu"
   step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
+fi
+
+# verify: the merged code in one short call (about 9 minutes): every GPU test (pytest-xdist, 8 workers:
+# most of their time is NVRTC compilation and process start), the hybrid tests under mpirun, short
+# deep-halo tables on the CPU cores, and the GPU access rung. `tools/device_suite.sh verify`.
+if [[ $SECTIONS == *" verify "* ]]; then
+  step gpu_tests 210 $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" tests/
+  step hybrid_tests 100 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
+  mkdir -p "$W/deep"
+  export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
+  step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
+  step access_gpu 60 $PY -m solver bench access --backend cupy --repeats 3 --json "$W/access_gpu.json"
+fi
+
+# deep halos on the CPU cores (issue 14) ---------------------------------------------------------------
+if [[ $SECTIONS == *" deep "* ]]; then
+  mkdir -p "$W/deep"
+  step deep_scaling 540 bash tools/deep_scaling.sh "$W/deep"
 fi
 
 # access (issue 18; `tools/device_suite.sh access`, not part of "all") ---------------------------------
@@ -172,6 +212,8 @@ fi
   $PY -m solver.bench.gpu table "$W" 2>&1
   [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
+  [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
+  [[ -f $W/ncu_wave.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|One or More" "$W/ncu_wave.log" | head -40
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null
 cat "$OUT/summary.txt"

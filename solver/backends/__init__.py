@@ -47,6 +47,7 @@ class Backend:
     name: ClassVar[str]
     summary: ClassVar[str] = ""
     on_gpu: ClassVar[bool] = False
+    boundary = None  # solver.core.boundary.Fill of this rank's physical sides (set by the run); None: nothing to refill
 
     def __init__(self, settings, dtype: str, threads: int = 1, local_rank: int = 0, local_size: int = 1):
         """local_rank/local_size: this rank's place among the ranks on its node (GPU choice)."""
@@ -108,8 +109,35 @@ class Backend:
         """n steps with no halo exchange (one process); returns (current, previous)."""
         for _ in range(n):
             self.step(u_new, u, w, region)
+            self.fill_boundary(u_new)
             u, u_new = u_new, u
         return u, u_new
+
+    @property
+    def refills(self) -> bool:
+        """Whether ghost layers change between steps (a Neumann side, or a periodic one this rank wraps alone)."""
+        return self.boundary is not None and not self.boundary.constant
+
+    def fill_boundary(self, u, timer=None) -> None:
+        """After a step: refill the ghost layers on physical sides from u's new owned points (host slices;
+        the time goes to `compute`). Nothing to do when every physical side is Dirichlet."""
+        if self.refills:
+            t = time.perf_counter()
+            self.boundary.apply(u)
+            if timer is not None:
+                timer.add("compute", t)
+
+    def tile_steps(self, shape) -> int:
+        """Steps one launch of advance() computes (time tiling on a GPU); stops at multiples of it keep
+        every launch a whole tile."""
+        return 1
+
+    def plan(self, lengths) -> None:
+        """Before the timed loop: the batch lengths advance() will be given (GPUs compile tile depths)."""
+
+    def settle(self, timer) -> None:
+        """Wait for the device's queued work, charging the wait to no section (device backends time
+        their work with events); host backends have nothing queued."""
 
     def max_update(self, a, b, region: Region) -> float:
         """max |a - b| over the region; inf when any value there is NaN or Inf."""

@@ -13,10 +13,21 @@ strips and their halo traffic in the overlap halo mode. The GPU exchanger (solve
 sets `active`, the stream compute() launches on, and orders the two with events.
 
 Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
-single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps.
+single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps. With a
+time-tiled kernel (`wave`, `wave2`: k steps per launch) advance(n) is one graph of n // k tiles, a
+tile of n % k steps when that is 2 or more, or one single step when it is 1; the last tile also
+folds max |level k - level k-1| into a device word (the fused residual), so the convergence / NaN
+check after it reads one number instead of reducing two fields. Single steps (step/compute: the
+halo paths) use a one-step kernel even when the chosen variant is tiled.
+
+Checks: max_update() runs kernels/maxdiff.cu (a coalesced reduction, about one copy of two fields);
+CuPy's ReductionKernel on the pitched 2-D views took 0.22 s at 16384^2 (the constant in the timed
+loop of issue 12).
 
 Timing: kernels are bracketed by CUDA events; their durations reach the Timer (section `compute`)
 when the events have completed, at the next synchronisation (max_update, to_host, synchronize).
+The host's own wait for the GPU (settle(), before checks and output) is charged to no section: the
+events already count that interval as compute, so the sections add up to the loop.
 With output.trace they also appear on a `gpu` track of the trace, placed on the host clock through an
 anchor event recorded in prepare().
 """
@@ -57,11 +68,15 @@ class CupyBackend(Backend):
         self.main = cupy.cuda.Stream(non_blocking=True)
         self.edge = cupy.cuda.Stream(non_blocking=True, priority=_highest_priority(rt))
         self.active = self.main
-        self.requested = (settings.kernel, tuple(settings.block) if settings.block else None)
+        self.requested = (settings.kernel, tuple(settings.block) if settings.block else None,
+                          getattr(settings, "time_tile", None))
         self.fmad = False
         self.use_graphs = True
-        self._kernels: dict = {}  # (variant, block, fmad) -> compiled function
-        self._choice: dict = {}  # local interior shape -> (variant, block, source)
+        self._kernels: dict = {}  # (variant, block, fmad, k) -> compiled function
+        self._choice: dict = {}  # local interior shape -> (variant, block, k, source)
+        self._step: dict = {}  # local interior shape -> (variant, block) for single steps
+        self._shape = None  # padded shape prepare() saw: plan() compiles for it
+        self._tile_used = 1  # the deepest time tile advance() has launched (the record's time_tile)
         self._graphs: dict = {}
         self._events: list = []  # free CUDA events
         self.pending: list = []  # (charge, section, e0, e1, timer, step, track)
@@ -69,9 +84,8 @@ class CupyBackend(Backend):
         self._edge_used = False
         self._joined = cupy.cuda.Event(disable_timing=True)
         self.transfer = {"h2d_s": 0.0, "h2d_bytes": 0, "d2h_s": 0.0, "d2h_bytes": 0}
-        # max |a - b| in one pass; NaN propagates (a NaN difference wins every comparison), then becomes inf
-        self._maxdiff = cupy.ReductionKernel("T x, T y", "T m", "x > y ? x - y : y - x", "(a > b || a != a) ? a : b",
-                                             "m = a", "0", "stencil_max_abs_diff")
+        self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
+        self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -163,48 +177,99 @@ class CupyBackend(Backend):
         self.main.synchronize()
 
     # kernels -----------------------------------------------------------------------------------
-    def configure(self, kernel: str | None, block=None, fmad: bool = False) -> None:
-        """Choose the variant/block (None: tuned or default) and FMA contraction; drops cached graphs."""
-        problem = gk.settings_problem(kernel, block)
+    def configure(self, kernel: str | None, block=None, fmad: bool = False, time_tile: int | None = None) -> None:
+        """Choose the variant/block/time tile (None: tuned or default) and FMA contraction; drops cached graphs."""
+        problem = gk.settings_problem(kernel, block, time_tile)
         if problem:
             raise InputError(problem)
-        self.requested = (kernel, tuple(block) if block else None)
+        self.requested = (kernel, tuple(block) if block else None, time_tile)
         self.fmad = fmad
         self._choice.clear()
+        self._step.clear()
         self._graphs.clear()
 
-    def choice(self, shape: tuple[int, int]) -> tuple[str, tuple | None, str]:
-        """(variant, block, source) for a padded array of this shape; source: case, tuned or default."""
+    def choice(self, shape: tuple[int, int]) -> tuple[str, tuple | None, int, str]:
+        """(variant, block, steps per launch, source) for a padded array of this shape; source: case,
+        tuned or default."""
         key = (shape[0] - 2, shape[1] - 2)
         if key not in self._choice:
             self._choice[key] = self._resolve(key)
         return self._choice[key]
 
+    def tile_steps(self, shape) -> int:
+        """Steps one launch of advance() computes for a padded array of this shape (1: untiled, and with
+        ghosts that change between steps: the tiled kernels keep ghost layers constant)."""
+        return 1 if self.refills else self.choice(shape)[2]
+
     def _resolve(self, interior: tuple[int, int]):
         from .tuned import lookup
 
-        variant, block = self.requested
-        if variant is not None and (block is not None or variant == "expr"):
-            return variant, block, "case"
-        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant)
+        variant, block, k = self.requested
+        if variant is not None and variant not in gk.TILED:
+            k = 1
+        if variant is not None and (block is not None or variant == "expr") and k is not None:
+            return variant, block, k, "case"
+        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant, k)
         if tuned is not None:
-            return tuned[0], tuned[1], "tuned"
-        variant = variant or gk.DEFAULT_VARIANT
-        return variant, gk.DEFAULT_BLOCK.get(variant), "default"
+            return tuned[0], block or tuned[1], tuned[2], "tuned"
+        if variant is None:
+            variant = gk.DEFAULT_STEP_VARIANT if k == 1 else gk.DEFAULT_VARIANT
+        if k is None:
+            k = gk.DEFAULT_TILE if variant in gk.TILED else 1
+        return variant, block or gk.DEFAULT_BLOCK.get(variant), k, "default"
 
-    def _function(self, variant: str, block):
-        key = (variant, block, self.fmad)
+    def step_choice(self, shape) -> tuple[str, tuple | None]:
+        """(variant, block) for single steps: the choice itself unless it is tiled, then the tuned
+        (else default) one-step kernel."""
+        variant, block, _, _ = self.choice(shape)
+        if variant not in gk.TILED:
+            return variant, block
+        key = (shape[0] - 2, shape[1] - 2)
+        if key not in self._step:
+            from .tuned import lookup
+
+            tuned = lookup(self.gpu_name, self.dtype.name, key, None, 1)
+            self._step[key] = tuned[:2] if tuned else (gk.DEFAULT_STEP_VARIANT, gk.DEFAULT_BLOCK[gk.DEFAULT_STEP_VARIANT])
+        return self._step[key]
+
+    def _function(self, variant: str, block, k: int = 1):
+        key = (variant, block, self.fmad, k)
         if key not in self._kernels:
-            module = self.cp.RawModule(code=gk.source(variant), options=gk.options(variant, self.dtype, block, self.fmad))
+            module = self.cp.RawModule(code=gk.source(variant), options=gk.options(variant, self.dtype, block, self.fmad, k))
             self._kernels[key] = module.get_function(gk.ENTRY[variant])
         return self._kernels[key]
+
+    def tile(self, out, u, w, k: int, region, store=None, stream=None, resid: bool = False) -> None:
+        """k steps in one launch of the chosen tiled kernel: every point of `region` is updated at each
+        level, every other point keeps its value; `store` (default: region, else a block inside it) is
+        written to `out`. Ghost depth k: with `region` the owned block grown by k halo rows/columns
+        received from neighbours and `store` the owned block, this is the k steps between two
+        exchanges (kernels/wave.cu). resid: fold max |level k - level k-1| over `store` into the
+        device word (zeroed first)."""
+        store = store or region
+        stream = stream or self.main
+        if store[1] <= store[0] or store[3] <= store[2]:
+            return
+        variant, block, _, _ = self.choice(u.shape)
+        fn = self._function(variant, block, k)
+        if resid:
+            self._zero_word(stream)
+        grid, threads = gk.launch_shape(variant, self.dtype, block, store, k)
+        fn(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), *map(np.int32, region), *map(np.int32, store),
+                           self._word if resid else np.uint64(0), w.wc, w.wx, w.wy), stream=stream)
+        self._resid = None
+
+    def _zero_word(self, stream) -> None:
+        rt = self.cp.cuda.runtime
+        rt.memsetAsync(self._word.data.ptr, 0, self._word.nbytes, stream.ptr)
 
     def launch(self, out, u, w, region, stream) -> None:
         """One update of `region` of `out` from `u`, enqueued on `stream`."""
         r0, r1, c0, c1 = region
         if r1 <= r0 or c1 <= c0:
             return
-        variant, block, _ = self.choice(u.shape)
+        self._resid = None
+        variant, block = self.step_choice(u.shape)
         with stream:
             if variant == "expr":
                 return update(out, u, w, region)
@@ -212,10 +277,50 @@ class CupyBackend(Backend):
             self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
                                                             np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))
 
+    # boundary ----------------------------------------------------------------------------------
+    def fill_boundary(self, u, timer=None) -> None:
+        """The ghost layers of physical sides (Neumann, one-rank periodic) by kernels/boundary.cu on `main`,
+        after everything enqueued on `edge` (the edge strips it reads); kernel time from events."""
+        if not self.refills:
+            return
+        self.join()
+        if timer is None:
+            return self._fill(u, self.main)
+        t = time.perf_counter()
+        e0 = self._record(self.main)
+        self._fill(u, self.main)
+        self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
+        timer.add("other", t)
+
+    def _fill(self, u, stream) -> None:
+        fn = self._fill_function()
+        d = self.boundary.depth
+        ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
+        with stream:
+            for blocks, axis, (k0, v0, k1, v1) in gk.fill_launches(self.boundary, u.shape):
+                fn((blocks,), (gk.FILL_THREADS,), (u, np.int64(u.strides[0] // u.itemsize), np.int32(ny), np.int32(nx),
+                                                   np.int32(d), np.int32(axis), np.int32(k0), np.float64(v0),
+                                                   np.int32(k1), np.float64(v1)))
+
+    def _fill_function(self):
+        key = ("fill", self.dtype.name)
+        if key not in self._kernels:
+            module = self.cp.RawModule(code=gk.fill_source(), options=gk.fill_options(self.dtype))
+            self._kernels[key] = module.get_function("fill_sides")
+        return self._kernels[key]
+
     # numerics ----------------------------------------------------------------------------------
     def prepare(self, u, u_new, w) -> None:
-        """Compile (or load from CuPy's cache) and load the kernel; anchor GPU event times to the host clock."""
+        """Compile (or load from CuPy's cache) and load the kernels (one-step, tiled, the check's
+        reduction, the boundary fill); anchor GPU event times to the host clock."""
+        if self.refills:
+            self._fill_function()
         self.launch(u_new, u, w, (1, 2, 1, 2), self.main)  # u_new is overwritten by the first step
+        variant, _, k, _ = self.choice(u.shape)
+        if variant in gk.TILED and k > 1:
+            self.tile(u_new, u, w, k, (1, 2, 1, 2))
+        self.max_update(u, u_new, (1, 2, 1, 2))
+        self._shape = u.shape
         self.synchronize()
         anchor = self._record(self.main)
         anchor.synchronize()
@@ -245,10 +350,25 @@ class CupyBackend(Backend):
         timer.add("other", t)
         return u, u_new
 
+    def plan(self, lengths) -> None:
+        """Before the timed loop: compile the tile depths advance(n) will need for these n (a graph is
+        captured at its first replay, inside the loop: about a millisecond per distinct n)."""
+        if self._shape is None:
+            return
+        variant, block, k, _ = self.choice(self._shape)
+        if variant in gk.TILED and k > 1 and not self.refills:
+            for n in {n for n in lengths if n >= 2}:
+                self._compile(self._shape, variant, block, self._depths(n, k))
+
     def advance(self, u, u_new, w, n: int, region):
-        """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous)."""
+        """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous),
+        except after a time tile: then `previous` is scratch and max_update(current, previous, region)
+        returns the tile's fused residual (max |update| of its last step)."""
         self.join()
-        graphs = self.use_graphs and self.choice(u.shape)[0] != "expr"
+        variant, _, k, _ = self.choice(u.shape)
+        if variant in gk.TILED and k > 1 and n >= 2 and not self.refills:
+            return self._advance_tiled(u, u_new, w, n, region, k)
+        graphs = self.use_graphs and self.step_choice(u.shape)[0] != "expr"
         if graphs:
             for _ in range(n // GRAPH_STEPS):
                 self._graph(u, u_new, w, region, GRAPH_STEPS).launch(self.main)
@@ -259,11 +379,64 @@ class CupyBackend(Backend):
             left = n
         for _ in range(left):
             self.launch(u_new, u, w, region, self.main)
+            if self.refills:
+                self._fill(u_new, self.main)
             u, u_new = u_new, u
         return u, u_new
 
+    def _advance_tiled(self, u, u_new, w, n: int, region, k: int):
+        depths = self._depths(n, k)
+        self._tile_used = max(self._tile_used, k)
+        variant, block, _, _ = self.choice(u.shape)
+        self._compile(u.shape, variant, block, depths)
+        if self.use_graphs:
+            self._tile_graph(u, u_new, w, depths, region).launch(self.main)
+        else:
+            self._tiles(u, u_new, w, depths, region)
+        if len(depths) % 2:
+            u, u_new = u_new, u
+        self._resid = (u.data.ptr, u_new.data.ptr, tuple(region)) if depths[-1] > 1 else None
+        return u, u_new
+
+    @staticmethod
+    def _depths(n: int, k: int) -> list[int]:
+        """Steps per launch for n steps: whole tiles, then the rest as one shorter tile (or one step)."""
+        return [k] * (n // k) + ([n % k] if n % k else [])
+
+    def _compile(self, shape, variant, block, depths) -> None:
+        """Compile before any capture: module loads have no place in a graph."""
+        for d in set(depths):
+            if d > 1:
+                self._function(variant, block, d)
+            elif self.step_choice(shape)[0] != "expr":
+                self._function(*self.step_choice(shape))
+
+    def _tile_graph(self, u, u_new, w, depths, region):
+        """The CUDA graph of these tiles from (u, u_new), captured on first use."""
+        key = ("tiles", u.data.ptr, u_new.data.ptr, u.shape, u.strides, tuple(region), w, tuple(depths),
+               self.choice(u.shape), self.fmad)
+        if key not in self._graphs:
+            s = self.main
+            s.begin_capture()
+            try:
+                self._tiles(u, u_new, w, depths, region)
+            finally:
+                graph = s.end_capture()
+            self._graphs[key] = graph
+        return self._graphs[key]
+
+    def _tiles(self, u, u_new, w, depths, region) -> None:
+        """Enqueue the tiles on `main`, swapping buffers; the last one, unless a single step, folds its residual."""
+        for i, d in enumerate(depths):
+            if d == 1:
+                self.launch(u_new, u, w, region, self.main)
+            else:
+                self.tile(u_new, u, w, d, region, resid=i == len(depths) - 1)
+            u, u_new = u_new, u
+
     def _graph(self, u, u_new, w, region, steps: int):
-        key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad)
+        key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad,
+               self.boundary if self.refills else None)
         if key not in self._graphs:
             s = self.main
             s.begin_capture()
@@ -271,6 +444,8 @@ class CupyBackend(Backend):
                 a, b = u, u_new
                 for _ in range(steps):
                     self.launch(b, a, w, region, s)
+                    if self.refills:  # the boundary fill is part of every captured step
+                        self._fill(b, s)
                     a, b = b, a
             finally:
                 graph = s.end_capture()
@@ -278,13 +453,26 @@ class CupyBackend(Backend):
         return self._graphs[key]
 
     def max_update(self, a, b, region) -> float:
-        r0, r1, c0, c1 = region
+        """max |a - b| over region (inf for NaN/Inf); after a time tile that produced (a, b), the tile's
+        fused residual."""
         self.join()
-        with self.main:
-            m = self._maxdiff(a[r0:r1, c0:c1], b[r0:r1, c0:c1])
-        value = float(m.get(stream=self.main))
+        if self._resid != (a.data.ptr, b.data.ptr, tuple(region)):
+            self._zero_word(self.main)
+            fn = self._function("maxdiff", gk.MAXDIFF_BLOCK)
+            pa, pb = (np.int64(x.strides[0] // x.itemsize) for x in (a, b))
+            fn(*gk.maxdiff_shape(region), (self._word, a, b, pa, pb, *map(np.int32, region)), stream=self.main)
+        value = float(self._word.get(stream=self.main).view(self.dtype)[0])
         self.flush()
         return value if np.isfinite(value) else float("inf")
+
+    def settle(self, timer) -> None:
+        """Wait for the GPU without charging the wait to a host section (the CUDA events count that
+        interval as compute): called before checks and output, so the sections add up to the loop."""
+        self.join()
+        self.main.synchronize()
+        self.edge.synchronize()
+        if timer is not None and timer.cursor is not None:
+            timer.cursor = time.perf_counter()
 
     def join(self) -> None:
         """Make `main` wait for everything enqueued on `edge` so far."""
@@ -334,10 +522,11 @@ class CupyBackend(Backend):
         import cupy
 
         rt = cupy.cuda.runtime
-        choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "source": src}
-                   for k, (v, b, src) in self._choice.items()}
+        choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "time_tile": t, "source": src}
+                   for k, (v, b, t, src) in self._choice.items()}
         return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
                 "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,
+                "time_tile": self._tile_used,
                 "cuda_graphs": self.use_graphs, "cupy": cupy.__version__, "cuda_runtime": rt.runtimeGetVersion(),
                 "cuda_driver": rt.driverGetVersion(), **self.transfer}
 

@@ -7,9 +7,16 @@ Variants (`backend.kernel`):
          shuffles. block = [bx, by]: bx threads (a multiple of 32) in x, by rows per thread.
 - vec:   `rows` with 16-byte accesses: 4 float32 or 2 float64 columns per thread.
 - expr:  the same update written as CuPy array expressions (the "mature library" baseline); no block.
+- wave:  k steps per launch (time tiling, `backend.time_tile` = k): each warp streams down a strip of
+         32 x 16 bytes of columns and a segment of `by` rows, k levels of rows in registers, west/east by
+         shuffles, a recomputed apron of ceil(k / columns per thread) lanes at each side (kernels/wave.cu).
+         block = [bx, by]: bx threads per block (a multiple of 32; each warp is independent), by rows
+         per warp.
+- wave2: `wave` with two 16-byte vectors per thread (8 float32 or 4 float64 columns): a narrower apron,
+         more registers.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
-variant's default below.
+variant's default below; `backend.time_tile: null` the tuned depth, else DEFAULT_TILE.
 
 Every variant is compiled with --fmad=false: the terms are rounded in the order of solver/core/physics.py,
 so GPU results equal the CPU backends' bitwise (the kernels are memory-bound; BENCHMARKS.md gives the
@@ -22,26 +29,55 @@ from importlib import resources
 
 import numpy as np
 
-VARIANTS = ("naive", "tiled", "rows", "vec", "expr")
-COMPILED = ("naive", "tiled", "rows", "vec")
-DEFAULT_VARIANT = "vec"
-DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8)}
+VARIANTS = ("naive", "tiled", "rows", "vec", "expr", "wave", "wave2")
+COMPILED = ("naive", "tiled", "rows", "vec", "wave", "wave2")
+TILED = ("wave", "wave2")  # k steps per launch; the others one
+STEP_VARIANTS = tuple(v for v in VARIANTS if v not in TILED)
+DEFAULT_VARIANT = "wave2"  # nothing tuned: the fastest measured (docs/gpu_tiling_notes.md), no spills at k = 8
+DEFAULT_STEP_VARIANT = "vec"  # one step per launch (halo paths, time_tile: 1)
+DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8), "wave": (32, 128),
+                 "wave2": (32, 128)}
+DEFAULT_TILE = 8  # steps per launch of a tiled variant when nothing is tuned or asked
+MAX_TILE = 16  # deeper tiles need more registers than a thread has (spills)
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
     "rows": [(64, 8), (128, 4), (128, 8), (128, 16), (256, 8), (256, 16)],
     "vec": [(32, 8), (64, 4), (64, 8), (128, 4), (128, 8), (128, 16), (256, 4), (256, 8)],
     "expr": [None],
+    "wave": [(32, 64), (32, 128), (64, 256)],
+    "wave2": [(32, 64), (32, 128), (64, 256)],
 }
-FILES = {"naive": "naive.cu", "tiled": "tiled.cu", "rows": "march.cu", "vec": "march.cu"}
-ENTRY = {"naive": "naive", "tiled": "tiled", "rows": "march", "vec": "march"}
+SWEEP_TILES = (4, 8, 12)  # time tiles `stencil tune` tries for the tiled variants
+FILES = {"naive": "naive.cu", "tiled": "tiled.cu", "rows": "march.cu", "vec": "march.cu", "wave": "wave.cu",
+         "wave2": "wave.cu", "maxdiff": "maxdiff.cu"}
+ENTRY = {"naive": "naive", "tiled": "tiled", "rows": "march", "vec": "march", "wave": "wave", "wave2": "wave",
+         "maxdiff": "maxdiff"}
+MAXDIFF_BLOCK = (256, 1)  # the convergence / NaN check's reduction (kernels/maxdiff.cu)
 MAX_THREADS = 1024
 MAX_ROWS_PER_THREAD = 32
 
 
 def lanes(variant: str, dtype) -> int:
-    """Columns per thread: 16 bytes' worth for `vec`, one otherwise."""
-    return 16 // np.dtype(dtype).itemsize if variant == "vec" else 1
+    """Columns per thread: 16 bytes' worth for `vec` and `wave`, 32 for `wave2`, one otherwise."""
+    per = 16 // np.dtype(dtype).itemsize
+    return {"vec": per, "wave": per, "wave2": 2 * per}.get(variant, 1)
+
+
+def apron(variant: str, dtype, k: int) -> int:
+    """Lanes a `wave` strip recomputes at each side: ceil(k / columns per thread)."""
+    return -(-k // lanes(variant, dtype))
+
+
+def tile_problem(variant: str, k: int) -> str | None:
+    """Why time tile k does not suit `variant` (a message naming the fix), or None. Within MAX_TILE the
+    apron (ceil(k / columns per thread) lanes a side, at least 2 columns per thread) leaves the warp
+    at least two lanes to store."""
+    if variant not in TILED:
+        return None if k == 1 else f"{k}: kernel {variant} computes one step per launch; use kernel wave or wave2, or time_tile: 1"
+    if not 1 <= k <= MAX_TILE:
+        return f"{k}: kernel {variant} takes 1 to {MAX_TILE} steps per launch"
+    return None
 
 
 def block_problem(variant: str, block) -> str | None:
@@ -51,6 +87,10 @@ def block_problem(variant: str, block) -> str | None:
     bx, by = block
     if bx < 1 or by < 1:
         return f"{list(block)}: both entries must be >= 1, e.g. {list(DEFAULT_BLOCK[variant])}"
+    if variant in TILED:
+        if bx % 32 or bx > MAX_THREADS:
+            return f"{list(block)}: for kernel {variant} bx is the threads per block and must be a multiple of 32 up to 1024"
+        return None
     if variant in ("rows", "vec"):
         if bx % 32 or bx > MAX_THREADS:
             return f"{list(block)}: for kernel {variant} bx is the threads per block and must be a multiple of 32 up to 1024"
@@ -62,10 +102,14 @@ def block_problem(variant: str, block) -> str | None:
     return None
 
 
-def settings_problem(kernel: str | None, block) -> str | None:
+def settings_problem(kernel: str | None, block, time_tile: int | None = None) -> str | None:
     """For config validation: 'backend.<field>: what is wrong; the fix', or None."""
     if kernel is not None and kernel not in VARIANTS:
         return f"backend.kernel: unknown kernel {kernel!r}; use one of {', '.join(VARIANTS)} or null (tuned/default)"
+    if time_tile is not None and (kernel is not None or time_tile > 1):
+        problem = tile_problem(kernel or "wave", time_tile)
+        if problem:
+            return f"backend.time_tile: {problem}"
     if block is None:
         return None
     if kernel is None:
@@ -80,23 +124,75 @@ def source(variant: str) -> str:
     return (root / "common.cu").read_text() + "\n" + (root / FILES[variant]).read_text()
 
 
-def options(variant: str, dtype, block, fmad: bool = False) -> tuple[str, ...]:
+def options(variant: str, dtype, block, fmad: bool = False, k: int = 1) -> tuple[str, ...]:
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
+    extra = (f"-DK={k}",) if variant in TILED else ()
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", f"-DBX={bx}", f"-DBY={by}",
-            f"-DV={lanes(variant, dtype)}")
+            f"-DV={lanes(variant, dtype)}", *extra)
 
 
 MAX_GRID_Y = 65535
 
 
-def launch_shape(variant: str, dtype, block, region) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(grid, block) for a region; kernels stride over row tiles when the grid's y extent is capped."""
+def wave_strips(variant: str, dtype, k: int, out_region) -> tuple[int, int, int]:
+    """(first column of strip 0, columns stored per strip, strips) for a `wave` launch storing
+    `out_region`; the same arithmetic as kernels/wave.cu."""
+    _, _, p0, p1 = out_region
+    v, vw = lanes(variant, dtype), 16 // np.dtype(dtype).itemsize
+    a = apron(variant, dtype, k)
+    xb = 1 + (p0 - 1) // vw * vw - a * v
+    wout = (32 - 2 * a) * v
+    return xb, wout, -(-(p1 - (xb + a * v)) // wout)
+
+
+def maxdiff_shape(region) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) of the maxdiff reduction: up to 4 blocks across a row, up to 2048 rows at a time."""
+    r0, r1, c0, c1 = region
+    bx = MAXDIFF_BLOCK[0]
+    return (max(1, min(-(-(c1 - c0) // bx), 4)), max(1, min(r1 - r0, 2048)), 1), (bx, 1, 1)
+
+
+def launch_shape(variant: str, dtype, block, region, k: int = 1) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) for a region (tiled variants: the region stored); kernels stride over row tiles when
+    the grid's y extent is capped."""
     r0, r1, c0, c1 = region
     bx, by = block
     tiles_y = -(-(r1 - r0) // by)
+    if variant in TILED:
+        strips = wave_strips(variant, dtype, k, region)[2]
+        return (-(-strips // (bx // 32)), min(tiles_y, MAX_GRID_Y), 1), (bx, 1, 1)
     if variant in ("rows", "vec"):
         v = lanes(variant, dtype)
         groups = (c1 - 2) // v - (c0 - 1) // v + 1
         return (-(-groups // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, 1, 1)
     return (-(-(c1 - c0) // bx), min(tiles_y, MAX_GRID_Y), 1), (bx, by, 1)
+
+
+def fill_source() -> str:
+    """common.cu followed by boundary.cu: the ghost-layer fill of physical sides (solver/core/boundary.py)."""
+    root = resources.files("solver.backends") / "kernels"
+    return (root / "common.cu").read_text() + "\n" + (root / "boundary.cu").read_text()
+
+
+def fill_options(dtype) -> tuple[str, ...]:
+    real = "float" if np.dtype(dtype) == np.float32 else "double"
+    return ("--fmad=false", f"-DREAL={real}")
+
+
+FILL_THREADS = 256
+
+
+def fill_launches(fill, shape: tuple[int, int]) -> list[tuple[int, int, tuple]]:
+    """(blocks, axis, (kind_lo, v_lo, kind_hi, v_hi)) per axis with a rule, y first: the launches of boundary.cu."""
+    rules, d = {r.side: r for r in fill.rules}, fill.depth
+    ny, nx = shape[0] - 2 * d, shape[1] - 2 * d
+    out = []
+    for axis, (lo, hi) in enumerate((("bottom", "top"), ("left", "right"))):
+        a, b = rules.get(lo), rules.get(hi)
+        if a is None and b is None:
+            continue
+        total = 2 * d * ((nx if axis == 0 else ny) + 2 * d)
+        out.append((-(-total // FILL_THREADS), axis, (a.code if a else 0, a.value if a else 0.0,
+                                                      b.code if b else 0, b.value if b else 0.0)))
+    return out

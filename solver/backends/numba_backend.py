@@ -7,11 +7,14 @@ import time
 
 import numpy as np
 
+from ..core import cache
 from ..core.errors import InputError
-from ..core.machine import cpu_count
+from ..core.machine import cpu_count, cpu_model
 from . import Backend, register
 
-DEFAULT_TIME_TILE = 4  # steps fused per sweep on one process; measured in BENCHMARKS.md
+MAX_DEFAULT_TILE = 8  # without a stored choice: the most steps fused per sweep (and halo depth under MPI) ...
+RECOMPUTE_SHARE = 0.1  # ... such that the rows a block recomputes, k(k-1), stay within this share of its rows
+RING_BYTES = 1 << 20  # per thread: a time tile's ring buffer (k levels x 3 rows x tile width) fits in L2
 
 
 @register
@@ -28,6 +31,9 @@ class NumbaBackend(Backend):
         from . import numba_kernels
 
         self.k = numba_kernels
+        self.tuned: dict | None = None  # the stored `stencil bench --tune` choice (run.py looks it up)
+        self.ring_bytes: int | None = None
+        self.chosen: int | None = None  # the time tile last used (tile_for)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -39,7 +45,7 @@ class NumbaBackend(Backend):
 
     def compile_note(self) -> str | None:
         """Said when numba's on-disk cache holds none of the kernels prepare() needs (first run, new source)."""
-        kernels = [self.k.step, self.k.max_update] + ([self.k.fused] if self.time_tile > 1 else [])
+        kernels = [self.k.step, self.k.max_update, self.k.tiled]  # prepare() compiles all three
         try:
             cold = any(not k._cache._cache_file._load_index() for k in kernels)  # numba's index; {} when stale
         except Exception:  # noqa: BLE001 - numba internals moved: say it anyway
@@ -51,27 +57,83 @@ class NumbaBackend(Backend):
         tiny = np.zeros((3, 3), dtype=self.dtype)
         self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
-        if self.time_tile > 1:
-            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)
+        self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)  # one compiled kernel serves every tile
+        if self.refills:
+            from .numba_fill import fill_sides
+
+            fill_sides(tiny.copy(), 1, *self._tables())
+
+    def tiled(self, out, u, w, k: int, target, valid, fixed) -> None:
+        """k steps of `target` in one sweep (numba_kernels.tiled): a row block per thread, column blocks
+        as wide as the ring buffer's share of cache allows."""
+        r0, r1, c0, c1 = target
+        if r0 >= r1 or c0 >= c1:
+            return
+        self.k.tiled(out, u, w.wc, w.wx, w.wy, k, *target, *valid, *fixed, min(self.threads, r1 - r0),
+                     self.column_blocks(c1 - c0, k))
+
+    def column_blocks(self, width: int, k: int) -> int:
+        """Column tiles per row block: ring buffers of k x 3 rows x tile width within RING_BYTES (or the
+        tuned cache tile), tiles at least 8k columns wide (recomputed columns stay a small fraction)."""
+        budget = getattr(self, "ring_bytes", None) or RING_BYTES
+        cols = max(8 * k, budget // (3 * k * self.dtype.itemsize))
+        return max(1, -(-width // cols))
 
     def step(self, out, u, w, region) -> None:
         self.k.step(out, u, w.wc, w.wx, w.wy, *region)
 
+    def fill_boundary(self, u, timer=None) -> None:
+        """The boundary rules in one compiled call (backends/numba_fill.py), the time charged to compute."""
+        if self.refills:
+            from .numba_fill import fill_sides
+
+            t = time.perf_counter()
+            fill_sides(u, self.boundary.depth, *self._tables())
+            if timer is not None:
+                timer.add("compute", t)
+
+    def _tables(self):
+        if getattr(self, "_tabled", (None,))[0] is not self.boundary:
+            self._tabled = (self.boundary, self.boundary.tables())
+        return self._tabled[1]
+
     def advance(self, u, u_new, w, n: int, region):
         """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
-        the last step is always a plain one and `u_new` holds the previous field (for the checks)."""
-        k = self.time_tile
+        the last step is always a plain one and `u_new` holds the previous field (for the checks).
+        The fused kernel keeps ghost layers constant, so sides whose ghosts change between steps
+        (Neumann, periodic: `refills`) take plain steps with a boundary fill after each."""
+        k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        tiles = (n - 1) // k if (k > 1 and full and n > 1) else 0
+        tiles = (n - 1) // k if (k > 1 and full and n > 1 and not self.refills) else 0
         for _ in range(tiles):
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads)
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads, self.column_blocks(u.shape[1] - 2, k))
             u, u_new = u_new, u
         return super().advance(u, u_new, w, n - tiles * k, region)
 
+    def use_tuned(self, entry: dict | None) -> None:
+        """Take a stored choice (time tile, cache tile) where the case leaves backend.time_tile null."""
+        self.tuned = entry
+        if entry and getattr(self.settings, "time_tile", None) is None:
+            self.ring_bytes = entry.get("ring_bytes")
+
     @property
-    def time_tile(self) -> int:
+    def time_tile(self) -> int | None:
+        """The case's backend.time_tile, else the stored choice; None: default_time_tile per block."""
         t = getattr(self.settings, "time_tile", None)
-        return DEFAULT_TIME_TILE if t is None else t
+        if t is not None:
+            return t
+        return int(self.tuned["time_tile"]) if self.tuned else None
+
+    def tile_for(self, rows: int) -> int:
+        """The time tile for blocks of `rows` rows per thread (one process) or per rank (MPI: the thinnest)."""
+        self.chosen = self.time_tile or default_time_tile(rows)
+        return self.chosen
+
+    @property
+    def time_tile_source(self) -> str:
+        if getattr(self.settings, "time_tile", None) is not None:
+            return "case"
+        return "tuned (stencil bench --tune)" if self.tuned else "default (default_time_tile)"
 
     def max_update(self, a, b, region) -> float:
         return float(self.k.max_update(a, b, *region))
@@ -79,7 +141,9 @@ class NumbaBackend(Backend):
     def describe(self) -> dict:
         import numba
 
-        return {"backend": self.name, "threads": self.threads, "device": "cpu", "time_tile": self.time_tile,
+        return {"backend": self.name, "threads": self.threads, "device": "cpu",
+                "time_tile": self.chosen or self.time_tile,
+                "time_tile_source": self.time_tile_source,
                 "threading_layer": _threading_layer(), "numba": numba.__version__}
 
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
@@ -92,6 +156,29 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+TILE_CACHE = "tiles"  # solver.core.cache file of the `stencil bench --tune` choices (solver.bench.cpu_tune)
+
+
+def tile_key(dtype: str, threads: int) -> str:
+    return f"time_tile|{cpu_model()}|{dtype}|threads={threads}"
+
+
+def stored_tile(dtype: str, threads: int) -> dict | None:
+    """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None."""
+    entry = cache.load(TILE_CACHE).get(tile_key(dtype, threads))
+    return entry if isinstance(entry, dict) and "time_tile" in entry else None
+
+
+def default_time_tile(rows: int) -> int:
+    """The safe default without a stored choice: the deepest tile up to MAX_DEFAULT_TILE whose recomputed
+    rows (k - 1 per level and side of a block, k(k - 1) in all) stay within RECOMPUTE_SHARE of the block's
+    rows; 2 at least (measured on the 2-core machine and the 16-core node: BENCHMARKS.md)."""
+    k = MAX_DEFAULT_TILE
+    while k > 2 and k * (k - 1) > RECOMPUTE_SHARE * rows:
+        k -= 1
+    return k
 
 
 def _ensure_thread_pool(threads: int) -> None:

@@ -49,53 +49,83 @@ def copy(b, a, one):
 
 
 
+@njit(parallel=True, cache=True)
+def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw, fe, rblocks, cblocks):
+    """out[t0:t1, s0:s1] = k steps of the update applied to u, in one sweep through memory (temporal
+    blocking on trapezoids; solver.parallel.deep says how ranks use it).
+
+    What u holds: rows [ylo, yhi) and columns [xlo, xhi) are points the update changes, valid at time 0.
+    A side marked fixed (fs, fn, fw, fe: south, north, west, east) has one more row/column just outside
+    (ylo - 1, yhi, xlo - 1, xhi) that holds a boundary value, unchanged in time; a side not fixed has
+    nothing valid beyond, so level L (1..k) is known only L points inside it (the shrinking region).
+    The target is cut into rblocks x cblocks tiles computed in parallel; each marches a front upwards,
+    level L keeping its three most recent rows (tile width + 2k columns) in a ring buffer that stays
+    in cache, and recomputes the k - L intermediate rows and columns just outside it, so tiles are
+    independent. Every value is computed by the same expression in the same term order as step(),
+    so the result is bitwise equal to k calls of step(). Memory traffic per k steps: about one read
+    of u and one write of out.
+    """
+    nrows = t1 - t0
+    ncols = s1 - s0
+    for t in prange(rblocks * cblocks):
+        a = t0 + ((t // cblocks) * nrows) // rblocks
+        b = t0 + ((t // cblocks + 1) * nrows) // rblocks
+        c = s0 + ((t % cblocks) * ncols) // cblocks
+        d = s0 + ((t % cblocks + 1) * ncols) // cblocks
+        if a >= b or c >= d:
+            continue
+        base = c - k  # column of ring index 0
+        ring = np.empty((k, 3, d - c + 2 * k), dtype=u.dtype)  # levels 1..k-1 (index 0 unused)
+        for front in range(a - k + 1, b + k - 1):  # level L computes row front - (L - 1)
+            for level in range(1, k + 1):
+                i = front - (level - 1)
+                lo = ylo if fs else ylo + level
+                hi = yhi if fn else yhi - level
+                if i < max(a - (k - level), lo) or i >= min(b + (k - level), hi):
+                    continue
+                cl = max(c - (k - level), xlo if fw else xlo + level)
+                ch = min(d + (k - level), xhi if fe else xhi - level)
+                m = ch - cl
+                if level == 1:
+                    s = u[i - 1, cl - 1:ch + 1]
+                    cc = u[i, cl - 1:ch + 1]
+                    n = u[i + 1, cl - 1:ch + 1]
+                else:
+                    off = cl - 1 - base
+                    cc = ring[level - 1, i % 3, off:off + m + 2]
+                    if fs and i == ylo:
+                        s = u[i - 1, cl - 1:ch + 1]
+                    else:
+                        s = ring[level - 1, (i - 1) % 3, off:off + m + 2]
+                    if fn and i == yhi - 1:
+                        n = u[i + 1, cl - 1:ch + 1]
+                    else:
+                        n = ring[level - 1, (i + 1) % 3, off:off + m + 2]
+                if level == k:
+                    dst = out[i, cl:ch]
+                else:
+                    dst = ring[level, i % 3, cl - base:ch - base]
+                _update(dst, s, cc, n, wc, wx, wy, m)
+                if level < k:
+                    if fw and cl == xlo:
+                        ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
+                    if fe and ch == xhi:
+                        ring[level, i % 3, xhi - base] = u[i, xhi]
+
+
 @njit(inline="always")
-def _row(o, s, c, n, wc, wx, wy, m):
-    """o[1:m+1] from the full-width rows s (south), c (centre), n (north): the same term order as step()."""
-    oo = o[1:m + 1]
+def _update(o, s, c, n, wc, wx, wy, m):
+    """o[0:m] from rows s (south), c (centre), n (north) that start one column west of o: step()'s terms."""
     cc = c[1:m + 1]
     ww = c[0:m]
     ee = c[2:m + 2]
     ss = s[1:m + 1]
     nn = n[1:m + 1]
     for j in range(m):
-        oo[j] = wc * cc[j] + wx * (ww[j] + ee[j]) + wy * (ss[j] + nn[j])
+        o[j] = wc * cc[j] + wx * (ww[j] + ee[j]) + wy * (ss[j] + nn[j])
 
 
-@njit(parallel=True, cache=True)
-def fused(out, u, wc, wx, wy, k, nblocks):
-    """out = k steps of the update applied to u, in one sweep through memory (temporal blocking).
-
-    For one process (every ghost layer is a Dirichlet boundary). Each of `nblocks` row blocks marches a
-    front upwards; level L (1..k-1) keeps its three most recent rows in a ring buffer that stays in
-    cache, level k writes `out`. A block recomputes the k-1 intermediate rows just outside it, so blocks
-    are independent. Every value is computed by the same expression as step(), so the result is bitwise
-    equal to k calls of step(). Memory traffic per k steps: one read of u and one write of out.
-    """
-    ny = u.shape[0] - 2
-    width = u.shape[1]
-    m = width - 2
-    for b in prange(nblocks):
-        r0 = 1 + (b * ny) // nblocks
-        r1 = 1 + ((b + 1) * ny) // nblocks
-        ring = np.empty((k, 3, width), dtype=u.dtype)
-        for front in range(r0 - k + 1, r1 + k):
-            for level in range(1, k + 1):
-                i = front - (level - 1)
-                if i < max(r0 - (k - level), 0) or i >= min(r1 + (k - level), ny + 2):
-                    continue
-                dst = out[i] if level == k else ring[level, i % 3]
-                if i < 1 or i > ny:  # a ghost row: the boundary value, unchanged in time
-                    if level < k:
-                        dst[:] = u[i]
-                    continue
-                if level == 1:
-                    _row(dst, u[i - 1], u[i], u[i + 1], wc, wx, wy, m)
-                else:
-                    prev = ring[level - 1]
-                    s = u[i - 1] if i == 1 else prev[(i - 1) % 3]
-                    n = u[i + 1] if i == ny else prev[(i + 1) % 3]
-                    _row(dst, s, prev[i % 3], n, wc, wx, wy, m)
-                if level < k:
-                    dst[0] = u[i, 0]
-                    dst[width - 1] = u[i, width - 1]
+def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1):
+    """out = k steps applied to the whole of u on one process (every ghost layer a Dirichlet boundary)."""
+    ny, nx = u.shape[0] - 2, u.shape[1] - 2
+    tiled(out, u, wc, wx, wy, k, 1, ny + 1, 1, nx + 1, 1, ny + 1, 1, nx + 1, True, True, True, True, rblocks, cblocks)

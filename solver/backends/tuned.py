@@ -1,9 +1,10 @@
 """The tuned CuPy kernel choices `stencil tune` stores and runs with backend.block/kernel null read.
 
-Kept in the one cache module (solver.core.cache, file tune.json beside bandwidth.json), keyed by GPU
-model, dtype and interior grid shape (and the variant, for the fastest block of each variant). A run
-uses the entry for its local grid shape, or the entry nearest in number of points for the same GPU
-and dtype: what is best at one size need not be best at another.
+Kept in the one cache module (solver.core.cache, file tune.json beside bandwidth.json), one entry per
+GPU model, dtype, interior grid shape, variant and time tile k (the fastest block of that pair). A run
+takes the fastest entry matching what its case fixes, for its local grid shape, or else the nearest
+measured shape (in number of points) for the same GPU and dtype: what is best at one size need not
+be best at another.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ def tune_path() -> Path:
     return cache.path(NAME)
 
 
-def tune_key(gpu: str, dtype: str, shape, variant: str | None = None) -> str:
-    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}" + (f"|{variant}" if variant else "")
+def tune_key(gpu: str, dtype: str, shape, variant: str, k: int) -> str:
+    return f"{gpu}|{dtype}|{shape[0]}x{shape[1]}|{variant}|{k}"
 
 
 def load_tuned() -> dict:
@@ -32,21 +33,20 @@ def store_tuned(entries: dict) -> None:
     cache.update(NAME, entries)  # an unwritable cache stores nothing: runs use the defaults
 
 
-def lookup(gpu: str, dtype: str, shape, variant: str | None = None):
-    """(variant, block) stored for this GPU/dtype at `shape`, else at the nearest size; None if none."""
-    data = load_tuned()
-    hit = data.get(tune_key(gpu, dtype, shape, variant))
-    if hit is None:
-        prefix, points = f"{gpu}|{dtype}|", shape[0] * shape[1]
-        same = [(k, v) for k, v in data.items() if k.startswith(prefix) and (k.count("|") == 3) == (variant is not None)
-                and (variant is None or k.endswith(f"|{variant}"))]
-        if not same:
-            return None
-        hit = min(same, key=lambda kv: abs(math.log(_points(kv[0]) / points)))[1]
-    block = tuple(hit["block"]) if hit.get("block") else None
-    return hit["kernel"], block
+def lookup(gpu: str, dtype: str, shape, variant: str | None = None, k: int | None = None):
+    """(variant, block, k): the fastest entry stored for this GPU and dtype with this variant and k
+    (None: any), at `shape` or else at the nearest measured shape; None if nothing matches."""
+    prefix = f"{gpu}|{dtype}|"
+    hits = [(key.split("|")[2], v) for key, v in load_tuned().items() if key.startswith(prefix) and key.count("|") == 4
+            and (variant is None or v["kernel"] == variant) and (k is None or v.get("time_tile", 1) == k)]
+    if not hits:
+        return None
+    points = shape[0] * shape[1]
+    near = min({s for s, _ in hits}, key=lambda s: abs(math.log(_points(s) / points)))
+    hit = min((v for s, v in hits if s == near), key=lambda v: v.get("seconds_per_step", 0.0))
+    return hit["kernel"], tuple(hit["block"]) if hit.get("block") else None, hit.get("time_tile", 1)
 
 
-def _points(key: str) -> int:
-    ny, nx = key.split("|")[2].split("x")
+def _points(shape: str) -> int:
+    ny, nx = shape.split("x")
     return int(ny) * int(nx)

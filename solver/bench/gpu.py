@@ -4,6 +4,7 @@
     python -m solver.bench.gpu fmad    --size 16384 --json F    # cost of --fmad=false (bitwise CPU equality)
     [mpirun -n P] python -m solver.bench.gpu hybrid --json F ... # strong/weak scaling over 1..P GPUs
     python -m solver.bench.gpu ncu-target                       # a few launches for Nsight Compute to profile
+    python -m solver.bench.gpu tiling --sizes 4096 16384 --steps 2000 --json F  # time tiling: kernel-only and runs
     python -m solver.bench.gpu table DIR                         # the short table the suite prints last
 
 Every timing is a median of repeats measured with CUDA events (single GPU) or with the host clock
@@ -48,10 +49,12 @@ def single_gpu(size: int, dtype: str, kernel=None, block=None, fmad=False, graph
     u, v = random_field(be, shape), be.zeros(shape)
     w = weights(case).cast(dtype)
     be.prepare(u, v, w)
+    k = be.tile_steps(shape)
+    steps = -(-steps // k) * k  # whole time tiles
     times = time_config(be, u, v, w, (1, size + 1, 1, size + 1), repeats, steps)
     choice = be.choice(shape)
     return {"size": size, "dtype": dtype, "kernel": choice[0], "block": list(choice[1]) if choice[1] else None,
-            "source": choice[2], "fmad": fmad, "graphs": graphs, "steps": steps,
+            "time_tile": choice[2], "source": choice[3], "fmad": fmad, "graphs": graphs, "steps": steps,
             "seconds_per_step": float(np.median(times)), "spread": [float(min(times)), float(max(times))],
             "gups": size * size / float(np.median(times)) / 1e9, "gpu": be.gpu_name}
 
@@ -81,22 +84,79 @@ def fmad(args) -> dict:
 
 
 def ncu_target(args) -> dict:
-    """Launch tiled at the large size, then the default (tuned) variant at both sizes, once each."""
+    """Launch tiled and vec at the large size, then the default (tuned; time-tiled) variant at both
+    sizes: one launch each (a tiled variant: one tile of its k steps)."""
     from ..backends.cupy_backend import CupyBackend
     from ..core.physics import weights
     from .tune import random_field
 
-    for size, kernel in ((args.large, "tiled"), (args.large, None), (args.size, None)):
+    for size, kernel in ((args.large, "tiled"), (args.large, "vec"), (args.large, None), (args.size, None)):
         case = make_case(size, size, "float32")
         be = CupyBackend(case.backend, "float32")
         be.configure(kernel, None)
         u = random_field(be, (size + 2, size + 2))
         v = be.zeros(u.shape)
         w = weights(case).cast("float32")
-        be.launch(v, u, w, (1, size + 1, 1, size + 1), be.main)
+        be.advance(u, v, w, be.tile_steps(u.shape), (1, size + 1, 1, size + 1))  # no prepare(): only big launches
         be.synchronize()
-        print(f"ncu-target: {size}x{size} float32 kernel {be.choice(u.shape)[:2]}", flush=True)
+        print(f"ncu-target: {size}x{size} float32 kernel {be.choice(u.shape)[:3]}", flush=True)
     return {}
+
+
+def tiling(args) -> dict:
+    """Time tiling at each size and dtype, in one process: the device-to-device copy, `vec` and the tiled
+    choice (tuned, else default) kernel-only (CUDA events, median of repeats), then both through a
+    whole `stencil run` of `--steps` steps (record's time per step, median of repeats), with the sum of
+    the record's sections over its loop time."""
+    from ..backends.cupy_backend import CupyBackend
+
+    rows = []
+    for size in args.sizes:
+        for dtype in args.dtypes:
+            be = CupyBackend(make_case(size, size, dtype).backend, dtype)
+            copy = be.copy_bandwidth((size + 2) * (size + 2) * be.dtype.itemsize, args.repeats)
+            del be
+            free_device_memory()
+            row = {"size": size, "dtype": dtype, "copy_gbs": copy / 1e9}
+            for label, kernel, tile in (("vec", "vec", None), ("tiled", None, None)):
+                k = single_gpu(size, dtype, kernel=kernel, repeats=args.repeats, steps=200)
+                free_device_memory()
+                runs = [run_once(size, dtype, k["kernel"], k["block"], k["time_tile"], args.steps) for _ in range(args.repeats)]
+                free_device_memory()
+                per_step = float(np.median([r["seconds_per_step"] for r in runs]))
+                row[label] = {"kernel_only": k, "run_seconds_per_step": per_step, "runs": runs,
+                              "run_vs_kernel": k["seconds_per_step"] / per_step,
+                              "vs_copy": size * size * 2 * np.dtype(dtype).itemsize / k["seconds_per_step"] / copy}
+            row["tiled_vs_vec_kernel"] = row["vec"]["kernel_only"]["seconds_per_step"] / row["tiled"]["kernel_only"]["seconds_per_step"]
+            row["tiled_vs_vec_run"] = row["vec"]["run_seconds_per_step"] / row["tiled"]["run_seconds_per_step"]
+            rows.append(row)
+            print(tiling_line(row), flush=True)
+    return {"rows": rows, "steps": args.steps, "repeats": args.repeats}
+
+
+def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
+    """One `stencil run` (library entry point) of the heat eigenmode: its record's step time and sections."""
+    from ..run import Options, run_case
+
+    case = make_case(size, size, dtype, backend={"name": "cupy", "kernel": kernel, "block": block, "time_tile": k},
+                     run={"steps": steps, "check_every": 400})
+    rec = run_case(case, options=Options(overwrite=True, quiet=True))
+    t = rec["timings"]
+    sections = sum(t[s]["max"] for s in ("compute", "comm", "wait", "io", "other"))
+    return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "loop": t["loop"]["max"],
+            "sections": {s: t[s]["max"] for s in ("compute", "comm", "wait", "io", "other")},
+            "sections_over_loop": sections / t["loop"]["max"], "kernel": kernel, "time_tile": k}
+
+
+def tiling_line(r: dict) -> str:
+    t, v = r["tiled"], r["vec"]
+    ko = t["kernel_only"]
+    return (f"tiling {r['size']}^2 {r['dtype']}: {ko['kernel']} {ko['block']} k={ko['time_tile']} "
+            f"{ko['seconds_per_step'] * 1e3:.4f} ms/step kernel-only = {r['tiled_vs_vec_kernel']:.2f}x vec, "
+            f"{t['vs_copy']:.2f}x copy ({r['copy_gbs']:.0f} GB/s); stencil run {t['run_seconds_per_step'] * 1e3:.4f} "
+            f"= {t['run_vs_kernel']:.1%} of kernel-only, {r['tiled_vs_vec_run']:.2f}x vec's run; vec run "
+            f"{v['run_vs_kernel']:.1%} of its kernel-only; sections/loop "
+            f"{max(x['sections_over_loop'] for x in t['runs'] + v['runs']):.3f} max")
 
 
 # hybrid ------------------------------------------------------------------------------------------
@@ -264,6 +324,9 @@ def table(directory: Path) -> str:
         if "expr" in best:
             line += f" = {best['expr']['seconds_per_step'] / fastest['seconds_per_step']:.1f}x expr"
         lines.append(line)
+    p = directory / "tiling.json"
+    if p.exists():
+        lines += [tiling_line(r) for r in json.loads(p.read_text())["rows"]]
     for name, key in (("launch.json", "launch"), ("fmad.json", "fmad")):
         p = directory / name
         if p.exists():
@@ -304,7 +367,7 @@ def hybrid_lines(directory: Path) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m solver.bench.gpu")
-    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table"])
+    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling"])
     p.add_argument("dir", nargs="?", default=".")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--large", type=int, default=16384)
@@ -320,7 +383,7 @@ def main(argv=None) -> int:
     if args.what == "table":
         print(table(Path(args.dir)))
         return 0
-    res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target}[args.what](args)
+    res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target, "tiling": tiling}[args.what](args)
     from ..parallel.comm import launched_by_mpi
 
     rank0 = not launched_by_mpi() or _rank() == 0

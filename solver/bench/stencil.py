@@ -48,18 +48,19 @@ class Variant:
 
 
 def variants(names: list[str], time_tiles: list[int]) -> list[tuple[str, BackendSettings]]:
-    """(label, settings) per measured variant: numba once per time tile (1 = the plain kernel)."""
+    """(label, settings) per measured variant: numba once per time tile (1 = the plain kernel, 0 = the
+    default: the stored `stencil bench --tune` choice, else numba_backend.default_time_tile)."""
     out = []
     for name in names:
         if name == "numba":
-            out += [(f"numba tt={t}", BackendSettings(name=name, time_tile=t)) for t in time_tiles]
+            out += [(f"numba tt={t or 'default'}", BackendSettings(name=name, time_tile=t or None)) for t in time_tiles]
         else:
             out.append((name, BackendSettings(name=name)))
     return out
 
 
 def stencil_bench(size: int, dtype: str, threads: int | None, names: list[str], repeats: int, steps: int,
-                  time_tiles: list[int] = (1, 4)) -> dict:
+                  time_tiles: list[int] = (1, 0)) -> dict:
     threads = threads or cpu_count()
     itemsize = np.dtype(dtype).itemsize
     out = {"host": socket.gethostname(), "cpu": cpu_model(), "cores": cpu_count(), "size": size, "dtype": dtype,
@@ -68,6 +69,10 @@ def stencil_bench(size: int, dtype: str, threads: int | None, names: list[str], 
     runs = []
     for label, settings in variants(names, list(time_tiles)):
         be = backend_class(settings.name)(settings, dtype, threads)
+        if hasattr(be, "use_tuned"):  # numba tt=default: the stored `stencil bench --tune` choice, if any
+            from ..backends.numba_backend import stored_tile
+
+            be.use_tuned(stored_tile(dtype, threads))
         runs.append(Variant(label, be, size, steps if settings.name != "numpy" else max(2, steps // 10)))
     ceilings = {r.be.name: r.be for r in runs}  # one copy ceiling per backend
     copies: dict[str, list[float]] = {name: [] for name in ceilings}

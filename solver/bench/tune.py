@@ -1,16 +1,19 @@
-"""`stencil tune CASE`: time every CuPy kernel variant over a set of block shapes on one GPU.
+"""`stencil tune CASE`: time every CuPy kernel variant over a set of block shapes (and, for the
+time-tiled variants, steps per launch) on one GPU.
 
-Schedule per (variant, block): compile; check it against `naive` (one step from the same random
-field must agree bitwise); two warm-up steps; `repeats` batches of `steps` steps (CUDA graphs),
-each timed with CUDA events; the median time per step is reported. Effective bandwidth counts
-2 x itemsize per update and is shown against the device-to-device copy bandwidth measured at the
-start of the same run (cudaMemcpyAsync of a field-sized buffer, median of `repeats`).
+Schedule per (variant, block, k): compile; check it against `naive` (k steps from the same random
+field must agree bitwise; k = 1 for the one-step variants); two warm-up batches; `repeats` batches of
+`steps` steps rounded up to a multiple of k (CUDA graphs), each timed with CUDA events; the median
+time per step is reported. Effective bandwidth counts 2 x itemsize per update and is shown against
+the device-to-device copy bandwidth measured at the start of the same run (cudaMemcpyAsync of a
+field-sized buffer, median of `repeats`): above 1, steps are fused (time tiling).
 
-With --save (the default) the fastest block of each variant and the fastest variant overall are
-stored in tune.json beside the bandwidth cache (STENCIL_CACHE_DIR or ~/.cache/stencil), keyed by GPU
-model, dtype and interior grid shape. Runs with backend.block (or backend.kernel) null use the entry
-for their local grid shape, or the entry nearest in number of points for the same GPU and dtype.
-What is best at one size need not be best at another: tune at the sizes you run.
+With --save (the default) the fastest block and k of each variant, per k, are stored in tune.json
+beside the bandwidth cache (STENCIL_CACHE_DIR or ~/.cache/stencil), keyed by GPU model, dtype,
+interior grid shape, variant and k. A run with any of backend.kernel / block / time_tile null takes
+the fastest stored entry that matches what the case does fix, at its local grid shape or else the
+nearest measured shape (in number of points) for the same GPU and dtype. What is best at one size
+need not be best at another: tune at the sizes you run.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def random_field(be, shape, seed: int = SEED):
 
 def time_config(be, u, v, w, region, repeats: int, steps: int) -> list[float]:
     """Seconds per step of each repeat (CUDA events around graph-batched advance)."""
-    u, v = be.advance(u, v, w, 2, region)
+    u, v = be.advance(u, v, w, steps, region)
     times = []
     for _ in range(repeats):
         e0 = be._record(be.main)
@@ -63,19 +66,34 @@ def time_config(be, u, v, w, region, repeats: int, steps: int) -> list[float]:
     return times
 
 
-def matches_naive(be, u0, w, region, reference) -> bool:
-    """One step of the configured kernel from u0 equals the naive kernel's step, bitwise."""
-    out = be.zeros(u0.shape)
-    be.launch(out, u0, w, region, be.main)
+def matches_naive(be, u0, w, region, reference, k: int) -> bool:
+    """k steps of the configured kernel from u0 (one launch when it is tiled) equal k naive steps, bitwise."""
+    a, b = be.zeros(u0.shape), be.zeros(u0.shape)
+    with be.main:
+        a[...] = u0
+        b[...] = u0
+    a, _ = be.advance(a, b, w, k, region)
     r0, r1, c0, c1 = region
     with be.main:
-        same = bool(be.cp.array_equal(out[r0:r1, c0:c1], reference[r0:r1, c0:c1]))
-    del out
+        same = bool(be.cp.array_equal(a[r0:r1, c0:c1], reference[r0:r1, c0:c1]))
+    del a, b
     return same
 
 
+def naive_steps(be, u0, w, region, k: int):
+    """k steps of the naive kernel from u0: the reference every configuration must equal."""
+    be.configure("naive", gk.DEFAULT_BLOCK["naive"])
+    a, b = be.zeros(u0.shape), be.zeros(u0.shape)
+    with be.main:
+        a[...] = u0
+        b[...] = u0
+    a, b = be.advance(a, b, w, k, region)
+    del b
+    return a
+
+
 def tune(case, variants: list[str] | None = None, blocks: list | None = None, repeats: int = 5, steps: int = 20,
-         save: bool = True, fmad: bool = False) -> dict:
+         save: bool = True, fmad: bool = False, tiles: list[int] | None = None) -> dict:
     from ..backends import backend_class
     from ..core.physics import weights
 
@@ -86,20 +104,19 @@ def tune(case, variants: list[str] | None = None, blocks: list | None = None, re
     u0 = random_field(be, shape)
     u, v = be.zeros(shape), be.zeros(shape)
     copy = be.copy_bandwidth(u.shape[0] * u.strides[0], repeats)
-    be.configure("naive", gk.DEFAULT_BLOCK["naive"])
-    reference = be.zeros(shape)
-    be.launch(reference, u0, w, region, be.main)
+    references: dict = {}
     rows = []
-    for variant in variants or list(gk.VARIANTS):
-        for block in _blocks_for(variant, blocks):
-            be.configure(variant, block, fmad)
-            be.prepare(u, v, w)
-            same = matches_naive(be, u0, w, region, reference)
-            with be.main:
-                u[...] = u0
-                v[...] = u0
-            per_step = time_config(be, u, v, w, region, repeats, steps)
-            rows.append(_row(variant, block, per_step, ny * nx, be.dtype.itemsize, copy, same))
+    for variant, block, k in configurations(variants, blocks, tiles):
+        if k not in references:
+            references[k] = naive_steps(be, u0, w, region, k)
+        be.configure(variant, block, fmad, k if variant in gk.TILED else None)
+        be.prepare(u, v, w)
+        same = matches_naive(be, u0, w, region, references[k], k)
+        with be.main:
+            u[...] = u0
+            v[...] = u0
+        per_step = time_config(be, u, v, w, region, repeats, -(-steps // k) * k)
+        rows.append(_row(variant, block, k, per_step, ny * nx, be.dtype.itemsize, copy, same))
     res = {"gpu": be.gpu_name, "gpu_index": be.device_index, "dtype": be.dtype.name, "shape": [ny, nx],
            "repeats": repeats, "steps_per_repeat": steps, "fmad": fmad, "copy_gbs": copy / 1e9,
            "date": time.strftime("%Y-%m-%d %H:%M"), "cupy": be.cp.__version__, "rows": rows,
@@ -109,21 +126,32 @@ def tune(case, variants: list[str] | None = None, blocks: list | None = None, re
     return res
 
 
+def configurations(variants, blocks, tiles) -> list[tuple]:
+    """(variant, block, k) in sweep order: each variant's blocks, and k for the tiled ones."""
+    out = []
+    for variant in variants or list(gk.VARIANTS):
+        for block in _blocks_for(variant, blocks):
+            ks = [t for t in (tiles or gk.SWEEP_TILES) if gk.tile_problem(variant, t) is None] if variant in gk.TILED else [1]
+            out += [(variant, block, k) for k in ks]
+    return out
+
+
 def _blocks_for(variant: str, blocks):
     if variant == "expr":
         return [None]
     return [b for b in (blocks or gk.SWEEP[variant]) if gk.block_problem(variant, b) is None]
 
 
-def _row(variant, block, per_step, points, itemsize, copy, same) -> dict:
+def _row(variant, block, k, per_step, points, itemsize, copy, same) -> dict:
     med = float(np.median(per_step))
     gbs = points * 2 * itemsize / med / 1e9
-    return {"kernel": variant, "block": list(block) if block else None, "seconds_per_step": med,
+    return {"kernel": variant, "block": list(block) if block else None, "time_tile": k, "seconds_per_step": med,
             "spread": [float(min(per_step)), float(max(per_step))], "gups": points / med / 1e9,
             "effective_gbs": gbs, "fraction_of_copy": gbs / (copy / 1e9), "bitwise_vs_naive": same}
 
 
 def best_per_variant(rows: list[dict]) -> dict:
+    """The fastest bitwise-correct row of each variant."""
     best = {}
     for r in rows:
         if r["bitwise_vs_naive"] and (r["kernel"] not in best or r["seconds_per_step"] < best[r["kernel"]]["seconds_per_step"]):
@@ -132,15 +160,15 @@ def best_per_variant(rows: list[dict]) -> dict:
 
 
 def entries(res: dict) -> dict:
-    """tune.json entries: the fastest variant overall, and the fastest block of each variant."""
+    """tune.json entries: the fastest bitwise-correct block of each (variant, k)."""
     gpu, dtype, shape = res["gpu"], res["dtype"], res["shape"]
     meta = {"measured": res["date"], "cupy": res["cupy"]}
-    out = {tune_key(gpu, dtype, shape, k): {**meta, "kernel": k, "block": r["block"],
-                                            "seconds_per_step": r["seconds_per_step"],
-                                            "fraction_of_copy": r["fraction_of_copy"]}
-           for k, r in res["best"].items()}
-    fastest = min(res["best"].values(), key=lambda r: r["seconds_per_step"])
-    out[tune_key(gpu, dtype, shape)] = dict(out[tune_key(gpu, dtype, shape, fastest["kernel"])])
+    out: dict = {}
+    for r in res["rows"]:
+        key = tune_key(gpu, dtype, shape, r["kernel"], r["time_tile"])
+        if r["bitwise_vs_naive"] and (key not in out or r["seconds_per_step"] < out[key]["seconds_per_step"]):
+            out[key] = {**meta, "kernel": r["kernel"], "block": r["block"], "time_tile": r["time_tile"],
+                        "seconds_per_step": r["seconds_per_step"], "fraction_of_copy": r["fraction_of_copy"]}
     return out
 
 
@@ -152,19 +180,23 @@ def print_tune(res: dict) -> None:
     ny, nx = res["shape"]
     t = Table(title=f"stencil tune: {ny}x{nx} {res['dtype']} on {res['gpu']}, median of {res['repeats']} x "
                     f"{res['steps_per_repeat']} steps (CUDA events)")
-    for col in ("kernel", "block", "ms/step", "G updates/s", "GB/s", "of copy", "bitwise", "best"):
+    for col in ("kernel", "block", "k", "ms/step", "G updates/s", "GB/s", "of copy", "bitwise", "best"):
         t.add_column(col, justify="right")
     best = res["best"]
     for r in res["rows"]:
         mark = "*" if best.get(r["kernel"]) is r else ""
-        t.add_row(r["kernel"], "x".join(map(str, r["block"])) if r["block"] else "-", f"{r['seconds_per_step'] * 1e3:.4f}",
+        t.add_row(r["kernel"], "x".join(map(str, r["block"])) if r["block"] else "-", str(r.get("time_tile", 1)),
+                  f"{r['seconds_per_step'] * 1e3:.4f}",
                   f"{r['gups']:.1f}", f"{r['effective_gbs']:.0f}", f"{r['fraction_of_copy']:.1%}",
                   "yes" if r["bitwise_vs_naive"] else "NO", mark)
     con.print(t)
     con.print(f"device-to-device copy: {res['copy_gbs']:.0f} GB/s (read + written), measured in this run")
     if best:
         fastest = min(best.values(), key=lambda r: r["seconds_per_step"])
-        line = f"fastest: {fastest['kernel']} {fastest['block']} at {fastest['fraction_of_copy']:.1%} of copy bandwidth"
+        line = (f"fastest: {fastest['kernel']} {fastest['block']} k={fastest.get('time_tile', 1)} at "
+                f"{fastest['fraction_of_copy']:.1%} of copy bandwidth")
+        if "vec" in best and fastest["kernel"] != "vec":
+            line += f", {best['vec']['seconds_per_step'] / fastest['seconds_per_step']:.2f}x vec"
         if "expr" in best:
             line += f", {best['expr']['seconds_per_step'] / fastest['seconds_per_step']:.1f}x the expr baseline"
         con.print(line)

@@ -102,7 +102,7 @@ def _check_dtype(dtype: str) -> None:
 
 
 def _overrides(**kw) -> dict:
-    return {f"--{k}": v for k, v in kw.items() if v is not None}
+    return {f"--{k.replace('_', '-')}": v for k, v in kw.items() if v is not None}
 
 
 def fail(exc: BaseException, comm) -> None:
@@ -134,6 +134,7 @@ def run(
     decomposition: Optional[str] = typer.Option(None, help="rows | cart"),
     balance: Optional[str] = typer.Option(None, help="none | dynamic (rows moved by measured rank speed)"),
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
+    time_tile: Optional[int] = typer.Option(None, "--time-tile", help="numba steps per sweep and halo depth (1 = off)"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or progress lines"),
@@ -148,7 +149,7 @@ def run(
     comm = Comm.world(mpi)
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
-                          decomposition=decomposition, balance=balance, kernel=kernel)
+                          decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
         cfg = agree(comm, lambda: _run_case(case, restart, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
         record = run_case(cfg, comm, opts)
@@ -233,8 +234,9 @@ def tune(
     steps: int = typer.Option(20, min=2, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2 (default 4 8 12)"),
 ) -> None:
-    """Time every CuPy kernel variant and block shape on the case's grid (one GPU); keep the fastest."""
+    """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
     from ..backends.cupy_kernels import VARIANTS
     from ..bench.tune import parse_blocks, print_tune
     from ..bench.tune import tune as run_tune
@@ -245,7 +247,12 @@ def tune(
     if bad:
         raise InputError(f"--kernel: unknown kernel {bad[0]!r}; use one of {', '.join(VARIANTS)}")
     cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
-    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save)
+    from ..backends.cupy_kernels import tile_problem
+
+    bad_tile = [t for t in time_tile or [] if tile_problem("wave", t)]
+    if bad_tile:
+        raise InputError(f"--time-tile: {tile_problem('wave', bad_tile[0])}")
+    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save, tiles=time_tile or None)
     print_tune(res)
     if json_out:
         json_out.write_text(json.dumps(res, indent=1))
@@ -265,8 +272,11 @@ def bench(
     backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
     steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
-    time_tile: list[int] = typer.Option([1, 4], "--time-tile", help="numba time tiles to measure (1 = plain kernel)"),
+    time_tile: list[int] = typer.Option([1, 0], "--time-tile", help="numba time tiles to measure (1 = plain kernel, "
+                                        "0 = the default: stored by --tune, else chosen per block)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    tune: bool = typer.Option(False, "--tune", help="numba: measure time tiles x cache tiles, store the fastest "
+                              "as this machine's default (backend.time_tile null)"),
 ) -> None:
     """Stencil benchmark: copy bandwidth, then each backend's MLUP/s and fraction of that ceiling.
 
@@ -276,8 +286,14 @@ def bench(
     from ..bench.stencil import print_bench, stencil_bench
 
     _check_dtype(dtype)
-    results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
-    print_bench(results)
+    if tune:
+        from ..bench.cpu_tune import print_tune_cpu, tune_cpu
+
+        results = tune_cpu(size, dtype, threads, repeats, steps)
+        print_tune_cpu(results)
+    else:
+        results = stencil_bench(size, dtype, threads, backend, repeats, steps, time_tile)
+        print_bench(results)
     if json_out:
         json_out.write_text(json.dumps(results, indent=1))
 
@@ -421,6 +437,7 @@ _DTYPE = typer.Option(None, help="override numerics.dtype")
 _HALO = typer.Option(None, help="override parallel.halo")
 _DECOMP = typer.Option(None, help="override parallel.decomposition (weak: rows grows ny, cart grows both)")
 _BALANCE = typer.Option(None, help="override parallel.balance (none | dynamic)")
+_TIME_TILE = typer.Option(None, "--time-tile", help="override backend.time_tile (1 = per-step kernel and halo)")
 _VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
 _OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
 _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
@@ -448,12 +465,12 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
         balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-        timeout: Optional[float] = _TIMEOUT,
+        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
-               timeout=timeout)
+               timeout=timeout, time_tile=time_tile)
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)

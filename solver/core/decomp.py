@@ -5,11 +5,14 @@ Index convention (the one place it is documented):
 - its local array has one ghost layer on every side: shape (ny_local + 2, nx_local + 2);
 - ghost rows are 0 and -1, ghost columns 0 and -1; owned rows/columns are 1..n;
 - global row = r0 + local row - 1, global column = c0 + local column - 1;
-- a ghost layer on a physical edge holds that side's Dirichlet value and never changes; one facing
-  a neighbour is refilled by the halo exchange.
+- a ghost layer on a physical side (no neighbour) is filled by the side's boundary rule
+  (solver.core.boundary: Dirichlet values never change, Neumann and one-rank periodic sides are refilled
+  after every step); one facing a neighbour is refilled by the halo exchange.
 Process grid: dims = (py, px); rank = cy * px + cx (row-major, as MPI_Cart_create with reorder=False).
 Neighbours: south = rows before (smaller y), north = rows after, west = columns before, east = after;
-None at a physical edge.
+None at a physical edge. Along a periodic axis (periodic = (y, x), as MPI_Cart_create's `periods`) the
+first and last blocks are neighbours across the wrap; with one block along it the rank would be its own
+neighbour, so that side stays None and is filled locally (a copy, no message). `inner` drops the wrap.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Block:
     north: int | None
     west: int | None
     east: int | None
+    periodic: tuple[bool, bool] = (False, False)  # (y, x)
 
     @property
     def rank(self) -> int:
@@ -57,6 +61,13 @@ class Block:
     @property
     def neighbours(self) -> dict[str, int | None]:
         return {"south": self.south, "north": self.north, "west": self.west, "east": self.east}
+
+    @property
+    def inner(self) -> dict[str, int | None]:
+        """Neighbours inside the domain (none across a periodic wrap): the blocks next to this one in space."""
+        (ny, nx), (r0, r1), (c0, c1) = self.shape, self.rows, self.cols
+        inside = {"south": r0 > 0, "north": r1 < ny, "west": c0 > 0, "east": c1 < nx}
+        return {k: (v if inside[k] else None) for k, v in self.neighbours.items()}
 
     @property
     def halo_cells(self) -> int:
@@ -112,16 +123,20 @@ def choose_dims(size: int, shape: tuple[int, int], decomposition: str, dims: lis
     return py, px
 
 
-def decompose(shape: tuple[int, int], dims: tuple[int, int], rank: int) -> Block:
+def decompose(shape: tuple[int, int], dims: tuple[int, int], rank: int,
+              periodic: tuple[bool, bool] = (False, False)) -> Block:
     (ny, nx), (py, px) = shape, dims
     cy, cx = divmod(rank, px)
+    wrap_y, wrap_x = periodic[0] and py > 1, periodic[1] and px > 1  # one block along an axis: filled locally
 
     def at(y: int, x: int) -> int | None:
+        y, x = (y % py if wrap_y else y), (x % px if wrap_x else x)
         return y * px + x if 0 <= y < py and 0 <= x < px else None
 
     return Block(shape=(ny, nx), dims=(py, px), coords=(cy, cx), rows=split(ny, py, cy), cols=split(nx, px, cx),
-                 south=at(cy - 1, cx), north=at(cy + 1, cx), west=at(cy, cx - 1), east=at(cy, cx + 1))
+                 south=at(cy - 1, cx), north=at(cy + 1, cx), west=at(cy, cx - 1), east=at(cy, cx + 1),
+                 periodic=(bool(periodic[0]), bool(periodic[1])))
 
 
-def all_blocks(shape: tuple[int, int], dims: tuple[int, int]) -> list[Block]:
-    return [decompose(shape, dims, r) for r in range(dims[0] * dims[1])]
+def all_blocks(shape: tuple[int, int], dims: tuple[int, int], periodic: tuple[bool, bool] = (False, False)) -> list[Block]:
+    return [decompose(shape, dims, r, periodic) for r in range(dims[0] * dims[1])]

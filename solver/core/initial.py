@@ -8,7 +8,8 @@ import numpy as np
 
 from .decomp import Block
 from .errors import InputError
-from .physics import sine_mode, spacing
+from .boundary import offsets
+from .physics import eigenmode, spacing
 
 
 def initial_block(case, block: Block) -> np.ndarray:
@@ -17,7 +18,7 @@ def initial_block(case, block: Block) -> np.ndarray:
     rows, cols = range(*block.rows), range(*block.cols)
     shape = (block.ny, block.nx)
     if init.kind == "sine":
-        u = sine_mode(rows, cols, case.grid.ny, case.grid.nx, init.value)
+        u = eigenmode(case, rows, cols, init.value)
     elif init.kind == "constant":
         u = np.full(shape, init.value)
     elif init.kind == "hotspot":
@@ -35,9 +36,9 @@ def initial_block(case, block: Block) -> np.ndarray:
 
 def _hotspot(case, rows: range, cols: range) -> np.ndarray:
     init = case.initial
-    dx, dy = spacing(case)
-    y = (np.arange(rows.start, rows.stop) + 1) * dy
-    x = (np.arange(cols.start, cols.stop) + 1) * dx
+    (dx, dy), (ox, oy) = spacing(case), offsets(case)
+    y = (np.arange(rows.start, rows.stop) + oy) * dy
+    x = (np.arange(cols.start, cols.stop) + ox) * dx
     inside = (x[None, :] - init.center[0]) ** 2 + (y[:, None] - init.center[1]) ** 2 <= init.radius**2
     return np.where(inside, init.value, init.background)
 

@@ -3,7 +3,11 @@
 Each step: start the halo exchange, compute the regions that need no halo, finish the exchange,
 compute the rest, swap buffers. Between steps, at scheduled stops: convergence and NaN/Inf checks
 (collective), snapshots, checkpoints, signal polls and progress. With no neighbours the steps
-between two stops go to the backend in one call (backend.advance), which GPUs batch or graph.
+between two stops go to the backend in one call (backend.advance), which GPUs batch or graph; with
+deep halos (exchange.depth > 1) to the exchanger's time tiles (solver.parallel.deep), which end at
+the same stops. Polls (signals, progress) fall at multiples of the tile: the deep halo's depth, or the
+k steps a GPU computes per launch; GPU batch lengths are planned before the loop so that no tile depth
+is compiled inside it.
 """
 
 from __future__ import annotations
@@ -46,8 +50,10 @@ class TimeLoop:
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
-        self.poll_every = poll_every or poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY,
-                                                    self.case.run.steps)
+        depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
+        tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
+        poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
+        self.poll_every = poll_every or -(-poll // tile) * tile
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
@@ -57,7 +63,7 @@ class TimeLoop:
         self.slow = _injected_slowness(comm.rank)
 
     # one step with exchange ------------------------------------------------------------------
-    def step(self, s: LoopState, timer: Timer) -> None:
+    def step(self, s: LoopState, timer: Timer, slow: bool = True) -> None:
         timer.step = s.step
         self.ex.timer = timer  # warm-up halo time goes to the warm-up timer, not the timed sections
         pending = self.ex.start(s.u)
@@ -66,19 +72,28 @@ class TimeLoop:
                 self.ex.progress(pending)
             self.backend.compute(s.u_new, s.u, self.w, [band], timer)
         self.ex.finish(pending)
-        if self.slow:  # test hook: a slower core, charged to compute (the next section takes this time)
+        if self.slow and slow:  # test hook: a slower core, charged to compute (the next section takes this time)
             time.sleep(self.slow * self.layout.block.ny)
         self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
+        self.backend.fill_boundary(s.u_new, timer)  # Neumann and one-rank periodic ghosts, from the new field
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
         s.step += 1
         timer.add("other", t)
 
-    def steps(self, s: LoopState, n: int, timer: Timer) -> None:
+    def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
+        """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
         if self.ex.trivial:
             timer.step = s.step
             s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer)
             s.step += n
+        elif getattr(self.ex, "depth", 1) > 1:
+            first = s.step
+            self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
+            if self.slow:  # the test hook of step(), for every step of the tiles, charged to compute
+                t = time.perf_counter()
+                time.sleep(self.slow * self.layout.block.ny * (s.step - first))
+                timer.add("compute", t)
         else:
             for _ in range(n):
                 self.step(s, timer)
@@ -87,13 +102,15 @@ class TimeLoop:
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
+        if self.ex.trivial:
+            self.backend.plan(self._batches(s.step, end, warm_end))
         while s.step < end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
             points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
-            self.steps(s, n, timer)
+            self.steps(s, n, timer, keep_previous=(s.step + n) % run.check_every == 0 or s.step + n == end)
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
@@ -105,6 +122,17 @@ class TimeLoop:
                 self.timed_steps += n
                 self.updates += n * points
         return s
+
+    def _batches(self, step: int, end: int, warm_end: int, most: int = 10000) -> set[int]:
+        """The distinct batch lengths the loop will hand to advance() (the first `most` batches)."""
+        lengths = set()
+        for _ in range(most):
+            if step >= end:
+                break
+            n = self._next_stop(step, end, warm_end if step < warm_end else None) - step
+            lengths.add(n)
+            step += n
+        return lengths
 
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
@@ -123,10 +151,12 @@ class TimeLoop:
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
         if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+            self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
@@ -142,11 +172,12 @@ class TimeLoop:
             if self.balancer.maybe(s, timer):  # rows moved: layout.block is new, and so must the exchanger be
                 t = time.perf_counter()
                 self.ex.close()
-                self.ex = self.connect(self.layout.block)
+                self.ex = self.connect(self.layout.block, s, self.ex)
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
+        self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
         local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
         t = timer.add("other", t)

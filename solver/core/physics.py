@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import boundary
+
 FLOPS_PER_UPDATE = 7  # 3 multiplies, 4 adds
 
 
@@ -42,8 +44,14 @@ def update(out, u, w: Weights, region) -> None:
 
 
 def spacing(case) -> tuple[float, float]:
-    """(dx, dy): the boundary lies one spacing outside the first and last interior point."""
-    return case.grid.lx / (case.grid.nx + 1), case.grid.ly / (case.grid.ny + 1)
+    """(dx, dy): a Dirichlet wall lies one spacing outside the first and last interior point, a Neumann
+    wall half a spacing; a periodic axis of n points has period n spacings (solver.core.boundary)."""
+    return boundary.geometry(case)[0]
+
+
+def origin(case) -> tuple[float, float]:
+    """(x, y) of the first interior point: (dx, dy) with Dirichlet sides, half a spacing on the others."""
+    return boundary.geometry(case)[1]
 
 
 def stable_dt(case) -> float:
@@ -70,22 +78,38 @@ def weights(case) -> Weights:
 
 
 def mode_factor(case) -> float:
-    """Per-step multiplier of the lowest discrete eigenmode with zero boundaries."""
+    """Per-step multiplier of the eigenmode `initial.k` (sine) for the case's boundary kinds; k = [1, 1]
+    with Dirichlet sides: the lowest mode, wc + 2 wx cos(pi/(nx+1)) + 2 wy cos(pi/(ny+1))."""
     w = weights(case)
-    nx, ny = case.grid.nx, case.grid.ny
-    return w.wc + 2 * w.wx * math.cos(math.pi / (nx + 1)) + 2 * w.wy * math.cos(math.pi / (ny + 1))
+    (_, tx), (_, ty) = (_axis(case, axis, np.arange(0)) for axis in "xy")
+    return w.wc + 2 * w.wx * math.cos(tx) + 2 * w.wy * math.cos(ty)
+
+
+def _axis(case, axis: str, index: np.ndarray):
+    lo, hi = boundary.AXIS_SIDES[axis]
+    k = boundary.kinds(case)
+    kx, ky = getattr(case.initial, "k", (1, 1))
+    n, wave = (case.grid.nx, kx) if axis == "x" else (case.grid.ny, ky)
+    return boundary.axis_mode(k[lo], k[hi], n, wave, index)
+
+
+def eigenmode(case, rows: range, cols: range, amplitude: float = 1.0) -> np.ndarray:
+    """The discrete eigenmode `initial.k` for the boundary kinds on global rows x cols, in float64."""
+    si, _ = _axis(case, "y", np.arange(rows.start, rows.stop))
+    sj, _ = _axis(case, "x", np.arange(cols.start, cols.stop))
+    return amplitude * np.outer(si, sj)
 
 
 def sine_mode(rows: range, cols: range, ny: int, nx: int, amplitude: float = 1.0) -> np.ndarray:
-    """sin(pi*(i+1)/(ny+1)) * sin(pi*(j+1)/(nx+1)) on global rows x cols, in float64."""
+    """sin(pi*(i+1)/(ny+1)) * sin(pi*(j+1)/(nx+1)) on global rows x cols, in float64 (all sides Dirichlet)."""
     si = np.sin(np.pi * (np.arange(rows.start, rows.stop) + 1) / (ny + 1))
     sj = np.sin(np.pi * (np.arange(cols.start, cols.stop) + 1) / (nx + 1))
     return amplitude * np.outer(si, sj)
 
 
 def exact_solution_available(case) -> bool:
-    b = case.boundary
-    return case.initial.kind == "sine" and (b.top, b.bottom, b.left, b.right) == (0.0, 0.0, 0.0, 0.0)
+    """sine initial field with zero Dirichlet values and zero fluxes (any kinds): an exact eigenmode."""
+    return case.initial.kind == "sine" and boundary.homogeneous(case)
 
 
 def exact_tolerance(case, steps: int) -> float:

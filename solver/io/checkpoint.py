@@ -5,8 +5,10 @@ Layout:
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
     ranks, dims, converged, tolerance (NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
-Boundary values live in the case (the fingerprint guarantees they match); ghost layers facing a
-neighbour are refilled by the first halo exchange, so a restart is bitwise the uninterrupted run.
+The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
+restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
+points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
+the uninterrupted run.
 
 Writing is collective: blocks stream to rank 0 in bounded slabs (fields.for_each_block), rank 0 writes
 them into a temporary file beside checkpoint.h5, closes and fsyncs it, and renames it over the old one;
@@ -40,10 +42,11 @@ VERSION = 1
 
 def fingerprint(case, dt: float) -> dict:
     """The case fields a checkpoint's field depends on; a restart must match every one (bitwise)."""
-    g, p, b = case.grid, case.physics, case.boundary
+    from ..core.boundary import fingerprint as boundary_fingerprint
+
+    g, p = case.grid, case.physics
     fp = {"grid.nx": g.nx, "grid.ny": g.ny, "grid.lx": g.lx, "grid.ly": g.ly, "physics.equation": p.equation,
-          "boundary.top": b.top, "boundary.bottom": b.bottom, "boundary.left": b.left, "boundary.right": b.right,
-          "numerics.dtype": case.numerics.dtype}
+          **boundary_fingerprint(case), "numerics.dtype": case.numerics.dtype}
     if p.equation == "heat":
         fp["physics.alpha"] = p.alpha
         fp["physics.dt"] = dt  # resolved: dt null means safety x stable limit
@@ -208,8 +211,9 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
     reason = None
     try:
         with writing(path), h5py.File(tmp, "r+", driver="mpio", comm=comm.mpi) as f:
-            with f["u"].collective:
-                f["u"][r0:r1, c0:c1] = mine
+            u = f["u"]  # one Dataset object: f["u"] makes a new one each time, without the collective setting
+            with u.collective:
+                u[r0:r1, c0:c1] = mine
     except WriteFailed as exc:
         reason = exc.reason
     failed = [r for r in comm.mpi.allgather(reason) if r]

@@ -13,9 +13,11 @@ the file stays readable with every earlier snapshot. Not covered: the process ki
 failure) in the middle of an append; SIGTERM/SIGINT are handled between steps and never interrupt one.
     /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx)
     /step  (snapshots,) int64      /time (snapshots,) float64 (step * dt; laplace: dt = 1)
-    attributes: dx, dy, origin [x, y] = [dx, dy], lx, ly, units, dtype, layout, boundary, case (resolved YAML),
+    attributes: dx, dy, origin [x0, y0], lx, ly, units, dtype, layout, boundary, boundary_sides, case (resolved YAML),
     writer (how the run that last wrote to the file wrote it: see hdf5_writer)
-Only interior points are stored: u[k, i, j] lies at x = (j+1)*dx, y = (i+1)*dy.
+Only interior points are stored: u[k, i, j] lies at x = origin[0] + j*dx, y = origin[1] + i*dy (origin
+= (dx, dy) with Dirichlet sides, half a spacing next to Neumann and periodic sides: solver.core.boundary);
+boundary_sides (JSON) gives each side's kind and value or flux.
 The three datasets are allocated early (each resize allocates the new snapshot's chunks), which parallel
 HDF5 needs to extend them collectively (ParallelFieldFile); the streaming path writes the same bytes.
 """
@@ -31,9 +33,10 @@ import numpy as np
 
 from ..core.decomp import Block
 from ..core.errors import InputError
+from ..parallel.comm import TAGS
 from .safeio import WriteFailed, replaced, reserve, writing
 
-BLOCK_TAG = 7001
+BLOCK_TAG = TAGS["gather_block"]
 RESERVE_SLACK = 64 << 10  # + 1/32 of a snapshot: room for HDF5's own metadata growth (chunk index) in one append
 SLAB_BYTES = 4 << 20  # the most rank 0 receives from another rank at once
 
@@ -189,6 +192,7 @@ class FieldFile:
         import h5py
 
         self.path, self.writer, self.spacing = Path(path), writer, tuple(map(float, spacing))
+        self.origin = _origin(case)
         self.shape, self.dtype = case.shape, np.dtype(case.numerics.dtype)
         with writing(self.path):
             if resume_step is not None and self.path.exists():
@@ -207,10 +211,11 @@ class FieldFile:
         f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation(), fletcher32=True)
         dx, dy = spacing
         f.attrs.update({
-            "dx": dx, "dy": dy, "origin": [dx, dy], "lx": case.grid.lx, "ly": case.grid.ly,
+            "dx": dx, "dy": dy, "origin": list(self.origin), "lx": case.grid.lx, "ly": case.grid.ly,
             "units": "length: case units (lx, ly); time: case units (laplace: iterations); u: case units",
-            "dtype": self.dtype.name, "layout": "u[snapshot, row i at y=(i+1)*dy, column j at x=(j+1)*dx]",
-            "boundary": "excluded: interior points only", "case": resolved_yaml, "writer": self.writer})
+            "dtype": self.dtype.name, "layout": "u[snapshot, row i at y=origin[1]+i*dy, column j at x=origin[0]+j*dx]",
+            "boundary": "excluded: interior points only; kinds in boundary_sides", "case": resolved_yaml,
+            "boundary_sides": _boundary_json(case), "writer": self.writer})
         f["u"].attrs["axes"] = "snapshot, y, x"
 
     def _reopen(self, h5py, resume_step: int, resolved_yaml: str):
@@ -300,7 +305,7 @@ class ParallelFieldFile:
     def __init__(self, path: Path, case, spacing: tuple[float, float], resolved_yaml: str, comm,
                  resume_step: int | None = None):
         self.path, self.comm, self.f = Path(path), comm, None
-        self.spacing = tuple(map(float, spacing))
+        self.spacing, self.origin = tuple(map(float, spacing)), _origin(case)
         self.shape, self.dtype = case.shape, np.dtype(case.numerics.dtype)
         self.steps: list[int] = []  # rank 0: what the file holds
         self.times: list[float] = []
@@ -358,3 +363,15 @@ class ParallelFieldFile:
             except Exception:  # noqa: BLE001 - closing after a failed write may fail again; already reported
                 pass
             self.f = None
+
+
+def _origin(case) -> tuple[float, float]:
+    from ..core.physics import origin
+
+    return tuple(map(float, origin(case)))
+
+
+def _boundary_json(case) -> str:
+    import json
+
+    return json.dumps(case.boundary.model_dump(mode="json"))

@@ -1,8 +1,9 @@
 """VTK output for ParaView: image data per snapshot, one piece per rank, a .pvd time series.
 
 Geometry (the same as fields.h5 and fields.xdmf): interior points only, point (i, j) at
-x = (j+1)*dx, y = (i+1)*dy, i.e. whole extent [0, nx-1] x [0, ny-1] x [0, 0], origin (dx, dy, 0),
-spacing (dx, dy, 1). The Dirichlet boundary is not part of the data set.
+x = x0 + j*dx, y = y0 + i*dy, i.e. whole extent [0, nx-1] x [0, ny-1] x [0, 0], origin (x0, y0, 0)
+(= (dx, dy) with Dirichlet sides; half a spacing next to Neumann and periodic ones), spacing (dx, dy, 1).
+The boundary is not part of the data set.
 
 Files, for snapshot step s (8 digits):
 - one rank:  vtk/u_s.vti
@@ -54,31 +55,27 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
     Columns first (from the east neighbour), then rows including that new column (from the north
     neighbour), so the north-east corner arrives through the north neighbour.
     """
-    north, east = block.north is not None, block.east is not None
+    near = block.inner  # pieces next to this one in space (a periodic wrap is no overlap)
+    north, east = near["north"] is not None, near["east"] is not None
     ny, nx = mine.shape
     p = np.empty((ny + north, nx + east), dtype=mine.dtype)
     p[:ny, :nx] = mine
     if comm.mpi is None:
         return p
-    from mpi4py import MPI
-
-    def other(rank):
-        return MPI.PROC_NULL if rank is None else rank
+    from ..parallel.comm import TAGS, sendrecv
 
     col = np.empty(ny, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(mine[:, 0]), dest=other(block.west), sendtag=7101,
-                      recvbuf=col, source=other(block.east), recvtag=7101)
+    sendrecv(comm.mpi, np.ascontiguousarray(mine[:, 0]), near["west"], col, near["east"], TAGS["vtk_column"])
     if east:
         p[:ny, nx] = col
     row = np.empty(nx + east, dtype=mine.dtype)
-    comm.mpi.Sendrecv(np.ascontiguousarray(p[0]), dest=other(block.south), sendtag=7102,
-                      recvbuf=row, source=other(block.north), recvtag=7102)
+    sendrecv(comm.mpi, np.ascontiguousarray(p[0]), near["south"], row, near["north"], TAGS["vtk_row"])
     if north:
         p[ny] = row
     return p
 
 
-def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float) -> None:
+def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float, origin=None) -> None:
     """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
 
     pyvista builds the image; VTK's XML writer writes it (appended binary, zlib-compressed at level
@@ -88,8 +85,9 @@ def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing
     import pyvista as pv
 
     dx, dy = spacing
+    x0, y0 = origin if origin is not None else spacing
     rows, cols = values.shape
-    img = pv.ImageData(dimensions=(cols, rows, 1), spacing=(dx, dy, 1.0), origin=(dx, dy, 0.0),
+    img = pv.ImageData(dimensions=(cols, rows, 1), spacing=(dx, dy, 1.0), origin=(x0, y0, 0.0),
                        offset=(offset[0], offset[1], 0))
     img.point_data["u"] = values.reshape(-1)  # C order: x (columns) varies fastest, as VTK wants
     img.field_data["TimeValue"] = np.array([time])
@@ -123,15 +121,16 @@ def _write_xml(img, path: Path) -> None:
 def extent(block) -> tuple[int, int, int, int]:
     """(x0, x1, y0, y1) point extent of a rank's piece, with the one-point overlap north and east."""
     (r0, r1), (c0, c1) = block.rows, block.cols
-    return c0, c1 - 1 + (block.east is not None), r0, r1 - 1 + (block.north is not None)
+    return c0, c1 - 1 + (block.inner["east"] is not None), r0, r1 - 1 + (block.inner["north"] is not None)
 
 
-def pvti_text(step: int, blocks, shape, spacing, dtype: str) -> str:
+def pvti_text(step: int, blocks, shape, spacing, dtype: str, origin=None) -> str:
     ny, nx = shape
     dx, dy = spacing
+    x0, y0 = origin if origin is not None else spacing
     root = ET.Element("VTKFile", type="PImageData", version="1.0", byte_order="LittleEndian", header_type="UInt64")
     img = ET.SubElement(root, "PImageData", WholeExtent=f"0 {nx - 1} 0 {ny - 1} 0 0", GhostLevel="0",
-                        Origin=f"{dx!r} {dy!r} 0", Spacing=f"{dx!r} {dy!r} 1", Direction="1 0 0 0 1 0 0 0 1")
+                        Origin=f"{x0!r} {y0!r} 0", Spacing=f"{dx!r} {dy!r} 1", Direction="1 0 0 0 1 0 0 0 1")
     pd = ET.SubElement(img, "PPointData", Scalars="u")
     ET.SubElement(pd, "PDataArray", type=VTK_TYPES[dtype], Name="u")
     for b in blocks:
@@ -168,6 +167,9 @@ class VtkSeries:
         """layout: solver.core.layout.Layout; its current blocks are read at each write (they can move)."""
         self.outdir, self.dir = Path(layout.outdir), Path(layout.outdir) / "vtk"
         self.layout, self.case, self.spacing, self.comm = layout, layout.case, layout.spacing, comm
+        from ..core.physics import origin
+
+        self.origin = origin(layout.case)
         self.entries: list[tuple[int, float, str]] = []
         self.dir.mkdir(parents=True, exist_ok=True)
         if comm.rank == 0 and resume_step is not None:
@@ -188,15 +190,16 @@ class VtkSeries:
         block = self.layout.block
         values = piece_with_overlap(self.comm, block, mine)
         if self.comm.size == 1:
-            write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time)
+            write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time, self.origin)
             return self._list(step, time, f"vtk/{stem(step)}.vti")
         folder = self.dir / stem(step)
         folder.mkdir(exist_ok=True)
         x0, _, y0, _ = extent(block)
-        write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time)
+        write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time, self.origin)
         if self.comm.rank == 0:
             write_text(self.dir / f"{stem(step)}.pvti",
-                       pvti_text(step, self.layout.blocks, self.case.shape, self.spacing, self.case.numerics.dtype))
+                       pvti_text(step, self.layout.blocks, self.case.shape, self.spacing, self.case.numerics.dtype,
+                                 self.origin))
             self._list(step, time, f"vtk/{stem(step)}.pvti")
 
     def _list(self, step: int, time: float, file: str) -> None:

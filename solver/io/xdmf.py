@@ -1,9 +1,10 @@
 """fields.xdmf: a light XML description of fields.h5, so ParaView (both its XDMF readers) and VisIt open it.
 
 One temporal collection with a uniform grid per snapshot. The grid is a 3DCoRectMesh of
-1 x ny x nx points (XDMF orders dimensions slowest first: z y x), origin (0, dy, dx) and spacing
-(1, dy, dx) in the same order, so points sit where fields.h5 says: interior points only, x = (j+1)*dx,
-y = (i+1)*dy, the same geometry as the VTK files.
+1 x ny x nx points (XDMF orders dimensions slowest first: z y x), origin (0, y0, x0) and spacing
+(1, dy, dx) in the same order, so points sit where fields.h5 says: interior points only, x = x0 + j*dx,
+y = y0 + i*dy (x0 = dx next to Dirichlet sides, dx/2 next to Neumann and periodic ones: solver.core.boundary),
+the same geometry as the VTK files.
 
 Each snapshot's `u` is a plain HDF DataItem naming one dataset: /u/<k> of fields_views.h5 (VIEWS), an
 HDF5 virtual dataset of shape (1, ny, nx) that maps to fields.h5:/u[k] (no data copied; a few kB).
@@ -27,7 +28,7 @@ GRID = """\
         <Time Value="{time!r}"/>
         <Topology TopologyType="3DCoRectMesh" Dimensions="1 {ny} {nx}"/>
         <Geometry GeometryType="ORIGIN_DXDYDZ">
-          <DataItem Dimensions="3" Format="XML" NumberType="Float" Precision="8">0 {dy!r} {dx!r}</DataItem>
+          <DataItem Dimensions="3" Format="XML" NumberType="Float" Precision="8">0 {y0!r} {x0!r}</DataItem>
           <DataItem Dimensions="3" Format="XML" NumberType="Float" Precision="8">1 {dy!r} {dx!r}</DataItem>
         </Geometry>
         <Attribute Name="u" AttributeType="Scalar" Center="Node">
@@ -48,10 +49,13 @@ TAIL = """\
 """
 
 
-def xdmf_text(steps: list[int], times: list[float], shape, dtype, spacing, views: str = VIEWS) -> str:
-    """The whole file (plain string formatting: it is rewritten as snapshots are added)."""
+def xdmf_text(steps: list[int], times: list[float], shape, dtype, spacing, views: str = VIEWS, origin=None) -> str:
+    """The whole file (plain string formatting: it is rewritten as snapshots are added). origin: the
+    first interior point (x0, y0); None = (dx, dy), all sides Dirichlet."""
     (ny, nx), (dx, dy) = shape, spacing
-    common = {"ny": ny, "nx": nx, "dx": float(dx), "dy": float(dy), "views": escape(views),
+    x0, y0 = origin if origin is not None else spacing
+    common = {"ny": ny, "nx": nx, "dx": float(dx), "dy": float(dy), "x0": float(x0), "y0": float(y0),
+              "views": escape(views),
               "precision": np.dtype(dtype).itemsize}
     grids = [GRID.format(k=k, step=int(s), time=float(t), **common) for k, (s, t) in enumerate(zip(steps, times))]
     return HEAD + "".join(grids) + TAIL
@@ -76,5 +80,6 @@ def write_xdmf(path: Path, fields) -> None:
     """Describe the snapshots now in `fields` (a FieldFile or ParallelFieldFile) in `path` and its views
     file beside it, each written then renamed (the views first, so the XML never names a missing one)."""
     write_views(Path(path).with_name(VIEWS), Path(fields.path).name, len(fields.steps), fields.shape, fields.dtype)
-    text = xdmf_text(fields.steps, fields.times, fields.shape, fields.dtype, fields.spacing)
+    text = xdmf_text(fields.steps, fields.times, fields.shape, fields.dtype, fields.spacing,
+                     origin=getattr(fields, "origin", None))
     write_text(path, text)

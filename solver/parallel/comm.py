@@ -14,6 +14,12 @@ _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "
                   "MV2_COMM_WORLD_SIZE", "HYDRA_CONTROL_FD")
 
 
+# Every message tag of the project, in one table. Halo messages carry the direction they travel (so a
+# rank may have the same neighbour on two sides: two ranks in a 1 x 2 grid, or itself when periodic).
+TAGS = {"halo": {"north": 0, "south": 1, "east": 2, "west": 3},
+        "gather_block": 7001,  # io.fields: a block's rows on their way to rank 0
+        "vtk_column": 7101, "vtk_row": 7102}  # io.vtk: the shared points of neighbouring pieces
+
 ABORT_GRACE = 0.5  # seconds; without it mpirun (Hydra) sometimes kills the ranks before their stderr is out
 
 
@@ -173,6 +179,48 @@ class Comm:
         from mpi4py import MPI
 
         return MPI.Get_library_version().splitlines()[0].strip()
+
+
+# point-to-point: the only MPI calls of the halo exchange ---------------------------------------------
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def sendrecv(mpi, sbuf, dest: int | None, rbuf, source: int | None, tag: int) -> None:
+    """MPI_Sendrecv; None for dest/source is MPI_PROC_NULL (a physical edge: nothing sent or received)."""
+    null = _mpi().PROC_NULL
+    mpi.Sendrecv(sbuf if dest is not None else None, dest=null if dest is None else dest, sendtag=tag,
+                 recvbuf=rbuf if source is not None else None, source=null if source is None else source, recvtag=tag)
+
+
+def recv_init(mpi, buf, source: int, tag: int):
+    return mpi.Recv_init(buf, source=source, tag=tag)
+
+
+def send_init(mpi, buf, dest: int, tag: int):
+    return mpi.Send_init(buf, dest=dest, tag=tag)
+
+
+def start_all(requests) -> None:
+    if requests:
+        _mpi().Prequest.Startall(requests)
+
+
+def wait_all(requests) -> None:
+    if requests:
+        _mpi().Request.Waitall(requests)
+
+
+def test_all(requests) -> bool:
+    """MPI_Testall: lets MPI move messages; True when every request is complete."""
+    return bool(_mpi().Request.Testall(requests)) if requests else True
+
+
+def free_all(requests) -> None:
+    for r in requests:
+        r.Free()
 
 
 def agree(comm: Comm, fn):

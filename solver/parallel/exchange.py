@@ -1,148 +1,114 @@
-"""Halo exchange: one object, two verbs, the same time loop for every mode.
+"""Halo exchange: halo modes x transports, composed, and the one registry that picks them.
 
-    pending = ex.start(u)        # pack and post (blocking: the whole exchange happens here)
-    compute ex.before regions    # overlap: the interior that reads no neighbour's ghost, in bands,
-                                 #   with ex.progress(pending) between them (MPI_Testall)
-    ex.finish(pending)           # wait and unpack
-    compute ex.after regions     # overlap: the edge strips; otherwise everything
-
-Halo strips travel through contiguous buffers allocated once (the backend packs and unpacks them
-with array slices, or device copies into pinned memory); ghost layers on physical edges are never
-touched. Messages carry the direction of travel as their tag, so a rank may have the same
-neighbour on two sides (two ranks in a periodic-free 1 x 2 grid) without confusion.
+Modes (parallel.halo) are schedules over the phases of solver.parallel.halo; each class's `schedule`
+states its own. A transport moves the strips: between the field and contiguous buffers (pack,
+unpack), and the buffers between ranks (shift: one blocking exchange per direction; persistent
+requests; or, for NCCL, a grouped call on a stream). Host fields use halo.HostTransport (array
+slices into host buffers that MPI reads and writes); GPU fields one of solver.parallel.gpu_exchange's
+(staged through pinned host memory, CUDA-aware MPI on device buffers, or NCCL), with the same modes.
+Every MPI call and tag lives in solver.parallel.comm. `make_exchange`: mode x transport x depth.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from ..core.decomp import Block
-
-TAGS = {"north": 0, "south": 1, "east": 2, "west": 3}  # tag = direction the message travels
-OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
-
-
-@dataclass
-class Side:
-    name: str  # where the neighbour is
-    rank: int
-    send: tuple[int, int, int, int]  # owned strip next to that neighbour
-    ghost: tuple[int, int, int, int]  # ghost strip it fills
-    sbuf: object
-    rbuf: object
+from .comm import free_all, start_all, test_all, wait_all
+from .halo import Exchange, HostTransport, Side, bands, strips  # noqa: F401 - strips: re-exported
 
 
-def strips(block: Block) -> dict[str, tuple[tuple, tuple]]:
-    ny, nx = block.ny, block.nx
-    return {
-        "south": ((1, 2, 1, nx + 1), (0, 1, 1, nx + 1)),
-        "north": ((ny, ny + 1, 1, nx + 1), (ny + 1, ny + 2, 1, nx + 1)),
-        "west": ((1, ny + 1, 1, 2), (1, ny + 1, 0, 1)),
-        "east": ((1, ny + 1, nx, nx + 1), (1, ny + 1, nx + 1, nx + 2)),
-    }
+class Moving(Exchange):
+    """What the three modes share: a transport, buffers from it, the record's facts."""
+
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        self.tx = transport or HostTransport(backend, mpi, self.overlap)
+        super().__init__(block, mpi, backend, timer, phases)
+        if self.tx.name != "host":
+            self.schedule = f"{self.schedule} [transport {self.tx.name}: solver/parallel/gpu_exchange.py]"
+
+    def _buffers(self, side: Side) -> Side:
+        return self.tx.buffers(side)
+
+    def stats(self) -> dict:
+        return {**super().stats(), **self.tx.stats()}
 
 
-class Exchange:
-    """No neighbours: nothing to exchange (one process, or one rank of a 1 x 1 grid)."""
-
-    mode = "none"
-    overlap = False
-    schedule = "compute everything; there are no neighbours"
-
-    def __init__(self, block: Block, mpi, backend, timer):
-        self.block, self.mpi, self.backend, self.timer = block, mpi, backend, timer
-        self.sides = [self._side(name, rank, *strips(block)[name])
-                      for name, rank in block.neighbours.items() if rank is not None]
-        self.before = [block.interior()] if self.overlap else []
-        self.after = block.edges() if self.overlap else [block.everything()]
-
-    @property
-    def trivial(self) -> bool:
-        return not self.sides
-
-    def _side(self, name, rank, send, ghost) -> Side:
-        n = (send[1] - send[0]) * (send[3] - send[2])
-        return Side(name, rank, send, ghost, self.backend.halo_buffer(n), self.backend.halo_buffer(n))
-
-    def start(self, u):
-        return None
-
-    def progress(self, pending) -> None:
-        """Called between the bands of `before`: lets MPI move messages while this rank computes."""
-
-    def finish(self, pending) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class Blocking(Exchange):
+class Blocking(Moving):
     mode = "blocking"
-    schedule = ("for each axis and direction: pack, MPI_Sendrecv with the neighbour ahead and behind "
-                "(MPI_PROC_NULL at physical edges), unpack; then compute every owned point")
-
-    def __init__(self, block, mpi, backend, timer):
-        super().__init__(block, mpi, backend, timer)
-        from mpi4py import MPI
-
-        self.null = MPI.PROC_NULL
-        by_name = {s.name: s for s in self.sides}
-        self.pairs = [(by_name.get(a), by_name.get(b), a) for a, b in
-                      (("north", "south"), ("south", "north"), ("east", "west"), ("west", "east"))
-                      if a in by_name or b in by_name]
+    schedule = ("for each phase: pack every strip; for each axis and direction MPI_Sendrecv with the neighbour "
+                "ahead and behind (MPI_PROC_NULL at physical edges; NCCL: one grouped call); unpack; then "
+                "compute every owned point")
 
     def start(self, u):
         t = time.perf_counter()
-        for to, frm, direction in self.pairs:
-            if to is not None:
-                self.backend.pack(u, to.send, to.sbuf)
-            self.mpi.Sendrecv(to.sbuf if to else None, dest=to.rank if to else self.null, sendtag=TAGS[direction],
-                              recvbuf=frm.rbuf if frm else None, source=frm.rank if frm else self.null,
-                              recvtag=TAGS[direction])
-            if frm is not None:
-                self.backend.unpack(frm.rbuf, u, frm.ghost)
-        self.timer.add("comm", t)
+        self.tx.open()
+        for phase in self.phases:
+            self.tx.pack(u, phase, self.timer)
+            self.tx.ready(self.timer)
+            self.tx.shift(phase, self.timer)
+            self.messages += len(phase)
+            self.tx.unpack(u, phase, self.timer)
+        self.tx.posted()
+        self.timer.add("comm", _since(self.timer, t))
         return None
 
 
-class Nonblocking(Exchange):
+class Nonblocking(Moving):
     mode = "nonblocking"
-    schedule = ("start persistent MPI_Irecv from every neighbour, pack, start persistent MPI_Isend; "
-                "MPI_Waitall; unpack; then compute every owned point")
+    schedule = ("per phase: start persistent MPI_Irecv from every neighbour, pack, start persistent MPI_Isend "
+                "(GPU: pack and wait for the copies first; NCCL: a grouped call on the stream); MPI_Waitall; "
+                "unpack; the next phase likewise; then compute every owned point")
+    WAIT_SENDS = True  # finish() waits for the sends too before unpacking
 
-    def __init__(self, block, mpi, backend, timer):
-        super().__init__(block, mpi, backend, timer)
-        from mpi4py import MPI
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        super().__init__(block, mpi, backend, timer, phases, transport)
+        reqs = [self.tx.requests(p) for p in self.phases]
+        self.recvs, self.sends = [r for r, _ in reqs], [s for _, s in reqs]
+        self.current = len(self.phases)  # the phase in flight (none)
 
-        self.MPI = MPI
-        self.requests = [mpi.Recv_init(s.rbuf, source=s.rank, tag=TAGS[OPPOSITE[s.name]]) for s in self.sides]
-        self.requests += [mpi.Send_init(s.sbuf, dest=s.rank, tag=TAGS[s.name]) for s in self.sides]
-        self.waited = self.requests  # what finish() waits for before unpacking
+    def _begin(self, i: int, u) -> None:
+        self.current = i
+        if self.tx.early_receives:
+            start_all(self.recvs[i])
+        self.tx.pack(u, self.phases[i], self.timer)
+        self.tx.ready(self.timer)
+        if not self.tx.early_receives:
+            start_all(self.recvs[i])
+        start_all(self.sends[i])
+        self.tx.post(self.phases[i], self.timer)
+        self.messages += len(self.phases[i])
+
+    def _end(self, i: int, u) -> None:
+        """Unpack phase i (its receives are complete) and start the next one."""
+        self.tx.unpack(u, self.phases[i], self.timer)
+        if i + 1 < len(self.phases):
+            self._begin(i + 1, u)
+        else:
+            self.current = len(self.phases)
 
     def start(self, u):
         t = time.perf_counter()
-        nrecv = len(self.sides)
-        self.MPI.Prequest.Startall(self.requests[:nrecv])
-        for s in self.sides:
-            self.backend.pack(u, s.send, s.sbuf)
-        self.MPI.Prequest.Startall(self.requests[nrecv:])
-        self.timer.add("comm", t)
+        self.tx.open()
+        self._begin(0, u)
+        self.tx.posted()
+        self.timer.add("comm", _since(self.timer, t))
         return u
 
     def finish(self, u) -> None:
-        t = time.perf_counter()
-        self.MPI.Request.Waitall(self.waited)
-        t = self.timer.add("wait", t)
-        for s in self.sides:
-            self.backend.unpack(s.rbuf, u, s.ghost)
-        self.timer.add("comm", t)
+        while self.current < len(self.phases):
+            i = self.current
+            t = time.perf_counter()
+            wait_all(self.recvs[i] + self.sends[i] if self.WAIT_SENDS else self.recvs[i])
+            t = self.timer.add("wait", t)
+            self._end(i, u)
+            self.timer.add("comm", _since(self.timer, t))
+        self.tx.finished()
 
     def close(self) -> None:
-        for r in self.requests:
-            r.Free()
-        self.requests = []
+        self.tx.close()
+        free_all([r for p in self.recvs + self.sends for r in p])
+        self.recvs = self.sends = [[] for _ in self.phases]
 
 
 class Overlap(Nonblocking):
@@ -151,61 +117,71 @@ class Overlap(Nonblocking):
     Without an MPI progress thread a message moves only while its sender and receiver are inside MPI
     calls: a halo above the eager limit (Open MPI's shared memory: 4 KiB, i.e. a 512-point row in
     float64) is a rendezvous that would otherwise start only in Waitall, which then lines the ranks up
-    every step. So the interior is computed in bands with MPI_Testall between them, the wait before the
-    edges is for the receives only, and the sends complete when their buffers are next needed (the
-    next start, or close).
+    every step. So the interior is computed in bands with MPI_Testall between them (a phase whose
+    receives are complete is unpacked there and the next phase started), the wait before the edges is
+    for the receives only, and the sends complete when their buffers are next needed (the next start,
+    or close). GPU transports compute the interior in one launch (the host is free while it runs).
     """
 
     mode = "overlap"
     overlap = True
     schedule = ("start receives, pack and start sends; compute the interior points that read no "
-                "neighbour's ghost in bands, with MPI_Testall between them so the messages progress; "
-                "MPI_Waitall on the receives; unpack; compute the edge strips. The sends are completed "
-                "before their buffers are packed again (next step)")
-    BANDS = 4  # interior bands per step, i.e. progress calls while computing
+                "neighbour's ghost in bands, with MPI_Testall between them so the messages progress (a phase "
+                "received is unpacked there and the next one started); MPI_Waitall on the receives; unpack; "
+                "compute the edge strips (GPU: on the high-priority edge stream, after the interior). The "
+                "sends are completed before their buffers are packed again")
+    WAIT_SENDS = False
 
-    def __init__(self, block, mpi, backend, timer):
-        super().__init__(block, mpi, backend, timer)
-        self.before = bands(block.interior(), self.BANDS)
-        self.sends = self.requests[len(self.sides):]
-        self.waited = self.requests[:len(self.sides)]  # the receives: sends complete at the next start
+    def __init__(self, block, mpi, backend, timer, phases=None, transport=None):
+        super().__init__(block, mpi, backend, timer, phases, transport)
+        self.before = bands(block.interior(), self.tx.progress_bands)
 
     def start(self, u):
-        # last step's sends, before their buffers are packed again (inactive requests return at once)
+        # the last exchange's sends, before their buffers are packed again (inactive requests return at once)
         t = time.perf_counter()
-        self.MPI.Request.Waitall(self.sends)
+        wait_all([r for p in self.sends for r in p])
         self.timer.add("wait", t)
         return super().start(u)
 
     def progress(self, u) -> None:
         t = time.perf_counter()
-        self.MPI.Request.Testall(self.requests)
-        self.timer.add("comm", t)
+        i = self.current
+        if i < len(self.phases):
+            done = test_all(self.recvs[i])
+            test_all(self.sends[i])
+            if done:
+                self._end(i, u)
+        self.timer.add("comm", _since(self.timer, t))
 
     def close(self) -> None:
-        self.MPI.Request.Waitall(self.sends)
+        wait_all([r for p in self.sends for r in p])
         super().close()
-
-
-def bands(region: tuple[int, int, int, int], n: int) -> list[tuple[int, int, int, int]]:
-    """`region` cut into at most n bands of whole rows, balanced to within one row (none empty)."""
-    r0, r1, c0, c1 = region
-    rows = r1 - r0
-    if rows <= 0 or c1 <= c0:
-        return [region] if rows > 0 else []
-    n = max(1, min(n, rows))
-    return [(r0 + i * rows // n, r0 + (i + 1) * rows // n, c0, c1) for i in range(n)]
 
 
 MODES = {cls.mode: cls for cls in (Blocking, Nonblocking, Overlap)}
 
 
-def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str = "auto") -> Exchange:
-    """The exchanger for `mode`; GPU fields get solver.parallel.gpu_exchange (staged, CUDA-aware or NCCL `transport`)."""
+def _since(timer, t: float) -> float:
+    """Where the comm section that began at t resumes: after whatever a transport charged meanwhile
+    (a GPU transport's wait for its copies is `other`), so no interval is counted twice."""
+    return t if timer.cursor is None else max(t, timer.cursor)
+
+
+def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str = "auto", *,
+                  depth: int = 1, blocks: list[Block] | None = None, fill=None) -> Exchange:
+    """The exchanger for `mode` over this block's neighbours: none without neighbours; GPU fields the
+    mode over solver.parallel.gpu_exchange's transport (staged, CUDA-aware or NCCL: `transport`, agreed
+    collectively); host fields the mode over HostTransport, or with depth > 1 (backend.time_tile)
+    solver.parallel.deep's tiles of that many steps per exchange."""
     if block.is_serial or mpi is None:
         return Exchange(block, mpi, backend, timer)
+    cls = MODES[mode]
     if backend.on_gpu:
-        from .gpu_exchange import GpuExchange
+        from .gpu_exchange import gpu_transport
 
-        return GpuExchange(mode, block, mpi, backend, timer, transport)
-    return MODES[mode](block, mpi, backend, timer)
+        return cls(block, mpi, backend, timer, transport=gpu_transport(transport, mpi, backend, cls.overlap))
+    if depth > 1 and hasattr(backend, "tiled"):
+        from .deep import DeepTiles
+
+        return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill)
+    return cls(block, mpi, backend, timer)

@@ -1,8 +1,7 @@
-"""Halo exchange for fields on GPUs (hybrid MPI + GPU): the same verbs as solver.parallel.exchange.
+"""GPU transports for the halo modes of solver.parallel.exchange (hybrid MPI + GPU fields).
 
-    pending = ex.start(u); compute ex.before; ex.finish(pending); compute ex.after
-
-Transports (parallel.transport; the record's per-rank `transport` says which one ran):
+The modes (blocking, nonblocking, overlap) are the host's classes; a transport here supplies their
+steps on the GPU. Transports (parallel.transport; the record's per-rank `transport` says which ran):
 - staged: device strips -> pinned host buffers (cudaMemcpy2DAsync) -> MPI -> pinned -> device.
 - cuda-aware: device strips -> contiguous device buffers -> MPI on device memory (needs a CUDA-aware MPI).
 - nccl: device buffers -> grouped ncclSend/ncclRecv on a CUDA stream (no host copy, no host wait);
@@ -10,17 +9,19 @@ Transports (parallel.transport; the record's per-rank `transport` says which one
 - auto: nccl when every rank has NCCL and its own GPU, else cuda-aware when the MPI library says it
   is CUDA-aware (MPIX_Query_cuda_support / MPIX_GPU_query_support), else staged.
 
-Schedules (the backend's streams: `main`, and `edge` with the highest priority):
-- blocking (MPI): on main: copy out every strip; wait for main; MPI_Sendrecv per direction; copy in;
+What each mode then does (the backend's streams: `main`, and `edge` with the highest priority; the
+exchange's stream is edge for overlap, else main):
+- blocking (MPI): copy out every strip; wait for the stream; MPI_Sendrecv per direction; copy in;
   compute every owned point on main.
-- nonblocking (MPI): on main: copy out; wait for main; start persistent receives and sends;
-  [finish] MPI_Waitall; copy in on main; compute everything on main.
+- nonblocking (MPI): copy out; wait for the stream; start persistent receives and sends; [finish]
+  MPI_Waitall (receives and sends); copy in; compute everything on main.
 - overlap (MPI): record event I on main (last step's interior done) and E on edge (last step's edge
   strips done); main waits E; on edge: copy out; wait for edge; start receives and sends; compute the
-  interior on main; [finish] MPI_Waitall; copy in on edge; edge waits I; compute the edge strips on
-  edge. MPI and the copies run while the interior kernel runs.
-- nccl: the same, except that copy out, send/receive and copy in are all enqueued on the stream in
-  start() and nothing waits on the host; blocking and nonblocking are then the same schedule.
+  interior on main (one launch); [finish] MPI_Waitall on the receives; copy in on edge; edge waits I;
+  compute the edge strips on edge. MPI and the copies run while the interior kernel runs; the sends
+  are completed at the next start, before their buffers are written again.
+- nccl: copy out and the grouped send/receive are enqueued on the stream in start(), the copy in in
+  finish(); nothing waits on the host, so blocking and nonblocking are the same schedule.
 Receives are posted only after the wait for the copy-out stream, which also guarantees the previous
 step's copy-in has left the receive buffers. Host time posting and copying is `comm`, MPI_Waitall is
 `wait`, host time blocked on the GPU before MPI is `other` (and gpu_wait); GPU time of the halo copies
@@ -33,24 +34,9 @@ import ctypes
 import os
 import socket
 import time
-from dataclasses import dataclass
 
 from ..core.errors import InputError
-from .exchange import OPPOSITE, TAGS, Exchange
-
-
-@dataclass
-class GpuSide:
-    name: str
-    rank: int
-    send: tuple[int, int, int, int]
-    ghost: tuple[int, int, int, int]
-    sbuf: object
-    rbuf: object
-
-    def shape(self) -> tuple[int, int]:
-        r0, r1, c0, c1 = self.send
-        return r1 - r0, c1 - c0
+from .halo import OPPOSITE, HostTransport, Side
 
 
 def cuda_aware_mpi() -> bool | None:
@@ -120,126 +106,133 @@ def nccl_comm(mpi):
     return _NCCL[key]
 
 
-class GpuExchange(Exchange):
-    """Halo exchange between GPU fields; `mode` is blocking, nonblocking or overlap (module docstring)."""
+class StagedTransport(HostTransport):
+    """Device strips -> pinned host buffers (cudaMemcpy2DAsync on the exchange's stream) -> MPI -> back."""
 
-    def __init__(self, mode: str, block, mpi, backend, timer, transport: str = "auto"):
-        self.mode, self.overlap = mode, mode == "overlap"
-        self.transport, self.found = choose_transport(transport, mpi, backend)
-        self.schedule = f"{mode} halo exchange over {self.transport} (see solver/parallel/gpu_exchange.py)"
+    name = "staged"
+    early_receives = False  # posted after the copy-out wait, which also means the last copy-in has finished
+    progress_bands = 1  # the interior is one launch: the host is free while it runs
+    copy_out, copy_in = "d2h", "h2d"
+
+    def __init__(self, backend, mpi, overlap: bool, found: dict):
+        super().__init__(backend, mpi, overlap)
+        self.overlap, self.found = overlap, found
+        self.stream = backend.edge if overlap else backend.main
+        self.ev_interior = backend.cp.cuda.Event(disable_timing=True)
+        self.ev_edge = backend.cp.cuda.Event(disable_timing=True)
         self.halo_gpu = 0.0
         self.gpu_wait = 0.0
-        super().__init__(block, mpi, backend, timer)
-        be = backend
-        self.stream = be.edge if self.overlap else be.main
-        self.ev_interior = be.cp.cuda.Event(disable_timing=True)
-        self.ev_edge = be.cp.cuda.Event(disable_timing=True)
-        self.nccl = nccl_comm(mpi) if self.transport == "nccl" else None
-        from mpi4py import MPI
 
-        self.MPI = MPI
-        by_name = {side.name: side for side in self.sides}
-        self.pairs = [(by_name.get(a), by_name.get(b), a) for a, b in
-                      (("north", "south"), ("south", "north"), ("east", "west"), ("west", "east"))
-                      if a in by_name or b in by_name]
-        self.requests = []
-        if self.transport != "nccl" and mode != "blocking":
-            self.requests = [mpi.Recv_init(s.rbuf, source=s.rank, tag=TAGS[OPPOSITE[s.name]]) for s in self.sides]
-            self.requests += [mpi.Send_init(s.sbuf, dest=s.rank, tag=TAGS[s.name]) for s in self.sides]
+    def _buffer(self, shape):
+        return self.backend.halo_buffer(shape[0] * shape[1]).reshape(shape)
 
-    def _side(self, name, rank, send, ghost) -> GpuSide:
-        shape = (send[1] - send[0], send[3] - send[2])
-        if self.transport == "staged":
-            buf = lambda: self.backend.halo_buffer(shape[0] * shape[1]).reshape(shape)  # noqa: E731
-        else:
-            buf = lambda: self.backend.cp.zeros(shape, dtype=self.backend.dtype)  # noqa: E731 - contiguous
-        return GpuSide(name, rank, send, ghost, buf(), buf())
-
-    def stats(self) -> dict:
-        return {"transport": self.transport, "halo_gpu": self.halo_gpu, "gpu_wait": self.gpu_wait, **self.found}
+    def buffers(self, side: Side) -> Side:
+        side.sbuf, side.rbuf = self._buffer(side.shape()), self._buffer(side.shape())
+        return side
 
     def _charge_halo(self, section: str, seconds: float) -> None:
         self.halo_gpu += seconds
 
-    # the two verbs -------------------------------------------------------------------------------
-    def start(self, u):
-        be, s, t = self.backend, self.stream, time.perf_counter()
-        if self.overlap:
+    def _copies(self, pairs, kind: str, timer) -> None:
+        """Enqueue 2-D copies (dst, src) on the exchange's stream; their GPU time is charged to halo_gpu."""
+        be, s = self.backend, self.stream
+        e0 = be._record(s)
+        for dst, src in pairs:
+            be.copy2d(dst, src, kind, s)
+        be._track(self._charge_halo, "halo", e0, be._record(s), timer, "halo")
+
+    def open(self) -> None:
+        be = self.backend
+        if self.overlap:  # I: last step's interior done (main); E: its edge strips done (edge); main waits E
             self.ev_interior.record(be.main)
             self.ev_edge.record(be.edge)
             be.main.wait_event(self.ev_edge)
             be._edge_used = True
-        e0 = be._record(s)
-        kind = "d2h" if self.transport == "staged" else "d2d"
-        for side in self.sides:
-            be.copy2d(side.sbuf, _view(u, side.send), kind, s)
-        if self.nccl is not None:
-            self._nccl_sendrecv(s)
-            self._copy_in(u, s)
-            be._track(self._charge_halo, "halo", e0, be._record(s), self.timer, "halo")
-        else:
-            be._track(self._charge_halo, "halo", e0, be._record(s), self.timer, "halo")
-            t = self.timer.add("comm", t)
-            s.synchronize()
-            t1 = time.perf_counter()
-            self.gpu_wait += t1 - t
-            t = self.timer.add("other", t, t1)
-            self._mpi_start(u, s)
-        be.active = be.main
-        self.timer.add("comm", t)
-        return u
 
-    def finish(self, u) -> None:
-        be, s = self.backend, self.stream
-        if self.requests:
-            t = time.perf_counter()
-            self.MPI.Request.Waitall(self.requests)
-            t = self.timer.add("wait", t)
-            e0 = be._record(s)
-            self._copy_in(u, s)
-            be._track(self._charge_halo, "halo", e0, be._record(s), self.timer, "halo")
-            self.timer.add("comm", t)
-        if self.overlap:
+    def pack(self, u, sides, timer) -> None:
+        self._copies([(side.sbuf, _view(u, side.send)) for side in sides], self.copy_out, timer)
+
+    def ready(self, timer) -> None:
+        t = timer.add("comm", time.perf_counter())
+        self.stream.synchronize()
+        t1 = time.perf_counter()
+        self.gpu_wait += t1 - t
+        timer.add("other", t, t1)
+
+    def unpack(self, u, sides, timer) -> None:
+        self._copies([(_view(u, side.ghost), side.rbuf) for side in sides], self.copy_in, timer)
+
+    def posted(self) -> None:
+        self.backend.active = self.backend.main  # the interior (overlap) or everything, on main
+
+    def finished(self) -> None:
+        be = self.backend
+        if self.overlap:  # the edge strips on edge, after the copy-in (same stream) and the interior (I)
             be.edge.wait_event(self.ev_interior)
             be.active = be.edge
 
-    # pieces ----------------------------------------------------------------------------------------
-    def _copy_in(self, u, stream) -> None:
-        kind = "h2d" if self.transport == "staged" else "d2d"
-        for side in self.sides:
-            self.backend.copy2d(_view(u, side.ghost), side.rbuf, kind, stream)
-
-    def _mpi_start(self, u, stream) -> None:
-        if self.requests:
-            n = len(self.sides)
-            self.MPI.Prequest.Startall(self.requests[:n])
-            self.MPI.Prequest.Startall(self.requests[n:])
-            return
-        null = self.MPI.PROC_NULL  # blocking: one shift per direction (every rank takes part), as in exchange.py
-        for to, frm, direction in self.pairs:
-            self.mpi.Sendrecv(to.sbuf if to else None, dest=to.rank if to else null, sendtag=TAGS[direction],
-                              recvbuf=frm.rbuf if frm else None, source=frm.rank if frm else null,
-                              recvtag=TAGS[direction])
-        e0 = self.backend._record(stream)
-        self._copy_in(u, stream)
-        self.backend._track(self._charge_halo, "halo", e0, self.backend._record(stream), self.timer, "halo")
-
-    def _nccl_sendrecv(self, stream) -> None:
-        from cupy.cuda import nccl
-
-        dtype = nccl.NCCL_FLOAT32 if self.backend.dtype.itemsize == 4 else nccl.NCCL_FLOAT64
-        nccl.groupStart()
-        for side in self.sides:
-            n = side.sbuf.size
-            self.nccl.send(side.sbuf.data.ptr, n, dtype, side.rank, stream.ptr)
-            self.nccl.recv(side.rbuf.data.ptr, n, dtype, side.rank, stream.ptr)
-        nccl.groupEnd()
+    def stats(self) -> dict:
+        return {"transport": self.name, "halo_gpu": self.halo_gpu, "gpu_wait": self.gpu_wait, **self.found}
 
     def close(self) -> None:
         self.backend.synchronize()
-        for r in self.requests:
-            r.Free()
-        self.requests = []
+
+
+class CudaAwareTransport(StagedTransport):
+    """Device strips -> contiguous device buffers -> MPI on device memory (a CUDA-aware MPI) -> back."""
+
+    name = "cuda-aware"
+    copy_out = copy_in = "d2d"
+
+    def _buffer(self, shape):
+        return self.backend.cp.zeros(shape, dtype=self.backend.dtype)  # contiguous
+
+
+class NcclTransport(CudaAwareTransport):
+    """Device buffers -> grouped ncclSend/ncclRecv on the exchange's stream: no host copy, no host wait,
+    so the modes differ only in their streams (blocking and nonblocking are then one schedule)."""
+
+    name = "nccl"
+
+    def __init__(self, backend, mpi, overlap: bool, found: dict):
+        super().__init__(backend, mpi, overlap, found)
+        self.nccl = nccl_comm(mpi)
+
+    def ready(self, timer) -> None:
+        pass  # stream-ordered: the send reads the buffers after the copies
+
+    def requests(self, phase):
+        return [], []
+
+    def post(self, phase, timer) -> None:
+        from cupy.cuda import nccl
+
+        be, s = self.backend, self.stream
+        dtype = nccl.NCCL_FLOAT32 if be.dtype.itemsize == 4 else nccl.NCCL_FLOAT64
+        e0 = be._record(s)
+        # NCCL matches the sends and receives between two ranks in order, with no tags: a periodic axis of
+        # two ranks has the same peer on both sides, so the receives go in the order of the opposite
+        # sides (the peer's send for its south strip fills this rank's north ghost)
+        order = [side.name for side in phase]
+        nccl.groupStart()
+        for side in phase:
+            self.nccl.send(side.sbuf.data.ptr, side.sbuf.size, dtype, side.rank, s.ptr)
+        for side in sorted(phase, key=lambda x: order.index(OPPOSITE[x.name]) if OPPOSITE[x.name] in order else 9):
+            self.nccl.recv(side.rbuf.data.ptr, side.rbuf.size, dtype, side.rank, s.ptr)
+        nccl.groupEnd()
+        be._track(self._charge_halo, "halo", e0, be._record(s), timer, "halo")
+
+    def shift(self, phase, timer) -> None:
+        self.post(phase, timer)
+
+
+TRANSPORTS = {cls.name: cls for cls in (StagedTransport, CudaAwareTransport, NcclTransport)}
+
+
+def gpu_transport(requested: str, mpi, backend, overlap: bool) -> StagedTransport:
+    """Collective: the transport object every rank uses for `requested` (auto: see choose_transport)."""
+    name, found = choose_transport(requested, mpi, backend)
+    return TRANSPORTS[name](backend, mpi, overlap, found)
 
 
 def _view(u, region):

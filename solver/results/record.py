@@ -37,6 +37,8 @@ def section_stats(rows: list[dict]) -> dict:
     both = np.minimum((np.array([r["comm"] for r in rows]) + np.array([r["wait"] for r in rows])) / loops, 1.0)
     worst = int(both.argmax())  # comm + wait of one rank, then the largest over ranks (never two ranks' parts)
     stats["comm_wait_fraction"] = {"max": float(both[worst]), "mean": float(both.mean()), "rank": rows[worst]["rank"]}
+    steps = max(int(rows[0].get("steps", 0)), 1)  # every rank takes the same timed steps
+    stats["per_step_ms"] = {name: stats[name]["max"] * 1e3 / steps for name in (*SECTIONS, "loop")}  # slowest rank
     stats["mlups_per_rank"] = [r.get("updates", r["points"] * r["steps"]) / t / 1e6 for r, t in zip(rows, loops)]
     return stats
 
@@ -207,6 +209,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "resources": {"ranks": layout.size, "dims": list(layout.dims), "decomposition": case.parallel.decomposition,
                       "halo": facts["halo"], "halo_schedule": facts["halo_schedule"],
                       "threads_per_rank": facts["threads_per_rank"], "ranks_per_node": layout.node_size,
+                      **tiling(facts.get("tiling"), rows),
                       "devices": [r["device"] for r in rows],
                       "balance": facts["balance"] or
                       {"mode": case.parallel.balance, **({"note": "no neighbours: nothing to balance"}
@@ -220,6 +223,16 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "throughput": tp,
         "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]),
     }
+
+
+def tiling(facts: dict | None, rows: list[dict]) -> dict:
+    """time_tile (steps per sweep), halo_depth (ghost layers per message: the time tile under MPI, capped
+    to the thinnest block) and the halo messages all ranks sent per step of this run."""
+    if not facts:
+        return {}
+    sent = sum(int(r.get("messages", 0)) for r in rows)
+    return {"time_tile": facts["time_tile"], "halo_depth": facts["halo_depth"],
+            "messages_per_step": sent / facts["steps"] if facts["steps"] else 0.0}
 
 
 def placement(row: dict) -> dict:
@@ -291,6 +304,13 @@ def chrome_trace(rows: list[dict]) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
+def _tiling_line(res: dict) -> str:
+    if "time_tile" not in res:
+        return ""
+    return (f" Time tile {res['time_tile']}, halo depth {res['halo_depth']}, "
+            f"{res['messages_per_step']:.2f} halo messages per step (all ranks).")
+
+
 def markdown(rec: dict) -> str:
     inp, res, tp, c = rec["input"], rec["resources"], rec["throughput"], rec["correctness"]
     env, t = rec["environment"], rec["timings"]
@@ -303,6 +323,7 @@ def markdown(rec: dict) -> str:
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
+             + _tiling_line(res)
              + _balance_line(res.get("balance")), "",
              "## Placement", "", *placement_lines(res.get("placement", [])), "",
              "## Correctness", ""]

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core import physics
+from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
 
 
@@ -62,7 +63,7 @@ def _place(p: dict) -> str:
 def plan(case, ranks: int) -> dict:
     """The resolved numbers `stencil validate` prints."""
     dims = choose_dims(ranks, case.shape, case.parallel.decomposition, case.parallel.dims)
-    blocks = all_blocks(case.shape, dims)
+    blocks = all_blocks(case.shape, dims, periodic_axes(case))
     big = max(blocks, key=lambda b: b.ny * b.nx)
     itemsize = np.dtype(case.numerics.dtype).itemsize
     w = physics.weights(case)

@@ -1,52 +1,79 @@
 """Every run can prove itself: against the exact eigenmode, or against the numpy backend.
 
-- initial.kind sine with zero boundaries: each rank compares its block with
-  amplitude * factor**steps * mode; the error is max|u - exact| / max|exact| over all ranks.
+- initial.kind sine with zero Dirichlet values and zero fluxes (any boundary kinds): each rank compares
+  its block with amplitude * factor**steps * mode; the error is max|u - exact| / max|exact| over all ranks.
 - otherwise: rank 0 runs the numpy backend on one process for the same number of steps and
   compares block by block as they arrive. On the CPU the tolerance is zero (bitwise equality);
   on a GPU 1e-13 (float64) or 1e-5 (float32) relative.
+- heat with no Dirichlet side (Neumann and periodic sides only), in addition: the sum of u equals the
+  initial sum plus the fluxes times the steps (exact in exact arithmetic), within
+  8 eps (steps + 1) max(sum|u_0|, sum|u|): rounding of each update and of the weights.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
-from ..core.physics import exact_solution_available, exact_tolerance, mode_factor, sine_mode
+from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
 from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
+CONSERVATION_ULPS = 8.0  # per step, relative to sum |u|
 
 
 def verify(layout, comm, backend, u, steps: int) -> dict:
     """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective)."""
-    if exact_solution_available(layout.case):
-        return _against_exact(layout, comm, backend, u, steps)
-    return _against_reference(layout, comm, backend, u, steps)
+    case = layout.case
+    if exact_solution_available(case):
+        result = _against_exact(layout, comm, backend, u, steps)
+    else:
+        result = _against_reference(layout, comm, backend, u, steps)
+    if case.physics.equation == "heat" and conserving(case):
+        result["conservation"] = conservation(layout, comm, backend, u, steps)
+        result["passed"] = bool(result["passed"] and result["conservation"]["passed"])
+    return result
 
 
 def _against_exact(layout, comm, backend, u, steps: int) -> dict:
     case, b = layout.case, layout.block
-    exact = sine_mode(range(*b.rows), range(*b.cols), case.grid.ny, case.grid.nx,
-                      case.initial.value * mode_factor(case) ** steps)
+    exact = eigenmode(case, range(*b.rows), range(*b.cols), case.initial.value * mode_factor(case) ** steps)
     mine = owned(backend, u).astype(np.float64)
     err = comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
     scale = comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
     rel = err / scale if scale > 0 else err
     tol = exact_tolerance(case, steps)
-    return {"reference": "exact discrete eigenmode (sine initial, zero boundaries)", "steps": steps,
-            "max_abs_error": err, "relative_error": rel, "tolerance": tol, "passed": bool(rel <= tol)}
+    return {"reference": f"exact discrete eigenmode k = {list(case.initial.k)} (sine initial, homogeneous boundaries)",
+            "steps": steps, "max_abs_error": err, "relative_error": rel, "tolerance": tol, "passed": bool(rel <= tol)}
+
+
+def conservation(layout, comm, backend, u, steps: int) -> dict:
+    """sum(u) after `steps` against sum(u_0) + steps x the flux through the Neumann sides (collective)."""
+    from ..core.initial import initial_block
+
+    case = layout.case
+    first = initial_block(case, layout.block).astype(np.float64)
+    mine = owned(backend, u).astype(np.float64)
+    s0, a0 = comm.allsum(float(first.sum())), comm.allsum(float(np.abs(first).sum()))
+    s, a = comm.allsum(float(mine.sum())), comm.allsum(float(np.abs(mine).sum()))
+    expected = s0 + steps * flux_per_step(case, weights(case))
+    eps = float(np.finfo(case.numerics.dtype).eps)
+    tol = CONSERVATION_ULPS * eps * (steps + 1) * max(a0, a)
+    return {"sum": s, "expected_sum": expected, "error": abs(s - expected), "tolerance": tol,
+            "passed": bool(abs(s - expected) <= tol)}
 
 
 def reference_field(case, steps: int) -> np.ndarray:
     """The numpy backend on one process, from the initial field, for `steps` steps (rank 0 only)."""
     from ..backends.numpy_backend import NumpyBackend
+    from ..core.boundary import periodic_axes
     from ..core.field import padded_field
     from ..core.initial import initial_block
-    from ..core.physics import weights
 
-    block = decompose(case.shape, (1, 1), 0)
+    block = decompose(case.shape, (1, 1), 0, periodic_axes(case))
     be = NumpyBackend(case.backend, case.numerics.dtype)
+    be.boundary = make_fill(case, block)
     u = padded_field(case, block, initial_block(case, block))
     u, _ = be.advance(u, u.copy(), weights(case).cast(case.numerics.dtype), steps, block.everything())
     return u[1:-1, 1:-1]

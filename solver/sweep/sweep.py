@@ -16,8 +16,8 @@ Weak scaling grows the grid with the process grid, keeping dx, dy (so dt) fixed:
 that every rank owns exactly the case's ny x nx.
 
 Threads per rank in rank sweeps: --threads-per-rank, else the case's backend.threads, else 1 (pure
-MPI, as PETSc users expect). Rank sweeps also set numba's backend.time_tile to 1 unless the case sets
-it: temporal blocking only runs on one process, and every point must run the same kernel.
+MPI, as PETSc users expect). Numba's time tiling (and under MPI the deep halo) is the case's
+backend.time_tile, the same at every point; `--time-tile 1` sweeps the per-step kernel and halo.
 A point that fails (non-zero exit, timeout) is reported in sweep.md/.csv and the sweep goes on; the
 sweep's exit code is then the first failed point's (124 for a timeout).
 """
@@ -70,6 +70,7 @@ class Settings:
     halo: str | None = None
     decomposition: str | None = None
     balance: str | None = None
+    time_tile: int | None = None
     verify: bool | None = None
     overwrite: bool = False
     timeout: float | None = None
@@ -106,7 +107,7 @@ def base_case(s: Settings) -> dict:
     from ..config import load_case
 
     over = {"--backend": s.backend, "--steps": s.steps, "--dtype": s.dtype, "--halo": s.halo,
-            "--decomposition": s.decomposition, "--balance": s.balance}
+            "--decomposition": s.decomposition, "--balance": s.balance, "--time-tile": s.time_tile}
     case = load_case(s.case, {k: v for k, v in over.items() if v is not None})
     if s.kind == "threads" and case.backend.name != "numba":
         raise InputError(f"backend.name: the threads sweep varies numba threads but the case uses "
@@ -192,8 +193,6 @@ def point_case(base: dict, s: Settings, n: int) -> tuple[dict, int, int]:
     threads = s.threads_per_rank or base["backend"].get("threads") or 1
     if data["backend"]["name"] == "numba":
         data["backend"]["threads"] = threads
-        if data["backend"].get("time_tile", 1) is None:
-            data["backend"]["time_tile"] = 1  # tiling exists on one process only: the same kernel at every point
     if s.kind == "weak":
         grow(data, n)
     return data, n, threads if data["backend"]["name"] == "numba" else 1
@@ -203,9 +202,12 @@ def grow(data: dict, n: int) -> None:
     """Weak scaling: (py*ny, px*nx) points, the same dx and dy, parallel.dims fixed."""
     g, par = data["grid"], data["parallel"]
     py, px = (n, 1) if par["decomposition"] == "rows" else weak_dims(n)
-    dx, dy = g["lx"] / (g["nx"] + 1), g["ly"] / (g["ny"] + 1)
+    from ..core.boundary import raw_kinds, spans
+
+    kx, ky = raw_kinds(data, "x"), raw_kinds(data, "y")  # the walls' distance depends on the boundary kinds
+    dx, dy = g["lx"] / spans(kx, g["nx"]), g["ly"] / spans(ky, g["ny"])
     g["nx"], g["ny"] = g["nx"] * px, g["ny"] * py
-    g["lx"], g["ly"] = dx * (g["nx"] + 1), dy * (g["ny"] + 1)
+    g["lx"], g["ly"] = dx * spans(kx, g["nx"]), dy * spans(ky, g["ny"])
     if par["decomposition"] == "cart":
         par["dims"] = [py, px]
 

@@ -61,3 +61,6 @@ with abort_on_error(comm.mpi):
     check("balance-laplace", physics={"equation": "laplace"},
           run={"steps": 4000, "tolerance": 2e-2, "check_every": 7}, output={"checkpoint_every": None})
     check("balance-numpy-f32", backend={"name": "numpy"}, numerics={"dtype": "float32"})
+    check("balance-periodic-neumann", parallel={"halo": "overlap"},  # the wrap moves with the first and last rows
+          boundary={"top": {"kind": "periodic"}, "bottom": {"kind": "periodic"}, "left": {"kind": "neumann"},
+                    "right": {"kind": "neumann", "flux": 1.5}})

@@ -16,3 +16,34 @@ __device__ __forceinline__ real update(real c, real w, real e, real s, real n, r
 {
     return wc * c + wx * (w + e) + wy * (s + n);
 }
+
+// Largest |a - b| (the convergence / NaN check): NaN counts as +inf; the result goes to memory as the
+// bits of a non-negative float, which order like unsigned integers, so atomicMax combines blocks.
+constexpr unsigned FULL = 0xffffffffu;
+template <typename T> struct bits_of;
+template <> struct bits_of<float> { typedef unsigned int type; };
+template <> struct bits_of<double> { typedef unsigned long long type; };
+typedef bits_of<real>::type rbits;
+
+__device__ __forceinline__ float inf_of(float) { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ double inf_of(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ rbits as_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ rbits as_bits(double x) { return (rbits)__double_as_longlong(x); }
+
+__device__ __forceinline__ real max_abs_diff(const real m, const real a, const real b)
+{
+    real d = a > b ? a - b : b - a;
+    if (d != d) d = inf_of(d);
+    return d > m ? d : m;
+}
+
+// Every lane of the warp must call this; lane 0 folds the warp's largest value into *to.
+__device__ __forceinline__ void warp_max_to(rbits* to, real m)
+{
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        const real other = __shfl_xor_sync(FULL, m, d);
+        if (other > m) m = other;
+    }
+    if ((threadIdx.x & 31) == 0 && m > real(0)) atomicMax(to, as_bits(m));
+}

@@ -1,0 +1,217 @@
+// wave (variants `wave`, V = 16 bytes / sizeof(real) columns per thread, and `wave2`, twice that):
+// K steps per launch (time tiling), bitwise equal to K single steps.
+//
+// Scheme: each warp owns a strip of 32 * V columns and a segment of BY output rows; it streams down
+// the segment one input row per iteration and keeps, for each level L = 0 .. K-1, the last two rows
+// of that level in registers. On input row i, level L (1 <= L <= K) computes its row i - L from level
+// L-1's rows i-L-1, i-L and i-L+1 (a wavefront skewed by one row per level), so every level advances
+// by one row per iteration and no row is recomputed in y except a K-row apron at each end of the
+// segment. West and east neighbours come from the adjacent lanes by warp shuffles; the strip's two
+// outer lanes have no neighbour across the warp, so their values go wrong by one column per level:
+// the strip recomputes an apron of A = ceil(K / V) lanes at each side (overlapped tiling) and stores
+// only lanes A .. 31 - A (WOUT columns). Warps are independent: no shared memory, no barrier.
+//
+// Regions: points of C = [r0, r1) x [c0, c1) are updated at every level; every other point keeps its
+// value (at level L it is the level-0 value: the Dirichlet ghost layer, or anything else outside C);
+// points of O = [o0, o1) x [p0, p1) (inside C) are stored. With O = C = the owned block this is K
+// steps of `step(region)`. With C = the owned block grown by a ghost depth of K (rows and/or columns
+// received from neighbours) and O = the owned block, it is one exchange of K-deep halos every K steps:
+// the tile reads rows o0-K .. o1+K-1 and columns p0-K .. p1+K-1 (clipped to C's one-cell ring), so
+// those must hold valid data. Only C's one-cell ring is ever read outside C; vectors lying wholly
+// beyond it are not loaded (zeros are used instead).
+// Warps whose strip and segment keep at least K rows/columns inside C take a path with no guards;
+// those at C's edges select per point (in C: updated; outside: kept).
+// Residual: with `resid` non-null, the largest |level K - level K-1| over O (NaN -> +inf) is
+// atomically maxed into *resid as an integer bit pattern (non-negative floats order like integers):
+// the convergence / NaN check of the last step, without storing level K-1.
+
+constexpr int VW = 16 / (int)sizeof(real);  // elements per 16-byte vector
+constexpr int NV = V / VW;                  // 16-byte vectors per thread and row
+static_assert(V % VW == 0, "V must be a multiple of the 16-byte vector width");
+constexpr int A = (K + V - 1) / V;  // apron lanes at each side of the strip
+static_assert(K >= 1 && 2 * A < 32, "K too deep for this V: the apron would fill the warp");
+constexpr int WOUT = (32 - 2 * A) * V;  // columns a strip stores
+
+template <typename T> struct vec16;
+template <> struct vec16<float> { typedef float4 type; };
+template <> struct vec16<double> { typedef double2 type; };
+typedef vec16<real>::type vec;
+
+union row_t {
+    vec v[NV];
+    real e[V];
+};
+
+
+struct wave_ctx {
+    const real* u;
+    real* out;
+    idx pitch;
+    int r0, r1;      // C rows
+    int y0;          // first output row of this segment (rows y0 .. y1-1 are stored)
+    int e;           // end of the input rows read (exclusive)
+    int x;           // first column of this lane
+    bool full;       // all V columns of this lane are stored
+    bool st[V];      // column x + m is stored (lane inside the apron and column in [p0, p1))
+    bool in[V];      // column x + m lies in C (edge path)
+    bool ld[NV];     // vector q lies on C's ring or inside (edge path)
+    real wc, wx, wy;
+};
+
+template <bool EDGE>
+__device__ __forceinline__ void load_row(real (&n)[V], const int i, const wave_ctx& c)
+{
+    const real* p = c.u + (idx)i * c.pitch + c.x;
+    row_t r;
+#pragma unroll
+    for (int q = 0; q < NV; ++q) {
+        if (!EDGE || c.ld[q]) {
+            r.v[q] = reinterpret_cast<const vec*>(p)[q];
+        } else {
+#pragma unroll
+            for (int m = 0; m < VW; ++m) r.e[q * VW + m] = real(0);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < V; ++m) n[m] = r.e[m];
+}
+
+// One level of one row: o = update of the centre row c with rows s (above) and n (below).
+__device__ __forceinline__ void level(real (&o)[V], const real (&s)[V], const real (&c)[V], const real (&n)[V],
+                                      const wave_ctx& x)
+{
+    const real w0 = __shfl_up_sync(FULL, c[V - 1], 1);
+    const real e0 = __shfl_down_sync(FULL, c[0], 1);
+#pragma unroll
+    for (int m = 0; m < V; ++m) {
+        const real wm = m == 0 ? w0 : c[m - 1];
+        const real em = m == V - 1 ? e0 : c[m + 1];
+        o[m] = update(c[m], wm, em, s[m], n[m], x.wc, x.wx, x.wy);
+    }
+}
+
+template <bool RES>
+__device__ __forceinline__ void store_row(const real (&o)[V], const real (&prev)[V], const int j, const wave_ctx& c,
+                                          real& rmax)
+{
+    real* q = c.out + (idx)j * c.pitch + c.x;
+    if (c.full) {
+        row_t r;
+#pragma unroll
+        for (int m = 0; m < V; ++m) r.e[m] = o[m];
+#pragma unroll
+        for (int v = 0; v < NV; ++v) reinterpret_cast<vec*>(q)[v] = r.v[v];
+    } else {
+#pragma unroll
+        for (int m = 0; m < V; ++m)
+            if (c.st[m]) q[m] = o[m];
+    }
+    if (RES) {
+#pragma unroll
+        for (int m = 0; m < V; ++m) {
+            if (c.st[m]) rmax = max_abs_diff(rmax, o[m], prev[m]);
+        }
+    }
+}
+
+// One input row i: level 0 gets row i (into N[0]); level L computes row i - L from P, C, N of level L-1.
+// P, C, N rotate (the caller passes them permuted), so no row is ever copied between registers.
+template <bool EDGE, bool RES>
+__device__ __forceinline__ void wave_row(real (&P)[K][V], real (&C)[K][V], real (&N)[K][V], const int i,
+                                         const wave_ctx& c, real& rmax)
+{
+    if (i < c.e) load_row<EDGE>(N[0], i, c);
+#pragma unroll
+    for (int L = 1; L <= K; ++L) {
+        const int j = i - L;
+        real o[V];
+        level(o, P[L - 1], C[L - 1], N[L - 1], c);
+        if (EDGE) {
+            const bool row_in = j >= c.r0 && j < c.r1;
+#pragma unroll
+            for (int m = 0; m < V; ++m)
+                if (!(row_in && c.in[m])) o[m] = C[L - 1][m];
+        }
+        if (L < K) {
+#pragma unroll
+            for (int m = 0; m < V; ++m) N[L][m] = o[m];
+        } else if (j >= c.y0) {
+            store_row<RES>(o, C[K - 1], j, c, rmax);
+        }
+    }
+}
+
+template <bool EDGE, bool RES>
+__device__ __forceinline__ void wave_segment(const int s, const int last, const wave_ctx& c, real& rmax)
+{
+    real b0[K][V], b1[K][V], b2[K][V];
+#pragma unroll
+    for (int L = 0; L < K; ++L) {
+#pragma unroll
+        for (int m = 0; m < V; ++m) b0[L][m] = b1[L][m] = b2[L][m] = real(0);
+    }
+    int i = s;
+    while (true) {
+        if (i > last) break;
+        wave_row<EDGE, RES>(b0, b1, b2, i++, c, rmax);
+        if (i > last) break;
+        wave_row<EDGE, RES>(b1, b2, b0, i++, c, rmax);
+        if (i > last) break;
+        wave_row<EDGE, RES>(b2, b0, b1, i++, c, rmax);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BX)
+wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
+     const int r0, const int r1, const int c0, const int c1,
+     const int o0, const int o1, const int p0, const int p1,
+     rbits* __restrict__ resid, const real wc, const real wx, const real wy)
+{
+    const int lane = threadIdx.x & 31;
+    const int strip = blockIdx.x * (BX / 32) + (threadIdx.x >> 5);
+    const int xb = 1 + ((p0 - 1) / VW) * VW - A * V;  // first column of strip 0 (16-byte aligned; p0 >= 1)
+    const int xs = xb + strip * WOUT;
+    if (xs + A * V >= p1) return;  // the whole warp: its strip stores nothing
+    wave_ctx c;
+    c.u = u;
+    c.out = out;
+    c.pitch = pitch;
+    c.r0 = r0;
+    c.r1 = r1;
+    c.wc = wc;
+    c.wx = wx;
+    c.wy = wy;
+    c.x = xs + lane * V;
+    const bool stores = lane >= A && lane < 32 - A;
+    c.full = stores && c.x >= p0 && c.x + V <= p1;
+#pragma unroll
+    for (int m = 0; m < V; ++m) {
+        c.st[m] = stores && c.x + m >= p0 && c.x + m < p1;
+        c.in[m] = c.x + m >= c0 && c.x + m < c1;
+    }
+#pragma unroll
+    for (int q = 0; q < NV; ++q) {
+        const int xv = c.x + q * VW;
+        c.ld[q] = xv + VW - 1 >= c0 - 1 && xv <= c1;
+    }
+    const bool cols_inside = xs >= c0 && xs + 32 * V <= c1;
+    real rmax = real(0);
+    const int segments = (o1 - o0 + BY - 1) / BY;
+    for (int g = blockIdx.y; g < segments; g += gridDim.y) {
+        const int y0 = o0 + g * BY;
+        const int y1 = min(y0 + BY, o1);
+        const int s = max(y0 - K, r0 - 1);  // first input row read
+        c.e = min(y1 + K, r1 + 1);
+        c.y0 = y0;
+        const int last = y1 - 1 + K;  // the iteration that computes level K of row y1 - 1
+        const bool inside = cols_inside && y0 - K >= r0 && y1 + K <= r1;
+        if (resid) {
+            if (inside) wave_segment<false, true>(s, last, c, rmax);
+            else wave_segment<true, true>(s, last, c, rmax);
+        } else {
+            if (inside) wave_segment<false, false>(s, last, c, rmax);
+            else wave_segment<true, false>(s, last, c, rmax);
+        }
+    }
+    if (resid) warp_max_to(resid, rmax);
+}

@@ -1,0 +1,210 @@
+"""Boundary kinds per side: the wall geometry they imply, their eigenmodes, and the fill of ghost layers.
+
+Sides: bottom (y = 0, the block's south), top (y = ly, north), left (x = 0, west), right (x = lx, east).
+
+Geometry along an axis of n points and length L: the wall lies one spacing outside the first (last)
+point on a Dirichlet side and half a spacing outside on a Neumann side; a periodic axis has a period
+of n points (n spacings). So h = L / (n - 1 + o_lo + o_hi) with o = 1 (Dirichlet) or 1/2 (Neumann,
+periodic), and point j lies at (o_lo + j) h. All-Dirichlet gives h = L/(n+1) and x_j = (j+1) h, as before.
+
+Ghost layers (depth d, layer m = 0 next to the owned points, m = d-1 outermost):
+- dirichlet: the value V;
+- neumann:   the owned point m inside the wall, plus (2m+1) G h: the mirror image about the wall with
+             du/dn = G outward, so for d = 1 ghost = first point + G h;
+- periodic:  the owned point n places further on (the interior row or column next to the opposite side).
+With zero flux and periodic sides the plain sum of u is conserved exactly in exact arithmetic.
+
+Fill order: the y sides (ghost rows, the full padded width), then the x sides (ghost columns, the full
+padded height): a corner holds the x side's rule applied to the y side's ghost row (Dirichlet x side:
+its value). The 5-point update never reads corners; deep halos do (fill after the exchange for them).
+
+Which sides a block fills: the physical ones, where it has no neighbour (solver.core.decomp): every
+non-periodic domain edge, and a periodic edge when one rank spans the whole axis (it is its own
+neighbour: the wrap is a local copy, no MPI message). With several ranks along a periodic axis the halo
+exchange fills those ghosts from the wrapped neighbour like any other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+SIDES = ("bottom", "top", "left", "right")  # fill order: y sides, then x sides
+BLOCK_SIDE = {"bottom": "south", "top": "north", "left": "west", "right": "east"}
+AXIS_SIDES = {"x": ("left", "right"), "y": ("bottom", "top")}
+CODES = {"dirichlet": 1, "neumann": 2, "periodic": 3}  # as the GPU fill kernel knows them (kernels/boundary.cu)
+OFFSET = {"dirichlet": 1.0, "neumann": 0.5, "periodic": 0.5}  # wall distance of the first point, in spacings
+
+
+def kinds(case) -> dict[str, str]:
+    return {side: getattr(case.boundary, side).kind for side in SIDES}
+
+
+def periodic_axes(case) -> tuple[bool, bool]:
+    """(y periodic, x periodic), in the (py, px) order of the process grid."""
+    k = kinds(case)
+    return k["bottom"] == "periodic", k["left"] == "periodic"
+
+
+def conserving(case) -> bool:
+    """No Dirichlet side: heat changes the sum of u only by the fluxes (exactly, in exact arithmetic)."""
+    return "dirichlet" not in kinds(case).values()
+
+
+def homogeneous(case) -> bool:
+    """Zero Dirichlet values and zero fluxes: the eigenmodes of solver.core.physics are exact solutions."""
+    b = case.boundary
+    return all(getattr(getattr(b, s), "value", 0.0) == 0.0 and getattr(getattr(b, s), "flux", 0.0) == 0.0
+               for s in SIDES)
+
+
+def spans(kinds_lo_hi: tuple[str, str], n: int) -> float:
+    """Domain length along an axis of n points, in spacings: n - 1 + o_lo + o_hi."""
+    return n - 1 + OFFSET[kinds_lo_hi[0]] + OFFSET[kinds_lo_hi[1]]
+
+
+def raw_kinds(data: dict, axis: str) -> tuple[str, str]:
+    """(lo, hi) kinds of an axis from an unvalidated case mapping (a number or no entry is Dirichlet)."""
+    sides = (data.get("boundary") or {})
+    return tuple(s.get("kind", "dirichlet") if isinstance(s := sides.get(name), dict) else "dirichlet"
+                 for name in AXIS_SIDES[axis])
+
+
+def axis_spacing(lo: str, hi: str, n: int, length: float) -> tuple[float, float]:
+    """(h, position of point 0) along one axis with side kinds lo, hi."""
+    h = length / spans((lo, hi), n)
+    return h, OFFSET[lo] * h
+
+
+def offsets(case) -> tuple[float, float]:
+    """(ox, oy): point j lies at (j + o) h (1 next to a Dirichlet wall, 1/2 otherwise)."""
+    k = kinds(case)
+    return OFFSET[k["left"]], OFFSET[k["bottom"]]
+
+
+def geometry(case) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((dx, dy), (x0, y0)): the spacing, and the position of the first interior point (the origin of output)."""
+    k, g = kinds(case), case.grid
+    dx, x0 = axis_spacing(k["left"], k["right"], g.nx, g.lx)
+    dy, y0 = axis_spacing(k["bottom"], k["top"], g.ny, g.ly)
+    return (dx, dy), (x0, y0)
+
+
+def axis_mode(lo: str, hi: str, n: int, k: int, index: np.ndarray) -> tuple[np.ndarray, float]:
+    """(the discrete eigenmode with wave number k at points `index`, its angle theta): the 1-D sum of the
+    two neighbours of every point, ghosts filled by the rules above, is 2 cos(theta) times the mode."""
+    j = index.astype(np.float64)
+    if lo == hi == "dirichlet":
+        return np.sin(np.pi * k * (j + 1) / (n + 1)), math.pi * k / (n + 1)
+    if lo == hi == "neumann":
+        return np.cos(np.pi * k * (j + 0.5) / n), math.pi * k / n
+    if lo == hi == "periodic":
+        return np.cos(2 * np.pi * k * (j + 0.5) / n), 2 * math.pi * k / n
+    theta = math.pi * (k - 0.5) / (n + 0.5)  # one Dirichlet side (the mode vanishes on its ghost), one Neumann
+    return (np.sin(theta * (j + 1)) if lo == "dirichlet" else np.sin(theta * (n - j))), theta
+
+
+@dataclass(frozen=True)
+class Rule:
+    side: str  # bottom, top, left, right
+    kind: str
+    value: float = 0.0  # dirichlet: V; neumann: G h (the layer m ghost adds (2m+1) G h); periodic: unused
+
+    @property
+    def code(self) -> int:
+        return CODES[self.kind]
+
+    def added(self, m: int) -> float:
+        return (2 * m + 1) * self.value
+
+
+@dataclass(frozen=True)
+class Fill:
+    """The ghost-layer rules of one block's physical sides, in fill order; depth = ghost layers of its arrays."""
+
+    rules: tuple[Rule, ...]
+    dtype: str
+    depth: int = 1
+
+    @property
+    def constant(self) -> bool:
+        """Only Dirichlet sides (or none): the ghosts never change, nothing to refill after a step."""
+        return all(r.kind == "dirichlet" for r in self.rules)
+
+    def rule(self, side: str) -> Rule | None:
+        return next((r for r in self.rules if r.side == side), None)
+
+    def apply(self, u) -> None:
+        """Fill the ghost layers of the physical sides of a host array `u` in place (array slices: row
+        copies contiguous, column copies strided). The numba and GPU backends run kernels with the same
+        rules, order and rounding (backends/numba_fill.py, backends/kernels/boundary.cu)."""
+        d, t = self.depth, np.dtype(self.dtype).type
+        ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
+        for r in self.rules:
+            for m in range(d):
+                ghost, inside, across = _layer(r.side, m, d, ny, nx)
+                if r.kind == "dirichlet":
+                    u[ghost] = r.value
+                elif r.kind == "periodic":
+                    u[ghost] = u[across]
+                elif t(r.added(m)) == 0:
+                    u[ghost] = u[inside]
+                else:
+                    np.add(u[inside], t(r.added(m)), out=u[ghost])
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, values) per side in SIDES order, for kernels: codes 0 (no rule: a neighbour fills it) or
+        CODES[kind]; values the Dirichlet value or G h, in float64 (kernels round as apply() does)."""
+        codes, values = np.zeros(4, dtype=np.int32), np.zeros(4)
+        for r in self.rules:
+            codes[SIDES.index(r.side)], values[SIDES.index(r.side)] = r.code, r.value
+        return codes, values
+
+
+def _layer(side: str, m: int, d: int, ny: int, nx: int):
+    """(ghost, mirror, wrapped) index tuples for layer m of `side` (rows span the full width, columns the height)."""
+    every = slice(None)
+    if side == "bottom":
+        return (d - 1 - m, every), (d + m, every), (d - 1 - m + ny, every)
+    if side == "top":
+        return (d + ny + m, every), (d + ny - 1 - m, every), (d + m, every)
+    if side == "left":
+        return (every, d - 1 - m), (every, d + m), (every, d - 1 - m + nx)
+    return (every, d + nx + m), (every, d + nx - 1 - m), (every, d + m)
+
+
+def make_fill(case, block, depth: int = 1) -> Fill:
+    """The rules for the sides of `block` where it has no neighbour (see the module docstring)."""
+    (dx, dy), _ = geometry(case)
+    h = {"bottom": dy, "top": dy, "left": dx, "right": dx}
+    rules = []
+    for side in SIDES:
+        if block.neighbours[BLOCK_SIDE[side]] is not None:
+            continue
+        spec = getattr(case.boundary, side)
+        value = spec.value if spec.kind == "dirichlet" else spec.flux * h[side] if spec.kind == "neumann" else 0.0
+        rules.append(Rule(side, spec.kind, value))
+        n = block.ny if side in AXIS_SIDES["y"] else block.nx
+        if spec.kind != "dirichlet" and depth > n:
+            raise ValueError(f"ghost depth {depth} on the {side} side exceeds the block's {n} points across it "
+                             "(a mirror or a wrap reads that many owned points)")
+    return Fill(tuple(rules), case.numerics.dtype, depth)
+
+
+def fingerprint(case) -> dict:
+    """boundary.<side> as a checkpoint records it: the number for Dirichlet (as before kinds existed), else the kind."""
+    out = {}
+    for side in SIDES:
+        spec = getattr(case.boundary, side)
+        out[f"boundary.{side}"] = spec.value if spec.kind == "dirichlet" else spec.model_dump()
+    return out
+
+
+def flux_per_step(case, w) -> float:
+    """Exact change of sum(u) per heat step through the Neumann sides: wx ny h (G_left + G_right) + wy nx h (...)."""
+    (dx, dy), _ = geometry(case)
+    b, g = case.boundary, case.grid
+    flux = {s: getattr(getattr(b, s), "flux", 0.0) for s in SIDES}
+    return w.wx * g.ny * dx * (flux["left"] + flux["right"]) + w.wy * g.nx * dy * (flux["bottom"] + flux["top"])

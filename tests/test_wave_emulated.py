@@ -1,0 +1,136 @@
+"""The time-tiled `wave` kernel (solver/backends/kernels/wave.cu) compiled for the CPU with g++ and a
+small CUDA shim (tests/cuda_emu: one thread per lane, shuffles through a warp barrier), so that its
+index arithmetic, apron, guards, region semantics and rounding are checked on every machine:
+bitwise equal to k numpy steps on odd, non-square grids with random (non-zero) ghost layers, for
+both dtypes, both variants and several block shapes and depths. The GPU itself is tested by
+tests/test_gpu_wave.py; this emulation says nothing about speed."""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solver.backends import cupy_kernels as gk
+from solver.backends.numpy_backend import NumpyBackend
+from solver.config import BackendSettings
+from solver.core.physics import Weights
+
+HERE = Path(__file__).parent / "cuda_emu"
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
+_LIBS: dict = {}
+
+
+def kernel_lib(tmp_dir: Path, variant, dtype, block, k):
+    key = (variant, dtype, block, k)
+    if key not in _LIBS:
+        src = tmp_dir / f"{variant}_{dtype}_{block[0]}x{block[1]}_k{k}.cu"
+        src.write_text(gk.source(variant))
+        defines = [o for o in gk.options(variant, dtype, block, k=k) if o.startswith("-D")]
+        lib = src.with_suffix(".so")
+        res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
+                              f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver.cpp"),
+                              "-o", str(lib)], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        _LIBS[key] = ctypes.CDLL(str(lib))
+    return _LIBS[key]
+
+
+def pitched(host: np.ndarray) -> np.ndarray:
+    """The CuPy backend's layout in host memory: column 1 aligned to 128 bytes, rows a multiple of 128
+    bytes apart, spare columns after the last (vector loads stay inside the allocation)."""
+    rows, cols = host.shape
+    per = 128 // host.itemsize
+    pitch = -(-(per - 1 + cols + 4) // per) * per
+    raw = np.zeros(rows * pitch + 2 * per, dtype=host.dtype)
+    shift = (-raw.ctypes.data % 128) // host.itemsize
+    base = raw[shift:shift + rows * pitch].reshape(rows, pitch)
+    view = base[:, per - 1:per - 1 + cols]
+    view[...] = host
+    assert view[:, 1:].ctypes.data % 128 == 0
+    return view
+
+
+def run_wave(tmp_dir, variant, dtype, block, k, host, update, store, resid=False):
+    """One launch: k steps of `update` (C), stored over `store` (O); returns (out, residual or None)."""
+    lib = kernel_lib(tmp_dir, variant, dtype, block, k)
+    u = pitched(host)
+    out = pitched(np.full_like(host, np.nan))
+    w = Weights(0.1, 0.2, 0.25).cast(dtype)
+    real = ctypes.c_float if dtype == "float32" else ctypes.c_double
+    rbits = (ctypes.c_uint32 if dtype == "float32" else ctypes.c_uint64)(0)
+    (gx, gy, _), (bx, _, _) = gk.launch_shape(variant, dtype, block, store, k)
+    ptr = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
+    lib.launch(ptr(out), ptr(u), ctypes.c_longlong(u.strides[0] // u.itemsize), *map(ctypes.c_int, update),
+               *map(ctypes.c_int, store), ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy),
+               ctypes.c_uint(gx), ctypes.c_uint(gy), ctypes.c_uint(bx))
+    value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
+    return np.array(out), (value if resid else None)
+
+
+def numpy_steps(host, k, region, dtype):
+    be = NumpyBackend(BackendSettings(name="numpy"), dtype)
+    w = Weights(0.1, 0.2, 0.25).cast(dtype)
+    a, b = host.copy(), host.copy()
+    for _ in range(k):
+        be.step(b, a, w, region)
+        a, b = b, a
+    return a, b
+
+
+def field(shape, dtype, seed):
+    return np.random.default_rng(seed).uniform(-1, 1, (shape[0] + 2, shape[1] + 2)).astype(dtype)
+
+
+CASES = [  # variant, dtype, block, k, (ny, nx)
+    ("wave", "float32", (64, 16), 8, (70, 253)),
+    ("wave2", "float32", (32, 9), 8, (40, 300)),
+    ("wave2", "float64", (96, 11), 5, (33, 130)),
+    ("wave", "float64", (32, 64), 16, (100, 41)),
+    ("wave", "float32", (32, 3), 1, (9, 5)),
+    ("wave2", "float64", (32, 1), 3, (1, 1)),
+    ("wave", "float32", (32, 10), 4, (75, 400)),  # many strips and segments inside C: the unguarded path
+    ("wave2", "float64", (64, 13), 7, (90, 260)),
+]
+
+
+@pytest.mark.parametrize("variant,dtype,block,k,shape", CASES, ids=lambda x: str(x))
+def test_wave_equals_k_numpy_steps(tmp_path, variant, dtype, block, k, shape):
+    ny, nx = shape
+    host = field(shape, dtype, k)
+    region = (1, ny + 1, 1, nx + 1)
+    got, res = run_wave(tmp_path, variant, dtype, block, k, host, region, region, resid=True)
+    want, prev = numpy_steps(host, k, region, dtype)
+    inside = np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    np.testing.assert_array_equal(got[inside], want[inside])
+    assert np.isnan(got[~inside]).all(), "stored outside the region"
+    assert res == np.max(np.abs(want - prev)[inside])  # the fused residual: max |level k - level k-1|
+
+
+def test_wave_deep_ghost_region_equals_steps_on_the_larger_block(tmp_path):
+    """Ghost depth k: update a region grown by k rows/columns beyond the stored one (as a rank whose
+    neighbours sent k-deep halos would), store only the inner block: equal to k steps of the whole."""
+    dtype, k, variant, block = "float64", 5, "wave2", (32, 8)
+    ny, nx = 60, 90
+    host = field((ny, nx), dtype, 1)
+    update = (1, ny + 1, 1, nx + 1)
+    store = (1 + k, ny + 1 - k, 1 + k, nx + 1 - k)
+    got, _ = run_wave(tmp_path, variant, dtype, block, k, host, update, store)
+    want, _ = numpy_steps(host, k, update, dtype)
+    r0, r1, c0, c1 = store
+    np.testing.assert_array_equal(got[r0:r1, c0:c1], want[r0:r1, c0:c1])
+    mask = np.ones(host.shape, bool)
+    mask[r0:r1, c0:c1] = False
+    assert np.isnan(got[mask]).all()
+
+
+def test_wave_residual_flags_nan(tmp_path):
+    dtype = "float32"
+    host = field((20, 140), dtype, 2)
+    host[7, 50] = np.nan
+    region = (1, 21, 1, 141)
+    _, res = run_wave(tmp_path, "wave", dtype, (32, 4), 4, host, region, region, resid=True)
+    assert res == np.inf

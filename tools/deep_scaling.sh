@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Deep halos on this machine's CPU cores (issue 14): strong 4096^2 and weak 1024^2 per rank, ranks
+# 1 2 4 8 16, the default time tile (deep halos) beside time_tile 1, each launch also measuring the
+# no-data lockstep floor (tools/cpu_probe.py); then one process x NODE_THREADS threads tiled (the
+# figure `mpirun -n 8/16` should reach 0.9x of). One numba thread per rank, ranks bound to cores.
+#   tools/deep_scaling.sh OUTDIR [RANKS...]        (default ranks: 1 2 4 8 16; NODE_THREADS=16)
+# Writes OUTDIR/deep.jsonl and OUTDIR/deep.md and prints the tables.
+set -euo pipefail
+out=${1:?usage: tools/deep_scaling.sh OUTDIR [RANKS...]}
+shift || true
+ranks=${*:-1 2 4 8 16}
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")/.." && pwd)
+if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
+  launch=(mpirun --oversubscribe ${BIND:---bind-to core --map-by core} -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS)
+  [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+else
+  launch=(mpirun ${BIND:--bind-to core})
+fi
+for p in $ranks; do
+  NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 "${launch[@]}" -n "$p" python3 "$here/tools/deep_scaling.py" \
+    --out "$out/deep.jsonl" ${DEEP_ARGS:-}
+done
+python3 "$here/tools/deep_scaling.py" --out "$out/deep.jsonl" --threads "${NODE_THREADS:-16}" ${DEEP_ARGS:-}
+python3 "$here/tools/deep_scaling.py" --table "$out/deep.jsonl" | tee "$out/deep.md"
