@@ -30,14 +30,6 @@ def test_a_bad_thread_variable_is_a_one_line_error():
         default_threads([{0}], 0, {"OMP_NUM_THREADS": "many"})
 
 
-def test_numba_pool_of_one_runs_when_no_threads_were_asked(tmp_path):
-    case = write_case(tmp_path / "t.yaml", backend={"name": "numba"}, run={"steps": 10})
-    res = stencil(["run", str(case), "-q"], env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": ""})
-    assert res.returncode == 0, res.stderr
-    rec = json.loads((tmp_path / "out_t" / "record.json").read_text())
-    assert rec["resources"]["threads_per_rank"] == 1
-
-
 def test_help_wraps_option_names_at_80_columns():
     res = stencil(["sweep", "strong", "--help"], env={"COLUMNS": "80"})
     assert res.returncode == 0
@@ -52,10 +44,11 @@ def test_a_missing_argument_is_one_clean_line():
     assert res.stderr == "stencil validate: Missing argument 'case'; see `stencil validate --help`\n"
 
 
-def test_headers_say_nx_x_ny(tmp_path):
-    case = write_case(tmp_path / "h.yaml", grid={"nx": 200, "ny": 120}, run={"steps": 4})
-    res = stencil(["run", str(case), "-q"])
+def test_headers_say_nx_x_ny_and_a_numba_pool_of_one_runs_when_no_threads_were_asked(tmp_path):
+    case = write_case(tmp_path / "h.yaml", grid={"nx": 200, "ny": 120}, backend={"name": "numba"}, run={"steps": 4})
+    res = stencil(["run", str(case), "-q"], env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": ""})
     assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "out_h" / "record.json").read_text())["resources"]["threads_per_rank"] == 1
     assert "nx x ny = 200 x 120" in res.stdout and "120x200" not in res.stdout
     assert "nx x ny = 200 x 120 interior points" in (tmp_path / "out_h" / "record.md").read_text()
     plan = stencil(["validate", str(case), "--ranks", "2"])
@@ -81,14 +74,7 @@ def test_backends_keep_the_brackets_of_extras():
     assert "pip install -e .`" not in res.stdout
 
 
-def test_sweep_verified_column_and_terminal_table(tmp_path):
+def test_sweep_verified_column():
     from solver.sweep.sweep import verified
 
     assert (verified(None), verified(True), verified(False)) == ("", "PASS", "FAIL")
-    case = write_case(tmp_path / "s.yaml", grid={"nx": 32, "ny": 24}, backend={"name": "numba"}, run={"steps": 20})
-    res = stencil(["sweep", "threads", str(case), "--threads", "1,2", "-o", str(tmp_path / "sw")],
-                  env={"COLUMNS": "100"})
-    assert res.returncode == 0, res.stderr
-    assert "None" not in res.stdout and "None" not in (tmp_path / "sw" / "sweep.md").read_text()
-    assert max(len(line) for line in res.stdout.splitlines()) <= 100, res.stdout
-    assert [line for line in res.stdout.splitlines() if "MLUP/s" in line and "ms/step" in line]  # a line per point

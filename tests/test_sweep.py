@@ -99,6 +99,12 @@ def test_threads_sweep_reports_a_failed_point_and_exits_with_its_code(tmp_path, 
     assert float(rows[0]["time_min"]) <= float(rows[0]["seconds_per_step"]) <= float(rows[0]["time_max"])
     md = (out / "sweep.md").read_text()
     assert "failed (exit 2)" in md and "thread scaling: one process" in md
+    # the terminal: a line per point as it ends, then a table that fits 100 columns; no None anywhere
+    assert len([line for line in p.stdout.splitlines() if " ms/step, " in line and " MLUP/s, " in line]) == 4
+    lines = p.stdout.splitlines()
+    table = lines[next(i for i, ln in enumerate(lines) if "threads sweep:" in ln):]
+    assert max(len(line) for line in table) <= 100, p.stdout  # the table and the notes (the point lines may be long)
+    assert "None" not in p.stdout and "None" not in md and "…" not in p.stdout
 
 
 def test_a_failed_point_does_not_stop_the_sweep(tmp_path, env, monkeypatch):

@@ -146,6 +146,8 @@ def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
 
 
 def _overhead(tp, stats, rows, dtype, on_gpu) -> str | None:
+    if on_gpu:  # host sections overlap the GPU's kernels there: the GPU's overhead rule is _launch_gaps
+        return None
     other = max(r["other"] / max(r["loop"] - r["io"], 1e-300) for r in rows)
     if tp["seconds_per_step"] >= OVERHEAD_STEP and other <= OVERHEAD_OTHER:
         return None
