@@ -103,7 +103,7 @@ def test_an_already_full_disk_is_exit_5_naming_the_file(tmp_path):
             fill(fs)
             res = stencil(["run", str(case), "-q"])
             reason = "No space left on device"
-        line = one_error_line(res, 5, f"cannot write {out}/", reason, "free disk space")
+        one_error_line(res, 5, f"cannot write {out}/", reason, "free disk space")
         assert "Traceback" not in res.stdout
 
 

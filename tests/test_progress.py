@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from conftest import ROOT, clean_env, mpirun, needs_mpi, stencil, write_case
 
 from solver.io.outputs import Progress

@@ -1,3 +1,3 @@
 """What a run reports: the environment, verification, the experiment record, the printed summary, reports
-and figures. Imports core, backends, parallel and io.
+and figures (also of bench results). Imports core, backends, parallel, io and bench.
 """
