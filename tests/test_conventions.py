@@ -75,6 +75,6 @@ def test_backends_keep_the_brackets_of_extras():
 
 
 def test_sweep_verified_column():
-    from solver.sweep.sweep import verified
+    from solver.sweep import verified
 
     assert (verified(None), verified(True), verified(False)) == ("", "PASS", "FAIL")

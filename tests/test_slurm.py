@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, clean_env, stencil, write_case
 
-from solver.sweep import sweep as sw
+from solver import sweep as sw
 
 TEMPLATES = sorted((ROOT / "tools" / "slurm").glob("*.sbatch"))
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import mpirun_command, needs_mpi, stencil, write_case
 
 from solver.core.errors import InputError
-from solver.sweep import sweep as sw
+from solver import sweep as sw
 
 FLOAT_COLUMNS = ["seconds_per_step", "mlups", "load_imbalance", "effective_gbs", "copy_gbs", "fraction_of_copy",
                  "comm_fraction", "wait_fraction"]

@@ -301,7 +301,7 @@ def bench(
 # the ladder, sweeps and reports ----------------------------------------------------------------
 
 def _counts(text: Optional[str], option: str, default: list[int]) -> list[int]:
-    from ..sweep.sweep import parse_counts
+    from ..sweep import parse_counts
 
     return parse_counts(text, option) if text else default
 
@@ -444,7 +444,7 @@ _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and
 
 
 def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
-    from ..sweep.sweep import Settings, exit_code, print_sweep, say_point, sweep
+    from ..sweep import Settings, exit_code, print_sweep, say_point, sweep
 
     res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point)
     print_sweep(res)

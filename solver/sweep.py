@@ -40,8 +40,8 @@ from pathlib import Path
 
 import yaml
 
-from ..core.errors import InputError
-from ..results.report import count_of
+from .core.errors import InputError
+from .results.report import count_of
 
 KINDS = ("strong", "weak", "threads")
 HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic matters
@@ -104,7 +104,7 @@ def parse_counts(text: str, option: str) -> list[int]:
 
 def base_case(s: Settings) -> dict:
     """The validated case with the sweep's overrides, as plain data."""
-    from ..config import load_case
+    from .config import load_case
 
     over = {"--backend": s.backend, "--steps": s.steps, "--dtype": s.dtype, "--halo": s.halo,
             "--decomposition": s.decomposition, "--balance": s.balance, "--time-tile": s.time_tile}
@@ -202,7 +202,7 @@ def grow(data: dict, n: int) -> None:
     """Weak scaling: (py*ny, px*nx) points, the same dx and dy, parallel.dims fixed."""
     g, par = data["grid"], data["parallel"]
     py, px = (n, 1) if par["decomposition"] == "rows" else weak_dims(n)
-    from ..core.boundary import raw_kinds, spans
+    from .core.boundary import raw_kinds, spans
 
     kx, ky = raw_kinds(data, "x"), raw_kinds(data, "y")  # the walls' distance depends on the boundary kinds
     dx, dy = g["lx"] / spans(kx, g["nx"]), g["ly"] / spans(ky, g["ny"])
@@ -213,7 +213,7 @@ def grow(data: dict, n: int) -> None:
 
 
 def plan(s: Settings, base: dict, root: Path) -> list[Point]:
-    from ..config import validate_case
+    from .config import validate_case
 
     points = []
     for n in s.counts:
@@ -354,7 +354,7 @@ def compute_fraction(run_dir: Path) -> float | None:
 
 
 def largest_block(rec: dict) -> tuple[int, int]:
-    from ..core.decomp import all_blocks
+    from .core.decomp import all_blocks
 
     inp, dims = rec["input"], rec["resources"]["dims"]
     b = max(all_blocks((inp["ny"], inp["nx"]), tuple(dims)), key=lambda b: b.ny * b.nx)
@@ -411,7 +411,7 @@ def add_speedup(rows: list[dict], kind: str) -> None:
 
 def halo_fraction(rec: dict) -> float:
     """Largest ratio over ranks of halo cells received per step to owned cells."""
-    from ..core.decomp import all_blocks
+    from .core.decomp import all_blocks
 
     inp, dims = rec["input"], rec["resources"]["dims"]
     worst = 0.0
@@ -439,7 +439,7 @@ def notes(rows: list[dict], s: Settings, launcher: list[str]) -> list[str]:
 
 
 def oversubscription(rows: list[dict], launcher: list[str]) -> list[str]:
-    from ..core.machine import cpu_count
+    from .core.machine import cpu_count
 
     if launcher and Path(launcher[0]).name == "srun":
         return []  # the job's nodes are not this machine
@@ -505,7 +505,7 @@ def growth(s: Settings, base: dict, rows: list[dict]) -> str:
 
 
 def csv_text(rows: list[dict]) -> str:
-    from ..results.record import csv_text as table
+    from .results.record import csv_text as table
 
     return table(rows, CSV_FIELDS)
 
@@ -566,12 +566,12 @@ def write_sweep(root: Path, res: dict) -> None:
 
 def sweep(s: Settings, say=None) -> dict:
     """Plan, run every point (failures reported, not fatal), write sweep.csv/.md/.json; returns the result."""
-    from ..results.environment import environment
+    from .results.environment import environment
 
     base = base_case(s)
     launcher = resolve_launcher(s)
     if not launcher or Path(launcher[0]).name != "srun":  # the points run here: the backend must too
-        from ..backends import backend_class
+        from .backends import backend_class
 
         backend_class(base["backend"]["name"])
     root = sweep_dir(s, base["name"])
