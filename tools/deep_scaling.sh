@@ -11,12 +11,7 @@ shift || true
 ranks=${*:-1 2 4 8 16}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
-if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
-  launch=(mpirun --oversubscribe ${BIND:---bind-to core --map-by core} -x PYTHONPATH -x STENCIL_CACHE_DIR -x NUMBA_NUM_THREADS)
-  [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-else
-  launch=(mpirun ${BIND:--bind-to core})
-fi
+source "$here/tools/launcher.sh"
 for p in $ranks; do
   NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 "${launch[@]}" -n "$p" python3 "$here/tools/deep_scaling.py" \
     --out "$out/deep.jsonl" ${DEEP_ARGS:-}
