@@ -216,7 +216,7 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
                 u[r0:r1, c0:c1] = mine
     except WriteFailed as exc:
         reason = exc.reason
-    failed = [r for r in comm.mpi.allgather(reason) if r]
+    failed = [r for r in comm.allgather(reason) if r]
     if reason is not None or (failed and comm.rank == 0):
         raise WriteFailed(path, OSError(None, reason or failed[0]))
 

@@ -33,10 +33,8 @@ import numpy as np
 
 from ..core.decomp import Block
 from ..core.errors import InputError
-from ..parallel.comm import TAGS
 from .safeio import WriteFailed, replaced, reserve, writing
 
-BLOCK_TAG = TAGS["gather_block"]
 RESERVE_SLACK = 64 << 10  # + 1/32 of a snapshot: room for HDF5's own metadata growth (chunk index) in one append
 SLAB_BYTES = 4 << 20  # the most rank 0 receives from another rank at once
 
@@ -92,7 +90,7 @@ def for_each_block(comm, blocks: list[Block], mine: np.ndarray, fn, limit: int |
     if comm.rank != 0:
         b = blocks[comm.rank]
         for part in slabs(b, mine.itemsize, limit):
-            comm.mpi.Send(mine[part.rows[0] - b.rows[0]:part.rows[1] - b.rows[0]], dest=0, tag=BLOCK_TAG)
+            comm.send_block(mine[part.rows[0] - b.rows[0]:part.rows[1] - b.rows[0]], 0)
         return
     errors: list[Exception] = []
 
@@ -108,7 +106,7 @@ def for_each_block(comm, blocks: list[Block], mine: np.ndarray, fn, limit: int |
     buf = np.empty(max((p.ny * p.nx for p in parts), default=0), dtype=mine.dtype)
     for p in parts:
         data = buf[:p.ny * p.nx].reshape(p.ny, p.nx)
-        comm.mpi.Recv(data, source=p.rank, tag=BLOCK_TAG)
+        comm.recv_block(data, p.rank)
         call(p, data)
     if errors:
         raise errors[0]

@@ -115,7 +115,7 @@ def collective(comm, fn, context: str = ""):
         result = fn()
     except OSError as exc:
         message = describe(exc)
-    messages = [message] if comm.mpi is None else comm.mpi.allgather(message)
+    messages = comm.allgather(message)
     failed = [r for r, m in enumerate(messages) if m]
     if not failed:
         return result

@@ -134,6 +134,16 @@ class Comm:
     def bcast(self, obj, root: int = 0):
         return obj if self.mpi is None else self.mpi.bcast(obj, root=root)
 
+    def allgather(self, obj) -> list:
+        return [obj] if self.mpi is None else self.mpi.allgather(obj)
+
+    def send_block(self, buf, dest: int) -> None:
+        """A block of a field to `dest` (rank 0 gathering fields for output), tagged as such."""
+        self.mpi.Send(buf, dest=dest, tag=TAGS["gather_block"])
+
+    def recv_block(self, buf, source: int) -> None:
+        self.mpi.Recv(buf, source=source, tag=TAGS["gather_block"])
+
     def barrier(self) -> None:
         if self.mpi is not None:
             self.mpi.Barrier()

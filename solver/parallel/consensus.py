@@ -26,7 +26,7 @@ def check_same_case(comm, case, options) -> None:
     if comm.mpi is None or comm.size == 1:
         return
     mine = (digest(case, options), case.name)
-    everyone = comm.mpi.allgather(mine)
+    everyone = comm.allgather(mine)
     if len(set(everyone)) == 1:
         return
     groups: dict[tuple, list[int]] = {}
