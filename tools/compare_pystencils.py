@@ -29,6 +29,28 @@ def median_step(fn, u, v, repeats, steps):
     return float(np.median(times)), float(min(times)), float(max(times))
 
 
+def pystencils_kernel(w, u):
+    """pystencils' generated 5-point kernel with weights (wc, wx, wy), OpenMP on, for the widest SIMD
+    target that compiles here (tried on a copy of u); (kernel, target name or None for scalar)."""
+    import pystencils as ps
+
+    src, dst = ps.fields("src, dst: double[2D]", layout="c")
+    upd = ps.Assignment(dst.center, w[0] * src.center + w[1] * (src[0, -1] + src[0, 1]) + w[2] * (src[-1, 0] + src[1, 0]))
+    for target in ("X86_AVX512", "X86_AVX", "X86_SSE", None):
+        try:
+            cfg = ps.CreateKernelConfig(target=getattr(ps.Target, target) if target else ps.Target.CPU)
+            cfg.cpu.openmp.enable = True
+            if target:
+                cfg.cpu.vectorize.enable = True
+                cfg.cpu.vectorize.assume_inner_stride_one = True
+            kern = ps.create_kernel(upd, cfg).compile()
+            kern(src=u, dst=u.copy())
+            return kern, target
+        except Exception as exc:  # noqa: BLE001 - this CPU or version lacks that target; try the next
+            print(f"pystencils target {target}: {type(exc).__name__}; trying the next")
+    raise SystemExit("pystencils: no target compiled")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=4096)
@@ -38,7 +60,6 @@ def main():
     a = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(a.threads)
     import numba
-    import pystencils as ps
 
     from solver.backends import numba_kernels as k
     from solver.bench.stencil import bench_weights
@@ -52,22 +73,8 @@ def main():
     x = rng.random((n + 2) ** 2)
     y = np.empty_like(x)
 
-    src, dst = ps.fields("src, dst: double[2D]", layout="c")
-    upd = ps.Assignment(dst.center, w.wc * src.center + w.wx * (src[0, -1] + src[0, 1]) + w.wy * (src[-1, 0] + src[1, 0]))
     results = {}
-    for target in ("X86_AVX512", "X86_AVX", "X86_SSE", None):
-        try:
-            cfg = ps.CreateKernelConfig(target=getattr(ps.Target, target) if target else ps.Target.CPU)
-            cfg.cpu.openmp.enable = True
-            if target:
-                cfg.cpu.vectorize.enable = True
-                cfg.cpu.vectorize.assume_inner_stride_one = True
-            kern = ps.create_kernel(upd, cfg).compile()
-            probe = u0.copy()
-            kern(src=u0, dst=probe)
-            break
-        except Exception as exc:  # noqa: BLE001 - this CPU lacks that instruction set; try the next
-            print(f"pystencils target {target}: {type(exc).__name__}; trying the next")
+    kern, target = pystencils_kernel((w.wc, w.wx, w.wy), u0)
     results[f"pystencils ({target or 'scalar'}, OpenMP)"] = (lambda s, d: kern(src=s, dst=d), 1)
 
     def plain(s, d):

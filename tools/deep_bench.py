@@ -138,29 +138,12 @@ def wide_part(a) -> None:
 
 def pystencils_peer(a) -> None:
     """Time pystencils' generated kernel alone (OpenMP, the widest SIMD target it compiles for)."""
-    import pystencils as ps
+    from compare_pystencils import pystencils_kernel
 
     n = a.size
-    w = (0.1, 0.225, 0.225)
-    src, dst = ps.fields("src, dst: double[2D]", layout="c")
-    upd = ps.Assignment(dst.center, w[0] * src.center + w[1] * (src[0, -1] + src[0, 1]) + w[2] * (src[-1, 0] + src[1, 0]))
     u = np.random.default_rng(1).random((n + 2, n + 2))
     v = u.copy()
-    kern = None
-    for target in ("X86_AVX512", "X86_AVX", "X86_SSE", None):
-        try:
-            cfg = ps.CreateKernelConfig(target=getattr(ps.Target, target) if target else ps.Target.CPU)
-            cfg.cpu.openmp.enable = True
-            if target:
-                cfg.cpu.vectorize.enable = True
-                cfg.cpu.vectorize.assume_inner_stride_one = True
-            kern = ps.create_kernel(upd, cfg).compile()
-            kern(src=u, dst=v)
-            break
-        except Exception:  # noqa: BLE001 - this CPU or version lacks that target; try the next
-            kern = None
-    if kern is None:
-        raise SystemExit("pystencils: no target compiled")
+    kern, target = pystencils_kernel((0.1, 0.225, 0.225), u)
     t = time.perf_counter()
     for _ in range(a.steps):
         kern(src=u, dst=v)
