@@ -61,6 +61,7 @@ class TimeLoop:
         self.balancer, self.connect = balancer, connect  # solver.parallel.balance.Balancer, or None
         self.fail_at = _injected_failure(comm.rank)
         self.slow = _injected_slowness(comm.rank)
+        self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
     # one step with exchange ------------------------------------------------------------------
     def step(self, s: LoopState, timer: Timer, slow: bool = True) -> None:
@@ -104,6 +105,16 @@ class TimeLoop:
         end, warm_end = run.steps, s.step + run.warmup
         if self.ex.trivial:
             self.backend.plan(self._batches(s.step, end, warm_end))
+        try:
+            self._run(s, end, warm_end)
+        finally:  # the last poll's vote ends with the loop (also when it raised: no MPI request is left behind)
+            if self.vote is not None:
+                self.vote.result()
+                self.vote = None
+        return s
+
+    def _run(self, s: LoopState, end: int, warm_end: int) -> None:
+        run = self.case.run
         while s.step < end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
@@ -121,7 +132,16 @@ class TimeLoop:
                 self.loop_seconds += elapsed
                 self.timed_steps += n
                 self.updates += n * points
-        return s
+
+    def _vote(self, flag: bool) -> bool:
+        """Whether any rank asked to stop. One process: at once. Several: this poll's vote is started and the
+        last poll's read (MPI_Iallreduce), so the ranks stop together one poll later and no rank waits here
+        for the slowest to arrive (a blocking vote made the polls the place where every rank's drift since
+        the last one was waited for: with deep halos, the only such place)."""
+        if self.comm.size == 1:
+            return bool(flag)
+        last, self.vote = self.vote, self.comm.start_anytrue(flag)
+        return last.result() if last is not None else False
 
     def _batches(self, step: int, end: int, warm_end: int, most: int = 10000) -> set[int]:
         """The distinct batch lengths the loop will hand to advance() (the first `most` batches)."""
@@ -162,7 +182,7 @@ class TimeLoop:
             timer.add("io", t)
         if step % self.poll_every == 0 and step != end and not s.converged:
             t = time.perf_counter()
-            stop = self.comm.anytrue(self.hooks.stop_requested())
+            stop = self._vote(self.hooks.stop_requested())
             t = timer.add("wait", t)
             if stop:
                 s.stopped_by = "signal"

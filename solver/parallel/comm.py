@@ -128,6 +128,10 @@ class Comm:
     def anytrue(self, flag: bool) -> bool:
         return bool(flag) if self.mpi is None else bool(self.mpi.allreduce(bool(flag), op=self._op("LOR")))
 
+    def start_anytrue(self, flag: bool) -> Vote:
+        """anytrue without waiting: MPI_Iallreduce (logical or) of the flag; Vote.result() waits for it."""
+        return Vote(self.mpi, flag)
+
     def gather(self, obj, root: int = 0) -> list | None:
         return [obj] if self.mpi is None else self.mpi.gather(obj, root=root)
 
@@ -189,6 +193,24 @@ class Comm:
         from mpi4py import MPI
 
         return MPI.Get_library_version().splitlines()[0].strip()
+
+
+class Vote:
+    """A logical-or over the ranks in flight (one process: the flag itself). Started at one poll and read
+    at the next, so no rank waits at a poll for the slowest one to arrive (solver.core.loop)."""
+
+    def __init__(self, mpi, flag: bool):
+        import numpy as np
+
+        self.flag = np.array([bool(flag)])
+        self.out = self.flag.copy()
+        self.request = None if mpi is None else mpi.Iallreduce(self.flag, self.out, op=_mpi().LOR)
+
+    def result(self) -> bool:
+        if self.request is not None:
+            self.request.Wait()
+            self.request = None
+        return bool(self.out[0])
 
 
 # point-to-point: the only MPI calls of the halo exchange ---------------------------------------------
