@@ -30,15 +30,23 @@ def last_cpu() -> int:
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
-def lockstep(world, be, ny: int, nx: int, steps: int) -> tuple[float, float]:
+def lockstep(world, be, ny: int, nx: int, steps: int, k: int = 1) -> tuple[float, float]:
     """(share of the time blocked, compute seconds per step) of this rank in a lockstep loop: the step
     kernel on an ny x nx block, each step followed by an empty message to and from both row neighbours
     (the coupling of a row decomposition, with no data). The time blocked there is the wait that equal
-    blocks on these cores cannot avoid, whatever the halo exchange does. Collective."""
+    blocks on these cores cannot avoid, whatever the halo exchange does. Collective. With k > 1 the
+    kernel is the time-tiled one, k steps per sweep, and the messages follow each sweep: the coupling of
+    deep halos, for a kernel whose speed depends on the core more than on the shared cache."""
     u = np.random.default_rng(world.rank).random((ny + 2, nx + 2))
     out = u.copy()
     wc, wx, wy = 0.5, 0.125, 0.125
-    be.k.step(out, u, wc, wx, wy, 1, ny + 1, 1, nx + 1)
+    if k > 1:
+        cb = be.column_blocks(nx, k)
+        kernel = lambda o, a: be.k.fused(o, a, wc, wx, wy, k, 1, cb)  # noqa: E731
+        steps = max(1, steps // k)
+    else:
+        kernel = lambda o, a: be.k.step(o, a, wc, wx, wy, 1, ny + 1, 1, nx + 1)  # noqa: E731
+    kernel(out, u)
     empty = np.empty(0)
     up = world.rank + 1 if world.rank + 1 < world.size else MPI.PROC_NULL
     down = world.rank - 1 if world.rank > 0 else MPI.PROC_NULL
@@ -47,14 +55,14 @@ def lockstep(world, be, ny: int, nx: int, steps: int) -> tuple[float, float]:
     t0 = time.perf_counter()
     for _ in range(steps):
         t = time.perf_counter()
-        be.k.step(out, u, wc, wx, wy, 1, ny + 1, 1, nx + 1)
+        kernel(out, u)
         t1 = time.perf_counter()
         world.Sendrecv(empty, dest=up, recvbuf=empty, source=down)
         world.Sendrecv(empty, dest=down, recvbuf=empty, source=up)
         t2 = time.perf_counter()
         busy, blocked = busy + t1 - t, blocked + t2 - t1
         out, u = u, out
-    return blocked / (time.perf_counter() - t0), busy / steps
+    return blocked / (time.perf_counter() - t0), busy / (steps * k)
 
 
 def main() -> None:

@@ -1,11 +1,13 @@
 """Deep halos and time tiles against the per-step run, the copy rate and peer codes, in one run.
 
     python tools/deep_bench.py [--size 4096] [--steps 200] [--repeats 5] [--ranks 2] [--threads 2]
-                               [--parts mpi,one] [--json out.json]
+                               [--parts mpi,one,wide,tiles] [--sizes 1024 2048 4096] [--json out.json]
 
 mpi: `mpirun -n RANKS stencil run` (1 thread per rank) with the default time tile (deep halos) and with
      `--time-tile 1` (per-step kernel and one-layer halo), and Devito's MPI in its `overlap` mode
      (DEVITO_MPI=overlap, tools/devito_heat.py) on the same grid.
+tiles: one process, THREADS threads, the kernel alone on square grids of --sizes: per-step against time
+     tiles of k = 2..8 and the default k with more row blocks per thread (the default-tile rule's data).
 wide: one process, THREADS threads, the kernel alone on a WIDE-column grid (512 x 65536 by default,
      whose rows do not fit in cache): per-step, the default time tile with its column blocks (ring
      buffers within numba_backend.RING_BYTES), and the same tile with whole rows (one column block).
@@ -136,6 +138,56 @@ def wide_part(a) -> None:
         print(f"  {n:42s} {m * 1e3:8.2f} ms/step {ny * nx / m / 1e6:7.0f} MLUP/s  {base / m:.2f}x per-step")
 
 
+def tiles_part(a) -> None:
+    """Kernel-only round-robin, one process x THREADS threads, square grids of --sizes: the per-step kernel
+    beside the time-tiled one at k = 2..8 (a row block per thread, the default column blocks) and at the
+    default k with 2 and 4 row blocks per thread: which tile pays at which rows per thread."""
+    import numba
+
+    from solver.backends import numba_kernels as k
+    from solver.backends.numba_backend import NumbaBackend, default_time_tile
+    from solver.config import BackendSettings
+
+    numba.set_num_threads(a.threads)
+    be = NumbaBackend(BackendSettings(name="numba"), "float64", a.threads)
+    w = (0.1, 0.225, 0.225)
+    print(f"tiles: {a.threads} threads, float64, kernel only, median of {a.repeats} rounds, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    for n in a.sizes:
+        u = np.random.default_rng(1).random((n + 2, n + 2))
+        v = u.copy()
+        rows = n // a.threads
+        kd = default_time_tile(rows)
+        runs = {"per-step": (lambda: k.step(v, u, *w, 1, n + 1, 1, n + 1), 1)}
+        for kk in sorted({2, 3, 4, 6, 8, kd}):
+            runs[f"k {kk}" + (" (default)" if kk == kd else "")] = (
+                lambda kk=kk: k.fused(v, u, *w, kk, a.threads, be.column_blocks(n, kk)), kk)
+        for m in (2, 4):
+            runs[f"k {kd}, {m} row blocks per thread"] = (
+                lambda m=m: k.fused(v, u, *w, kd, m * a.threads, be.column_blocks(n, kd)), kd)
+        reps = {name: max(1, int(0.1 / max(_once(fn), 1e-6))) for name, (fn, _) in runs.items()}
+        times = {name: [] for name in runs}
+        for _ in range(a.repeats):
+            for name, (fn, steps) in runs.items():
+                t = time.perf_counter()
+                for _ in range(reps[name]):
+                    fn()
+                times[name].append((time.perf_counter() - t) / (steps * reps[name]))
+        base = float(np.median(times["per-step"]))
+        print(f" {n}^2 ({rows} rows per thread, fields {2 * 8 * (n + 2) ** 2 / 2 ** 20:.0f} MiB):")
+        for name, ts in times.items():
+            m = float(np.median(ts))
+            print(f"  {name:34s} {m * 1e3:8.4f} ms/step {n * n / m / 1e6:7.0f} MLUP/s  {base / m:.2f}x per-step "
+                  f"(spread {min(ts) * 1e3:.4f}-{max(ts) * 1e3:.4f})", flush=True)
+
+
+def _once(fn) -> float:
+    fn()
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def pystencils_peer(a) -> None:
     """Time pystencils' generated kernel alone (OpenMP, the widest SIMD target it compiles for)."""
     from compare_pystencils import pystencils_kernel
@@ -160,15 +212,17 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--parts", default="mpi,one")
     ap.add_argument("--wide", type=int, nargs=2, default=[512, 65536], metavar=("NY", "NX"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.peer == "pystencils":
         return pystencils_peer(a)
     a.parts = a.parts.split(",")
-    if "wide" in a.parts:
-        wide_part(a)
-        a.parts.remove("wide")
+    for name, part in (("wide", wide_part), ("tiles", tiles_part)):
+        if name in a.parts:
+            part(a)
+            a.parts.remove(name)
         if not a.parts:
             return
     tmp = Path(tempfile.mkdtemp(prefix="deep_bench."))

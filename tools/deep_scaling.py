@@ -31,21 +31,49 @@ def point(comm, shape, time_tile, threads, steps, workdir) -> dict:
     data = {"name": "deep", "grid": {"ny": shape[0], "nx": shape[1]}, "initial": {"kind": "hotspot"},
             "run": {"steps": steps, "check_every": steps, "warmup": 5},
             "backend": {"name": "numba", "threads": threads, "time_tile": time_tile},
-            "parallel": {"decomposition": "rows", "halo": "overlap"}, "output": {"dir": workdir, "vtk": False}}
+            "parallel": {"decomposition": "rows", "halo": "overlap"},
+            "output": {"dir": workdir, "vtk": False, "trace": comm.size > 1}}
     rec = Run(validate_case(data), comm, Options(ceiling=False, quiet=True, overwrite=True)).execute()
     t, res = rec["timings"], rec["resources"]
+    sites = wait_sites(Path(workdir) / "trace.json") if comm.size > 1 and comm.rank == 0 else {}
     return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "mlups": rec["throughput"]["mlups"],
             "comm_wait_max": t["comm_wait_fraction"]["max"],  # one rank's comm + wait, the largest over ranks
             "comm_max": t["comm_fraction"]["max"], "wait_max": t["wait_fraction"]["max"],
-            "time_tile": res.get("time_tile"), "halo_depth": res.get("halo_depth"),
+            "compute_min": t["compute"]["min"], "compute_max": t["compute"]["max"],  # seconds, over ranks
+            "wait_sites": sites, "time_tile": res.get("time_tile"), "halo_depth": res.get("halo_depth"),
             "messages_per_step": res.get("messages_per_step")}
+
+
+# where a wait interval sits in a rank's sequence of sections (solver.core.loop, solver.parallel.deep)
+SITES = {("other", "comm"): "send", ("-", "comm"): "send",  # a tile's start: the last tile's sends (overlap)
+         ("compute", "comm"): "halo",  # finish: the receives, before the edge strips
+         ("other", "other"): "poll",  # the stop vote at a poll
+         ("other", "io"): "check"}  # the last step's collective check, before the final snapshot
+
+
+def wait_sites(trace: Path) -> dict:
+    """{site: the largest share of a rank's solve time (io excluded) spent waiting there}, from trace.json."""
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    out: dict[str, float] = {}
+    for rank in {e["pid"] for e in events}:
+        seq = sorted((e for e in events if e["pid"] == rank), key=lambda e: e["ts"])
+        total = sum(e["dur"] for e in seq if e["name"] != "io")
+        mine: dict[str, float] = {}
+        for i, e in enumerate(seq):
+            if e["name"] == "wait":
+                around = (seq[i - 1]["name"] if i else "-", seq[i + 1]["name"] if i + 1 < len(seq) else "-")
+                site = SITES.get(around, "other")
+                mine[site] = mine.get(site, 0.0) + e["dur"] / total
+        for site, share in mine.items():
+            out[site] = max(out.get(site, 0.0), share)
+    return out
 
 
 def measure(args) -> None:
     from mpi4py import MPI
 
     from cpu_probe import lockstep
-    from solver.backends.numba_backend import NumbaBackend
+    from solver.backends.numba_backend import NumbaBackend, default_time_tile
     from solver.config import BackendSettings
     from solver.parallel.comm import Comm
 
@@ -55,11 +83,13 @@ def measure(args) -> None:
     work = comm.bcast(tempfile.mkdtemp(prefix="deep-", dir=shm) if comm.rank == 0 else None)
     points = [("strong", (args.strong, args.strong), args.strong_steps), ("weak", (args.weak * p, args.weak), args.weak_steps)]
     be = NumbaBackend(BackendSettings(name="numba", threads=1), "float64", 1)
-    floors = {}
+    floors, tiled_floors = {}, {}
     for scaling, shape, steps in points:
         ny = shape[0] // p
-        waits = comm.mpi.allgather(lockstep(comm.mpi, be, ny, shape[1], min(steps, 200))[0] if p > 1 else 0.0)
-        floors[scaling] = max(waits)
+        k = default_time_tile(ny)
+        for store, depth in ((floors, 1), (tiled_floors, k)):
+            wait = lockstep(comm.mpi, be, ny, shape[1], min(steps, 200), depth)[0] if p > 1 else 0.0
+            store[scaling] = max(comm.mpi.allgather(wait))
     runs = {(s, tt): [] for s, _, _ in points for tt in (None, 1)}
     for _ in range(args.repeats):
         for scaling, shape, steps in points:
@@ -70,6 +100,7 @@ def measure(args) -> None:
         shape = next(sh for s, sh, _ in points if s == scaling)
         row = {"ranks": p, "threads": args.threads, "scaling": scaling, "ny": shape[0], "nx": shape[1],
                "variant": "default" if tt is None else "time_tile 1", **med, "lockstep_wait": floors[scaling],
+               "lockstep_tiled_wait": tiled_floors[scaling],
                "spread": [min(r["seconds_per_step"] for r in rs), max(r["seconds_per_step"] for r in rs)],
                "repeats": args.repeats}
         if comm.rank == 0:
@@ -77,8 +108,14 @@ def measure(args) -> None:
                 f.write(json.dumps(row) + "\n")
             print(f"P={p:2d} x {args.threads} {scaling:6s} {row['variant']:11s} {shape[0]}x{shape[1]} "
                   f"{med['seconds_per_step'] * 1e3:8.3f} ms/step {med['mlups']:7.0f} MLUP/s tile {med['time_tile']} "
-                  f"depth {med['halo_depth']} comm+wait {med['comm_wait_max']:.1%} (floor {floors[scaling]:.1%})",
-                  flush=True)
+                  f"depth {med['halo_depth']} comm+wait {med['comm_wait_max']:.1%} (floor {floors[scaling]:.1%}, "
+                  f"tiled {tiled_floors[scaling]:.1%}) compute max/min {med['compute_max'] / med['compute_min']:.3f} "
+                  f"waits {sites(med)}", flush=True)
+
+
+def sites(row: dict) -> str:
+    """The wait of the rank that waited most at each site, as in the table: 'halo 1.2% poll 0.3%'."""
+    return " ".join(f"{k} {v:.1%}" for k, v in sorted(row.get("wait_sites", {}).items(), key=lambda kv: -kv[1])) or "-"
 
 
 def table(path: Path) -> None:
@@ -88,9 +125,11 @@ def table(path: Path) -> None:
         if not sel:
             continue
         print(f"\n{scaling}: ranks x threads, ms/step and MLUP/s (median), default (deep halos) vs time_tile 1, "
-              "comm+wait (max over ranks) vs the lockstep floor of the same launch")
+              "comm+wait (max over ranks) vs the lockstep floors of the same launch (per-step kernel; tiled "
+              "kernel coupled once per tile), compute max/min over ranks, the largest wait per site")
         print(f"{'P x T':>7s} {'grid':>11s} {'default':>9s} {'MLUP/s':>8s} {'tile':>4s} {'tt=1':>9s} {'MLUP/s':>8s} "
-              f"{'speedup':>7s} {'c+w def':>8s} {'c+w tt1':>8s} {'floor':>6s}")
+              f"{'speedup':>7s} {'c+w def':>8s} {'c+w tt1':>8s} {'floor':>6s} {'tiled':>6s} {'cmp d':>5s} "
+              f"{'cmp 1':>5s}  waits by site: default | tt1")
         keys = sorted({(r["ranks"], r["threads"]) for r in sel})
         for p, t in keys:
             d = next((r for r in sel if (r["ranks"], r["threads"]) == (p, t) and r["variant"] == "default"), None)
@@ -100,7 +139,9 @@ def table(path: Path) -> None:
             print(f"{p:3d} x {t:<3d} {d['ny']:>5d}x{d['nx']:<5d} {d['seconds_per_step'] * 1e3:9.3f} {d['mlups']:8.0f} "
                   f"{d['halo_depth'] if p > 1 else d['time_tile']:>4} {o['seconds_per_step'] * 1e3:9.3f} {o['mlups']:8.0f} "
                   f"{o['seconds_per_step'] / d['seconds_per_step']:7.2f} {d['comm_wait_max']:8.1%} "
-                  f"{o['comm_wait_max']:8.1%} {d['lockstep_wait']:6.1%}")
+                  f"{o['comm_wait_max']:8.1%} {d['lockstep_wait']:6.1%} {d.get('lockstep_tiled_wait', 0):6.1%} "
+                  f"{d.get('compute_max', 1) / d.get('compute_min', 1):5.3f} {o.get('compute_max', 1) / o.get('compute_min', 1):5.3f}  "
+                  f"{sites(d)} | {sites(o)}")
 
 
 def main() -> None:
