@@ -24,12 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def point(comm, shape, time_tile, threads, steps, workdir) -> dict:
+def point(comm, shape, time_tile, threads, steps, workdir, warmup=20) -> dict:
     from solver.config import validate_case
     from solver.run import Options, Run
 
     data = {"name": "deep", "grid": {"ny": shape[0], "nx": shape[1]}, "initial": {"kind": "hotspot"},
-            "run": {"steps": steps, "check_every": steps, "warmup": 5},
+            "run": {"steps": steps, "check_every": steps, "warmup": warmup},
             "backend": {"name": "numba", "threads": threads, "time_tile": time_tile},
             "parallel": {"decomposition": "rows", "halo": "overlap"},
             "output": {"dir": workdir, "vtk": False, "trace": comm.size > 1}}
@@ -79,6 +79,10 @@ def measure(args) -> None:
 
     comm = Comm(MPI.COMM_WORLD)
     p = comm.size
+    if args.blocking_poll:  # the loop's stop vote as it was before it became nonblocking (for an A/B)
+        from solver.core.loop import TimeLoop
+
+        TimeLoop._vote = lambda self, flag: self.comm.anytrue(flag)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     work = comm.bcast(tempfile.mkdtemp(prefix="deep-", dir=shm) if comm.rank == 0 else None)
     points = [("strong", (args.strong, args.strong), args.strong_steps), ("weak", (args.weak * p, args.weak), args.weak_steps)]
@@ -90,16 +94,18 @@ def measure(args) -> None:
         for store, depth in ((floors, 1), (tiled_floors, k)):
             wait = lockstep(comm.mpi, be, ny, shape[1], min(steps, 200), depth)[0] if p > 1 else 0.0
             store[scaling] = max(comm.mpi.allgather(wait))
-    runs = {(s, tt): [] for s, _, _ in points for tt in (None, 1)}
+    tiles = [None, 1] if args.variants == "both" else [None]
+    runs = {(s, tt): [] for s, _, _ in points for tt in tiles}
     for _ in range(args.repeats):
         for scaling, shape, steps in points:
-            for tt in (None, 1):
-                runs[(scaling, tt)].append(point(comm, shape, tt, args.threads, steps, f"{work}/{scaling}"))
+            for tt in tiles:
+                runs[(scaling, tt)].append(point(comm, shape, tt, args.threads, steps, f"{work}/{scaling}", args.warmup))
     for (scaling, tt), rs in runs.items():
         med = sorted(rs, key=lambda r: r["seconds_per_step"])[len(rs) // 2]
         shape = next(sh for s, sh, _ in points if s == scaling)
         row = {"ranks": p, "threads": args.threads, "scaling": scaling, "ny": shape[0], "nx": shape[1],
-               "variant": "default" if tt is None else "time_tile 1", **med, "lockstep_wait": floors[scaling],
+               "variant": ("default" if tt is None else "time_tile 1") + (" blocking poll" if args.blocking_poll else ""),
+               **med, "lockstep_wait": floors[scaling],
                "lockstep_tiled_wait": tiled_floors[scaling],
                "spread": [min(r["seconds_per_step"] for r in rs), max(r["seconds_per_step"] for r in rs)],
                "repeats": args.repeats}
@@ -153,7 +159,11 @@ def main() -> None:
     ap.add_argument("--strong-steps", type=int, default=200)
     ap.add_argument("--weak-steps", type=int, default=400)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=20, help="untimed steps first (at least two tiles of 8)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--variants", choices=("both", "default"), default="both", help="default: deep halos only")
+    ap.add_argument("--blocking-poll", action="store_true",
+                    help="the stop vote at polls blocking (MPI_Allreduce), as before: an A/B of the nonblocking one")
     args = ap.parse_args()
     if args.table:
         table(args.table)
