@@ -98,23 +98,17 @@ class NumbaBackend(Backend):
         return self._tabled[1]
 
     def advance(self, u, u_new, w, n: int, region):
-        """n steps on one process: the first n - 1 in ceil((n - 1) / k) time tiles as equal as possible
-        (k = `time_tile`: at most k steps per sweep, and no plain step where a tile fits), then one plain
-        step, so that `u_new` holds the previous field (for the checks). The fused kernel keeps ghost
-        layers constant, so sides whose ghosts change between steps (Neumann, periodic: `refills`) take
-        plain steps with a boundary fill after each."""
+        """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
+        the last step is always a plain one and `u_new` holds the previous field (for the checks).
+        The fused kernel keeps ghost layers constant, so sides whose ghosts change between steps
+        (Neumann, periodic: `refills`) take plain steps with a boundary fill after each."""
         k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        m = n - 1 if (k > 1 and full and n > 1 and not self.refills) else 0
-        tiles = -(-m // k)
-        for i in range(tiles):
-            d = (i + 1) * m // tiles - i * m // tiles  # a tile of one step is a plain step
-            if d == 1:
-                u, u_new = super().advance(u, u_new, w, 1, region)
-                continue
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d))
+        tiles = (n - 1) // k if (k > 1 and full and n > 1 and not self.refills) else 0
+        for _ in range(tiles):
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads, self.column_blocks(u.shape[1] - 2, k))
             u, u_new = u_new, u
-        return super().advance(u, u_new, w, n - m, region)
+        return super().advance(u, u_new, w, n - tiles * k, region)
 
     def use_tuned(self, entry: dict | None) -> None:
         """Take a stored choice (time tile, cache tile) where the case leaves backend.time_tile null."""
