@@ -75,7 +75,7 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
         if a >= b or c >= d:
             continue
         base = c - k  # column of ring index 0
-        ring = np.empty((k, 3, d - c + 2 * k), dtype=u.dtype)  # levels 1..k-1 (index 0 unused)
+        ring = np.empty((k, 3, _padded(d - c + 2 * k)), dtype=u.dtype)  # levels 1..k-1 (index 0 unused)
         for front in range(a - k + 1, b + k - 1):  # level L computes row front - (L - 1)
             for level in range(1, k + 1):
                 i = front - (level - 1)
@@ -111,6 +111,13 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
                     if fe and ch == xhi:
                         ring[level, i % 3, xhi - base] = u[i, xhi]
+
+
+@njit(inline="always")
+def _padded(n):
+    """n rounded up to a multiple of 8 elements: every ring row starts on a 64-byte line (as aligned as
+    its first), so wide vector loads and stores split no more lines in one row than in another."""
+    return (n + 7) // 8 * 8
 
 
 @njit(inline="always")
