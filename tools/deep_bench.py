@@ -17,7 +17,8 @@ one: one process, THREADS threads: `stencil run --no-mpi` with the default time 
 Every launch is one process tree; rounds are round-robin (each round runs every variant once, so a
 noisy neighbour slows them alike) and medians over rounds give the ratios. `stencil run` figures are
 its record's solve time per timed step (output off: output.every null, vtk off, no verify); peers time
-their own loop between barriers after a warm-up (JIT). The case: cases/heat_4096.yaml at --size.
+their own loop between barriers after a warm-up (JIT). The case: cases/heat_4096.yaml at --size, in
+float64 (the peers' dtype; the case file says float32).
 """
 
 import argparse
@@ -41,6 +42,7 @@ def case_file(tmp: Path, size: int, steps: int) -> Path:
     data = yaml.safe_load((ROOT / "cases" / "heat_4096.yaml").read_text())
     data["grid"].update(nx=size, ny=size)
     data["run"].update(steps=steps, check_every=100)
+    data["numerics"]["dtype"] = "float64"  # as the peers (tools/devito_heat.py, pystencils_kernel); the case is float32
     data["output"].update(every=None, vtk=False, dir=str(tmp / "out"))
     data["backend"]["threads"] = None
     path = tmp / "case.yaml"
