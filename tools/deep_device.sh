@@ -33,14 +33,14 @@ echo "compile: $((SECONDS - t0)) s"
 python3 tools/deep_bench.py --parts tiles --threads "${NODE_THREADS:-16}" --sizes ${TILE_SIZES:-1024 2048 4096} --repeats 3 2>&1 | tee "$out/tiles.txt"
 python3 tools/deep_bench.py --parts tiles --threads 1 --sizes ${TILE_SIZES_1:-1024 4096} --repeats 3 2>&1 | tee -a "$out/tiles.txt"
 echo "tiles: $((SECONDS - t0)) s"
-DEEP_ARGS=${DEEP_ARGS:-"--repeats 3 --strong-steps 160 --weak-steps 600"} NODE_ARGS=${NODE_ARGS:-"--weak-steps 4000"} \
-  bash tools/deep_scaling.sh "$out" ${RANKS:-1 2 4 8 16} > "$out/deep_scaling.log" 2>&1
+args=${DEEP_ARGS:-"--repeats 3 --strong-steps 160 --weak-steps 600"}
+DEEP_ARGS=$args NODE_ARGS=${NODE_ARGS:-"--weak-steps 4000"} bash tools/deep_scaling.sh "$out" ${RANKS:-1 2 4 8 16} > "$out/deep_scaling.log" 2>&1
 echo "deep_scaling: $((SECONDS - t0)) s"
 cat "$out/deep.md"
 source tools/launcher.sh
 for p in ${AB_RANKS:-2}; do  # the same launch with the stop vote blocking, as before: an A/B of the nonblocking one
   NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 "${launch[@]}" -n "$p" python3 tools/deep_scaling.py --out "$out/ab.jsonl" \
-    --variants default --blocking-poll ${DEEP_ARGS:-"--repeats 3 --strong-steps 160 --weak-steps 600"} 2>&1 | grep "^P=" | tee -a "$out/ab.txt"
+    --variants default --blocking-poll $args 2>&1 | tee -a "$out/ab.txt" | grep "^P="
 done
 echo "a/b: $((SECONDS - t0)) s"
 echo "total: $((SECONDS - t0)) s"
