@@ -97,18 +97,25 @@ class NumbaBackend(Backend):
             self._tabled = (self.boundary, self.boundary.tables())
         return self._tabled[1]
 
+    def tile_steps(self, shape) -> int:
+        """The time tile of one process: the loop's polls fall on multiples of it, so that the steps
+        between two stops are whole tiles and one plain step (advance), not a tile and a few plain ones."""
+        return 1 if self.refills else self.tile_for(max(1, (shape[0] - 2) // self.threads))
+
     def advance(self, u, u_new, w, n: int, region):
-        """n steps on one process: time tiles of `time_tile` steps per sweep, then plain steps, so that
-        the last step is always a plain one and `u_new` holds the previous field (for the checks).
-        The fused kernel keeps ghost layers constant, so sides whose ghosts change between steps
-        (Neumann, periodic: `refills`) take plain steps with a boundary fill after each."""
+        """n steps on one process: the first n - 1 in time tiles of `time_tile` (k) steps per sweep and one
+        shorter tile for the rest (a plain step if one step is left), then a plain step, so that `u_new`
+        holds the previous field (for the checks). The fused kernel keeps ghost layers constant, so sides
+        whose ghosts change between steps (Neumann, periodic: `refills`) take plain steps with a boundary
+        fill after each."""
         k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        tiles = (n - 1) // k if (k > 1 and full and n > 1 and not self.refills) else 0
-        for _ in range(tiles):
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, k, self.threads, self.column_blocks(u.shape[1] - 2, k))
+        m = n - 1 if (k > 1 and full and n > 1 and not self.refills) else 0
+        for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d))
             u, u_new = u_new, u
-        return super().advance(u, u_new, w, n - tiles * k, region)
+        done = m - (m % k == 1)
+        return super().advance(u, u_new, w, n - done, region)
 
     def use_tuned(self, entry: dict | None) -> None:
         """Take a stored choice (time tile, cache tile) where the case leaves backend.time_tile null."""
