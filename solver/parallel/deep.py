@@ -29,7 +29,8 @@ ceil(n' / k) tiles as equal as possible (n' = n, or n - 1 when the stop checks c
 that check compares the last two fields, so the last step is a plain one-layer step). Stops therefore
 fall on exactly the steps the case names (check_every, output.every, checkpoint_every, balance) and
 a converged Laplace run stops at the same step as the per-step run; signals are polled at
-the loop's poll period rounded up to a multiple of k (10 steps: every 16 for k = 8).
+the loop's poll period rounded up to a multiple of k (10 steps: every 16 for k = 8), and the ranks'
+vote on them is read one poll later (solver.core.loop.TimeLoop._vote: no rank waits at a poll).
 
 Thin blocks: a ghost layer d deep must come from the nearest neighbour, so d is capped to the thinnest
 block along each axis that has neighbours (plain data: every rank computes the same cap from the same
