@@ -101,6 +101,25 @@ def test_numpy_and_numba_agree_bitwise_for_any_thread_count_and_time_tile(dtype)
     assert np.array_equal(got, ref)
 
 
+def test_numba_batches_that_need_no_previous_field_are_all_tiles_and_bitwise():
+    """A batch ending at a poll (no check follows) may end with a tile instead of a plain step."""
+    case = make_case(nx=37, ny=31, initial={"kind": "random", "seed": 5}, boundary={"top": 1.0, "left": 0.5})
+    for n in (2, 8, 9, 16, 17, 23):
+        ref, _ = run_steps(case, "numpy", n)
+        be = backend_for(case, "numba", 2, time_tile=8)
+        block = decompose(case.shape, (1, 1), 0)
+        u = padded_field(case, block, initial_block(case, block))
+        w = weights(case).cast(case.numerics.dtype)
+        be.prepare(u, u.copy(), w)
+        calls = []
+        fused = be.k.fused
+        be.k = type("K", (), {"fused": staticmethod(lambda *a: calls.append(a[5]) or fused(*a)),
+                              "step": staticmethod(be.k.step)})
+        got, _ = be.advance(u, u.copy(), w, n, block.everything(), keep_previous=False)
+        assert np.array_equal(be.to_host(got), ref), n
+        assert sum(calls) == n - (n % 8 == 1), (n, calls)  # every step in a tile, but a lone last one
+
+
 @pytest.mark.parametrize("shape", [(3, 3), (4, 7), (5, 3)])
 def test_backends_match_a_python_loop_on_tiny_grids(shape):
     ny, nx = shape

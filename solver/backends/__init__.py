@@ -105,6 +105,11 @@ class Backend:
         timer.add("compute", t)
         return u, u_new
 
+    def advance_batch(self, u, u_new, w, n: int, region: Region, timer, keep_previous: bool = True):
+        """advance_timed, told whether the previous field must be left in u_new (a check follows the batch);
+        a backend that gains from not keeping it (numba's time tiles: no plain last step) overrides this."""
+        return self.advance_timed(u, u_new, w, n, region, timer)
+
     def advance(self, u, u_new, w, n: int, region: Region):
         """n steps with no halo exchange (one process); returns (current, previous)."""
         for _ in range(n):
