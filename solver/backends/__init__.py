@@ -98,7 +98,9 @@ class Backend:
             self.step(out, u, w, region)
         timer.add("compute", t)
 
-    def advance_timed(self, u, u_new, w, n: int, region: Region, timer):
+    def advance_timed(self, u, u_new, w, n: int, region: Region, timer, previous: bool = True):
+        """advance() timed; previous: a check follows, which needs the previous field (GPU time tiles:
+        the fused residual; host backends always leave it)."""
         t = time.perf_counter()
         u, u_new = self.advance(u, u_new, w, n, region)
         self.synchronize()

@@ -146,6 +146,18 @@ def wave_strips(variant: str, dtype, k: int, out_region) -> tuple[int, int, int]
     return xb, wout, -(-(p1 - (xb + a * v)) // wout)
 
 
+def tile_region(valid, fixed) -> tuple[int, int, int, int]:
+    """C (the region kernels/wave.cu updates at every level) for a time tile whose points `valid` hold
+    data at the tile's start, `fixed` per side (south, north, west, east) marking a physical side whose
+    ghost just outside holds a constant boundary value (solver.parallel.deep's DeepLayout.valid). C is
+    `valid` shrunk by one on every side that is not fixed: its one-cell ring, which the kernel reads but
+    never updates, is then valid data (no ghost beyond the received ones is read, and none that an
+    exchange may be writing while the tile runs), and level L is exact L points inside a side that is
+    not fixed, as the host's shrinking region (numba_kernels.tiled) is."""
+    (r0, r1, c0, c1), (fs, fn, fw, fe) = valid, fixed
+    return r0 + (not fs), r1 - (not fn), c0 + (not fw), c1 - (not fe)
+
+
 def maxdiff_shape(region) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) of the maxdiff reduction: up to 4 blocks across a row, up to 2048 rows at a time."""
     r0, r1, c0, c1 = region

@@ -85,7 +85,8 @@ class TimeLoop:
         """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
         if self.ex.trivial:
             timer.step = s.step
-            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer)
+            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
+                                                      previous=keep_previous)
             s.step += n
         elif getattr(self.ex, "depth", 1) > 1:
             first = s.step
