@@ -11,7 +11,7 @@ decomposition (rows; cart: columns split, and a 2-D grid from 4 ranks) and halo 
 alike); each final field gathered on rank 0 must equal rank 0 alone on one GPU per-step (time_tile 1)
 and tiled (time_tile k), bitwise; the record's halo depth is the capped k and its halo messages per
 step are 1/depth of the per-step run's, to within 10% (tiles end at the loop's stops, and the step
-before a check is a plain one). Then Laplace with a collective convergence stop and float32, once per
+before a check is a plain one; on the thin grid, checked every 13 steps, at most 1/1.5 of them). Then Laplace with a collective convergence stop and float32, once per
 decomposition. Written once, independent of comm.size. Prints `ok ...` per check and, last, one JSON
 line; any failure aborts every rank with exit code 1.
 """
@@ -90,7 +90,9 @@ def check(label, k, transport, **kw):
     note = ""
     if key in per_step and k > 1 and c.run.tolerance is None:
         ratio = res["messages_per_step"] * depth / per_step[key]
-        assert 1 <= ratio < 1.1, f"{label} k={k}: {res['messages_per_step']} messages/step, per-step {per_step[key]}"
+        # thin: a check every 13 steps cuts the tiles short (and the step before it is plain): fewer, not 1/depth
+        most = depth / 1.5 if label.startswith("thin") else 1.1
+        assert 1 <= ratio < most, f"{label} k={k}: {res['messages_per_step']} messages/step, per-step {per_step[key]}"
         note = f", messages/step {res['messages_per_step']:.3f} = per-step {per_step[key]:.1f} / {depth} x {ratio:.3f}"
     report.append({"label": label, "k": k, "depth": depth, "dims": list(r.dims), "steps": r.state.step,
                    "messages_per_step": res["messages_per_step"], "time_tile": res["time_tile"]})
