@@ -9,10 +9,11 @@
 #   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x
 #           block shape at 16384^2 in float32 and float64 (stencil tune); launch gaps at 4096^2 (CUDA
 #           graphs vs a launch loop); the cost of --fmad=false; Nsight Compute on tiled and the fastest.
-#   tiling  time tiling: GPU tests of the wave kernels, the tune sweep vec/wave/wave2 x block x k at
-#           16384^2, then at 16384^2, 8192^2 and 4096^2 in both dtypes: copy, vec and the tiled choice
-#           kernel-only and through `stencil run` at 2000 steps (medians of 3), sections vs loop; Nsight
-#           Compute on the wave kernel (its limiting unit) and vec.
+#   tiling  time tiling: at 16384^2, 8192^2 and 4096^2 (TILING_SIZES) in both dtypes (TILING_DTYPES) the
+#           tune sweep of vec and wave/wave2 x block (WAVE_BLOCKS) x k (TILES), stored; then at each
+#           size and dtype copy, vec and the tiled choice kernel-only and through `stencil run` at 2000
+#           steps (medians of 3), sections vs loop; GPU tests of the wave kernels; Nsight Compute on the
+#           wave kernel (its limiting unit) and vec.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
@@ -100,11 +101,15 @@ if [[ $SECTIONS == *" gpu "* ]]; then
 fi
 
 if [[ $SECTIONS == *" tiling "* ]]; then  # time tiling (issue 15) and the run path (issue 12 item 4)
-  K=$(case_file k16384 16384 16384)
-  for dt in ${TILING_DTYPES:-float32 float64}; do  # the sweep variant x block x k (TILES), stored for the runs below
-    step "tune_16384_$dt" 100 $PY -m solver tune "$K" --dtype $dt --kernel vec --kernel wave --kernel wave2 \
-      --blocks ${TUNE_BLOCKS:-128x8,32x128,64x256} $(printf -- '--time-tile %s ' ${TILES:-8}) --repeats 5 --steps 48 \
-      --json "$W/tune_16384_$dt.json"
+  for n in ${TILING_SIZES:-16384 8192 4096}; do  # each size tuned (vec; wave, wave2 x WAVE_BLOCKS x TILES), stored for the runs below
+    K=$(case_file "k$n" $n $n)
+    for dt in ${TILING_DTYPES:-float32 float64}; do
+      step "tune_${n}_${dt}_vec" 40 $PY -m solver tune "$K" --dtype $dt --kernel vec --blocks 128x8 --repeats 5 \
+        --steps 48 --json "$W/tune_${n}_${dt}_vec.json"
+      step "tune_${n}_${dt}_wave" 100 $PY -m solver tune "$K" --dtype $dt --kernel wave --kernel wave2 \
+        --blocks ${WAVE_BLOCKS:-32x64,32x128,32x256} $(printf -- '--time-tile %s ' ${TILES:-4 8}) --repeats 5 --steps 48 \
+        --json "$W/tune_${n}_${dt}_wave.json"
+    done
   done
   step tiling 270 $PY -m solver.bench.gpu tiling --sizes ${TILING_SIZES:-16384 8192 4096} --dtypes ${TILING_DTYPES:-float32 float64} \
     --steps 2000 --repeats 3 --json "$W/tiling.json"
