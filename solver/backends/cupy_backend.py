@@ -64,6 +64,7 @@ class CupyBackend(Backend):
         cupy.cuda.Device(self.device_index).use()
         props = rt.getDeviceProperties(self.device_index)
         self.gpu_name = props["name"].decode()
+        self.sms = props["multiProcessorCount"]
         self.pci = f"{props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}"
         self.main = cupy.cuda.Stream(non_blocking=True)
         self.edge = cupy.cuda.Stream(non_blocking=True, priority=_highest_priority(rt))
@@ -223,7 +224,7 @@ class CupyBackend(Backend):
             variant = gk.DEFAULT_STEP_VARIANT if k == 1 else gk.DEFAULT_VARIANT
         if k is None:
             k = gk.DEFAULT_TILE if variant in gk.TILED else 1
-        return variant, block or gk.DEFAULT_BLOCK.get(variant), k, "default"
+        return variant, block or gk.default_block(variant, self.dtype, interior, self.sms, k), k, "default"
 
     def step_choice(self, shape) -> tuple[str, tuple | None]:
         """(variant, block) for single steps: the choice itself unless it is tiled, then the tuned
