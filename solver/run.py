@@ -42,7 +42,7 @@ class Options:
     quiet: bool = False
     verify: bool | None = None  # None: the case's `verify`
     restart: str | None = None
-    ceiling: bool = True  # look up (or measure) the copy bandwidth for the record
+    ceiling: bool = True  # look up (or measure) the copy bandwidth and compute peak for the record
 
 
 class Run:
@@ -264,9 +264,11 @@ class Run:
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
             return None
-        from .bench.bandwidth import copy_ceiling
+        from .bench.bandwidth import compute_ceiling, copy_ceiling
 
-        return copy_ceiling(self.backend, self.comm, refresh=self.backend.on_gpu)  # GPU: measured in every run
+        fresh = self.backend.on_gpu  # GPU: measured in every run (clocks and neighbours vary)
+        copy = copy_ceiling(self.backend, self.comm, refresh=fresh)
+        return {**copy, "compute": compute_ceiling(self.backend, self.comm, self.case.numerics.dtype, refresh=fresh)}
 
     def rank_row(self) -> dict:
         b, t, loop = self.layout.block, self.timer, self.loop

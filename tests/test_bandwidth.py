@@ -176,3 +176,45 @@ def test_bench_bandwidth_under_mpi_streams_on_every_rank_and_caches(tmp_path):
 def test_bench_bandwidth_rejects_bad_thread_lists():
     p = stencil(["bench", "bandwidth", "--threads", "2,x"])
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--threads" in p.stderr
+
+
+# compute peaks (solver.bench.peak) ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_multiply_add_loop_computes_what_it_counts(dtype):
+    """The compiled loop is the recurrence x = x*b + c rounded twice per step (numpy's order), n times."""
+    from solver.bench import peak
+
+    fn, width = peak.cpu_function(dtype, "mul_add")
+    t = np.dtype(dtype).type
+    b, c, n = t(0.75), t(0.1), 37
+    chains = []
+    for j in range(peak.CHAINS):  # chain j starts at (j + 1) / 1024; lane 0 is returned, summed over the chains
+        x = t((j + 1) / 1024)
+        for _ in range(n):
+            x = t(x * b) + c
+        chains.append(x)
+    total = chains[0]
+    for x in chains[1:]:  # summed one after another
+        total = total + x
+    assert width >= 2 and t(fn(n, b, c)) == total
+    assert peak.flops_per_call("mul_add", width, peak.CHAINS, n) == 2 * width * peak.CHAINS * n
+
+
+def test_fma_loop_uses_fused_instructions_and_mul_add_does_not():
+    from solver.bench import peak
+
+    fused, plain = peak.loop_ir("float64", "fma", 8), peak.loop_ir("float64", "mul_add", 8)
+    assert fused.count("@llvm.fma.v8f64(<8 x double> %x") == peak.CHAINS and "fmul" not in fused
+    assert plain.count("fmul <8 x double>") == peak.CHAINS and plain.count("@llvm.fma") == 0
+
+
+def test_compute_ceiling_is_measured_once_then_cached_with_its_date(cache):
+    be = NumbaBackend(BackendSettings(name="numba"), "float64", 1)
+    first = bandwidth.compute_ceiling(be, Comm.world(), "float32")
+    assert set(first) == {"fma", "mul_add"} and all(e["source"] == "measured now" for e in first.values())
+    assert all(e["gflops"] > 0 and e["dtype"] == "float32" and e["measured"] for e in first.values())
+    again = bandwidth.compute_ceiling(be, Comm.world(), "float32")
+    assert all(e["source"].startswith("cached 20") and e["gflops"] == first[k]["gflops"] for k, e in again.items())
+    stored = json.loads(cache.read_text())
+    assert {e["kind"] for e in stored.values()} == {"fma-float32", "mul_add-float32"}

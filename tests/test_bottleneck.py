@@ -115,6 +115,16 @@ def test_gpu_host_sections_overlapping_the_kernels_are_not_overhead():
     assert line([r], frac=0.94, step=5.4e-4, dtype="float32", on_gpu=True).startswith("memory bandwidth: 94%")
 
 
+def test_compute_bound_above_half_the_multiply_add_peak():
+    rows = [row(time_tile=8)]
+    tp = {"seconds_per_step": 1e-2, "fraction_of_copy": 6.0, "copy_gbs": 20.0, "fraction_of_peak": 0.62,
+          "peak_mul_add_gflops": 40.0, "peak_fma_gflops": 80.0, "flops_per_update": 7}
+    text = record.bottleneck(tp, record.section_stats(rows), rows, "float64", False)
+    assert text.startswith("arithmetic: 62% of the measured multiply + add peak (40.0 GFLOP/s"), text
+    tp["fraction_of_peak"] = 0.3  # below half: the cache-reuse rule names the regime
+    assert record.bottleneck(tp, record.section_stats(rows), rows, "float64", False).startswith("data reused from cache")
+
+
 def test_unknown_without_a_ceiling():
     assert line([row()], frac=None).startswith("unknown")
 

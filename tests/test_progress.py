@@ -81,3 +81,20 @@ def test_a_cold_numba_cache_is_announced(tmp_path):
                           env=clean_env(NUMBA_CACHE_DIR=str(tmp_path / "empty")), timeout=120)
     assert cold.returncode == 0, cold.stderr
     assert cold.stdout.startswith("compiling kernels: about 30 s the first time")
+
+
+def test_polls_are_fitted_to_the_step_time_so_lines_keep_coming(tmp_path):
+    """Slow steps: the loop shortens its poll period after the warm-up step (POLL_SECONDS), so a line comes
+    every LINE_SECONDS although 10% of the steps takes longer (both limits scaled down 40-100x here)."""
+    case = write_case(tmp_path / "s.yaml", grid={"nx": 64, "ny": 48}, run={"steps": 150, "check_every": 150},
+                      output={"vtk": False})
+    code = ("import sys; import solver.core.loop as L; from solver.io import outputs; L.POLL_SECONDS = 0.05; "
+            "outputs.Progress.LINE_SECONDS = 0.1; from solver.cli import main; sys.argv = ['stencil', 'run', "
+            f"{str(case)!r}]; main()")
+    env = clean_env(STENCIL_SLOW_RANK="0:0.0005")  # test hook: 0.5 ms per row and step, so >= 24 ms per step
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = [int(m.group(1)) for m in lines(res.stdout)]
+    # unfitted, the polls (and so the lines) come every 10 steps (poll_period for 150 steps); fitted, every
+    # 2 steps at most (0.05 s / 24 ms), and a line is due after 0.1 s: about every 4 steps
+    assert len(steps) >= 15 and max(b - a for a, b in zip([0] + steps, steps)) < 10, res.stdout

@@ -85,7 +85,12 @@ def test_sweep_figures_have_the_expected_series(strong):
     assert len(left.get_lines()) == 2  # achieved + ceiling
     np.testing.assert_allclose(left.get_lines()[1].get_ydata(), [r["copy_gbs"] for r in res["rows"]])
     ceilings = len({r["copy_gbs"] for r in res["rows"]})
-    assert len(roof.get_lines()) == min(ceilings, 2) + 2  # memory roofs, the points, the intensity marker
+    tps = [r["_record"]["throughput"] for r in res["rows"]]
+    peaks = {k: sorted({tp[f"peak_{k}_gflops"] for tp in tps}) for k in ("mul_add", "fma")}
+    roofs = sum(min(len(p), 2) for p in peaks.values())
+    assert len(roof.get_lines()) == min(ceilings, 2) + roofs + 2  # memory and compute roofs, the points, the marker
+    drawn = [line.get_ydata()[0] for line in roof.get_lines() if "compute roof" in line.get_label()]
+    assert sorted(drawn) == sorted(p for v in peaks.values() for p in {v[0], v[-1]})  # the records' measured peaks
 
 
 @needs_mpi
@@ -121,7 +126,9 @@ def test_run_report_with_a_trace(tmp_path):
     assert {t.get_text() for t in tl.get_legend().get_texts()} == sections
     assert len(tl.collections) >= 2 * 2  # at least compute and one halo section on each rank
     bars, roof = report.fig_run_bandwidth(json.loads((run / "record.json").read_text())).axes
-    assert len(bars.patches) == 2 and len(roof.get_lines()) == 3
+    rec = json.loads((run / "record.json").read_text())
+    assert rec["throughput"]["peak_mul_add_gflops"] > 0 and rec["throughput"]["peak_fma_gflops"] > 0
+    assert len(bars.patches) == 2 and len(roof.get_lines()) == 5  # memory roof, two compute roofs, point, marker
     out = tmp_path / "rep"
     r = stencil(["report", str(run), "-o", str(out)])
     assert r.returncode == 0, r.stderr

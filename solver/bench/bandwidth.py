@@ -1,4 +1,6 @@
-"""Ceilings for memory-bound kernels: copy and SAXPY bandwidth, measured per backend, cached per machine.
+"""Ceilings, measured per backend and cached per machine: copy and SAXPY bandwidth for memory-bound
+kernels, and the compute peak (solver.bench.peak: `fma` and `mul_add` GFLOP/s per dtype, kinds
+"fma-float64", "mul_add-float32", ...) for the roofline's compute roofs.
 
 Bytes counted: what the operation must move, read + written (copy: 2 x itemsize per element, SAXPY
 y = a*x + y: 3 x itemsize), the same convention as the stencil's effective bandwidth (2 x itemsize
@@ -16,7 +18,8 @@ sweeps look their ceiling up there and measure it when it is missing, when the f
 (another machine under the same name), or when the reading is inconsistent with its neighbours: more
 workers slower than fewer on the same machine, backend and kind by more than INCONSISTENT (a reading
 taken while the machine was busy). A reading measured again and still inconsistent is kept, marked
-`rechecked`. `stencil bench bandwidth --refresh` measures again and replaces the entries.
+`rechecked`. `stencil bench bandwidth --refresh` measures again and replaces the entries. Compute
+peaks are cached and checked the same way (their rate is `gflops` instead of `gbs`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ NODE_BYTES = 512 << 20  # host memory per node for one array, split across its r
 MIN_BYTES = 32 << 20
 GPU_BYTES = 1 << 30  # device memory per rank for one array
 KINDS = ("copy", "memcpy", "saxpy")
+PEAK_KINDS = ("fma", "mul_add")  # compute peaks, as "<kind>-<dtype>" (solver.bench.peak)
 CACHE = "bandwidth"
 INCONSISTENT = 0.8  # more workers below this fraction of fewer workers' rate: measure again
 
@@ -59,6 +63,11 @@ def store(key: str, entry: dict) -> None:
     cache.update(CACHE, {key: entry})  # a read-only home: measured again next time
 
 
+def rate(entry: dict) -> float:
+    """The entry's figure: GB/s for bandwidths, GFLOP/s for compute peaks."""
+    return entry["gflops"] if "gflops" in entry else entry["gbs"]
+
+
 def family(entry: dict) -> tuple:
     """Entries whose rates may be compared: same machine, device, backend, kind and node count."""
     nodes = entry.get("ranks", 1) // max(entry.get("per_node", 1), 1)
@@ -71,9 +80,10 @@ def inconsistency(entry: dict, data: dict) -> str | None:
     mine = family(entry)
     for other in data.values():
         if (isinstance(other, dict) and other.get("workers", 0) < entry.get("workers", 0) and family(other) == mine
-                and entry["gbs"] < INCONSISTENT * other["gbs"]):
-            return (f"{entry['gbs']:.1f} GB/s with {entry['workers']} workers is below {INCONSISTENT:.0%} of "
-                    f"{other['gbs']:.1f} GB/s with {other['workers']} (measured {other['measured'][:16]})")
+                and rate(entry) < INCONSISTENT * rate(other)):
+            unit = "GFLOP/s" if "gflops" in entry else "GB/s"
+            return (f"{rate(entry):.1f} {unit} with {entry['workers']} workers is below {INCONSISTENT:.0%} of "
+                    f"{rate(other):.1f} {unit} with {other['workers']} (measured {other['measured'][:16]})")
     return None
 
 
@@ -115,7 +125,12 @@ def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeat
 
     nbytes = nbytes or array_bytes(backend, comm)
     itemsize = np.dtype("float64").itemsize
-    if backend.name not in STREAMS:  # a backend without stream kernels: its own copy, rates summed
+    if kind.split("-")[0] in PEAK_KINDS:
+        from . import peak
+
+        rate = peak.measure(backend, comm, kind.split("-")[1], kind.split("-")[0], repeats)
+        nbytes = 0
+    elif backend.name not in STREAMS:  # a backend without stream kernels: its own copy, rates summed
         comm.barrier()
         total = comm.allsum(backend.copy_bandwidth(nbytes, repeats))
         rate = {"gbs": total / 1e9, "per_rank_gbs": total / 1e9 / comm.size, "method": "backend.copy_bandwidth"}
@@ -124,7 +139,7 @@ def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeat
         rate = concurrent_rate(comm, getattr(s, kind), s.synchronize, s.nbytes(kind), repeats)
         del s
     _, per_node = comm.node()
-    return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": "float64",
+    return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": kind.split("-")[1] if "-" in kind else "float64",
             "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "key": cache_key(backend, comm, kind),
             "fingerprint": fingerprint(), "backend": backend.name, "device": backend.describe().get("device", "cpu"),
             "threads": backend.threads, "ranks": comm.size, "per_node": per_node,
@@ -155,15 +170,21 @@ def copy_ceiling(backend, comm, refresh: bool = False) -> dict:
     return ceiling(backend, comm, "copy", refresh)
 
 
+def compute_ceiling(backend, comm, dtype: str, refresh: bool = False) -> dict:
+    """The compute roofs for `dtype` with these ranks and threads (collective): {'fma': entry, 'mul_add': entry}."""
+    return {k: ceiling(backend, comm, f"{k}-{dtype}", refresh) for k in PEAK_KINDS}
+
+
 def bandwidth_bench(names: list[str], threads: list[int], comm, refresh: bool = False, repeats: int = 5) -> dict:
-    """`stencil bench bandwidth`: copy and SAXPY for each backend (and thread count for numba)."""
+    """`stencil bench bandwidth`: copy and SAXPY for each backend (and thread count for numba), and the
+    compute peaks (multiply + add, FMA) in both dtypes."""
     from ..backends import backend_class
     from ..config import BackendSettings
     from ..core.machine import cpu_count
 
     node_rank, per_node = comm.node()
     _size_numba_pool(names, threads)
-    rows = []
+    rows, peaks = [], []
     for name in names:
         cls = backend_class(name)
         for t in (threads if name == "numba" else [1]):
@@ -172,9 +193,13 @@ def bandwidth_bench(names: list[str], threads: list[int], comm, refresh: bool = 
                 entry = ceiling(be, comm, kind, refresh, repeats)
                 rows.append({**entry, "backend": name, "threads": be.threads, "kind": kind,
                              "device": be.describe().get("device", "cpu")})
+            for dtype in ("float64", "float32"):
+                for kind, entry in compute_ceiling(be, comm, dtype, refresh).items():
+                    peaks.append({**entry, "backend": name, "threads": be.threads, "kind": kind, "dtype": dtype,
+                                  "device": be.describe().get("device", "cpu")})
     return {"host": socket.gethostname(), "cpu": cpu_model(), "cores": cpu_count(), "ranks": comm.size,
             "ranks_per_node": per_node, "repeats": repeats, "cache": str(cache_path()),
-            "date": time.strftime("%Y-%m-%d %H:%M"), "results": rows}
+            "date": time.strftime("%Y-%m-%d %H:%M"), "results": rows, "peaks": peaks}
 
 
 def _size_numba_pool(names: list[str], threads: list[int]) -> None:
@@ -200,3 +225,10 @@ def print_bandwidth(res: dict) -> None:
                   r["source"])
     Console(width=140).print(t)
     print(f"bytes: copy 2 x 8 B, SAXPY 3 x 8 B per element (read + written); cache: {res['cache']}")
+    p = Table(title="compute peaks: register-only loops of x = x*b + c on every worker at once (solver.bench.peak)")
+    for col in ("backend", "threads/rank", "device", "dtype", "kernel", "GFLOP/s (all ranks)", "source"):
+        p.add_column(col, justify="right")
+    for r in res.get("peaks", []):
+        p.add_row(r["backend"], str(r["threads"]), str(r["device"]), r["dtype"], r["kind"].replace("_", " + "),
+                  f"{r['gflops']:.1f}", r["source"])
+    Console(width=140).print(p)

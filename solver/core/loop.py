@@ -21,6 +21,7 @@ from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
 SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
+POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
 
 
 @dataclass
@@ -53,7 +54,9 @@ class TimeLoop:
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
+        self.tile = tile
         self.poll_every = poll_every or -(-poll // tile) * tile
+        self.poll_fitted = poll_every is not None  # a period asked for is kept
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
@@ -83,15 +86,16 @@ class TimeLoop:
 
     def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
         """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
-        if self.ex.trivial:
-            timer.step = s.step
-            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
-                                                      previous=keep_previous)
-            s.step += n
-        elif getattr(self.ex, "depth", 1) > 1:
+        if self.ex.trivial or getattr(self.ex, "depth", 1) > 1:
             first = s.step
-            self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
-            if self.slow:  # the test hook of step(), for every step of the tiles, charged to compute
+            if self.ex.trivial:
+                timer.step = s.step
+                s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
+                                                          previous=keep_previous)
+                s.step += n
+            else:
+                self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
+            if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
                 t = time.perf_counter()
                 time.sleep(self.slow * self.layout.block.ny * (s.step - first))
                 timer.add("compute", t)
@@ -116,6 +120,8 @@ class TimeLoop:
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
             elapsed = time.perf_counter() - t0
+            if not self.poll_fitted:
+                self.fit_poll(elapsed / max(n, 1), s.step, end, warm_end)
             if warm:
                 self.warm_seconds += elapsed
             else:
@@ -123,6 +129,18 @@ class TimeLoop:
                 self.timed_steps += n
                 self.updates += n * points
         return s
+
+    def fit_poll(self, seconds_per_step: float, step: int, end: int, warm_end: int) -> None:
+        """Once, after the first batch (the warm-up step: compiled, first touch done): shorten the poll period
+        so that polls fall at most POLL_SECONDS apart on the slowest rank (collective: every rank takes the
+        same batches, so all get here at the same step). Kept a multiple of the tile; never lengthened."""
+        self.poll_fitted = True
+        slowest = self.comm.allmax(seconds_per_step)
+        if self.poll_every * slowest <= POLL_SECONDS:
+            return
+        self.poll_every = max(self.tile, int(POLL_SECONDS / slowest) // self.tile * self.tile)
+        if self.ex.trivial:  # GPU: the batch lengths change, so do the tile depths to compile before capture
+            self.backend.plan(self._batches(step, end, warm_end))
 
     def _batches(self, step: int, end: int, warm_end: int, most: int = 10000) -> set[int]:
         """The distinct batch lengths the loop will hand to advance() (the first `most` batches)."""
@@ -167,7 +185,10 @@ class TimeLoop:
             t = timer.add("wait", t)
             if stop:
                 s.stopped_by = "signal"
-            self.hooks.progress(step)
+            if self.hooks.progress_due(step):
+                self.backend.settle(timer)  # GPU: the line counts the steps computed, not those enqueued
+                t = time.perf_counter()
+            self.hooks.progress(step)  # shows something only when due
             timer.add("other", t)
         if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
             if self.balancer.maybe(s, timer):  # rows moved: layout.block is new, and so must the exchanger be

@@ -92,11 +92,14 @@ class Progress:
     """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
     anything else (mpirun, srun, a pipe, a log file) gets plain lines `step N/M (P%), T s elapsed, R MLUP/s`
     at least every LINE_FRACTION of the steps or every LINE_SECONDS, whichever comes first (at the loop's
-    polls). Before a first compilation it says so, since that can take half a minute."""
+    polls, which solver.core.loop spaces at most POLL_SECONDS apart). The loop asks `due(step)` first and
+    waits for a GPU's queued steps when it is, so a line counts the steps computed, not those enqueued.
+    Before a first compilation it says so, since that can take half a minute."""
 
     DELAY = 2.0
     LINE_FRACTION = 0.1
     LINE_SECONDS = 10.0
+    BAR_SECONDS = 0.5  # a terminal's bar moves at most this often (each move waits for a GPU)
 
     def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter):
         self.stream, self.clock = stream or sys.stdout, clock
@@ -115,27 +118,33 @@ class Progress:
         self.t0 = self.last_t = self.clock()
         self.first = self.last_step = step
 
-    def update(self, step: int) -> None:
+    def due(self, step: int, now: float | None = None) -> bool:
+        """Would update(step) show something now? (False on other ranks and with --quiet.)"""
+        now = self.clock() if now is None else now
         if self.enabled:
-            self._bar(step)
-        elif self.show:
-            self._line(step)
+            return now - (self.last_t if self.bar else self.t0) >= (self.BAR_SECONDS if self.bar else self.DELAY)
+        return self.show and (step - self.last_step >= max(1, int(self.LINE_FRACTION * self.total))
+                              or now - self.last_t >= self.LINE_SECONDS)
 
-    def _line(self, step: int) -> None:
+    def update(self, step: int) -> None:
         now = self.clock()
-        due = step - self.last_step >= max(1, int(self.LINE_FRACTION * self.total)) or now - self.last_t >= self.LINE_SECONDS
-        if not due:
+        if not self.due(step, now):
             return
+        if self.enabled:
+            self._bar(step, now)
+        else:
+            self._line(step, now)
+
+    def _line(self, step: int, now: float) -> None:
         elapsed = now - self.t0
         rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
         print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
               f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
         self.last_step, self.last_t = step, now
 
-    def _bar(self, step: int) -> None:
+    def _bar(self, step: int, now: float) -> None:
+        self.last_t = now
         if self.bar is None:
-            if self.clock() - self.t0 < self.DELAY:
-                return
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(TextColumn("step"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -300,6 +309,9 @@ class Outputs:
 
     def stop_requested(self) -> bool:
         return self.signals.received is not None
+
+    def progress_due(self, step: int) -> bool:
+        return self.progress_bar.due(step)
 
     def progress(self, step: int) -> None:
         self.progress_bar.update(step)

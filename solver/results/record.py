@@ -59,6 +59,11 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
         out["fraction_of_copy"] = gbs / ceiling["gbs"]
         out["copy_cached"] = ceiling.get("cached", False)
         out["copy_source"] = ceiling.get("source", "cached" if out["copy_cached"] else "measured now")
+    for kind, entry in (ceiling or {}).get("compute", {}).items():  # solver.bench.peak: fma, mul_add
+        out[f"peak_{kind}_gflops"] = entry["gflops"]
+        out[f"peak_{kind}_source"] = entry.get("source", "measured now")
+    if "peak_mul_add_gflops" in out:
+        out["fraction_of_peak"] = out["gflops"] / out["peak_mul_add_gflops"]
     return out
 
 
@@ -68,6 +73,7 @@ COMM_BOUND = 0.25  # comm + wait of one rank, as a fraction of its loop
 IMBALANCED = 1.15  # max / mean compute
 OVERHEAD_STEP = 1e-4  # seconds per step below which launch and Python costs dominate
 OVERHEAD_OTHER = 0.3  # or: `other` above this fraction of a rank's loop
+COMPUTE_BOUND = 0.5  # GFLOP/s above this fraction of the measured multiply + add peak: arithmetic is the limit
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
 
 
@@ -77,7 +83,7 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     (output excluded), so none exceeds 100%."""
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
-    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _cache_reuse, _overhead):
+    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _compute, _cache_reuse, _overhead):
         line = rule(tp, stats, rows, dtype, on_gpu)
         if line:
             return line
@@ -124,6 +130,15 @@ def _launch_gaps(tp, stats, rows, dtype, on_gpu) -> str | None:
     return (f"GPU launch gaps: the kernels (CUDA events) run {busy:.0%} of the loop on some rank; the GPU waits "
             "for the host between launches (Python, synchronisation, copies): larger grids or more steps per "
             "graph help")
+
+
+def _compute(tp, stats, rows, dtype, on_gpu) -> str | None:
+    frac = tp.get("fraction_of_peak")
+    if frac is None or frac < COMPUTE_BOUND:
+        return None
+    return (f"arithmetic: {frac:.0%} of the measured multiply + add peak ({tp['peak_mul_add_gflops']:.1f} GFLOP/s, "
+            f"{tp['flops_per_update']} flops per update); fewer flops per update, or fused multiply-adds "
+            f"({tp['peak_fma_gflops']:.1f} GFLOP/s measured, at the price of bitwise equality with numpy) would help")
 
 
 def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
@@ -347,6 +362,11 @@ def markdown(rec: dict) -> str:
         if "copy_gbs" in tp:
             lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({tp['copy_source']}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]
+        if "peak_mul_add_gflops" in tp:
+            lines += [f"| compute peak, multiply + add (as the stencil is compiled) | {tp['peak_mul_add_gflops']:.1f} "
+                      f"GFLOP/s ({tp['peak_mul_add_source']}) |",
+                      f"| compute peak, fused multiply-add | {tp['peak_fma_gflops']:.1f} GFLOP/s ({tp['peak_fma_source']}) |",
+                      f"| fraction of the multiply + add peak | {tp['fraction_of_peak']:.2%} |"]
         lines.append("")
     lines += ["## Environment", "", f"{env['cpu']}, {env['cores']} cores, {env['memory_gb']} GB; Python "
               f"{env['python']}; MPI: {env['mpi_library'] or 'none'}; GPUs: "

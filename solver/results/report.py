@@ -3,7 +3,8 @@ of benchmark results (`stencil bench access` / `bench reduction` JSON files).
 
 Sweep charts: scaling.png (speedup against ideal, efficiency), breakdown.png (compute / comm / wait /
 other per step for each point, mean over ranks), bandwidth.png (achieved effective bandwidth against
-the copy ceiling, and a roofline view: attainable GFLOP/s = ceiling x arithmetic intensity).
+the copy ceiling, and a roofline view: attainable GFLOP/s = ceiling x arithmetic intensity, under the
+compute roofs measured with the same ranks and threads: multiply + add and fused multiply-add peaks).
 Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
 wrote trace.json). Benchmark results: <stem>.png per `bench access` JSON (GB/s by array size per access
 pattern, the caches drawn as labelled vertical lines), allreduce.png from the `bench reduction` JSONs run
@@ -150,14 +151,19 @@ def fig_bandwidth(res: dict):
 
 
 def roofline(ax, points: list[tuple[str, dict]]) -> None:
-    """Memory roofs (copy ceiling x intensity) for the smallest and largest ceiling, and the achieved points.
-    The compute roof is not drawn: peak FLOP/s is not measured here."""
+    """Memory roofs (copy ceiling x intensity) for the smallest and largest ceiling, the compute roofs
+    measured with the same ranks and threads (solver.bench.peak: multiply + add, as the stencil is
+    compiled, and fused multiply-add), and the achieved points."""
     tps = [tp for _, tp in points if tp]
     ai = tps[0]["flops_per_update"] / tps[0]["bytes_per_update"]
     x = np.logspace(-2, 2, 50)
     ceilings = sorted({tp["copy_gbs"] for tp in tps if tp.get("copy_gbs")})
     for c in ([ceilings[0], ceilings[-1]] if len(ceilings) > 1 else ceilings):
         ax.plot(x, c * x, "--", label=f"memory roof {c:.1f} GB/s")
+    for kind, style, name in (("mul_add", "-", "compute roof, multiply + add"), ("fma", ":", "compute roof, FMA")):
+        peaks = sorted({tp[f"peak_{kind}_gflops"] for tp in tps if tp.get(f"peak_{kind}_gflops")})
+        for p in ([peaks[0], peaks[-1]] if len(peaks) > 1 else peaks):
+            ax.axhline(p, ls=style, color="tab:red", lw=1.2, label=f"{name} {p:.0f} GFLOP/s")
     ax.plot([ai] * len(tps), [tp["gflops"] for tp in tps], "o", label="stencil (n = " +
             ", ".join(label for label, tp in points if tp) + ")")
     ax.axvline(ai, color="gray", lw=0.8)
@@ -482,7 +488,9 @@ def method(command: str, repeats: int | None) -> list[str]:
             "snapshots written inside it, over the timed steps; per-rank sections compute / comm / wait / io / "
             "other, reduced with max (fractions) and mean (breakdown chart); load imbalance = max / mean compute.",
             "- effective bandwidth = updates/s x 2 x itemsize; ceiling = STREAM-like copy bandwidth measured with "
-            "the same ranks and threads, all streaming at once, cached per machine (`stencil bench bandwidth`).", ""]
+            "the same ranks and threads, all streaming at once, cached per machine (`stencil bench bandwidth`); "
+            "compute roofs = register-only multiply + add and FMA loops on every worker at once (solver.bench.peak), "
+            "cached the same way.", ""]
 
 
 def limitations(notes: list[str], rows: list[dict], repeats: int | None, env: dict) -> list[str]:
@@ -500,7 +508,8 @@ def limitations(notes: list[str], rows: list[dict], repeats: int | None, env: di
                    "that is not dominated by halo traffic and latency.")
     out.append(f"- one node ({env['host']}); multi-node runs (`tools/slurm/`) would add network latency and "
                "bandwidth to the comm and wait columns.")
-    out.append("- the compute roof is not measured, so the roofline shows memory roofs only.")
+    if not all(r["_record"]["throughput"].get("peak_mul_add_gflops") for r in rows if r.get("_record", {}).get("throughput")):
+        out.append("- some points have no measured compute peak (older records): their roofline shows memory roofs only.")
     out += [f"- next: {s}" for s in next_steps(rows)]
     return out + [""]
 

@@ -34,6 +34,9 @@ def print_summary(rec: dict) -> None:
         if "copy_gbs" in tp:
             table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
                                             f"({tp['fraction_of_copy']:.0%} reached)")
+        if "peak_mul_add_gflops" in tp:
+            table.add_row("compute peak", f"{tp['peak_mul_add_gflops']:.1f} GFLOP/s multiply + add, {tp['peak_mul_add_source']} "
+                                          f"({tp['fraction_of_peak']:.1%} reached)")
     gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
     if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
         table.add_row("GPU h2d / kernel / d2h", f"{gpu['h2d_s']:.3f} / {t['compute']['max']:.3f} / {gpu['d2h_s']:.3f} s "
