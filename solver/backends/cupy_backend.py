@@ -15,9 +15,13 @@ sets `active`, the stream compute() launches on, and orders the two with events.
 Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
 single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps. With a
 time-tiled kernel (`wave`, `wave2`: k steps per launch) advance(n) is one graph of n // k tiles, a
-tile of n % k steps when that is 2 or more, or one single step when it is 1; the last tile also
-folds max |level k - level k-1| into a device word (the fused residual), so the convergence / NaN
-check after it reads one number instead of reducing two fields. Single steps (step/compute: the
+tile of n % k steps when that is 2 or more, or one single step when it is 1; when a check follows
+(advance(previous=True)) the last tile also folds max |level k - level k-1| into a device word (the
+fused residual), so the convergence / NaN check after it reads one number instead of reducing two
+fields (folding costs 17% of a tile, so batches that end at a poll leave it out).
+
+Deep halos (several ranks, solver.parallel.deep): tile_for() gives the depth, plan_tiles() compiles
+every depth, tiled() launches the tiled kernel on a deep-halo field for the region it is given. Single steps (step/compute: the
 halo paths) use a one-step kernel even when the chosen variant is tiled.
 
 Checks: max_update() runs kernels/maxdiff.cu (a coalesced reduction, about one copy of two fields);
