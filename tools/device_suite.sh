@@ -174,7 +174,7 @@ fi
 # deep-halo tables on the CPU cores, and the GPU access rung. `tools/device_suite.sh verify`.
 if [[ $SECTIONS == *" verify "* ]]; then
   step gpu_tests 210 $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" tests/
-  step hybrid_tests 200 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
+  step hybrid_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
   mkdir -p "$W/deep"
   export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
   step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
