@@ -162,8 +162,8 @@ class Run:
         loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
         p, lay = self.case.parallel, self.layout
         tiles = hasattr(self.backend, "tile_for") and constant_ghosts(self.case, lay.blocks)  # agreed by all ranks
-        ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport,
-                           depth=self.backend.tile_for(min(b.ny for b in lay.blocks)) if tiles else 1, blocks=lay.blocks,
+        depth = self.comm.bcast(self.backend.tile_for(min(b.ny for b in lay.blocks))) if tiles else 1  # rank 0's
+        ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport, depth=depth, blocks=lay.blocks,
                            fill=lambda b, a: set_edges(self.case, b, a))
         if previous is not None:
             ex.carried = previous.sent()  # messages per step count the whole run

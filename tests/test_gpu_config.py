@@ -118,6 +118,23 @@ def test_launch_shape_covers_every_column_and_row(variant, dtype, block, nx, a, 
     assert grid[1] * by >= ny or grid[1] == gk.MAX_GRID_Y  # the kernels stride over further row tiles
 
 
+def test_default_tiled_block_fits_its_segment_rows_to_the_grid():
+    """Nothing tuned: a tiled variant's segment rows are the most of WAVE_ROWS whose warps fill the GPU
+    DEFAULT_WAVES times over; on 132 SMs that is what `stencil tune` found best for wave2 k = 8
+    (BENCHMARKS.md: 32 rows at 4096^2, 64 / 128 at 8192^2 in float32 / float64, 128 at 16384^2)."""
+    best = {(4096, "float32"): 32, (4096, "float64"): 32, (8192, "float32"): 64, (8192, "float64"): 128,
+            (16384, "float32"): 128, (16384, "float64"): 128}
+    for (n, dtype), rows in best.items():
+        assert gk.default_block("wave2", dtype, (n, n), 132) == (32, rows), (n, dtype)
+    assert gk.default_block("wave2", "float64", (40, 50), 132) == (32, gk.WAVE_ROWS[-1])  # tiny: the fewest
+    assert gk.default_block("wave2", "float64", (16384, 16384), 2000) == (32, gk.WAVE_ROWS[-1])  # a bigger GPU
+    assert gk.default_block("vec", "float64", (4096, 4096), 132) == gk.DEFAULT_BLOCK["vec"]  # one-step kernels
+    for n in (1, 7, 300, 5000):
+        for dtype in ("float32", "float64"):
+            block = gk.default_block("wave", dtype, (n, 2 * n), 132)
+            assert block[1] in gk.WAVE_ROWS and gk.block_problem("wave", block) is None
+
+
 def test_kernel_options_inject_dtype_block_and_no_fma():
     opts = gk.options("vec", "float32", (128, 16))
     assert "--fmad=false" in opts and "-DREAL=float" in opts and "-DBX=128" in opts and "-DBY=16" in opts

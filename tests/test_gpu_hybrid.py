@@ -80,3 +80,33 @@ def test_auto_transport_record_placement_and_trace(tmp_path):
     for rank in (0, 1):
         tracks = {e["args"]["name"] for e in trace if e["name"] == "thread_name" and e["pid"] == rank}
         assert {"gpu", "halo"} <= tracks, tracks
+
+
+def deep_checks(res, n: int) -> dict:
+    """The JSON of tests/mpi/hybrid_deep.py, after its own bitwise and message checks passed."""
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert f"ok GPU deep halos on {n} ranks" in res.stdout, res.stdout[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert res.stdout.count("ok ") == 34 * len(out["transports"]) + 1, res.stdout[-3000:]
+    deep = [c for c in out["checks"] if c["k"] > 1]
+    assert deep and all(c["depth"] > 1 and c["time_tile"] == c["k"] for c in deep)
+    assert any(c["depth"] < c["k"] for c in deep), "no block thinner than k was tested"
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_deep_halos_on_one_shared_gpu_equal_one_rank_bitwise_with_1_over_k_messages(tmp_path, n):
+    """k-deep halos (k = 2, 8, and 8 capped by thin blocks) between ranks sharing one GPU: rows and cart,
+    every halo mode, staged (and CUDA-aware where the MPI is): bitwise equal to one rank per-step and
+    tiled, messages per step 1/depth of the per-step run's (tests/mpi/hybrid_deep.py)."""
+    out = deep_checks(mpi_script(n, "hybrid_deep.py", tmp_path, "all", "share", timeout=600,
+                                 env={"CUDA_VISIBLE_DEVICES": "0"}), n)
+    assert out["transports"][0] == "staged" and "nccl" not in out["transports"]
+    if n == 4:
+        assert any(c["dims"] == [2, 2] for c in out["checks"]), "no 2-D process grid (corners) was tested"
+
+
+@pytest.mark.skipif(REASON is None and gpu_count() < 2, reason="needs two GPUs")
+def test_deep_halos_one_rank_per_gpu_over_every_transport(tmp_path):
+    out = deep_checks(mpi_script(2, "hybrid_deep.py", tmp_path, "all", timeout=600), 2)
+    assert ("nccl" in out["transports"]) == bool(transports().count("nccl"))

@@ -109,6 +109,44 @@ def test_ghost_depth_k_region_equals_steps_of_the_larger_block():
     assert np.isnan(got[outside]).all()
 
 
+@pytest.mark.parametrize("rank,k,d", [(4, 8, 8), (4, 8, 3), (0, 5, 5), (5, 16, 7), (7, 3, 2)])
+@pytest.mark.parametrize("variant,dtype", [("wave2", "float64"), ("wave", "float32"), ("wave2", "float32")])
+def test_deep_halo_tiles_on_fields_aligned_at_the_owned_block(variant, dtype, rank, k, d):
+    """CupyBackend.tiled on a rank's deep-halo fields (solver.parallel.deep's layout, a 3 x 3 process
+    grid, allocated with the owned block's first column aligned): the whole owned block after the
+    exchange, the inner part before it (ghosts not received yet: NaN), each frame strip after it, equal
+    to d numpy steps of the global field bitwise; nothing else written."""
+    from solver.core.decomp import all_blocks
+    from solver.parallel.deep import DeepLayout
+
+    w = weights(dtype)
+    ny, nx = 3 * 29 + 2, 3 * 41 + 1
+    g = field((ny, nx), dtype, rank + k)
+    want, _ = numpy_steps(g, w, d, (1, ny + 1, 1, nx + 1))
+    b = all_blocks((ny, nx), (3, 3))[rank]
+    lay = DeepLayout(b, k)
+    be = gpu(dtype, variant, (32, 16), k)
+    dy, dx = b.rows[0] + 1 - lay.owned[0], b.cols[0] + 1 - lay.owned[2]  # deep index + (dy, dx) = g's
+    for after, targets in ((True, [lay.owned]), (False, [lay.inner(d)]), (True, lay.frame(d))):
+        valid = lay.valid(d, after_exchange=after)
+        (r0, r1, c0, c1), (fs, fn, fw, fe) = valid
+        host = np.full(lay.shape, np.nan, dtype=dtype)
+        a0, a1, b0, b1 = r0 - fs, r1 + fn, c0 - fw, c1 + fe  # valid points and the physical ghosts
+        host[a0:a1, b0:b1] = g[a0 + dy:a1 + dy, b0 + dx:b1 + dx]
+        u, out = be.zeros(lay.shape, aligned=lay.owned[2]), be.zeros(lay.shape, aligned=lay.owned[2])
+        assert u[:, lay.owned[2]:].data.ptr % 128 == 0
+        be.copy2d(u, host, "h2d", be.main)
+        be.copy2d(out, np.full_like(host, np.nan), "h2d", be.main)
+        be._shape = b.padded
+        for target in targets:
+            be.tiled(out, u, w, d, target, *valid)
+        got = be.to_host(out)
+        for t0, t1, s0, s1 in targets:
+            np.testing.assert_array_equal(got[t0:t1, s0:s1], want[t0 + dy:t1 + dy, s0 + dx:s1 + dx])
+            got[t0:t1, s0:s1] = np.nan
+        assert np.isnan(got).all(), f"stored outside {targets}"
+
+
 def test_nan_in_a_tile_is_caught_by_the_check():
     dtype = "float32"
     host = field((40, 300), dtype, 9)

@@ -115,7 +115,7 @@ def test_numba_batches_that_need_no_previous_field_are_all_tiles_and_bitwise():
         fused = be.k.fused
         be.k = type("K", (), {"fused": staticmethod(lambda *a: calls.append(a[5]) or fused(*a)),
                               "step": staticmethod(be.k.step)})
-        got, _ = be.advance(u, u.copy(), w, n, block.everything(), keep_previous=False)
+        got, _ = be.advance(u, u.copy(), w, n, block.everything(), previous=False)
         assert np.array_equal(be.to_host(got), ref), n
         assert sum(calls) == n - (n % 8 == 1), (n, calls)  # every step in a tile, but a lone last one
 

@@ -134,3 +134,52 @@ def test_wave_residual_flags_nan(tmp_path):
     region = (1, 21, 1, 141)
     _, res = run_wave(tmp_path, "wave", dtype, (32, 4), 4, host, region, region, resid=True)
     assert res == np.inf
+
+
+def deep_field(g, lay, b, valid):
+    """A rank's deep-halo field (solver.parallel.deep.DeepLayout) holding the global field g's values on
+    `valid` and on the one-cell ring of its fixed (physical) sides, NaN everywhere else (ghosts no
+    exchange has filled yet must never reach a stored point)."""
+    (r0, r1, c0, c1), (fs, fn, fw, fe) = valid
+    dy, dx = b.rows[0] + 1 - lay.owned[0], b.cols[0] + 1 - lay.owned[2]  # deep index + (dy, dx) = g's index
+    a0, a1, b0, b1 = r0 - fs, r1 + fn, c0 - fw, c1 + fe
+    host = np.full(lay.shape, np.nan, dtype=g.dtype)
+    host[a0:a1, b0:b1] = g[a0 + dy:a1 + dy, b0 + dx:b1 + dx]
+    return host, (dy, dx)
+
+
+DEEP_CASES = [  # variant, dtype, block, d, rank of a 3 x 3 process grid (4: neighbours on every side)
+    ("wave2", "float64", (32, 8), 5, 4),
+    ("wave", "float32", (64, 5), 8, 4),
+    ("wave2", "float32", (32, 16), 3, 0),
+    ("wave", "float64", (32, 7), 2, 5),
+    ("wave2", "float64", (32, 4), 8, 7),
+]
+
+
+@pytest.mark.parametrize("variant,dtype,block,d,rank", DEEP_CASES, ids=lambda x: str(x))
+def test_deep_halo_tiles_store_exactly_d_steps_of_the_whole(tmp_path, variant, dtype, block, d, rank):
+    """The regions of a GPU deep-halo tile (CupyBackend.tiled: C = tile_region(valid, fixed), O = the
+    target): the whole owned block after the exchange; the inner part before it (ghosts not yet
+    received: NaN); each frame strip after it. Every stored point equals d numpy steps of the global
+    field bitwise, nothing outside O is written."""
+    from solver.core.decomp import all_blocks
+    from solver.parallel.deep import DeepLayout
+
+    ny, nx = 3 * 23 + 1, 3 * 37 + 2
+    g = field((ny, nx), dtype, d)
+    want, _ = numpy_steps(g, d, (1, ny + 1, 1, nx + 1), dtype)
+    b = all_blocks((ny, nx), (3, 3))[rank]
+    lay = DeepLayout(b, 8)
+    plans = [(True, [lay.owned]), (False, [lay.inner(d)]), (True, lay.frame(d))]
+    for after, targets in plans:
+        valid = lay.valid(d, after_exchange=after)
+        host, (dy, dx) = deep_field(g, lay, b, valid)
+        for target in targets:
+            got, _ = run_wave(tmp_path, variant, dtype, block, d, host, gk.tile_region(*valid), target)
+            r0, r1, c0, c1 = target
+            np.testing.assert_array_equal(got[r0:r1, c0:c1], want[r0 + dy:r1 + dy, c0 + dx:c1 + dx],
+                                          err_msg=f"after={after} target={target}")
+            mask = np.ones(got.shape, bool)
+            mask[r0:r1, c0:c1] = False
+            assert np.isnan(got[mask]).all(), f"stored outside {target}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [gpudeep] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -9,14 +9,21 @@
 #   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x
 #           block shape at 16384^2 in float32 and float64 (stencil tune); launch gaps at 4096^2 (CUDA
 #           graphs vs a launch loop); the cost of --fmad=false; Nsight Compute on tiled and the fastest.
-#   tiling  time tiling: GPU tests of the wave kernels, the tune sweep vec/wave/wave2 x block x k at
-#           16384^2, then at 16384^2, 8192^2 and 4096^2 in both dtypes: copy, vec and the tiled choice
-#           kernel-only and through `stencil run` at 2000 steps (medians of 3), sections vs loop; Nsight
-#           Compute on the wave kernel (its limiting unit) and vec.
+#   tiling  time tiling: at 16384^2, 8192^2 and 4096^2 (TILING_SIZES) in both dtypes (TILING_DTYPES) the
+#           tune sweep of vec and wave/wave2 x block (WAVE_BLOCKS) x k (TILES), stored; then at each
+#           size and dtype copy, vec and the tiled choice kernel-only and through `stencil run` at 2000
+#           steps (medians of 3), sections vs loop; GPU tests of the wave kernels; Nsight Compute on the
+#           wave kernel (its limiting unit) and vec.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
 #           GPU; every halo mode and transport at 16384^2, overlap at 32768^2.
+#   gpudeep GPU deep halos (issue 15): tests/test_gpu_hybrid.py -k deep (2 and 4 ranks sharing GPU 0,
+#           staged; one rank per GPU over every transport when there are two); then 2 ranks sharing
+#           GPU 0 at 8192^2 float64, rows, blocking and overlap, staged: time_tile 8 (8-deep halos once
+#           every 8 steps) against time_tile 1 (python -m solver.bench.gpu hybrid --time-tiles 8 1: ms/step,
+#           halo depth, messages per step); and what a batch of time tiles costs beyond its steps (the
+#           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
@@ -29,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECTIONS=" ${*:-all} "
-[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tiling tune hybrid cpu deep "
+[[ $SECTIONS == *" all "* ]] && SECTIONS=" gpu tiling tune hybrid gpudeep cpu deep "
 OUT=${OUT:-/tmp/stencil-out}
 W=/tmp/stencil-suite
 rm -rf "$W" && mkdir -p "$W/cases" "$OUT"
@@ -94,16 +101,21 @@ if [[ $SECTIONS == *" gpu "* ]]; then
 fi
 
 if [[ $SECTIONS == *" tiling "* ]]; then  # time tiling (issue 15) and the run path (issue 12 item 4)
-  K=$(case_file k16384 16384 16384)
-  for dt in float32 float64; do  # the sweep variant x block x k (TILES), stored for the runs below
-    step "tune_16384_$dt" 100 $PY -m solver tune "$K" --dtype $dt --kernel vec --kernel wave --kernel wave2 \
-      --blocks 128x8,32x128,64x256 $(printf -- '--time-tile %s ' ${TILES:-8}) --repeats 5 --steps 48 \
-      --json "$W/tune_16384_$dt.json"
+  for n in ${TILING_SIZES:-16384 8192 4096}; do  # each size tuned (vec; wave, wave2 x WAVE_BLOCKS x TILES), stored for the runs below
+    K=$(case_file "k$n" $n $n)
+    for dt in ${TILING_DTYPES:-float32 float64}; do
+      step "tune_${n}_${dt}_vec" 40 $PY -m solver tune "$K" --dtype $dt --kernel vec --blocks 128x8 --repeats 5 \
+        --steps 48 --json "$W/tune_${n}_${dt}_vec.json"
+      step "tune_${n}_${dt}_wave" 100 $PY -m solver tune "$K" --dtype $dt --kernel wave --kernel wave2 \
+        --blocks ${WAVE_BLOCKS:-32x64,32x128,32x256} $(printf -- '--time-tile %s ' ${TILES:-4 8}) --repeats 5 --steps 48 \
+        --json "$W/tune_${n}_${dt}_wave.json"
+    done
   done
-  step tiling 270 $PY -m solver.bench.gpu tiling --sizes 16384 8192 4096 --steps 2000 --repeats 3 --json "$W/tiling.json"
+  step tiling 270 $PY -m solver.bench.gpu tiling --sizes ${TILING_SIZES:-16384 8192 4096} --dtypes ${TILING_DTYPES:-float32 float64} \
+    --steps 2000 --repeats 3 --json "$W/tiling.json"
   step wave_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider tests/test_gpu_wave.py tests/test_gpu_config.py \
     tests/test_gpu_kernels.py -k "${WAVE_TESTS_K:-wave or tune or record or graph or max_update or nvcc}"
-  command -v ncu > /dev/null && step ncu_wave 80 ncu --clock-control none -k "regex:^(wave|march)$" --launch-count 2 \
+  command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]] && step ncu_wave 80 ncu --clock-control none -k "regex:^(wave|march)$" --launch-count 2 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section MemoryWorkloadAnalysis \
     $PY -m solver.bench.gpu ncu-target --size 4096 --large 16384
 fi
@@ -122,6 +134,15 @@ if [[ $SECTIONS == *" hybrid "* ]]; then
     [[ -z ${QUICK:-}${SKIP_32K:-} ]] && step hybrid_2gpu_32k 100 "${MPIRUN[@]}" -n 2 $PY -m solver.bench.gpu hybrid --sizes 32768 --kinds strong \
       --halos overlap --transports "${TR[@]}" --repeats 3 --json "$W/hybrid_2_32k.json"
   fi
+fi
+
+if [[ $SECTIONS == *" gpudeep "* ]]; then  # GPU deep halos (issue 15)
+  step gpudeep_tests 300 $PY -m pytest -q -rfEs -p no:cacheprovider tests/test_gpu_hybrid.py -k deep
+  step gpudeep_1gpu 120 env CUDA_VISIBLE_DEVICES=0 "${MPIRUN[@]}" -x CUDA_VISIBLE_DEVICES -n 2 $PY -m solver.bench.gpu hybrid \
+    --sizes 8192 --dtypes float64 --kinds strong --halos blocking overlap --transports staged --time-tiles 8 1 \
+    --repeats 3 --json "$W/hybrid_deep_1gpu.json"
+  step batches 90 $PY -m solver.bench.gpu batches --size 16384 --dtypes ${BATCH_DTYPES:-float64 float32} \
+    --batch-steps 48 400 --repeats 3 --json "$W/batches.json"
 fi
 
 if [[ $SECTIONS == *" gpu "* ]] && command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]]; then  # after hybrid: slowest, least urgent
@@ -153,7 +174,7 @@ fi
 # deep-halo tables on the CPU cores, and the GPU access rung. `tools/device_suite.sh verify`.
 if [[ $SECTIONS == *" verify "* ]]; then
   step gpu_tests 210 $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" tests/
-  step hybrid_tests 100 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
+  step hybrid_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
   mkdir -p "$W/deep"
   export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
   step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
@@ -214,6 +235,7 @@ fi
   [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
+  [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/ncu_wave.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|One or More" "$W/ncu_wave.log" | head -40
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null

@@ -98,17 +98,14 @@ class Backend:
             self.step(out, u, w, region)
         timer.add("compute", t)
 
-    def advance_timed(self, u, u_new, w, n: int, region: Region, timer):
+    def advance_timed(self, u, u_new, w, n: int, region: Region, timer, previous: bool = True):
+        """advance() timed; previous: a check follows, which needs the previous field (GPU time tiles:
+        the fused residual; numba's time tiles: a plain last step; other host backends always leave it)."""
         t = time.perf_counter()
         u, u_new = self.advance(u, u_new, w, n, region)
         self.synchronize()
         timer.add("compute", t)
         return u, u_new
-
-    def advance_batch(self, u, u_new, w, n: int, region: Region, timer, keep_previous: bool = True):
-        """advance_timed, told whether the previous field must be left in u_new (a check follows the batch);
-        a backend that gains from not keeping it (numba's time tiles: no plain last step) overrides this."""
-        return self.advance_timed(u, u_new, w, n, region, timer)
 
     def advance(self, u, u_new, w, n: int, region: Region):
         """n steps with no halo exchange (one process); returns (current, previous)."""

@@ -15,9 +15,13 @@ sets `active`, the stream compute() launches on, and orders the two with events.
 Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
 single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps. With a
 time-tiled kernel (`wave`, `wave2`: k steps per launch) advance(n) is one graph of n // k tiles, a
-tile of n % k steps when that is 2 or more, or one single step when it is 1; the last tile also
-folds max |level k - level k-1| into a device word (the fused residual), so the convergence / NaN
-check after it reads one number instead of reducing two fields. Single steps (step/compute: the
+tile of n % k steps when that is 2 or more, or one single step when it is 1; when a check follows
+(advance(previous=True)) the last tile also folds max |level k - level k-1| into a device word (the
+fused residual), so the convergence / NaN check after it reads one number instead of reducing two
+fields (folding costs 17% of a tile, so batches that end at a poll leave it out).
+
+Deep halos (several ranks, solver.parallel.deep): tile_for() gives the depth, plan_tiles() compiles
+every depth, tiled() launches the tiled kernel on a deep-halo field for the region it is given. Single steps (step/compute: the
 halo paths) use a one-step kernel even when the chosen variant is tiled.
 
 Checks: max_update() runs kernels/maxdiff.cu (a coalesced reduction, about one copy of two fields);
@@ -64,6 +68,7 @@ class CupyBackend(Backend):
         cupy.cuda.Device(self.device_index).use()
         props = rt.getDeviceProperties(self.device_index)
         self.gpu_name = props["name"].decode()
+        self.sms = props["multiProcessorCount"]
         self.pci = f"{props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}"
         self.main = cupy.cuda.Stream(non_blocking=True)
         self.edge = cupy.cuda.Stream(non_blocking=True, priority=_highest_priority(rt))
@@ -75,7 +80,8 @@ class CupyBackend(Backend):
         self._kernels: dict = {}  # (variant, block, fmad, k) -> compiled function
         self._choice: dict = {}  # local interior shape -> (variant, block, k, source)
         self._step: dict = {}  # local interior shape -> (variant, block) for single steps
-        self._shape = None  # padded shape prepare() saw: plan() compiles for it
+        self._shape = None  # padded shape of the run's fields (asarray, prepare): plan() and tile_for() use it
+        self.chosen: int | None = None  # the time tile tile_for() chose (deep halos under MPI)
         self._tile_used = 1  # the deepest time tile advance() has launched (the record's time_tile)
         self._graphs: dict = {}
         self._events: list = []  # free CUDA events
@@ -83,6 +89,7 @@ class CupyBackend(Backend):
         self._anchor = None
         self._edge_used = False
         self._joined = cupy.cuda.Event(disable_timing=True)
+        self._main_mark = cupy.cuda.Event(disable_timing=True)
         self.transfer = {"h2d_s": 0.0, "h2d_bytes": 0, "d2h_s": 0.0, "d2h_bytes": 0}
         self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
@@ -111,16 +118,20 @@ class CupyBackend(Backend):
                              f"start at most {n} rank(s) per node, or set parallel.share_gpus: true to let ranks share a GPU")
 
     # memory ------------------------------------------------------------------------------------
-    def zeros(self, shape: tuple[int, int]):
-        """A zeroed (rows, cols) view into a pitched allocation (see the module docstring)."""
+    def zeros(self, shape: tuple[int, int], aligned: int = 1):
+        """A zeroed (rows, cols) view into a pitched allocation (see the module docstring); column `aligned`
+        on 128 bytes (deep-halo fields: the owned block's first column, i.e. column 1 of their one-layer
+        views), at least 16 bytes of the allocation before column 0 (vector loads of C's ring, wave.cu)."""
         rows, cols = shape
         per = ALIGN // self.dtype.itemsize
-        pitch = -(-(per - 1 + cols + SPARE) // per) * per
+        off = (-aligned) % per
+        off += per if off * self.dtype.itemsize < 16 else 0
+        pitch = -(-(off + cols + SPARE) // per) * per
         with self.main:
             base = self.cp.zeros((rows, pitch), dtype=self.dtype)
         self.main.synchronize()
-        view = base[:, per - 1:per - 1 + cols]
-        assert cols < 2 or view[:, 1:].data.ptr % ALIGN == 0, "pitched allocation is not aligned"
+        view = base[:, off:off + cols]
+        assert cols <= aligned or view[:, aligned:].data.ptr % ALIGN == 0, "pitched allocation is not aligned"
         return view
 
     def asarray(self, host: np.ndarray):
@@ -128,6 +139,7 @@ class CupyBackend(Backend):
         if host.ndim != 2:
             return self.cp.asarray(host)
         a = self.zeros(host.shape)
+        self._shape = host.shape  # the run's fields: tile_for() chooses for them
         t = time.perf_counter()
         self.copy2d(a, host, "h2d", self.main)
         self.main.synchronize()
@@ -216,7 +228,7 @@ class CupyBackend(Backend):
             variant = gk.DEFAULT_STEP_VARIANT if k == 1 else gk.DEFAULT_VARIANT
         if k is None:
             k = gk.DEFAULT_TILE if variant in gk.TILED else 1
-        return variant, block or gk.DEFAULT_BLOCK.get(variant), k, "default"
+        return variant, block or gk.default_block(variant, self.dtype, interior, self.sms, k), k, "default"
 
     def step_choice(self, shape) -> tuple[str, tuple | None]:
         """(variant, block) for single steps: the choice itself unless it is tiled, then the tuned
@@ -239,18 +251,18 @@ class CupyBackend(Backend):
             self._kernels[key] = module.get_function(gk.ENTRY[variant])
         return self._kernels[key]
 
-    def tile(self, out, u, w, k: int, region, store=None, stream=None, resid: bool = False) -> None:
+    def tile(self, out, u, w, k: int, region, store=None, stream=None, resid: bool = False, shape=None) -> None:
         """k steps in one launch of the chosen tiled kernel: every point of `region` is updated at each
         level, every other point keeps its value; `store` (default: region, else a block inside it) is
         written to `out`. Ghost depth k: with `region` the owned block grown by k halo rows/columns
         received from neighbours and `store` the owned block, this is the k steps between two
         exchanges (kernels/wave.cu). resid: fold max |level k - level k-1| over `store` into the
-        device word (zeroed first)."""
+        device word (zeroed first). shape: the padded shape whose kernel choice applies (default u's)."""
         store = store or region
         stream = stream or self.main
         if store[1] <= store[0] or store[3] <= store[2]:
             return
-        variant, block, _, _ = self.choice(u.shape)
+        variant, block, _, _ = self.choice(shape or u.shape)
         fn = self._function(variant, block, k)
         if resid:
             self._zero_word(stream)
@@ -258,6 +270,44 @@ class CupyBackend(Backend):
         fn(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), *map(np.int32, region), *map(np.int32, store),
                            self._word if resid else np.uint64(0), w.wc, w.wx, w.wy), stream=stream)
         self._resid = None
+
+    # deep halos (solver.parallel.deep: k-deep halos exchanged once every k steps) ---------------------
+    def tile_for(self, rows: int) -> int:
+        """The time tile of this run's fields (the choice for their shape: case, tuned or default; 1 for a
+        one-step kernel): the depth of deep halos under MPI, which DeepTiles caps to the thinnest block."""
+        self.chosen = self.choice(self._shape)[2] if self._shape is not None and not self.refills else 1
+        return self.chosen
+
+    def plan_tiles(self, depths) -> None:
+        """Compile the tiled kernel at every depth a deep-halo tile may take, before the timed loop."""
+        variant, block, _, _ = self.choice(self._shape)
+        for d in depths:
+            if d > 1 and variant in gk.TILED:
+                self._function(variant, block, d)
+
+    def tiled(self, out, u, w, d: int, target, valid, fixed, timer=None) -> None:
+        """d steps of `target` in one launch on the active stream (solver.parallel.deep's verb, as the
+        numba backend's): `valid` holds data at the tile's start, `fixed` marks physical sides (constant
+        ghosts). Launches `tile` with C = tile_region(valid, fixed) and O = target. The kernel aligns
+        its vectors on column 1, a deep field on the owned block's first column (zeros(aligned=)): both
+        fields are passed from the column that makes column 1 16-byte aligned, regions shifted to match.
+        GPU time reaches `compute` through CUDA events, the host's launch time `other` (as compute())."""
+        r0, r1, c0, c1 = target
+        if r1 <= r0 or c1 <= c0:
+            return
+        t = time.perf_counter()
+        shift = (-(u.data.ptr + u.itemsize) % 16) // u.itemsize
+        assert shift == (-(out.data.ptr + out.itemsize) % 16) // out.itemsize, "deep fields aligned differently"
+        s = self.active
+        self._edge_used |= s is self.edge
+        self._tile_used = max(self._tile_used, d)
+        e0 = self._record(s)
+        move = lambda r: (r[0], r[1], r[2] - shift, r[3] - shift)  # noqa: E731
+        self.tile(out[:, shift:], u[:, shift:], w, d, move(gk.tile_region(valid, fixed)), move(target), stream=s,
+                  shape=self._shape)
+        if timer is not None:
+            self._track(timer.charge, "compute", e0, self._record(s), timer, "gpu")
+            timer.add("other", t)
 
     def _zero_word(self, stream) -> None:
         rt = self.cp.cuda.runtime
@@ -342,10 +392,10 @@ class CupyBackend(Backend):
         self._track(timer.charge, "compute", e0, self._record(s), timer, "gpu")
         timer.add("other", t)  # host time spent launching
 
-    def advance_timed(self, u, u_new, w, n: int, region, timer):
+    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True):
         t = time.perf_counter()
         e0 = self._record(self.main)
-        u, u_new = self.advance(u, u_new, w, n, region)
+        u, u_new = self.advance(u, u_new, w, n, region, previous)
         self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
         timer.add("other", t)
         return u, u_new
@@ -360,14 +410,15 @@ class CupyBackend(Backend):
             for n in {n for n in lengths if n >= 2}:
                 self._compile(self._shape, variant, block, self._depths(n, k))
 
-    def advance(self, u, u_new, w, n: int, region):
+    def advance(self, u, u_new, w, n: int, region, previous: bool = True):
         """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous),
         except after a time tile: then `previous` is scratch and max_update(current, previous, region)
-        returns the tile's fused residual (max |update| of its last step)."""
+        returns the tile's fused residual (max |update| of its last step), which the last tile folds
+        only when `previous` is asked for (a check follows: core.loop's keep_previous)."""
         self.join()
         variant, _, k, _ = self.choice(u.shape)
         if variant in gk.TILED and k > 1 and n >= 2 and not self.refills:
-            return self._advance_tiled(u, u_new, w, n, region, k)
+            return self._advance_tiled(u, u_new, w, n, region, k, previous)
         graphs = self.use_graphs and self.step_choice(u.shape)[0] != "expr"
         if graphs:
             for _ in range(n // GRAPH_STEPS):
@@ -384,18 +435,18 @@ class CupyBackend(Backend):
             u, u_new = u_new, u
         return u, u_new
 
-    def _advance_tiled(self, u, u_new, w, n: int, region, k: int):
+    def _advance_tiled(self, u, u_new, w, n: int, region, k: int, resid: bool = True):
         depths = self._depths(n, k)
         self._tile_used = max(self._tile_used, k)
         variant, block, _, _ = self.choice(u.shape)
         self._compile(u.shape, variant, block, depths)
         if self.use_graphs:
-            self._tile_graph(u, u_new, w, depths, region).launch(self.main)
+            self._tile_graph(u, u_new, w, depths, region, resid).launch(self.main)
         else:
-            self._tiles(u, u_new, w, depths, region)
+            self._tiles(u, u_new, w, depths, region, resid)
         if len(depths) % 2:
             u, u_new = u_new, u
-        self._resid = (u.data.ptr, u_new.data.ptr, tuple(region)) if depths[-1] > 1 else None
+        self._resid = (u.data.ptr, u_new.data.ptr, tuple(region)) if depths[-1] > 1 and resid else None
         return u, u_new
 
     @staticmethod
@@ -411,27 +462,28 @@ class CupyBackend(Backend):
             elif self.step_choice(shape)[0] != "expr":
                 self._function(*self.step_choice(shape))
 
-    def _tile_graph(self, u, u_new, w, depths, region):
+    def _tile_graph(self, u, u_new, w, depths, region, resid: bool = True):
         """The CUDA graph of these tiles from (u, u_new), captured on first use."""
         key = ("tiles", u.data.ptr, u_new.data.ptr, u.shape, u.strides, tuple(region), w, tuple(depths),
-               self.choice(u.shape), self.fmad)
+               self.choice(u.shape), self.fmad, resid)
         if key not in self._graphs:
             s = self.main
             s.begin_capture()
             try:
-                self._tiles(u, u_new, w, depths, region)
+                self._tiles(u, u_new, w, depths, region, resid)
             finally:
                 graph = s.end_capture()
             self._graphs[key] = graph
         return self._graphs[key]
 
-    def _tiles(self, u, u_new, w, depths, region) -> None:
-        """Enqueue the tiles on `main`, swapping buffers; the last one, unless a single step, folds its residual."""
+    def _tiles(self, u, u_new, w, depths, region, resid: bool = True) -> None:
+        """Enqueue the tiles on `main`, swapping buffers; the last one, unless a single step, folds its
+        residual (when `resid`)."""
         for i, d in enumerate(depths):
             if d == 1:
                 self.launch(u_new, u, w, region, self.main)
             else:
-                self.tile(u_new, u, w, d, region, resid=i == len(depths) - 1)
+                self.tile(u_new, u, w, d, region, resid=resid and i == len(depths) - 1)
             u, u_new = u_new, u
 
     def _graph(self, u, u_new, w, region, steps: int):
@@ -479,6 +531,12 @@ class CupyBackend(Backend):
         if self._edge_used:
             self._joined.record(self.edge)  # re-recording later is safe: a wait uses the state at wait time
             self.main.wait_event(self._joined)
+
+    def edge_waits_main(self) -> None:
+        """Make `edge` wait for everything enqueued on `main` so far (the overlap mode's deep-halo strips,
+        copied out on edge, reach into the part of the field the last tile's inner launch wrote on main)."""
+        self._main_mark.record(self.main)
+        self.edge.wait_event(self._main_mark)
 
     def synchronize(self) -> None:
         self.join()

@@ -16,7 +16,8 @@ Variants (`backend.kernel`):
          more registers.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
-variant's default below; `backend.time_tile: null` the tuned depth, else DEFAULT_TILE.
+variant's default (default_block: DEFAULT_BLOCK, a tiled variant's segment rows fitted to the grid);
+`backend.time_tile: null` the tuned depth, else DEFAULT_TILE.
 
 Every variant is compiled with --fmad=false: the terms are rounded in the order of solver/core/physics.py,
 so GPU results equal the CPU backends' bitwise (the kernels are memory-bound; BENCHMARKS.md gives the
@@ -38,6 +39,9 @@ DEFAULT_STEP_VARIANT = "vec"  # one step per launch (halo paths, time_tile: 1)
 DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8), "wave": (32, 128),
                  "wave2": (32, 128)}
 DEFAULT_TILE = 8  # steps per launch of a tiled variant when nothing is tuned or asked
+WAVE_ROWS = (128, 64, 32)  # segment rows a tiled variant's default block may take, most first
+WARPS_PER_SM = 8  # resident warps of a tiled kernel (244-255 registers a thread: 7.6 measured by ncu)
+DEFAULT_WAVES = 4  # a default tiled block's warps fill the GPU at least this many times over
 MAX_TILE = 16  # deeper tiles need more registers than a thread has (spills)
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
@@ -67,6 +71,21 @@ def lanes(variant: str, dtype) -> int:
 def apron(variant: str, dtype, k: int) -> int:
     """Lanes a `wave` strip recomputes at each side: ceil(k / columns per thread)."""
     return -(-k // lanes(variant, dtype))
+
+
+def default_block(variant: str, dtype, interior, sms: int, k: int = DEFAULT_TILE):
+    """The block of `variant` when nothing is tuned or asked: DEFAULT_BLOCK, except that a tiled
+    variant takes the most segment rows of WAVE_ROWS whose warps (strips x segments of the interior)
+    still fill `sms` multiprocessors DEFAULT_WAVES times over (else the fewest): fewer rows mean more
+    recomputed rows at the segment ends, too few warps a launch whose tail idles the GPU. `stencil
+    tune` of `wave2` k = 8 on an H200 (132 SMs), 2026-12-01, found the rows this gives best at 4096^2
+    (32), 8192^2 (64 float32, 128 float64) and 16384^2 (128): BENCHMARKS.md."""
+    if variant not in TILED:
+        return DEFAULT_BLOCK.get(variant)
+    ny, nx = interior
+    strips = wave_strips(variant, dtype, k, (1, ny + 1, 1, nx + 1))[2]
+    rows = next((by for by in WAVE_ROWS if strips * -(-ny // by) >= DEFAULT_WAVES * WARPS_PER_SM * sms), WAVE_ROWS[-1])
+    return DEFAULT_BLOCK[variant][0], rows
 
 
 def tile_problem(variant: str, k: int) -> str | None:
@@ -144,6 +163,18 @@ def wave_strips(variant: str, dtype, k: int, out_region) -> tuple[int, int, int]
     xb = 1 + (p0 - 1) // vw * vw - a * v
     wout = (32 - 2 * a) * v
     return xb, wout, -(-(p1 - (xb + a * v)) // wout)
+
+
+def tile_region(valid, fixed) -> tuple[int, int, int, int]:
+    """C (the region kernels/wave.cu updates at every level) for a time tile whose points `valid` hold
+    data at the tile's start, `fixed` per side (south, north, west, east) marking a physical side whose
+    ghost just outside holds a constant boundary value (solver.parallel.deep's DeepLayout.valid). C is
+    `valid` shrunk by one on every side that is not fixed: its one-cell ring, which the kernel reads but
+    never updates, is then valid data (no ghost beyond the received ones is read, and none that an
+    exchange may be writing while the tile runs), and level L is exact L points inside a side that is
+    not fixed, as the host's shrinking region (numba_kernels.tiled) is."""
+    (r0, r1, c0, c1), (fs, fn, fw, fe) = valid, fixed
+    return r0 + (not fs), r1 - (not fn), c0 + (not fw), c1 - (not fe)
 
 
 def maxdiff_shape(region) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

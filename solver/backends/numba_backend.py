@@ -102,22 +102,22 @@ class NumbaBackend(Backend):
         between two stops are whole tiles (advance), not a tile and a few plain steps."""
         return 1 if self.refills else self.tile_for(max(1, (shape[0] - 2) // self.threads))
 
-    def advance_batch(self, u, u_new, w, n: int, region, timer, keep_previous: bool = True):
-        """advance_timed, with the last step a plain one only where a check needs the previous field."""
+    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True):
+        """advance() timed, the last step a plain one only where a check needs the previous field."""
         t = time.perf_counter()
-        u, u_new = self.advance(u, u_new, w, n, region, keep_previous)
+        u, u_new = self.advance(u, u_new, w, n, region, previous)
         timer.add("compute", t)
         return u, u_new
 
-    def advance(self, u, u_new, w, n: int, region, keep_previous: bool = True):
+    def advance(self, u, u_new, w, n: int, region, previous: bool = True):
         """n steps on one process: time tiles of `time_tile` (k) steps per sweep and one shorter tile for
-        the rest (a plain step if one step is left); with keep_previous the last step is a plain one, so
+        the rest (a plain step if one step is left); with `previous` the last step is a plain one, so
         that `u_new` holds the previous field (for the checks that follow). The fused kernel keeps ghost
         layers constant, so sides whose ghosts change between steps (Neumann, periodic: `refills`) take
         plain steps with a boundary fill after each."""
         k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        m = n - keep_previous if (k > 1 and full and n > 1 and not self.refills) else 0
+        m = n - previous if (k > 1 and full and n > 1 and not self.refills) else 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
             self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d))
             u, u_new = u_new, u

@@ -35,15 +35,17 @@ def make_case(n_y: int, n_x: int, dtype: str, **sections):
     return validate_case(data)
 
 
-def single_gpu(size: int, dtype: str, kernel=None, block=None, fmad=False, graphs=True, repeats=7, steps=100):
-    """Median seconds per step of one configuration on one GPU (events around `steps` steps)."""
+def single_gpu(size: int, dtype: str, kernel=None, block=None, fmad=False, graphs=True, repeats=7, steps=100,
+               time_tile=None, previous=False):
+    """Median seconds per step of one configuration on one GPU (events around `steps` steps; previous:
+    batches that end as before a check, the last time tile folding its residual)."""
     from ..backends.cupy_backend import CupyBackend
     from ..core.physics import weights
     from .tune import random_field, time_config
 
     case = make_case(size, size, dtype)
     be = CupyBackend(case.backend, dtype)
-    be.configure(kernel, block, fmad)
+    be.configure(kernel, block, fmad, time_tile)
     be.use_graphs = graphs
     shape = (size + 2, size + 2)
     u, v = random_field(be, shape), be.zeros(shape)
@@ -51,7 +53,7 @@ def single_gpu(size: int, dtype: str, kernel=None, block=None, fmad=False, graph
     be.prepare(u, v, w)
     k = be.tile_steps(shape)
     steps = -(-steps // k) * k  # whole time tiles
-    times = time_config(be, u, v, w, (1, size + 1, 1, size + 1), repeats, steps)
+    times = time_config(be, u, v, w, (1, size + 1, 1, size + 1), repeats, steps, previous)
     choice = be.choice(shape)
     return {"size": size, "dtype": dtype, "kernel": choice[0], "block": list(choice[1]) if choice[1] else None,
             "time_tile": choice[2], "source": choice[3], "fmad": fmad, "graphs": graphs, "steps": steps,
@@ -134,6 +136,35 @@ def tiling(args) -> dict:
     return {"rows": rows, "steps": args.steps, "repeats": args.repeats}
 
 
+def batches(args) -> dict:
+    """What a batch costs beyond its steps: kernel-only seconds per step of the tiled choice (tuned, else
+    default) in batches of each --batch-steps length, with and without the fused residual of a check
+    (previous), at --size; the per-batch constant and the steady per-step time from a line through the
+    points, and the residual's cost per batch."""
+    rows = []
+    for dtype in args.dtypes:
+        points = {}
+        for steps in args.batch_steps:
+            for previous in (False, True):
+                r = single_gpu(args.size, dtype, repeats=args.repeats, steps=steps, previous=previous)
+                points[(r["steps"], previous)] = r["seconds_per_step"] * r["steps"]
+                free_device_memory()
+        n = sorted({s for s, _ in points})
+        a, b = n[0], n[-1]
+        per_step = (points[(b, False)] - points[(a, False)]) / (b - a)
+        row = {"size": args.size, "dtype": dtype, "kernel": r["kernel"], "block": r["block"], "time_tile": r["time_tile"],
+               "batch_seconds": {f"{s}{'+resid' if p else ''}": t for (s, p), t in points.items()},
+               "steady_seconds_per_step": per_step, "per_batch_seconds": points[(a, False)] - a * per_step,
+               "resid_seconds_per_batch": float(np.median([points[(s, True)] - points[(s, False)] for s in n]))}
+        rows.append(row)
+        print(f"batches {args.size}^2 {dtype} {row['kernel']} {row['block']} k={row['time_tile']}: steady "
+              f"{per_step * 1e3:.4f} ms/step, per batch {row['per_batch_seconds'] * 1e3:.3f} ms, fused residual "
+              f"{row['resid_seconds_per_batch'] * 1e3:.3f} ms per batch; "
+              + ", ".join(f"{k} steps {v / int(k.split('+')[0]) * 1e3:.4f}" for k, v in row["batch_seconds"].items()),
+              flush=True)
+    return {"rows": rows}
+
+
 def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
     """One `stencil run` (library entry point) of the heat eigenmode: its record's step time and sections."""
     from ..run import Options, run_case
@@ -189,11 +220,12 @@ def configs(args, ranks: int) -> list[dict]:
             for dtype in args.dtypes:
                 for halo in args.halos if ranks > 1 else ["none"]:
                     for transport in args.transports if ranks > 1 else ["none"]:
-                        ny = size * ranks if kind == "weak" else size
-                        if kind == "weak" and ranks == 1:
-                            continue
-                        out.append({"kind": kind, "ny": ny, "nx": size, "dtype": dtype, "halo": halo,
-                                    "transport": transport})
+                        for tile in args.time_tiles:
+                            ny = size * ranks if kind == "weak" else size
+                            if kind == "weak" and ranks == 1:
+                                continue
+                            out.append({"kind": kind, "ny": ny, "nx": size, "dtype": dtype, "halo": halo,
+                                        "transport": transport, "time_tile": tile})
     return out
 
 
@@ -206,11 +238,14 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     from ..core.timing import Timer
     from ..parallel.exchange import make_exchange
 
+    from ..core.field import set_edges
+
     ny, nx, dtype = cfg["ny"], cfg["nx"], cfg["dtype"]
-    par = {"decomposition": "rows"}
+    par = {"decomposition": "rows", "share_gpus": True}
     if cfg["halo"] != "none":
         par.update(halo=cfg["halo"], transport=cfg["transport"])
-    case = make_case(ny, nx, dtype, initial={"kind": "sine"}, parallel=par, run={"steps": 10**9, "check_every": 10**9})
+    case = make_case(ny, nx, dtype, initial={"kind": "sine"}, parallel=par, run={"steps": 10**9, "check_every": 10**9},
+                     backend={"name": "cupy", "time_tile": cfg.get("time_tile", 1)})
     node_rank, node_size = comm.node()
     dims = choose_dims(comm.size, case.shape, "rows")
     lay = Layout(case=case, dt=physics.time_step(case), spacing=physics.spacing(case),
@@ -220,8 +255,13 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     be = CupyBackend(case.backend, dtype, local_rank=node_rank, local_size=node_size)
     u, v = sine_field(be, case, block), be.zeros(block.padded)
     timer, warm = Timer(), Timer()
-    ex = make_exchange(case.parallel.halo, block, comm.mpi, be, timer, case.parallel.transport)
-    be.prepare(u, v, w)
+    be.prepare(u, v, w)  # the fields' shape: the time tile's choice
+    depth = comm.bcast(be.tile_for(min(b.ny for b in lay.blocks)))  # deep halos of that depth (as Run.connect)
+    ex = make_exchange(case.parallel.halo, block, comm.mpi, be, timer, case.parallel.transport, depth=depth,
+                       blocks=lay.blocks, fill=lambda b, a: set_edges(case, b, a))
+    if hasattr(ex, "adopt"):
+        u, v = ex.adopt(u, v)
+        be.prepare(u, v, w)
     loop = TimeLoop(lay, be, comm, ex, (timer, warm))
     s = LoopState(u, v)
     steps = steps_for(ny * nx, np.dtype(dtype).itemsize, comm.size)
@@ -230,6 +270,7 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     for k in timer.seconds:
         timer.seconds[k] = 0.0
     ex_stats0 = _ex_stats(ex)
+    sent0 = ex.sent()
     per_step = []
     for _ in range(repeats):
         comm.barrier()
@@ -242,13 +283,15 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     mine = {"rank": comm.rank, "gpu": be.device_index, **{k: v / loop_s for k, v in timer.seconds.items()},
             **{k: (v - ex_stats0.get(k, 0.0)) / loop_s for k, v in _ex_stats(ex).items()}}
     detail = comm.gather(mine)
+    messages = comm.allsum(ex.sent() - sent0) / (steps * repeats)
     ex.close()
     med = float(np.median(per_step))
     itemsize = np.dtype(dtype).itemsize
     res = {**cfg, "ranks": comm.size, "steps": steps, "repeats": repeats, "seconds_per_step": med,
            "spread": [float(min(per_step)), float(max(per_step))], "gups": ny * nx / med / 1e9,
            "effective_gbs_per_gpu": ny * nx / comm.size * 2 * itemsize / med / 1e9,
-           "transport_used": getattr(ex, "transport", "none"), "exact_relative_error": err,
+           "transport_used": getattr(getattr(ex, "tx", None), "name", "none"), "exact_relative_error": err,
+           "halo_depth": getattr(ex, "depth", 1), "messages_per_step": messages, "time_tile_used": be._tile_used,
            "exact_tolerance": float(8 * np.finfo(dtype).eps * (s.step + 1)), "ranks_detail": detail, "_backend": be,
            "kernel": list(be.choice(u.shape)[:2])}
     res["kernel"][1] = list(res["kernel"][1]) if res["kernel"][1] else None
@@ -346,28 +389,30 @@ def hybrid_lines(directory: Path) -> list[str]:
     rows = []
     for p in sorted(directory.glob("hybrid_*.json")):
         rows += json.loads(p.read_text())
-    one = {(r["ny"], r["nx"], r["dtype"]): r["seconds_per_step"] for r in rows if r["ranks"] == 1}
+    one = {(r["ny"], r["nx"], r["dtype"], r.get("time_tile", 1)): r["seconds_per_step"] for r in rows if r["ranks"] == 1}
     lines = []
     for r in rows:
         if r["ranks"] == 1:
             continue
         base_shape = (r["nx"], r["nx"]) if r["kind"] == "weak" else (r["ny"], r["nx"])
-        t1 = one.get((*base_shape, r["dtype"]))
+        t1 = one.get((*base_shape, r["dtype"], r.get("time_tile", 1)))
         eff = ""
         if t1:
             eff = t1 / r["seconds_per_step"] if r["kind"] == "weak" else t1 / (r["ranks"] * r["seconds_per_step"])
             eff = f" eff {eff:.0%}"
         ok = "ok" if r["exact_relative_error"] <= r["exact_tolerance"] else "WRONG"
         comm = max(d["comm"] + d["wait"] for d in r["ranks_detail"])
-        lines.append(f"hybrid {r['kind']} {r['ranks']}x {r['ny']}x{r['nx']} {r['dtype']} {r['halo']}/{r['transport_used']}: "
-                     f"{r['seconds_per_step'] * 1e3:.3f} ms/step{eff}, {r['fraction_of_copy_per_gpu']:.0%} copy/GPU, "
+        tile = (f" k={r['time_tile']} depth {r['halo_depth']}, {r['messages_per_step']:.2f} msg/step,"
+                if "halo_depth" in r else "")
+        lines.append(f"hybrid {r['kind']} {r['ranks']}x {r['ny']}x{r['nx']} {r['dtype']} {r['halo']}/{r['transport_used']}:"
+                     f"{tile} {r['seconds_per_step'] * 1e3:.3f} ms/step{eff}, {r['fraction_of_copy_per_gpu']:.0%} copy/GPU, "
                      f"comm+wait {comm:.0%}, exact {ok}")
     return lines
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m solver.bench.gpu")
-    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling"])
+    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling", "batches"])
     p.add_argument("dir", nargs="?", default=".")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--large", type=int, default=16384)
@@ -376,14 +421,18 @@ def main(argv=None) -> int:
     p.add_argument("--halos", nargs="+", default=["overlap"])
     p.add_argument("--transports", nargs="+", default=["staged"])
     p.add_argument("--kinds", nargs="+", default=["strong", "weak"])
+    p.add_argument("--time-tiles", type=int, nargs="+", default=[1],
+                   help="hybrid: backend.time_tile values (k > 1: deep halos of k layers under MPI)")
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--batch-steps", type=int, nargs="+", default=[48, 400])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     if args.what == "table":
         print(table(Path(args.dir)))
         return 0
-    res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target, "tiling": tiling}[args.what](args)
+    res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target, "tiling": tiling,
+           "batches": batches}[args.what](args)
     from ..parallel.comm import launched_by_mpi
 
     rank0 = not launched_by_mpi() or _rank() == 0

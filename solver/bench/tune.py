@@ -4,7 +4,7 @@ time-tiled variants, steps per launch) on one GPU.
 Schedule per (variant, block, k): compile; check it against `naive` (k steps from the same random
 field must agree bitwise; k = 1 for the one-step variants); two warm-up batches; `repeats` batches of
 `steps` steps rounded up to a multiple of k (CUDA graphs), each timed with CUDA events; the median
-time per step is reported. Effective bandwidth counts 2 x itemsize per update and is shown against
+time per step is reported. The batches fold no residual (no check follows them: kernel-only). Effective bandwidth counts 2 x itemsize per update and is shown against
 the device-to-device copy bandwidth measured at the start of the same run (cudaMemcpyAsync of a
 field-sized buffer, median of `repeats`): above 1, steps are fused (time tiling).
 
@@ -53,13 +53,15 @@ def random_field(be, shape, seed: int = SEED):
     return u
 
 
-def time_config(be, u, v, w, region, repeats: int, steps: int) -> list[float]:
-    """Seconds per step of each repeat (CUDA events around graph-batched advance)."""
-    u, v = be.advance(u, v, w, steps, region)
+def time_config(be, u, v, w, region, repeats: int, steps: int, previous: bool = False) -> list[float]:
+    """Seconds per step of each repeat (CUDA events around graph-batched advance). previous: the
+    batch ends as before a check (a time tile folds its residual); kernel-only timings leave it out,
+    as a run's batches between two checks do."""
+    u, v = be.advance(u, v, w, steps, region, previous)
     times = []
     for _ in range(repeats):
         e0 = be._record(be.main)
-        u, v = be.advance(u, v, w, steps, region)
+        u, v = be.advance(u, v, w, steps, region, previous)
         e1 = be._record(be.main)
         e1.synchronize()
         times.append(be.cp.cuda.get_elapsed_time(e0, e1) / 1e3 / steps)

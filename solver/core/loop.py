@@ -91,8 +91,8 @@ class TimeLoop:
             first = s.step
             if self.ex.trivial:
                 timer.step = s.step
-                s.u, s.u_new = self.backend.advance_batch(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
-                                                          keep_previous)
+                s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
+                                                          previous=keep_previous)
                 s.step += n
             else:
                 self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)

@@ -32,6 +32,14 @@ a converged Laplace run stops at the same step as the per-step run; signals are 
 the loop's poll period rounded up to a multiple of k (10 steps: every 16 for k = 8), and the ranks'
 vote on them is read one poll later (solver.core.loop.TimeLoop._vote: no rank waits at a poll).
 
+GPU fields (solver.backends.cupy_backend): the deep fields are the backend's pitched allocations with
+the owned block's first column aligned (so the one-layer views meet the one-step kernels' alignment),
+copied and filled on its stream; the mode classes run over the GPU transport they are given (staged,
+CUDA-aware or NCCL: solver.parallel.gpu_exchange), one for every depth's phases; `backend.tiled`
+launches the time-tiled kernel on the stream the transport made active (main; the frame of the overlap
+mode on the high-priority edge stream, after the receives) and charges its GPU time to compute from
+CUDA events. The inner part is one launch (the host waits in MPI while the GPU computes it).
+
 Thin blocks: a ghost layer d deep must come from the nearest neighbour, so d is capped to the thinnest
 block along each axis that has neighbours (plain data: every rank computes the same cap from the same
 blocks, so all agree without a message; after a rebalance the cap is computed again).
@@ -40,6 +48,7 @@ blocks, so all agree without a message; after a rebalance the cap is computed ag
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -111,11 +120,14 @@ class DeepTiles:
 
     BANDS = 4  # overlap: bands of the inner part, with MPI_Testall between them
 
-    def __init__(self, mode_cls, block: Block, blocks: list[Block], mpi, backend, timer, k: int, fill):
+    def __init__(self, mode_cls, block: Block, blocks: list[Block], mpi, backend, timer, k: int, fill, transport=None):
         self.mode_cls, self.block, self.mpi, self.backend, self.fill = mode_cls, block, mpi, backend, fill
+        self.tx = transport  # GPU fields: the transport every depth's exchanger shares (None: host)
         self.requested = k
         self.k = capped_depth(k, blocks)
-        self.step_ex = mode_cls(block, mpi, backend, timer)  # one layer, on the one-layer views
+        self.step_ex = mode_cls(block, mpi, backend, timer, transport=transport)  # one layer, on the one-layer views
+        if hasattr(backend, "plan_tiles"):  # GPU: compile every depth a tile may take, before the loop
+            backend.plan_tiles(range(2, self.k + 1))
         self.mode, self.overlap = self.step_ex.mode, self.step_ex.overlap
         self.schedule = (f"time tiles of up to {self.k} steps with a {self.k}-deep halo exchanged once per tile "
                          f"({self.mode}: {self.step_ex.schedule}); see solver/parallel/deep.py")
@@ -167,11 +179,15 @@ class DeepTiles:
     # fields -------------------------------------------------------------------------------------
     def adopt(self, u, u_new):
         """Copy the two one-layer fields into fields with k-deep ghost layers; returns their one-layer views."""
-        self.deep = [np.zeros(self.layout.shape, dtype=u.dtype) for _ in range(2)]
+        be = self.backend
+        self.deep = [_zeros(be, self.layout, u.dtype) for _ in range(2)]
         self.views = [d[self.layout.view] for d in self.deep]
-        for view, deep, src in zip(self.views, self.deep, (u, u_new)):
-            view[...] = src
-            self.fill(self.block, deep)  # boundary values along the whole physical sides (pad 1 there)
+        be.synchronize()
+        with getattr(be, "main", None) or nullcontext():  # GPU: the array assignments run on its main stream
+            for view, deep, src in zip(self.views, self.deep, (u, u_new)):
+                view[...] = src
+                self.fill(self.block, deep)  # boundary values along the whole physical sides (pad 1 there)
+        be.synchronize()
         return self.views[0], self.views[1]
 
     def _deep_of(self, view) -> np.ndarray:
@@ -195,7 +211,8 @@ class DeepTiles:
 
     def _plan(self, d: int) -> Exchange:
         if d not in self.plans:
-            self.plans[d] = self.mode_cls(self.block, self.mpi, self.backend, self._timer, self.layout.phases(d))
+            self.plans[d] = self.mode_cls(self.block, self.mpi, self.backend, self._timer, self.layout.phases(d),
+                                          transport=self.tx)
         return self.plans[d]
 
     def tile(self, s, d: int, w, timer) -> None:
@@ -204,10 +221,12 @@ class DeepTiles:
         u, out = self._deep_of(s.u), self._deep_of(s.u_new)
         ex = self._plan(d)
         ex.timer = timer
+        if ex.overlap and self.backend.on_gpu:  # the strips sent may hold points the last inner part wrote (main)
+            self.backend.edge_waits_main()
         pending = ex.start(u)
         if ex.overlap:
             valid, fixed = self.layout.valid(d, after_exchange=False)
-            for i, band in enumerate(bands(self.layout.inner(d), self.BANDS)):
+            for i, band in enumerate(bands(self.layout.inner(d), 1 if self.backend.on_gpu else self.BANDS)):
                 if i:
                     ex.progress(pending)
                 self._compute(out, u, w, d, band, valid, fixed, timer)
@@ -221,6 +240,8 @@ class DeepTiles:
         timer.add("other", t)
 
     def _compute(self, out, u, w, d, target, valid, fixed, timer) -> None:
+        if self.backend.on_gpu:  # CUDA events charge compute, the host's launch goes to other
+            return self.backend.tiled(out, u, w, d, target, valid, fixed, timer)
         t = time.perf_counter()
         self.backend.tiled(out, u, w, d, target, valid, fixed)
         timer.add("compute", t)
@@ -230,4 +251,12 @@ class DeepTiles:
         return self.carried + self.step_ex.messages + sum(ex.messages for ex in self.plans.values())
 
     def stats(self) -> dict:
-        return {"messages": self.sent(), "halo_depth": self.k}
+        return {**self.step_ex.stats(), "messages": self.sent(), "halo_depth": self.k}
+
+
+def _zeros(backend, layout: DeepLayout, dtype):
+    """A zeroed field of the deep layout: host memory, or the GPU backend's pitched allocation with the
+    owned block's first column (column 1 of the one-layer view) aligned as its kernels need."""
+    if backend.on_gpu:
+        return backend.zeros(layout.shape, aligned=layout.owned[2])
+    return np.zeros(layout.shape, dtype=dtype)

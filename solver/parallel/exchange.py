@@ -169,19 +169,21 @@ def _since(timer, t: float) -> float:
 
 def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str = "auto", *,
                   depth: int = 1, blocks: list[Block] | None = None, fill=None) -> Exchange:
-    """The exchanger for `mode` over this block's neighbours: none without neighbours; GPU fields the
-    mode over solver.parallel.gpu_exchange's transport (staged, CUDA-aware or NCCL: `transport`, agreed
-    collectively); host fields the mode over HostTransport, or with depth > 1 (backend.time_tile)
-    solver.parallel.deep's tiles of that many steps per exchange."""
+    """The exchanger for `mode` over this block's neighbours: none without neighbours; the mode over a
+    transport: HostTransport for host fields, for GPU fields solver.parallel.gpu_exchange's (staged,
+    CUDA-aware or NCCL: `transport`, agreed collectively); with depth > 1 (backend.time_tile: every
+    rank passes the same) solver.parallel.deep's tiles of that many steps per exchange of that many
+    layers, over the same transport."""
     if block.is_serial or mpi is None:
         return Exchange(block, mpi, backend, timer)
     cls = MODES[mode]
+    tx = None
     if backend.on_gpu:
         from .gpu_exchange import gpu_transport
 
-        return cls(block, mpi, backend, timer, transport=gpu_transport(transport, mpi, backend, cls.overlap))
+        tx = gpu_transport(transport, mpi, backend, cls.overlap)
     if depth > 1 and hasattr(backend, "tiled"):
         from .deep import DeepTiles
 
-        return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill)
-    return cls(block, mpi, backend, timer)
+        return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill, transport=tx)
+    return cls(block, mpi, backend, timer, transport=tx)
