@@ -175,10 +175,12 @@ fi
 if [[ $SECTIONS == *" verify "* ]]; then
   step gpu_tests 210 $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" tests/
   step hybrid_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
-  mkdir -p "$W/deep"
-  export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
-  step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
-  step access_gpu 60 $PY -m solver bench access --backend cupy --repeats 3 --json "$W/access_gpu.json"
+  if [[ -z ${VERIFY_GPU_ONLY:-} ]]; then  # VERIFY_GPU_ONLY=1: the GPU tests alone (CPU tables in their own call)
+    mkdir -p "$W/deep"
+    export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
+    step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
+    step access_gpu 60 $PY -m solver bench access --backend cupy --repeats 3 --json "$W/access_gpu.json"
+  fi
 fi
 
 # deep halos on the CPU cores (issue 14) ---------------------------------------------------------------
