@@ -123,13 +123,13 @@ def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeat
     """Measure `kind` on `backend` with every rank at once (collective); returns an uncached entry."""
     from .stream import STREAMS, concurrent_rate, make_stream
 
-    nbytes = nbytes or array_bytes(backend, comm)
+    base, _, dtype = kind.partition("-")  # "copy", or a compute peak "fma-float64"
     itemsize = np.dtype("float64").itemsize
-    if kind.split("-")[0] in PEAK_KINDS:
+    nbytes = 0 if base in PEAK_KINDS else nbytes or array_bytes(backend, comm)
+    if base in PEAK_KINDS:
         from . import peak
 
-        rate = peak.measure(backend, comm, kind.split("-")[1], kind.split("-")[0], repeats)
-        nbytes = 0
+        rate = peak.measure(backend, comm, dtype, base, repeats)
     elif backend.name not in STREAMS:  # a backend without stream kernels: its own copy, rates summed
         comm.barrier()
         total = comm.allsum(backend.copy_bandwidth(nbytes, repeats))
@@ -139,7 +139,7 @@ def measure(backend, comm, kind: str = "copy", nbytes: int | None = None, repeat
         rate = concurrent_rate(comm, getattr(s, kind), s.synchronize, s.nbytes(kind), repeats)
         del s
     _, per_node = comm.node()
-    return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": kind.split("-")[1] if "-" in kind else "float64",
+    return {**rate, "kind": kind, "bytes_per_rank": nbytes, "dtype": dtype or "float64",
             "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "key": cache_key(backend, comm, kind),
             "fingerprint": fingerprint(), "backend": backend.name, "device": backend.describe().get("device", "cpu"),
             "threads": backend.threads, "ranks": comm.size, "per_node": per_node,
