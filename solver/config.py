@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from .core.boundary import AXIS_SIDES, wave_numbers
 from .core.errors import InputError
 
 VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many points per snapshot
@@ -64,7 +65,21 @@ class Sine(Section):
     kind: Literal["sine"]
     value: float = Field(1.0, description="amplitude")
     k: list[int] = Field(default_factory=lambda: [1, 1], min_length=2, max_length=2, description=(
-        "wave numbers [kx, ky]: >= 1 along an axis with a Dirichlet side, >= 0 along Neumann or periodic axes"))
+        "wave numbers [kx, ky]: 1 to n along an axis with a Dirichlet side, 0 to n - 1 between Neumann sides, "
+        "0 to (n - 1) // 2 along a periodic axis (n the points along that axis)"))
+
+
+def _check_wave_number(k: int, axis: str, n: int, lo: str, hi: str) -> None:
+    """initial.k along one axis: a wave number whose mode exists on the axis's n points and its side kinds."""
+    allowed = wave_numbers(lo, hi, n)
+    if k in allowed:
+        return
+    sides = {("dirichlet", "dirichlet"): "Dirichlet sides", ("neumann", "neumann"): "Neumann sides",
+             ("periodic", "periodic"): "periodic sides"}.get((lo, hi), "a Dirichlet and a Neumann side")
+    why = (" (higher ones repeat lower modes or vanish)" if k > allowed[-1] else
+           " (a Dirichlet side admits no constant mode)" if k == 0 else "")
+    raise ValueError(f"initial.k: k{axis} = {k} but the {axis} axis ({sides}, n{axis} = {n} points) has modes "
+                     f"k{axis} = {allowed[0]} to {allowed[-1]}{why}; use a k{axis} in that range")
 
 
 class Hotspot(Section):
@@ -281,11 +296,8 @@ class Case(Section):
                              "and fixed fluxes may have no solution); make at least one side a number or "
                              "{kind: dirichlet, value: V}, or use physics.equation: heat")
         if self.initial.kind == "sine":
-            for k, (lo, hi), axis in zip(self.initial.k, (("left", "right"), ("bottom", "top")), "xy"):
-                least = 1 if "dirichlet" in (sides[lo].kind, sides[hi].kind) else 0
-                if k < least:
-                    raise ValueError(f"initial.k: k{axis} = {k} but the {axis} axis has a Dirichlet side, where the "
-                                     f"modes start at 1; use k{axis} >= 1")
+            for k, axis, n in zip(self.initial.k, "xy", (self.grid.nx, self.grid.ny)):
+                _check_wave_number(k, axis, n, *(sides[side].kind for side in AXIS_SIDES[axis]))
 
     # Derived values used everywhere -------------------------------------------------------------
     @property

@@ -106,6 +106,24 @@ def axis_mode(lo: str, hi: str, n: int, k: int, index: np.ndarray) -> tuple[np.n
     return (np.sin(theta * (j + 1)) if lo == "dirichlet" else np.sin(theta * (n - j))), theta
 
 
+def wave_numbers(lo: str, hi: str, n: int) -> range:
+    """The wave numbers k of axis_mode that give distinct modes, none zero at every point, on n points:
+    1..n with a Dirichlet side, 0..n-1 between Neumann sides, 0..(n-1)//2 on a periodic axis (its
+    cosines: k and n - k are the same mode, and k = n/2 vanishes at every point)."""
+    if lo == hi == "periodic":
+        return range(0, (n - 1) // 2 + 1)
+    if lo == hi == "neumann":
+        return range(0, n)
+    return range(1, n + 1)
+
+
+def angle_range(lo: str, hi: str, n: int) -> tuple[float, float]:
+    """(smallest, largest) angle theta over every discrete mode of the axis (a periodic axis's sines included)."""
+    ks, none = wave_numbers(lo, hi, n), np.arange(0)
+    top = n // 2 if lo == hi == "periodic" else ks[-1]
+    return axis_mode(lo, hi, n, ks[0], none)[1], axis_mode(lo, hi, n, top, none)[1]
+
+
 @dataclass(frozen=True)
 class Rule:
     side: str  # bottom, top, left, right
