@@ -28,9 +28,11 @@ from .core.loop import LoopState, TimeLoop
 from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
-from .io.fields import check_appendable, hdf5_writer
+from .io.continued import check_continued
+from .io.fields import hdf5_writer
 from .io.outputs import Outputs, Resume, vtk_wanted
 from .io.safeio import write_text
+from .io.vtk import check_folder
 from .parallel.comm import Comm, agree, default_threads
 from .parallel.consensus import check_same_case
 from .parallel.exchange import make_exchange
@@ -42,6 +44,7 @@ class Options:
     quiet: bool = False
     verify: bool | None = None  # None: the case's `verify`
     restart: str | None = None
+    case_file: str | None = None  # the case file the case was read from (an input: never removed or rewritten)
     ceiling: bool = True  # look up (or measure) the copy bandwidth and compute peak for the record
 
 
@@ -118,8 +121,10 @@ class Run:
 
     def _inputs(self) -> dict:
         """Files this run reads, which --overwrite must not remove."""
-        found = {"--restart": self.restart.path} if self.restart else {}
-        if self.case.initial.kind == "file":
+        found = {"case": Path(self.opts.case_file)} if self.opts.case_file else {}
+        if self.restart:
+            found["--restart"] = self.restart.path
+        elif self.case.initial.kind == "file":  # a restart reads the checkpoint instead
             found["initial.path"] = Path(self.case.initial.path)
         return found
 
@@ -310,11 +315,14 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
 
 
 def check_output(layout: Layout, comm: Comm, overwrite: bool, appending: bool, inputs: dict) -> None:
-    """Rank 0, read-only: the output directory (solver.io.claim) and, when appending, its fields.h5."""
-    d, case = layout.outdir, layout.case
+    """Rank 0, read-only: the output directory (solver.io.claim) and, when appending, every file the run
+    continues there (solver.io.continued)."""
+    d = layout.outdir
     check_output_dir(d, appending=appending, overwrite=overwrite, inputs=inputs)
-    if appending and (d / "fields.h5").exists():
-        check_appendable(d / "fields.h5", case.shape, np.dtype(case.numerics.dtype), hdf5_writer(comm))
+    if layout.vtk_on:
+        check_folder(d)
+    if appending:
+        check_continued(d, layout.case, hdf5_writer(comm), layout.vtk_on)
 
 
 def resolved_yaml(layout: Layout, ranks: int) -> str:

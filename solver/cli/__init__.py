@@ -151,7 +151,8 @@ def run(
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
                           decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
         cfg = agree(comm, lambda: _run_case(case, restart, over))
-        opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
+        opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None,
+                       case_file=str(case) if case else None)
         record = run_case(cfg, comm, opts)
     except Exception as exc:  # noqa: BLE001 - every failure must end every rank
         fail(exc, comm)

@@ -67,19 +67,51 @@ def resolve(path: str | Path) -> Path:
 def saved_case(path: str | Path) -> tuple[dict, Path]:
     """(the resolved case of the run that wrote the checkpoint, with its overrides, as a mapping; the
     directory holding the checkpoint: that run's output directory), for `stencil run --restart DIR` alone."""
+    import h5py
     import yaml
 
     cp = Checkpoint.open(path)
+    fix = f"give the case file too: stencil run CASE --restart {path}"
     try:
-        with __import__("h5py").File(cp.path, "r") as f:
-            data = yaml.safe_load(str(f.attrs["case"]))
-    except (OSError, KeyError, yaml.YAMLError) as exc:
-        raise InputError(f"--restart: {cp.path} holds no readable case ({exc}); give the case file too: "
-                         f"stencil run CASE --restart {path}") from None
+        with h5py.File(cp.path, "r") as f:
+            text = f.attrs["case"]
+        data = yaml.safe_load(text if isinstance(text, str) else "")
+    except (OSError, KeyError) as exc:
+        raise InputError(f"--restart: {cp.path} holds no readable case ({_first_line(exc)}); {fix}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"--restart: {cp.path} holds a case that is not YAML ({_first_line(exc)}); {fix}") from None
     if not isinstance(data, dict):
-        raise InputError(f"--restart: {cp.path} holds no case mapping; give the case file too: "
-                         f"stencil run CASE --restart {path}")
+        raise InputError(f"--restart: {cp.path} holds no case mapping; {fix}")
     return data, cp.directory
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:80]
+
+
+def _attributes(a, p: Path) -> tuple:
+    """(step, time, fingerprint, converged, tolerance) from a checkpoint's attributes, each checked: a value
+    of the wrong kind (a negative or fractional step, a fingerprint that is not a JSON object...) would
+    continue a wrong run or rewrite the history of the directory's files."""
+    def bad(name: str, value, want: str) -> InputError:
+        value = value.item() if isinstance(value, np.generic) else value
+        return InputError(f"--restart: {p} has attribute {name} = {value!r}, not {want}: the checkpoint is damaged; "
+                          "restart from an intact copy")
+
+    step, time, tol = a["step"], float(a["time"]), float(a["tolerance"])
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise bad("step", step, "a whole number >= 0")
+    if not math.isfinite(time) or time < 0:
+        raise bad("time", time, "a finite number >= 0")
+    fingerprint = json.loads(a["fingerprint"])
+    if not isinstance(fingerprint, dict):
+        raise bad("fingerprint", a["fingerprint"], "a JSON object")
+    converged = a["converged"]
+    if not isinstance(converged, (bool, np.bool_)):
+        raise bad("converged", converged, "true or false")
+    if not (math.isnan(tol) or tol > 0):
+        raise bad("tolerance", tol, "a positive number (NaN: none)")
+    return int(step), time, fingerprint, bool(converged), None if math.isnan(tol) else tol
 
 
 @dataclass(frozen=True)
@@ -103,13 +135,11 @@ class Checkpoint:
         try:
             with h5py.File(p, "r") as f:
                 a = f.attrs
-                if a.get("format") != FORMAT or "u" not in f:
+                if a.get("format") != FORMAT or not isinstance(f.get("u"), h5py.Dataset):
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
-                tol = float(a["tolerance"])
-                return cls(p.resolve(), int(a["step"]), float(a["time"]), json.loads(a["fingerprint"]),
-                           bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape))
-        except (OSError, KeyError, ValueError) as exc:
-            raise InputError(f"--restart: {p} cannot be read as a checkpoint ({exc}); {hint}") from None
+                return cls(p.resolve(), *_attributes(a, p), tuple(f["u"].shape))
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
     def check(self, case, dt: float) -> None:
         """InputError naming every difference that would make the continued run wrong."""

@@ -3,8 +3,9 @@
 1. check_output_dir (read-only, during set-up's checks): not the working directory nor a parent of it;
    a directory, or creatable; writable; no symbolic link where stencil writes (a planted `vtk ->
    elsewhere` would send the files out of the directory); results already there only with
-   --overwrite; no input of this run (initial.path, --restart) among the files --overwrite removes;
-   when appending, a fields.h5 that can be appended to.
+   --overwrite; no input of this run (the case file, initial.path, --restart) among the files
+   --overwrite removes or a restart rewrites; when appending, every file the run continues (see
+   solver.io.continued).
 2. claim (rank 0, once every check passed on every rank): the directory is made, then locked: an
    exclusive flock on LOCK, which also holds the holder's host, pid and start time. A second run on the
    same directory is refused (exit 2) naming that holder. A lock dies with its process, so the lock of a
@@ -74,16 +75,26 @@ def check_output_dir(d: Path, *, appending: bool, overwrite: bool, inputs: dict[
     _check_links(d)
     if not locked:
         _check_not_held(d / LOCK)
-    if appending:
-        return
-    if holds_results(d) and not overwrite:
+    if not appending and holds_results(d) and not overwrite:
         raise InputError(f"output.dir: {d} already holds results; pass --overwrite to replace them, "
                          "or choose another --output directory")
-    ours = {p.resolve() for p in our_files(d)} if overwrite else set()
+    _check_inputs(d, inputs, appending, overwrite)
+
+
+def _check_inputs(d: Path, inputs: dict[str, Path], appending: bool, overwrite: bool) -> None:
+    """No input of the run among the files of `d` it will remove or rewrite: every file stencil wrote there
+    with --overwrite, and when appending (a restart into its own directory) too, since a continued run
+    rewrites case.yaml, the listings and the record and cuts fields.h5 back; the checkpoint it continues
+    from is the one input it may replace (at its next checkpoint, once it has read it)."""
+    if not (overwrite or appending):
+        return
+    ours = {p.resolve() for p in our_files(d)}
+    verb = "the restart rewrites" if appending else "--overwrite would remove"
     for option, path in inputs.items():
-        if path.resolve() in ours:
-            raise InputError(f"{option}: {path} is a file of output.dir {d} that --overwrite would remove; move or "
-                             f"copy it out of {d} first, or {FIX}")
+        if path.resolve() in ours and not (appending and option == "--restart"):
+            alone = f"continue with `stencil run --restart {d}` (the checkpoint's own case), " if appending else ""
+            raise InputError(f"{option}: {path} is a file of output.dir {d} that {verb}; {alone}move or copy it out "
+                             f"of {d} first, or {FIX}")
 
 
 def _check_writable(d: Path) -> None:

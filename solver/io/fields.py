@@ -168,8 +168,11 @@ def check_appendable(path: Path, shape: tuple[int, int], dtype, writer: str) -> 
             names = ("u", "step", "time")
             if any(not isinstance(f.get(n), h5py.Dataset) or f[n].shape[0] != u.shape[0] for n in names[1:]):
                 raise InputError(f"--restart: {path} has no /step and /time of /u's length; {fix}")
-            for name in names[1:]:
-                f[name][()]  # noqa: B018 - read to verify the checksums
+            steps = f["step"][()]  # read: verifies the checksums
+            f["time"][()]  # noqa: B018 - read to verify the checksums
+            if len(steps) and (steps.dtype.kind not in "iu" or steps[0] < 0 or (np.diff(steps) <= 0).any()):
+                raise InputError(f"--restart: {path} has a /step list that is not increasing from 0 or more: it is "
+                                 f"damaged; {fix}")
             if writer == "mpio" and not all(allocated_early(f[name]) for name in names):
                 raise InputError(f"--restart: {path} was written by an older stencil whose datasets parallel HDF5 "
                                  "cannot extend; continue with STENCIL_HDF5_MPIO=0 set (rank 0 writes it) or restart "

@@ -6,11 +6,11 @@ the segment's number and steps.
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.timing import RANK_COLUMNS
 from .fields import write_skeleton
 from .safeio import replaced
@@ -37,6 +37,30 @@ def _as_current(table: np.ndarray) -> np.ndarray:
     return out
 
 
+KEY_COLUMNS = ("segment", "first_step", "last_step")  # what appending needs of an earlier table
+
+
+def read_timings(path: Path) -> np.ndarray:
+    """timings.h5:/ranks in today's columns. InputError (exit 2) naming the file when it is not such a
+    table: a restart appends to it, and checks it with this reader before anything is written."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            d = f.get("ranks")
+            if not isinstance(d, h5py.Dataset) or d.ndim != 1 or not set(KEY_COLUMNS) <= set(d.dtype.names or ()):
+                raise ValueError("no /ranks table with segment, first_step and last_step columns")
+            table = _as_current(d[()])
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: cannot be read as the timings table a restart appends to "
+                         f"({str(exc).splitlines()[0][:80]}); move it away or restart into another --output "
+                         "directory") from None
+    if len(table) and (table["segment"].min() < 0 or table["first_step"].min() < 0):
+        raise InputError(f"{path}: its /ranks table has negative segments or steps: it is damaged; move it away "
+                         "or restart into another --output directory")
+    return table
+
+
 def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step: int,
                         keep_before: int | None) -> None:
     """timings.h5:/ranks, one row per rank and run segment (a restart appends a segment).
@@ -48,11 +72,7 @@ def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step
 
     old = np.zeros(0, dtype=TIMING_DTYPE)
     if keep_before is not None and path.exists():
-        try:
-            with h5py.File(path, "r") as f:
-                old = _as_current(f["ranks"][()])
-        except (OSError, KeyError, ValueError) as exc:
-            raise OSError(errno.EIO, f"cannot read the table already there to append to it: {exc}", str(path)) from None
+        old = read_timings(path)
         old = old[old["first_step"] < keep_before]
     segment = int(old["segment"].max()) + 1 if len(old) else 0
     table = np.concatenate([old, timing_table(rows, segment, first_step, last_step)])

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import InputError
 from .safeio import replaced, write_text
 
 PVD = "u.pvd"
@@ -150,14 +151,40 @@ def pvd_text(entries: list[tuple[int, float, str]]) -> str:
 
 
 def read_pvd(path: Path) -> list[tuple[int, float, str]]:
-    """(step, time, file) of each data set listed in a .pvd this module wrote (step from the file name)."""
-    out = []
-    for ds in ET.parse(path).getroot().iter("DataSet"):
-        file = ds.get("file", "")
-        m = NAME.match(Path(file).name)
-        if m:
-            out.append((int(m.group(1)), float(ds.get("timestep")), file))
-    return out
+    """(step, time, file) of each data set listed in a .pvd this module wrote (step from the file name).
+
+    InputError (exit 2) naming the file when it is not such a listing: a restart continues it, and checks
+    it with this reader before anything is written (solver.io.continued)."""
+    try:
+        root = ET.parse(path).getroot()
+        if root.tag != "VTKFile" or root.get("type") != "Collection":
+            raise ValueError("not a VTK collection")
+        out = []
+        for ds in root.iter("DataSet"):
+            file = ds.get("file", "")
+            m = NAME.match(Path(file).name)
+            if m:
+                out.append((int(m.group(1)), _finite(ds.get("timestep")), file))
+        return out
+    except (OSError, ET.ParseError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: cannot be read as the VTK series listing ({str(exc).splitlines()[0][:80]}); "
+                         f"move it away (the continued run then lists only its own snapshots) or restart into "
+                         f"another --output directory") from None
+
+
+def _finite(text) -> float:
+    value = float(text)
+    if not np.isfinite(value):
+        raise ValueError(f"timestep {text!r} is not a finite number")
+    return value
+
+
+def check_folder(outdir: Path) -> None:
+    """The vtk folder is a folder, or absent (set-up's checks, before anything is written)."""
+    folder = Path(outdir) / "vtk"
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"output.dir: {folder} is a file, where stencil writes its VTK folder; move it away, set "
+                         "output.vtk: false or choose another --output")
 
 
 class VtkSeries:
