@@ -150,7 +150,7 @@ def run(
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
                           decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
-        cfg = agree(comm, lambda: _run_case(case, restart, over))
+        cfg = agree(comm, lambda: _run_case(case, restart, over, comm))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None,
                        case_file=str(case) if case else None)
         record = run_case(cfg, comm, opts)
@@ -168,9 +168,9 @@ def run(
         raise exc
 
 
-def _run_case(case: Optional[Path], restart: Optional[Path], over: dict):
+def _run_case(case: Optional[Path], restart: Optional[Path], over: dict, comm):
     """The case file with its overrides, or with --restart alone the checkpoint's own case, continued in the
-    checkpoint's directory (unless --output says otherwise)."""
+    checkpoint's directory (unless --output says otherwise) on this job's ranks."""
     from ..config import case_from_data, load_case
     from ..core.errors import InputError
 
@@ -182,7 +182,28 @@ def _run_case(case: Optional[Path], restart: Optional[Path], over: dict):
 
     data, directory = saved_case(restart)
     data.setdefault("output", {})["dir"] = str(directory)
-    return case_from_data(data, f"{restart} (the checkpoint's case)", over)
+    note = _free_saved_dims(data, comm.size, over)
+    cfg = case_from_data(data, f"{restart} (the checkpoint's case)", over)
+    if note and comm.rank == 0:
+        echo_err(note)
+    return cfg
+
+
+def _free_saved_dims(data: dict, ranks: int, over: dict) -> str | None:
+    """The saved parallel.dims were the process grid of the run that wrote the checkpoint; a restart on
+    another rank count (or with --decomposition rows) chooses its own, as a restart may use any (the
+    field is the same bitwise). Returns the note saying so, or None when the saved grid is kept."""
+    parallel = data.get("parallel")
+    dims = parallel.get("dims") if isinstance(parallel, dict) else None
+    if not (isinstance(dims, list) and len(dims) == 2 and all(isinstance(d, int) for d in dims)):
+        return None
+    cart = over.get("--decomposition", parallel.get("decomposition")) == "cart"
+    if cart and dims[0] * dims[1] == ranks:
+        return None
+    parallel["dims"] = None
+    return (f"note: parallel.dims: the checkpoint's process grid {dims[0]} x {dims[1]} does not fit "
+            f"{ranks} rank(s){'' if cart else ' with decomposition rows'}; the grid is chosen for them "
+            "(the result is the same bitwise)")
 
 
 @app.command()
