@@ -109,7 +109,7 @@ class Run:
                              threads=case.backend.threads or default_threads(comm.node_cores(), node_rank),
                              node_rank=node_rank, node_size=node_size, vtk_on=vtk_wanted(case, comm.rank))
         self.resume = Resume.of(self.restart, self.layout.outdir)
-        self.backend_cls = backend_class(case.backend.name)
+        self.backend_cls = backend_class(case.backend.name, self.layout.threads)
         if hasattr(self.backend_cls, "check_placement"):  # GPUs: ranks per node vs GPUs (parallel.share_gpus)
             self.backend_cls.check_placement(node_size, case.parallel)
         check_memory(self.layout, self.verify_on)

@@ -30,11 +30,14 @@ def registry() -> dict[str, type[Backend]]:
     return dict(_REGISTRY)
 
 
-def backend_class(name: str) -> type[Backend]:
-    """The class for `name`, or an InputError that lists the known ones / says how to install."""
+def backend_class(name: str, threads: int | None = None) -> type[Backend]:
+    """The class for `name`, or an InputError that lists the known ones / says how to install. `threads`:
+    the threads per rank the run will ask for, reserved before the availability check imports the library."""
     reg = registry()
     if name not in reg:
         raise InputError(f"backend.name: unknown backend {name!r}; known backends: {', '.join(reg)}")
+    if threads:
+        reg[name].reserve_threads(threads)
     reason = reg[name].unavailable()
     if reason:
         raise InputError(f"backend.name: backend {name!r} is not available here: {reason}")
@@ -55,6 +58,10 @@ class Backend:
         self.dtype = np.dtype(dtype)
         self.threads = threads
         self.local_rank, self.local_size = local_rank, local_size
+
+    @classmethod
+    def reserve_threads(cls, threads: int) -> None:
+        """Make room for `threads` threads per rank before the library is imported (numba: its pool)."""
 
     @classmethod
     def unavailable(cls) -> str | None:

@@ -36,6 +36,10 @@ class NumbaBackend(Backend):
         self.chosen: int | None = None  # the time tile last used (tile_for)
 
     @classmethod
+    def reserve_threads(cls, threads: int) -> None:
+        _ensure_thread_pool(threads)
+
+    @classmethod
     def unavailable(cls) -> str | None:
         try:
             import numba  # noqa: F401

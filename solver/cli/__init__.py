@@ -16,7 +16,8 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, StencilError, VerificationError
+from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, StencilError, VerificationError
+from ..core.machine import MAX_THREADS
 from . import stdout
 
 
@@ -95,10 +96,32 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 # helpers ---------------------------------------------------------------------------------------
 
 def _check_dtype(dtype: str) -> None:
-    from ..core.errors import InputError
-
     if dtype not in ("float32", "float64"):
         raise InputError(f"--dtype: {dtype!r} is not supported; use float32 or float64")
+
+
+def _check_fields_fit(option: str, size: int, dtype: str) -> None:
+    """Two (size + 2)^2 fields of `dtype` in the memory available here, or an InputError naming the option."""
+    import numpy as np
+
+    from ..core.machine import memory_bytes
+
+    need = 2 * (size + 2) ** 2 * np.dtype(dtype).itemsize
+    _, available = memory_bytes()
+    if available and need > available:
+        raise InputError(f"{option}: {size}^2 points of {dtype} need {need / 2**30:.1f} GiB for two fields but "
+                         f"{available / 2**30:.1f} GiB are available here; use a smaller {option}")
+
+
+def _check_backends(names: list[str]) -> list[str]:
+    """--backend names: each a known backend, or an InputError listing them."""
+    from ..backends import registry
+
+    known = registry()
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise InputError(f"--backend: unknown backend {bad[0]!r}; use one of {', '.join(known)}")
+    return names
 
 
 def _overrides(**kw) -> dict:
@@ -172,7 +195,6 @@ def _run_case(case: Optional[Path], restart: Optional[Path], over: dict, comm):
     """The case file with its overrides, or with --restart alone the checkpoint's own case, continued in the
     checkpoint's directory (unless --output says otherwise) on this job's ranks."""
     from ..config import case_from_data, load_case
-    from ..core.errors import InputError
 
     if case is not None:
         return load_case(case, over)
@@ -263,7 +285,6 @@ def tune(
     from ..bench.tune import parse_blocks, print_tune
     from ..bench.tune import tune as run_tune
     from ..config import load_case
-    from ..core.errors import InputError
 
     bad = [k for k in kernel or [] if k not in VARIANTS]
     if bad:
@@ -288,9 +309,9 @@ app.add_typer(bench_app, name="bench")
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    size: int = typer.Option(4096, help="interior points per side"),
+    size: int = typer.Option(4096, min=3, help="interior points per side"),
     dtype: str = typer.Option("float64", help="float32 | float64"),
-    threads: Optional[int] = typer.Option(None, help="numba threads (default: all cores)"),
+    threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS, help="numba threads (default: all cores)"),
     backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
     steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
@@ -308,6 +329,13 @@ def bench(
     from ..bench.stencil import print_bench, stencil_bench
 
     _check_dtype(dtype)
+    _check_backends(backend)
+    _check_fields_fit("--size", size, dtype)
+    from ..config import MAX_TIME_TILE
+
+    bad = [t for t in time_tile if not 0 <= t <= MAX_TIME_TILE]
+    if bad:
+        raise InputError(f"--time-tile: {bad[0]} is not a time tile; use 0 (the default) or 1 to {MAX_TIME_TILE}")
     if tune:
         from ..bench.cpu_tune import print_tune_cpu, tune_cpu
 
@@ -322,10 +350,16 @@ def bench(
 
 # the ladder, sweeps and reports ----------------------------------------------------------------
 
-def _counts(text: Optional[str], option: str, default: list[int]) -> list[int]:
+def _counts(text: Optional[str], option: str, default: list[int], most: int | None = None) -> list[int]:
+    """A list option given as text ('1,2,4'): parsed and checked (an empty one is refused), else `default`."""
     from ..sweep import parse_counts
 
-    return parse_counts(text, option) if text else default
+    if text is None:
+        return default
+    counts = parse_counts(text, option)
+    if most is not None and counts[-1] > most:
+        raise InputError(f"{option}: {counts[-1]} is more than {most}; use smaller counts")
+    return counts
 
 
 def _powers_of_two(limit: int) -> list[int]:
@@ -353,11 +387,12 @@ def bench_bandwidth(
     from ..parallel.comm import Comm
 
     comm = Comm.world(mpi)
-    names = backend or [n for n, cls in registry().items() if cls.unavailable() is None]
+    names = _check_backends(backend) if backend else [n for n, cls in registry().items() if cls.unavailable() is None]
     from ..parallel.comm import default_threads
 
     per_rank = default_threads(comm.node_cores(), comm.node()[0])
-    res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank)), comm, refresh, repeats)
+    res = bandwidth_bench(names, _counts(threads, "--threads", _powers_of_two(per_rank), MAX_THREADS), comm, refresh,
+                          repeats)
     if comm.rank == 0:
         print_bandwidth(res)
     _write_json(json_out, res, comm)
@@ -367,7 +402,7 @@ def bench_bandwidth(
 def bench_reduction(
     size: int = typer.Option(1 << 25, min=1, help="elements per rank"),
     lock_size: int = typer.Option(1 << 17, min=1, help="elements for the lock-per-add variant (it is slow)"),
-    threads: Optional[int] = typer.Option(None, min=1, help="threads per rank (default: cores / ranks per node)"),
+    threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS, help="threads per rank (default: cores / ranks per node)"),
     dtype: str = typer.Option("float64", help="float32 | float64 (sums accumulate in float64)"),
     gpu: Optional[bool] = typer.Option(None, "--gpu/--no-gpu", help="GPU variants (default: when cupy and a GPU are here)"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
@@ -377,7 +412,6 @@ def bench_reduction(
     """Sum an array the ways the textbooks contrast (lock, partials, GPU atomics, block tree, MPI); exit 3 on a wrong sum."""
     from ..backends import registry
     from ..bench.reduce import print_reduction, reduction_bench
-    from ..core.errors import InputError
     from ..parallel.comm import Comm
 
     _check_dtype(dtype)
@@ -404,7 +438,7 @@ def bench_reduction(
 @bench_app.command("vectorize")
 def bench_vectorize(
     dtype: str = typer.Option("float64", help="float32 | float64"),
-    threads: int = typer.Option(1, min=1, help="numba threads (1 shows SIMD alone)"),
+    threads: int = typer.Option(1, min=1, max=MAX_THREADS, help="numba threads (1 shows SIMD alone)"),
     sizes: Optional[str] = typer.Option(None, help="grid sides, e.g. 176,4096 (default: one in L2, one far beyond L3)"),
     repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
@@ -413,7 +447,10 @@ def bench_vectorize(
     from ..bench.vectorize import print_vectorize, vectorize_bench
 
     _check_dtype(dtype)
-    res = vectorize_bench(dtype, threads, _counts(sizes, "--sizes", []) or None, repeats)
+    sides = _counts(sizes, "--sizes", None)
+    for n in sides or []:
+        _check_fields_fit("--sizes", n, dtype)
+    res = vectorize_bench(dtype, threads, sides, repeats)
     print_vectorize(res)
     _write_json(json_out, res)
 
@@ -422,7 +459,7 @@ def bench_vectorize(
 def bench_access(
     backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="numba | cupy (default: numba, and cupy "
                                                                                 "where cupy and a GPU are here)"),
-    threads: int = typer.Option(1, min=1, help="numba threads, each reading its own slice (1: one core's caches)"),
+    threads: int = typer.Option(1, min=1, max=MAX_THREADS, help="numba threads, each reading its own slice (1: one core's caches)"),
     sizes: Optional[str] = typer.Option(None, help="array sizes, powers of two: 4K,64K,1M or a range 4K-256M "
                                                    "(default: 4K to at least 4x the last-level cache)"),
     strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
@@ -436,7 +473,7 @@ def bench_access(
     from ..bench.access import DEFAULT_STRIDES, access_bench, check_options, parse_sizes, print_access, wrong_sums
 
     names = check_options(backend, clock)
-    res = access_bench(names, threads, parse_sizes(sizes) if sizes else None,
+    res = access_bench(names, threads, parse_sizes(sizes) if sizes is not None else None,
                        _counts(strides, "--strides", list(DEFAULT_STRIDES)), repeats, min_time, clock)
     print_access(res)
     _write_json(json_out, res)
@@ -482,7 +519,7 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
     def command(
         case: Path = typer.Argument(..., help=case_help),
         ranks: str = typer.Option(..., help="rank counts, e.g. 1,2,4,8"),
-        threads_per_rank: Optional[int] = typer.Option(None, min=1, help="numba threads per rank (default: the case's, else 1)"),
+        threads_per_rank: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS, help="numba threads per rank (default: the case's, else 1)"),
         launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
@@ -513,7 +550,7 @@ def sweep_threads(
     timeout: Optional[float] = _TIMEOUT,
 ) -> None:
     """Thread scaling: one process, numba threads vary."""
-    _sweep("threads", case, _counts(threads, "--threads", []), launcher=launcher, launcher_args=launcher_args,
+    _sweep("threads", case, _counts(threads, "--threads", [], MAX_THREADS), launcher=launcher, launcher_args=launcher_args,
            repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
            overwrite=overwrite, timeout=timeout)
 

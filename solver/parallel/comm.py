@@ -56,11 +56,15 @@ def _thread_count(var: str, environ) -> int | None:
     text = environ.get(var, "").strip().split(",")[0].strip()  # OMP_NUM_THREADS may list nested levels: "4,2"
     if not text:
         return None
-    if not text.isdigit() or int(text) < 1:
-        from ..core.errors import InputError
+    from ..core.errors import InputError
+    from ..core.machine import MAX_THREADS, cpu_count
 
+    if not text.isdigit() or int(text) < 1:
         raise InputError(f"{var}: {environ[var]!r} is not a positive whole number of threads; set e.g. {var}=4 "
                          "or unset it")
+    if int(text) > MAX_THREADS:
+        raise InputError(f"{var}: {int(text)} threads per rank is more than the {MAX_THREADS} stencil accepts; set "
+                         f"it to at most the {cpu_count()} cores this process may use, or unset it")
     return int(text)
 
 
