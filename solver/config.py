@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from .core.boundary import AXIS_SIDES, wave_numbers
 from .core.errors import InputError
-from .core.machine import MAX_THREADS
+from .core.limits import MAX_THREADS, MAX_TIME_TILE
 
 VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many points per snapshot
 # Input limits (hostile or mistaken case files end with exit 2, never a traceback):
@@ -27,7 +27,6 @@ MAX_DEPTH = 16  # mappings and lists nested in a case file (a real one nests 3 d
 MAX_VALUE_CHARS = 4096  # one key or scalar value (paths included)
 MAX_COUNT = 2**62  # steps, intervals: counted in int64 by the kernels and the files
 MAX_LENGTH = 1e100  # lx, ly, alpha, dt between 1/MAX_LENGTH and MAX_LENGTH: their squares stay normal floats
-MAX_TIME_TILE = 64  # backend.time_tile: steps per sweep (numba) and halo depth
 QUOTE_CHARS = 80  # errors quote at most this much of a value
 
 

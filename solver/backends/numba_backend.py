@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import cache
 from ..core.errors import InputError
+from ..core.limits import MAX_TIME_TILE
 from ..core.machine import cpu_count, cpu_model
 from . import Backend, register
 
@@ -184,9 +185,16 @@ def tile_key(dtype: str, threads: int) -> str:
 
 
 def stored_tile(dtype: str, threads: int) -> dict | None:
-    """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None."""
-    entry = cache.load(TILE_CACHE).get(tile_key(dtype, threads))
-    return entry if isinstance(entry, dict) and "time_tile" in entry else None
+    """The stored choice for this CPU, dtype and thread count: {'time_tile', 'ring_bytes', ...} or None
+    (also when the entry is invalid: the default is used, and said)."""
+    instead = "the default time tile is used; `stencil bench --tune` measures it again"
+    return cache.load(TILE_CACHE, tile_problem, instead).get(tile_key(dtype, threads))
+
+
+def tile_problem(key: str, entry) -> str | None:
+    """Why a tiles.json entry cannot be used, or None."""
+    return cache.problem(entry, [("time_tile", cache.whole(1, MAX_TIME_TILE), f"a whole number from 1 to {MAX_TIME_TILE}"),
+                                 ("ring_bytes", cache.whole(1), "a whole number of bytes >= 1")], optional=("ring_bytes",))
 
 
 def default_time_tile(rows: int) -> int:

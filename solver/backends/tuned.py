@@ -10,6 +10,7 @@ be best at another.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from ..core import cache
@@ -26,7 +27,23 @@ def tune_key(gpu: str, dtype: str, shape, variant: str, k: int) -> str:
 
 
 def load_tuned() -> dict:
-    return cache.load(NAME)
+    """The valid entries of tune.json (an invalid one is said, and the default kernel used instead)."""
+    return cache.load(NAME, entry_problem, "the default kernel is used; `stencil tune` measures it again")
+
+
+def entry_problem(key: str, entry) -> str | None:
+    """Why a tune.json entry cannot be used (a key not GPU|dtype|NYxNX|variant|k, wrong types, a kernel,
+    block or time tile the GPU backend would refuse), or None."""
+    from .cupy_kernels import settings_problem
+
+    parts = key.split("|")
+    if len(parts) != 5 or not re.fullmatch(r"[1-9]\d*x[1-9]\d*", parts[2]):
+        return "its key is not GPU|dtype|NYxNX|kernel|time tile"
+    block = (lambda v: isinstance(v, list) and len(v) == 2 and all(cache.whole(1)(b) for b in v), "[x, y] of whole numbers >= 1")
+    why = cache.problem(entry, [("kernel", cache.text, "a kernel name"), ("block", *block),
+                                ("time_tile", cache.whole(1), "a whole number >= 1"),
+                                ("seconds_per_step", cache.positive, "a number > 0")], optional=("block", "time_tile"))
+    return why or settings_problem(entry["kernel"], entry.get("block"), entry.get("time_tile") or 1)
 
 
 def store_tuned(entries: dict) -> None:

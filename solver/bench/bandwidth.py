@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import cache
+from ..core.cache import mapping, positive, problem, text, whole
 from ..core.machine import cpu_model, fingerprint
 
 NODE_BYTES = 512 << 20  # host memory per node for one array, split across its ranks (far beyond caches)
@@ -55,8 +56,28 @@ def cache_key(backend, comm, kind: str = "copy") -> str:
            f"ranks={comm.size}|per_node={per_node}"
 
 
+MEASURED_AGAIN = "it is measured again"
+
+
+def entry_problem(key: str, entry) -> str | None:
+    """Why a bandwidth.json entry cannot be used (wrong types, a rate that is not a positive number), or None."""
+    rate = "gflops" if isinstance(entry, dict) and "gflops" in entry else "gbs"
+    count = (whole(1), "a whole number >= 1")
+    fields = [(rate, positive, "a number > 0"), (f"per_rank_{rate}", positive, "a number > 0"),
+              ("measured", text, "a date"), ("fingerprint", mapping, "a JSON object"),
+              ("workers", *count), ("ranks", *count), ("per_node", *count), ("threads", *count)]
+    if rate == "gbs":
+        fields.append(("bytes_per_rank", whole(0), "a whole number of bytes"))
+    return problem(entry, fields)
+
+
+def read_cache() -> tuple[dict, dict]:
+    """(valid entries, {key: why} for the invalid ones: measured again) of bandwidth.json."""
+    return cache.read(CACHE, entry_problem, MEASURED_AGAIN)
+
+
 def load_cache() -> dict:
-    return cache.load(CACHE)
+    return read_cache()[0]
 
 
 def store(key: str, entry: dict) -> None:
@@ -150,9 +171,10 @@ def ceiling(backend, comm, kind: str = "copy", refresh: bool = False, repeats: i
     """{'gbs': aggregate GB/s over all ranks, 'cached': bool, 'source': 'cached <date>' or 'measured now', ...}
     from the cache, or measured (again, once, when the cached or new reading is inconsistent); collective."""
     key = cache_key(backend, comm, kind)
-    data = load_cache() if comm.rank == 0 else {}
+    data, invalid = read_cache() if comm.rank == 0 else ({}, {})
     entry = data.get(key)
-    why, entry = comm.bcast(("refresh asked" if refresh else usable(entry, data), entry) if comm.rank == 0 else None)
+    why = "refresh asked" if refresh else f"the cached entry is invalid ({invalid[key]})" if key in invalid else None
+    why, entry = comm.bcast((why or usable(entry, data), entry) if comm.rank == 0 else None)
     if why is None:
         return {**entry, "cached": True, "source": f"cached {entry['measured'][:16].replace('T', ' ')}"}
     entry = measure(backend, comm, kind, repeats=repeats)

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, StencilError, VerificationError
-from ..core.machine import MAX_THREADS
+from ..core.limits import MAX_THREADS, MAX_TIME_TILE
 from . import stdout
 
 
@@ -331,8 +331,6 @@ def bench(
     _check_dtype(dtype)
     _check_backends(backend)
     _check_fields_fit("--size", size, dtype)
-    from ..config import MAX_TIME_TILE
-
     bad = [t for t in time_tile if not 0 <= t <= MAX_TIME_TILE]
     if bad:
         raise InputError(f"--time-tile: {bad[0]} is not a time tile; use 0 (the default) or 1 to {MAX_TIME_TILE}")

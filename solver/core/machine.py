@@ -27,9 +27,6 @@ def cpu_cores() -> set[int]:
     return set(_START_CORES)
 
 
-MAX_THREADS = 1 << 16  # the most numba threads per rank accepted from any source (case, options, environment)
-
-
 def cpu_count() -> int:
     """How many cores this process may run on (affinity-aware)."""
     return len(_START_CORES)

@@ -57,7 +57,8 @@ def _thread_count(var: str, environ) -> int | None:
     if not text:
         return None
     from ..core.errors import InputError
-    from ..core.machine import MAX_THREADS, cpu_count
+    from ..core.limits import MAX_THREADS
+    from ..core.machine import cpu_count
 
     if not text.isdigit() or int(text) < 1:
         raise InputError(f"{var}: {environ[var]!r} is not a positive whole number of threads; set e.g. {var}=4 "
