@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -29,34 +30,180 @@ TIMELINE_STEPS = 8
 TITLES = {"strong": "Strong", "weak": "Weak", "threads": "Thread"}  # steps shown in the timeline (the first timed ones)
 
 
-# loading ---------------------------------------------------------------------------------------
+# loading: every input read is checked against what the report uses, before any figure is drawn -------
 
-def load_json(path: Path) -> dict:
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _pair(v) -> bool:
+    return isinstance(v, list) and len(v) == 2
+
+
+ANY = (lambda v: True, "anything")
+NUM = (_number, "a finite number")
+INT = (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number")
+TEXT = (lambda v: isinstance(v, str), "text")
+LIST = (lambda v: isinstance(v, list), "a list")
+OBJECT = (lambda v: isinstance(v, dict), "an object")
+PAIR = (_pair, "a list of two")
+TEXTS = (lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v), "a list of texts")
+NAMED = (lambda v: isinstance(v, list) and all(isinstance(g, dict) and "name" in g for g in v), "a list of objects with a name")
+VERDICT = (lambda c: isinstance(c, dict) and (c.get("passed") is None or (isinstance(c["passed"], bool) and _number(
+    c.get("relative_error")) and _number(c.get("tolerance")))), "an object with passed, relative_error and tolerance")
+
+
+class Optional_:
+    """A spec whose value may be absent or null."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+
+THROUGHPUT = {"effective_gbs": NUM, "seconds_per_step": NUM, "mlups": NUM, "gflops": NUM, "flops_per_update": NUM,
+              "bytes_per_update": NUM, **{k: Optional_(NUM) for k in ("copy_gbs", "fraction_of_copy",
+                                                                     "peak_mul_add_gflops", "peak_fma_gflops")}}
+RECORD = {  # what the report reads of a record.json
+    "input": {"name": ANY, "equation": TEXT, "nx": INT, "ny": INT, "dtype": ANY, "initial": ANY,
+              "weights": {"wc": NUM, "wx": NUM, "wy": NUM}},
+    "run": {"steps": INT}, "stencil": {"backend": ANY}, "bottleneck": ANY, "correctness": VERDICT,
+    "environment": {**{k: ANY for k in ("host", "cpu", "cores", "cores_usable", "memory_gb", "os", "python",
+                                        "mpi_library", "stencil", "git_commit")}, "libraries": OBJECT,
+                    "gpus": Optional_(NAMED)},
+    "resources": {"threads_per_rank": ANY, "decomposition": ANY, "dims": PAIR, "ranks": INT, "halo": ANY,
+                  "halo_schedule": ANY},
+    "timings": {"comm_fraction": {"max": NUM}, "wait_fraction": {"max": NUM}, "comm_wait_fraction": {"max": NUM},
+                "load_imbalance": NUM},
+    "throughput": Optional_(THROUGHPUT),
+}
+POINT = {  # an ok row of sweep.json
+    "record": TEXT, "ranks": INT, "threads": INT, "workers": INT, "global_ny": ANY, "global_nx": ANY,
+    "speedup": NUM, "efficiency": NUM, "effective_gbs": NUM, "seconds_per_step": NUM, "mlups": NUM,
+    "comm_fraction": NUM, "wait_fraction": NUM, "bottleneck": ANY,
+    **{k: Optional_(NUM) for k in ("copy_gbs", "fraction_of_copy", "time_min", "time_max", "comm_wait_fraction",
+                                   "load_imbalance")}, "repeats_ok": Optional_(INT)}
+SWEEP = {"kind": (lambda v: v in TITLES, f"one of {', '.join(TITLES)}"), "case_name": ANY, "growth": ANY,
+         "machine": {"cpu": ANY, "cores_usable": ANY}, "date": ANY, "launcher": Optional_(ANY), "command": ANY,
+         "repeats": Optional_(INT), "notes": TEXTS,
+         "rows": (lambda v: isinstance(v, list) and all(isinstance(r, dict) and isinstance(r.get("status"), str)
+                                                       for r in v), "a list of objects with a status")}
+TRACE = {"traceEvents": (lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of objects")}
+EVENT = {"ph": ANY, "name": ANY, "pid": INT, "ts": NUM, "dur": NUM, "args": {"step": INT}}  # each "X" event
+PATTERNS = ("contiguous", "strided", "random", "rows", "cols")
+ACCESS_ROW = (lambda r: isinstance(r, dict) and r.get("pattern") in PATTERNS and isinstance(r.get("backend"), str)
+              and _number(r.get("bytes")) and _number(r.get("gbs")) and r["bytes"] > 0 and r["gbs"] > 0
+              and (r["pattern"] != "strided" or isinstance(r.get("stride"), int)),
+              "an object with backend, pattern (and stride), bytes and gbs")
+MARKS = (lambda v: isinstance(v, dict) and all(isinstance(m, list) and all(
+    isinstance(x, dict) and _number(x.get("bytes")) and "label" in x for x in m) for m in v.values()),
+    "per backend, a list of caches with bytes and label")
+SIZES = (lambda v: isinstance(v, dict) and all(isinstance(m, list) and all(_number(x) and x > 0 for x in m)
+                                                for m in v.values()), "per backend, a list of sizes")
+ACCESS = {"results": (lambda v: isinstance(v, list) and all(ACCESS_ROW[0](r) for r in v), f"a list of {ACCESS_ROW[1]}"),
+          "marks": MARKS, "sizes": SIZES, "cpu": ANY, "date": ANY, "repeats": ANY, "threads": ANY,
+          "caches": Optional_(OBJECT)}
+ALLREDUCE = {"ranks": INT, "cpu": ANY, "date": ANY,
+             "allreduce_by_size": (lambda v: isinstance(v, list) and v != [] and all(
+                 isinstance(r, dict) and _number(r.get("bytes")) and _number(r.get("seconds")) and r["bytes"] > 0
+                 and r["seconds"] > 0 for r in v), "a list of objects with bytes and seconds > 0")}
+SCALING_ROW = {k: TEXT for k in ("scaling", "decomposition", "halo")} | {
+    "ranks": INT, "seconds_per_step": NUM, "gbs": NUM, "copy_gbs": NUM, "nx": ANY, "ny": ANY,
+    "memcpy_gbs": Optional_(NUM)}
+TIMING_COLUMNS = ("rank", "compute", "comm", "wait", "io", "other", "loop", "steps")  # numbers in timings.csv
+NUMERIC_COLUMNS = (*TIMING_COLUMNS, "warmup", "points")
+
+
+def shape_problem(data, spec, where: str = "") -> str | None:
+    """Where `data` differs from `spec` (an object of specs, a (test, what) pair, or Optional_), or None."""
+    if isinstance(spec, Optional_):
+        return None if data is None else shape_problem(data, spec.spec, where)
+    if isinstance(spec, dict):
+        if not isinstance(data, dict):
+            return f"{where or 'the file'} is not an object"
+        for key, sub in spec.items():
+            name = f"{where}.{key}" if where else key
+            if key not in data and not isinstance(sub, Optional_):
+                return f"{name} is missing"
+            problem = shape_problem(data.get(key), sub, name)
+            if problem:
+                return problem
+        return None
+    test, what = spec
+    return None if test(data) else f"{where} is {_quote(data)}, not {what}"
+
+
+def _quote(value) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def load_json(path: Path, spec=None, again: str = "run the sweep or the case again"):
+    """A JSON file the report reads, checked against `spec`: InputError naming the file and the key otherwise."""
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read it ({exc}); run the sweep or the case again") from None
+        raise InputError(f"{path}: cannot read it ({str(exc).splitlines()[0][:80]}); {again}") from None
+    problem = shape_problem(data, spec) if spec is not None else None
+    if problem:
+        raise InputError(f"{path}: {problem}; it is damaged or not stencil's: {again}")
+    return data
 
 
-def load_timings(run_dir: Path) -> list[dict]:
-    """timings.csv as numbers: one dict per rank."""
+def load_record(path: Path, again: str = "run the case again") -> dict:
+    return load_json(path, RECORD, again)
+
+
+def load_trace(path: Path) -> dict:
+    trace = load_json(path, TRACE, "run the case again with output.trace: true")
+    for i, e in enumerate(e for e in trace["traceEvents"] if e.get("ph") == "X"):
+        problem = shape_problem(e, EVENT, f"traceEvents[{i}]")
+        if problem:
+            raise InputError(f"{path}: {problem}; it is damaged or not stencil's: run the case again")
+    if not any(e.get("ph") == "X" for e in trace["traceEvents"]):
+        raise InputError(f"{path}: no timed sections (events with ph X); run the case again with output.trace: true")
+    return trace
+
+
+def load_timings(run_dir: Path, again: str = "run the case again") -> list[dict]:
+    """timings.csv as numbers: one dict per rank; InputError naming the line and column of a bad value."""
+    path = run_dir / "timings.csv"
     try:
-        with open(run_dir / "timings.csv", newline="") as f:
+        with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise InputError(f"{run_dir / 'timings.csv'}: cannot read it ({exc.strerror}); run the case again") from None
-    num = ("compute", "comm", "wait", "io", "other", "loop", "warmup", "steps", "rank", "points")
-    return [{k: (float(v) if k in num else v) for k, v in r.items()} for r in rows]
+    except (OSError, csv.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read it ({str(exc).splitlines()[0][:80]}); {again}") from None
+    if not rows:
+        raise InputError(f"{path}: holds no rank rows; {again}")
+    out = []
+    for i, r in enumerate(rows, start=2):  # line 1 is the header
+        row = dict(r)
+        for k in NUMERIC_COLUMNS:
+            if k not in TIMING_COLUMNS and not r.get(k):
+                continue
+            try:
+                row[k] = float(r.get(k))
+                ok = math.isfinite(row[k]) and row[k] >= 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise InputError(f"{path}: line {i}, column {k}: {r.get(k)!r} is not a number >= 0; {again}")
+        out.append(row)
+    return out
 
 
 def load_sweep(d: Path) -> dict:
-    """sweep.json with each successful row's record and timings attached."""
-    res = load_json(d / "sweep.json")
-    for r in res["rows"]:
-        if r["status"] == "ok":
-            run_dir = d / Path(r["record"]).parent
-            r["_record"] = load_json(d / r["record"])
-            r["_timings"] = load_timings(run_dir)
+    """sweep.json with each successful row's record and timings attached (every file checked)."""
+    res = load_json(d / "sweep.json", SWEEP)
+    for i, r in enumerate(r for r in res["rows"] if r["status"] == "ok"):
+        problem = shape_problem(r, POINT, f"rows[{i}]")
+        if problem:
+            raise InputError(f"{d / 'sweep.json'}: {problem}; it is damaged or not stencil's: run the sweep again")
+        rel = Path(r["record"])
+        if rel.is_absolute() or ".." in rel.parts:
+            raise InputError(f"{d / 'sweep.json'}: rows[{i}].record {r['record']!r} is not a path inside {d}; "
+                             "run the sweep again")
+        r["_record"] = load_record(d / rel, "run the sweep again")
+        r["_timings"] = load_timings(d / rel.parent, "run the sweep again")
     return res
 
 
@@ -357,25 +504,40 @@ def fig_mpi_scaling(rows: list[dict], where: str):
 
 
 def load_scaling_rows(path: Path) -> list[dict] | None:
-    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else."""
+    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else;
+    InputError naming the line when it is such a file but a row is damaged."""
     try:
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         return None
     keys = {"scaling", "decomposition", "halo", "ranks", "seconds_per_step", "gbs", "copy_gbs"}
-    return rows if rows and all(isinstance(r, dict) and keys <= r.keys() for r in rows) else None
+    if not (rows and all(isinstance(r, dict) and keys <= r.keys() for r in rows)):
+        return None
+    for i, r in enumerate(rows):
+        problem = shape_problem(r, SCALING_ROW, f"row {i + 1}")
+        if problem:
+            raise InputError(f"{path}: {problem}; it is damaged: run tools/mpi_scaling.py again")
+    return rows
 
 
 def load_bench_results(d: Path) -> dict[str, dict]:
-    """The `stencil bench access` and `stencil bench reduction` JSON files of a directory, by file stem."""
+    """The `stencil bench access` and `stencil bench reduction` JSON files of a directory, by file stem
+    (files of other kinds are skipped; one of these kinds that lacks what its figure needs is refused)."""
     found = {}
     for path in sorted(d.glob("*.json")):
         try:
             res = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(res, dict) and res.get("bench") in ("access", "reduction"):
-            found[path.stem] = res
+        if not isinstance(res, dict) or res.get("bench") not in ("access", "reduction"):
+            continue
+        spec = ACCESS if res["bench"] == "access" else ALLREDUCE if res.get("allreduce_by_size") else None
+        problem = shape_problem(res, spec) if spec else None
+        if spec is ACCESS and not problem and set(res["marks"]) - set(res["sizes"]):
+            problem = "marks names a backend that sizes does not"
+        if problem:
+            raise InputError(f"{path}: {problem}; it is damaged: run `stencil bench {res['bench']} --json` again")
+        found[path.stem] = res
     for path in sorted(d.glob("*.jsonl")):
         rows = load_scaling_rows(path)
         if rows:
@@ -602,12 +764,12 @@ def _pct(v) -> str:
 
 
 def run_report(d: Path) -> tuple[dict, str]:
-    rec, timings = load_json(d / "record.json"), load_timings(d)
+    rec, timings = load_record(d / "record.json"), load_timings(d)
     if not rec.get("throughput"):
         raise InputError(f"{d}: the run has no timed steps; raise run.steps above run.warmup and run it again")
     figs = {"ranks.png": fig_ranks(timings), "bandwidth.png": fig_run_bandwidth(rec)}
     if (d / "trace.json").exists():
-        figs["timeline.png"] = fig_timeline(load_json(d / "trace.json"))
+        figs["timeline.png"] = fig_timeline(load_trace(d / "trace.json"))
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]
