@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
 from .io.continued import check_continued
 from .io.fields import hdf5_writer
-from .io.outputs import Outputs, Resume, vtk_wanted
+from .io.outputs import Outputs, Resume, StopSignals, vtk_wanted
 from .io.safeio import write_text
 from .io.vtk import check_folder
 from .parallel.comm import Comm, agree, default_threads
@@ -152,7 +153,7 @@ class Run:
 
     def _open_outputs(self) -> None:
         lay = self.layout
-        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet)
+        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet, signals=self.signals)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
@@ -178,11 +179,12 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
-        try:
-            return self._execute()
-        finally:
-            if getattr(self, "claim", None) is not None:
-                self.claim.release()  # the output directory's lock, held for the run's life
+        with StopSignals.held() as self.signals:  # one signal policy from set-up to the end (its docstring)
+            try:
+                return self._execute()
+            finally:
+                if getattr(self, "claim", None) is not None:
+                    self.claim.release()  # the output directory's lock, held for the run's life
 
     def _execute(self) -> dict:
         self.setup()
@@ -200,18 +202,17 @@ class Run:
         self.clock.skip()
         failed = None
         try:
-            with self.outputs.signals:
-                self.outputs.snapshot(state)
-                self.clock.lap("output")
-                try:
-                    loop.run(state)
-                except NumericalError as exc:
-                    exc.agreed, exc.report = True, self.comm.rank == 0
-                    raise
-                self.backend.synchronize()  # GPU: the last kernels' event timings reach the timers
-                t = time.perf_counter()
-                self.outputs.after_loop(state)  # checkpoint at the end, or on a stop request
-                self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
+            self.outputs.snapshot(state)
+            self.clock.lap("output")
+            try:
+                loop.run(state)
+            except NumericalError as exc:
+                exc.agreed, exc.report = True, self.comm.rank == 0
+                raise
+            self.backend.synchronize()  # GPU: the last kernels' event timings reach the timers
+            t = time.perf_counter()
+            self.outputs.after_loop(state)  # checkpoint at the end, or on a stop request
+            self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
         except BaseException as exc:
             failed = exc
             raise
@@ -250,7 +251,15 @@ class Run:
         record = self.comm.bcast(written.get("record"))
         if self.state.stopped_by == "signal":
             raise self.outputs.interrupted(self.state)
+        self._note_late_signal()
         return record
+
+    def _note_late_signal(self) -> None:
+        """A stop request that came after the last step: the run finished its files; say so (collective)."""
+        if self.comm.allmax(1 if self.signals.received is not None else 0) and self.comm.rank == 0:
+            print(f"note: {self.signals.name} arrived after the last step (step {self.state.step}); the run "
+                  "finished its checkpoint, verification and record first, so there is nothing to continue",
+                  file=sys.stderr, flush=True)
 
     def facts(self) -> dict:
         """What the record says of this run beyond the layout and the rank rows (plain data)."""

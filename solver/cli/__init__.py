@@ -166,6 +166,9 @@ def run(
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
+    from ..io.outputs import StopSignals
+
+    StopSignals.install()  # one signal policy for the rest of this process (solver.io.outputs.StopSignals)
     from ..parallel.comm import Comm, agree
     from ..run import Options, run_case
 

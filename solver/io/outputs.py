@@ -15,6 +15,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,16 +55,50 @@ def vtk_wanted(case, rank: int = 0) -> bool:
 
 
 class StopSignals:
-    """SIGTERM/SIGINT/SIGUSR1 set a flag; the ranks agree on it at the next poll and stop together.
+    """The one signal policy of a run, from set-up to exit: SIGTERM, SIGINT and SIGUSR1 only set a flag,
+    so no signal ends the process in the middle of a phase (a file half written, the lock left behind).
 
-    SIGUSR1 is there for schedulers that signal the ranks themselves ahead of a time limit (Slurm's
-    `--signal=USR1@120`), for launchers that kill soon after SIGTERM (Open MPI 4.1's mpirun; see
-    docs/output.md for what each launcher was seen to do).
+    - Set-up and the loop: the loop polls the flag (every rank agrees at a poll), every rank stops at the
+      same step, writes a checkpoint and the record, and exits 75. A signal during set-up is answered
+      at the loop's first poll.
+    - After the loop (the final checkpoint, verification, the record): the run is complete and finishes
+      its files; a stop already under way still ends with 75, otherwise the run exits with its own code
+      and a note says the signal came after the last step.
+    - A second SIGINT (Ctrl-C twice) stops at once (KeyboardInterrupt: exit 130, the lock released).
+
+    `held()` gives the instance installed in this process: the CLI installs one for the process's
+    lifetime (`install`); a library call of run_case installs one for the run and restores the previous
+    handlers after it. SIGUSR1 is there for schedulers that signal the ranks themselves ahead of a time
+    limit (Slurm's `--signal=USR1@120`), for launchers that kill soon after SIGTERM (Open MPI 4.1's
+    mpirun; see docs/output.md for what each launcher was seen to do).
     """
+
+    _current: StopSignals | None = None  # the instance installed in this process
 
     def __init__(self):
         self.received: int | None = None
         self._old = {}
+
+    @classmethod
+    def install(cls) -> StopSignals:
+        """The policy for the rest of this process (the CLI): installed once, never restored."""
+        if cls._current is None:
+            cls._current = cls().__enter__()
+        return cls._current
+
+    @classmethod
+    @contextmanager
+    def held(cls):
+        """The installed policy, or one installed for the duration of the block."""
+        if cls._current is not None:
+            yield cls._current
+            return
+        with cls() as signals:
+            cls._current = signals
+            try:
+                yield signals
+            finally:
+                cls._current = None
 
     def __enter__(self):
         for sig in STOP_SIGNALS:
@@ -81,6 +116,7 @@ class StopSignals:
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+        self._old = {}
         return False
 
     @property
@@ -180,7 +216,8 @@ class Outputs:
     backend: reads the owned block of a field; resume: where a restarted run continues.
     """
 
-    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False):
+    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
+                 signals: StopSignals | None = None):
         self.layout, self.comm, self.backend = layout, comm, backend
         self.resume = resume.step
         self.appending = resume.appending
@@ -188,7 +225,7 @@ class Outputs:
         self.last_checkpoint = self.resume if self.appending else None  # step of the checkpoint in outdir
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
-        self.signals = StopSignals()
+        self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
                                      layout.case.grid.nx * layout.case.grid.ny)
         self.snapshots: list[int] = []
