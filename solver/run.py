@@ -133,6 +133,7 @@ class Run:
         if self.comm.rank == 0:
             self.claim = claim(self.layout.outdir, appending=self.resume.appending, overwrite=self.opts.overwrite,
                                inputs=self._inputs())
+            self.signals.at_abort(self.claim.release)  # a second Ctrl-C leaves no lock behind
 
     def _build(self) -> None:
         case, lay = self.case, self.layout

@@ -107,3 +107,17 @@ def test_two_sigterms_to_mpirun_in_the_loop_or_after_it(tmp_path, phase):
     job.send_signal(signal.SIGTERM)
     check = assert_stopped if phase == "loop" else assert_finished_after_late_signal
     check(*finish(job), tmp_path / "out")
+
+
+def test_a_second_ctrl_c_stops_at_once_with_one_line_and_no_lock(tmp_path):
+    """The escape hatch: the first SIGINT (here during the final verification) would let the run finish;
+    a second one ends it at once, exit 130, one line, the lock released, no record."""
+    job = start(verified_case(tmp_path))
+    wait_for(job, tmp_path / "out" / "checkpoint.h5")
+    job.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # two signals at once would reach the handler as one
+    job.send_signal(signal.SIGINT)
+    code, err = finish(job)
+    assert code == 130 and err.strip() == ("error: stopped at once by a second SIGINT, without a checkpoint (the "
+                                           "last one, if any, is intact)"), (code, err)
+    assert not (tmp_path / "out" / LOCK).exists() and not (tmp_path / "out" / "record.json").exists()

@@ -74,7 +74,11 @@ app = typer.Typer(cls=Group, add_completion=False, no_args_is_help=True, pretty_
 
 
 def main() -> None:
-    app(prog_name="stencil")
+    try:
+        app(prog_name="stencil")
+    finally:
+        if "solver.io.outputs" in sys.modules:  # `stencil run` installed the signal policy: its exit code stands
+            sys.modules["solver.io.outputs"].StopSignals.settle()
 
 
 def _version(value: bool) -> None:

@@ -12,6 +12,7 @@ next scheduled one, so the series has no duplicate and no hole.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -64,7 +65,8 @@ class StopSignals:
     - After the loop (the final checkpoint, verification, the record): the run is complete and finishes
       its files; a stop already under way still ends with 75, otherwise the run exits with its own code
       and a note says the signal came after the last step.
-    - A second SIGINT (Ctrl-C twice) stops at once (KeyboardInterrupt: exit 130, the lock released).
+    - A second SIGINT (Ctrl-C twice) stops at once: the lock is released (`at_abort`), one line said,
+      and the process exits 130 where it stands, without a checkpoint (the last one stays intact).
 
     `held()` gives the instance installed in this process: the CLI installs one for the process's
     lifetime (`install`); a library call of run_case installs one for the run and restores the previous
@@ -78,6 +80,7 @@ class StopSignals:
     def __init__(self):
         self.received: int | None = None
         self._old = {}
+        self._at_abort: list = []  # what a second Ctrl-C does before the process ends (release the lock)
 
     @classmethod
     def install(cls) -> StopSignals:
@@ -85,6 +88,14 @@ class StopSignals:
         if cls._current is None:
             cls._current = cls().__enter__()
         return cls._current
+
+    @classmethod
+    def settle(cls) -> None:
+        """At the process's exit (the CLI), once the run's exit code is decided: stop signals that arrive
+        while Python shuts down (MPI_Finalize, module teardown) stay blocked and go with the process,
+        instead of replacing that code by their default action (death by the signal)."""
+        if cls._current is not None and hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
     @classmethod
     @contextmanager
@@ -110,8 +121,28 @@ class StopSignals:
 
     def _handle(self, signum, frame):
         if self.received is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # a second Ctrl-C stops at once
+            self._abort()
         self.received = signum
+
+    def at_abort(self, fn) -> None:
+        """Call `fn` (no arguments) if a second Ctrl-C ends the process."""
+        self._at_abort.append(fn)
+
+    def _abort(self) -> None:
+        """A second Ctrl-C: end the process at once. Not by raising (KeyboardInterrupt would land wherever
+        the interpreter is, a C callback or a cleanup included, and be swallowed or reported as a crash)."""
+        for fn in self._at_abort:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - ending now matters more
+                pass
+        print("error: stopped at once by a second SIGINT, without a checkpoint (the last one, if any, is intact)",
+              file=sys.stderr, flush=True)
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - a closed or full stdout
+            pass
+        os._exit(130)
 
     def __exit__(self, *exc):
         for sig, old in self._old.items():
