@@ -311,6 +311,7 @@ def test_report_of_the_undamaged_inputs_works(sweep_dir, tmp_path):
     (["bench", "bandwidth", "--threads", "1000000"], ["--threads", "1000000", "65536"]),
     (["bench", "vectorize", "--sizes", ""], ["--sizes", "positive counts"]),
     (["bench", "access", "--strides", ""], ["--strides", "positive counts"]),
+    (["tune", "CASE", "--blocks", ""], ["--blocks", "names no block shape"]),
 ])
 def test_bad_options_outside_run_are_one_line_and_store_nothing(tmp_path, args, needles):
     case = write_case(tmp_path / "c.yaml", output={"dir": str(tmp_path / "out")})

@@ -293,16 +293,19 @@ def tune(
     from ..bench.tune import tune as run_tune
     from ..config import load_case
 
+    from ..backends.cupy_kernels import tile_problem
+
     bad = [k for k in kernel or [] if k not in VARIANTS]
     if bad:
         raise InputError(f"--kernel: unknown kernel {bad[0]!r}; use one of {', '.join(VARIANTS)}")
-    cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
-    from ..backends.cupy_kernels import tile_problem
-
     bad_tile = [t for t in time_tile or [] if tile_problem("wave", t)]
     if bad_tile:
         raise InputError(f"--time-tile: {tile_problem('wave', bad_tile[0])}")
-    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save, tiles=time_tile or None)
+    if blocks is not None and not blocks.strip():
+        raise InputError("--blocks: '' names no block shape; write e.g. --blocks 32x8,128x16, or leave it out")
+    shapes = parse_blocks(blocks)  # the options first, then the case and the GPU
+    cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
+    res = run_tune(cfg, kernel or None, shapes, repeats, steps, save, tiles=time_tile or None)
     print_tune(res)
     if json_out:
         json_out.write_text(json.dumps(res, indent=1))
