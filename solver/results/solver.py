@@ -43,7 +43,8 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     if not facts:
         return None
     res = facts["residuals"]
-    out = {k: facts[k] for k in ("method", "iterations", "initial_residual", "tolerance", "converged", "stopped_by")}
+    out = {k: facts[k] for k in ("method", "iterations", "first_iteration", "initial_residual", "tolerance", "converged",
+                                 "stopped_by")}
     out["history"] = [{"iteration": k, "residual": r, "relative": rel} for k, r, rel in res]
     if res:
         out["final_residual"], out["final_relative"] = res[-1][1], res[-1][2]
