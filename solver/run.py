@@ -155,10 +155,12 @@ class Run:
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively. Multigrid: the
         solver, with the exchangers of every level (solver.multigrid), stands in for it."""
-        if self.case.physics.solver == "multigrid":
+        if self.case.uses_multigrid:
             from .multigrid.cycle import Multigrid, settings_of
 
-            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case), self.case.multigrid.cycle)
+            op = physics.implicit_operator(self.case) if self.case.implicit else (0.0, 1.0)
+            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *op),
+                                self.case.multigrid.cycle, fine_g=self.case.implicit)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             return
@@ -239,7 +241,8 @@ class Run:
             from .results.verify import verify
 
             last = self.state.residuals[-1][1] if self.state.residuals else None
-            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step, last)
+            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step, last,
+                                 self.state.solves)
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
@@ -274,10 +277,14 @@ class Run:
                         "hdf5_writer": self.outputs.hdf5_writer}}  # serial, streamed or mpio
 
     def solver_facts(self) -> dict | None:
-        """Laplace: how the iteration ended (solver.results.record.solver_summary says what it means)."""
+        """Laplace: how the iteration ended; implicit heat: each step's solve (solver.results.solver)."""
+        s = self.state
+        if self.case.implicit:
+            return {"method": "multigrid", "scheme": self.case.physics.scheme, "cycle": self.case.multigrid.cycle,
+                    "tolerance": self.case.run.tolerance or physics.IMPLICIT_TOLERANCE, "solves": s.solves,
+                    "levels": self.mg.describe()}
         if self.case.physics.equation != "laplace":
             return None
-        s = self.state
         start = self.restart.step if self.restart else 0
         facts = {"method": self.case.physics.solver, "iterations": s.step - start, "initial_residual": s.r0,
                  "residuals": [(k, r, s.relative(r)) for k, r in s.residuals], "tolerance": self.case.run.tolerance,

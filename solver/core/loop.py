@@ -34,6 +34,7 @@ class LoopState:
     converged: bool = False
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early; "floor": the residual stalled
     r0: float | None = None  # laplace: max |residual| of the initial field, the unit of run.tolerance
+    solves: list[tuple[int, int, float, float]] = field(default_factory=list)  # implicit heat: (step, cycles, r0, relative)
 
     def relative(self, r: float) -> float:
         """A residual in units of the initial one (0 when the initial field already solves the problem)."""
@@ -70,6 +71,10 @@ class TimeLoop:
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.iterate = iterate  # multigrid (solver.multigrid.cycle.Multigrid): a step is one cycle, checked every cycle
         self.laplace = layout.case.physics.equation == "laplace"
+        if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
+            from .physics import implicit_rhs_weights
+
+            self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
@@ -112,7 +117,10 @@ class TimeLoop:
         if self.iterate is not None:
             for _ in range(n):
                 timer.step = s.step
-                self.iterate.cycle(timer)
+                if self.laplace:
+                    self.iterate.cycle(timer)
+                else:
+                    self._implicit_step(s, timer)
                 s.step += 1
             s.u, s.u_new = self.iterate.views()
             return
@@ -133,13 +141,23 @@ class TimeLoop:
             for _ in range(n):
                 self.step(s, timer)
 
+    def _implicit_step(self, s: LoopState, timer: Timer) -> None:
+        """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
+        from .physics import IMPLICIT_TOLERANCE
+
+        tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        cycles, r0, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
+        s.solves.append((s.step + 1, cycles, r0, rel))
+        if self.hooks is not None:
+            self.hooks.solved(s.step + 1, cycles, rel, tol)
+
     # the loop --------------------------------------------------------------------------------
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
         if self.ex.trivial and self.iterate is None:
             self.backend.plan(self._batches(s.step, end, warm_end))
-        if self.iterate is not None and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
+        if self.iterate is not None and self.laplace and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
             s.r0 = self.comm.allmax(self.iterate.residual_norm(self.warm_timer))
             self._converged(s, s.r0)
         try:
@@ -261,7 +279,10 @@ class TimeLoop:
         the residual of the field before it), reduced over ranks: convergence and NaN/Inf detection."""
         self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
-        if self.iterate is not None:
+        if self.iterate is not None and not self.laplace:  # implicit heat: the last solve's (reduced) residual
+            local = self.iterate.last if self.iterate.last is not None else 0.0
+            t = time.perf_counter()
+        elif self.iterate is not None:
             local = self.iterate.residual_norm(timer)
             t = time.perf_counter()
         else:

@@ -142,6 +142,13 @@ class Progress:
                   f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
             self.last_step, self.last_t = step, self.clock()
 
+    def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
+        """One line per implicit step (each is a multigrid solve): its cycles and residual."""
+        if self.show:
+            print(f"step {step}/{self.total}: {cycles} cycle(s), relative residual {rel:.2e} (tolerance {tol:.0e}), "
+                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
+            self.last_step, self.last_t = step, self.clock()
+
     def _line(self, step: int, now: float) -> None:
         elapsed = now - self.t0
         rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
@@ -326,6 +333,10 @@ class Outputs:
     def iteration(self, step: int, r: float, rel: float) -> None:
         """A multigrid cycle's line: its residual (rank 0, unless --quiet)."""
         self.progress_bar.iteration(step, r, rel)
+
+    def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
+        """An implicit step's line: the cycles its solve took (rank 0, unless --quiet)."""
+        self.progress_bar.solved(step, cycles, rel, tol)
 
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""

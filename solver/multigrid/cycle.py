@@ -93,6 +93,7 @@ class Multigrid:
                                   weights=True)
         self.exchange = self.grids[0].ex  # the finest level's one-layer exchanger: the record's halo facts
         self.gather_bytes = 0
+        self.last = None  # implicit heat: the relative residual the last step's solve reached
 
     # construction ------------------------------------------------------------------------------------
     def _grid(self, i: int, place: Place, fine_g: bool) -> Grid:
@@ -257,6 +258,39 @@ class Multigrid:
         if grid.fill.rules:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 
+    # implicit heat steps -----------------------------------------------------------------------------------
+    def time_step(self, rhs: Weights, tol: float, most: int, timer) -> tuple[int, float, float]:
+        """One implicit step from u^n (the finest level's u): g = the explicit part of u^n over the operator's
+        diagonal (one Jacobi-kernel update with weights `rhs`), then cycles from u^n until the relative
+        residual (this step's initial residual as the unit) is below tol, stops falling, or `most` cycles
+        are done. Returns (cycles, max |g - A u^n|, relative residual reached); collective."""
+        self._rhs(rhs, timer)
+        r0 = self._reduced(self.residual_norm(timer), timer)
+        rel, history = (0.0 if r0 == 0 else 1.0), []
+        while rel >= tol and len(history) < most and not _stalled(history):
+            self.cycle(timer)
+            rel = self._reduced(self.residual_norm(timer), timer) / r0
+            history.append(rel)
+            if rel != rel or rel == float("inf"):
+                break
+        self.last = rel
+        return len(history), r0, rel
+
+    def _rhs(self, w: Weights, timer) -> None:
+        grid = self._at(0, timer)
+        be, u, g = self.backend, grid.u, grid.g
+        compute = lambda regions: be.timed(timer, lambda: [be.smooth(g, u, None, w, None, _shift(r)) for r in regions])  # noqa: E731
+        if w.wx == 0 and w.wy == 0:  # backward Euler: u^n / d, no neighbours read
+            compute([_view_region(grid)])
+        else:
+            halo_step(grid.ex, grid.view(u), compute)
+
+    def _reduced(self, local: float, timer) -> float:
+        t = time.perf_counter()
+        r = self.comm.allmax(local)
+        timer.add("wait", t)
+        return r
+
     # the stop test ---------------------------------------------------------------------------------------
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
@@ -307,6 +341,11 @@ class Multigrid:
 
     def messages(self) -> int:
         return sum(ex.sent() for g in self.grids for ex in (g.ex, g.ex_r, g.ex_e) if ex is not None)
+
+
+def _stalled(history: list[float], checks: int = 3) -> bool:
+    """The residual has stopped falling: `checks` cycles in a row without halving the best before them."""
+    return len(history) > checks and min(history[-checks:]) > 0.5 * min(history[:-checks])
 
 
 def _shift(region):

@@ -374,7 +374,7 @@ def markdown(rec: dict) -> str:
     if tp:
         lines += ["## Throughput", "", "| metric | value |", "|---|---|"]
         if "bytes_per_cycle" in tp:
-            lines += [f"| time per cycle | {tp['seconds_per_step'] * 1e3:.4f} ms |",
+            lines += [f"| time per {tp['per']} | {tp['seconds_per_step'] * 1e3:.4f} ms |",
                       f"| effective GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
                       f"{tp['effective_gbs']:.2f} |"]
         else:

@@ -42,6 +42,8 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     """The record's `solver` section (None for heat)."""
     if not facts:
         return None
+    if "solves" in facts:
+        return implicit_record(facts, rows)
     res = facts["residuals"]
     out = {k: facts[k] for k in ("method", "iterations", "first_iteration", "initial_residual", "tolerance", "converged",
                                  "stopped_by")}
@@ -58,6 +60,27 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
         out["cycle"] = facts["cycle"]
         out["levels"] = level_table(facts["levels"], rows)
     out["ended"] = ending(out)
+    return out
+
+
+def implicit_record(facts: dict, rows: list[dict]) -> dict:
+    """Implicit heat: each step's solve (cycles, initial residual, relative residual reached)."""
+    solves = facts["solves"]
+    cycles = [c for _, c, _, _ in solves]
+    worst = max((rel for *_, rel in solves), default=None)
+    out = {"method": "multigrid", "scheme": facts["scheme"], "cycle": facts["cycle"], "tolerance": facts["tolerance"],
+           "steps": len(solves), "cycles": sum(cycles),
+           "cycles_per_step": {"min": min(cycles), "mean": sum(cycles) / len(cycles), "max": max(cycles)} if cycles else None,
+           "worst_relative": worst,
+           "unconverged_steps": [k for k, _, _, rel in solves if not rel < facts["tolerance"]],
+           "history": [{"step": k, "cycles": c, "initial_residual": r0, "relative": rel} for k, c, r0, rel in solves],
+           "levels": level_table(facts["levels"], rows)}
+    bad = out["unconverged_steps"]
+    out["ended"] = (f"{len(solves)} {facts['scheme']} steps, {out['cycles']} cycles "
+                    f"({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']}); "
+                    + (f"every solve reached the relative residual {facts['tolerance']:.0e} (worst {worst:.1e})"
+                       if not bad else f"{len(bad)} step(s) stopped above the tolerance {facts['tolerance']:.0e} "
+                       f"(worst {worst:.1e}: the rounding floor, or multigrid.max_cycles)")) if cycles else "no steps"
     return out
 
 
@@ -115,15 +138,17 @@ def cycle_bytes(case, levels: list[dict], pre: int, post: int) -> int:
 
 def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) -> dict | None:
     """The multigrid run's figures in the time loop's throughput shape (per cycle instead of per step)."""
-    cycles = rows[0]["steps"]
+    steps = rows[0]["steps"]  # timed steps: cycles (laplace), or implicit time steps
     solve = max(r["loop"] - r["io"] for r in rows)
-    if cycles == 0 or solve <= 0:
+    if steps == 0 or solve <= 0:
         return None
     m = case.multigrid
-    moved = cycle_bytes(case, solver["levels"], m.pre, m.post)
-    per = solve / cycles
-    out = {"timed_steps": cycles, "seconds_per_step": per, "mlups": case.grid.nx * case.grid.ny / per / 1e6,
-           "effective_gbs": moved / per / 1e9, "bytes_per_cycle": moved, "counted": "array passes per level"}
+    cycles = solver["cycles_per_step"]["mean"] if "scheme" in solver else 1.0
+    moved = cycle_bytes(case, solver["levels"], m.pre, m.post) * cycles
+    per = solve / steps
+    out = {"timed_steps": steps, "seconds_per_step": per, "mlups": case.grid.nx * case.grid.ny / per / 1e6,
+           "effective_gbs": moved / per / 1e9, "bytes_per_cycle": moved / cycles, "counted": "array passes per level",
+           "per": "step" if "scheme" in solver else "cycle"}
     total = sum(sum(lev["seconds"].values()) for lev in solver["levels"]) or 1.0
     out["level_shares"] = [sum(lev["seconds"].values()) / total for lev in solver["levels"]]
     if ceiling:
@@ -135,7 +160,8 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
 
 def summary_rows(s: dict) -> list[tuple[str, str]]:
     """(quantity, value) lines for the run table."""
-    rows = [("solver", s["method"] + (f", {s['cycle']}-cycles over {len(s['levels'])} levels" if "levels" in s else "")),
+    rows = [("solver", s["method"] + (f", {s['cycle']}-cycles over {len(s['levels'])} levels" if "levels" in s else "")
+             + (f", {s['scheme']} steps" if "scheme" in s else "")),
             ("ended", s["ended"])]
     if s.get("reduction_per_iteration") is not None:
         rows.append(("reduction per " + ("cycle" if s["method"] == "multigrid" else "iteration"),
@@ -157,7 +183,11 @@ def markdown_lines(s: dict) -> list[str]:
             lines.append(f"| {lev['level']} | {lev['nx']} x {lev['ny']} | {lev['placement']} | {t['compute']:.4f} | "
                          f"{t['comm']:.4f} | {t['wait']:.4f} | {t['other']:.4f} |")
     hist = s["history"]
-    if hist:
+    if hist and "scheme" in s:
+        shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
+        lines += ["", "| step | cycles | initial residual | relative residual reached |", "|---|---|---|---|"]
+        lines += [f"| {h['step']} | {h['cycles']} | {h['initial_residual']:.3e} | {h['relative']:.3e} |" for h in shown]
+    elif hist:
         shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
         lines += ["", "| iteration | max residual | relative |", "|---|---|---|"]
         lines += [f"| {h['iteration']} | {h['residual']:.3e} | {h['relative']:.3e} |" for h in shown]

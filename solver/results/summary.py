@@ -32,7 +32,7 @@ def print_summary(rec: dict) -> None:
     for name, value in solver_rows(rec["solver"]) if rec.get("solver") else []:
         table.add_row(name, value)
     if tp and "bytes_per_cycle" in tp:
-        table.add_row("time per cycle", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
+        table.add_row(f"time per {tp['per']}", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['effective_gbs']:.2f} GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, "
                                     "counted)")
     elif tp:
