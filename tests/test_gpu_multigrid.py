@@ -216,7 +216,7 @@ MPI_RUNS = [("float64", "V", "example", {"halo": "overlap"}),
 
 @needs_mpi
 @pytest.mark.mpi
-@pytest.mark.parametrize("dtype,cycle,sides,parallel", MPI_RUNS, ids=lambda x: str(x))
+@pytest.mark.parametrize("dtype,cycle,sides,parallel", MPI_RUNS, ids=["overlap-rows", "overlap-cols", "blocking-cols"])
 def test_two_ranks_sharing_a_gpu_equal_one_numpy_process_bitwise(tmp_path, dtype, cycle, sides, parallel):
     """Distributed levels (halo exchanges of every depth on the GPU transport, the overlap mode's two streams),
     then shared ones (restricted parts gathered: get/put): bitwise equal to one numpy process."""
