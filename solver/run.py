@@ -238,7 +238,8 @@ class Run:
         if self.verify_on and not stopped:
             from .results.verify import verify
 
-            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step)
+            last = self.state.residuals[-1][1] if self.state.residuals else None
+            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step, last)
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
@@ -282,8 +283,7 @@ class Run:
                  "residuals": [(k, r, s.relative(r)) for k, r in s.residuals], "tolerance": self.case.run.tolerance,
                  "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start}
         if self.mg is not None:
-            facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe(),
-                         level_seconds=self.timer.levels)
+            facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
         return facts
 
     def _ceiling(self) -> dict | None:
@@ -302,7 +302,7 @@ class Run:
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": loop.loop_seconds,
                 "warmup": loop.warm_seconds, "steps": loop.timed_steps, "device": self.backend.describe(),
-                "events": t.events if t.trace else None, "updates": loop.updates,
+                "events": t.events if t.trace else None, "updates": loop.updates, "levels": t.levels,
                 **getattr(loop.ex, "stats", dict)()}
 
 

@@ -14,14 +14,12 @@ decisions, so every rank takes part in the same collectives.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 import numpy as np
 
 from ..core.decomp import Block, decompose
-from .levels import Axis, Level, Transfer, identity
+from .levels import Axis, Level, Transfer, _scaled, identity
 
 MIN_BLOCK = 8  # points per axis with neighbours below which a level is shared instead
 DEPTH = 2  # ghost layers of every multigrid field (the restriction reads two beyond a block)
@@ -98,12 +96,13 @@ def _reach(fine: Block, coarse: Block, lev: Level) -> bool:
 
 # deriving a coarse block -------------------------------------------------------------------------
 def anchors(fine: Axis, coarse: Axis, t: Transfer) -> np.ndarray:
-    """For each coarse point, the fine point nearest to it (ties to the lower one)."""
+    """For each coarse point, the fine point nearest to it (ties to the lower one): coarse J lies at fine
+    index s = ((a + 2J) f2 - a c2) / (2 c2) (levels._scaled's integers), the anchor is ceil(s - 1/2)."""
     if fine.n == coarse.n:
         return np.arange(coarse.n)
-    lo = fine.offsets[0]
-    ratio = fine.spans / coarse.spans
-    return np.array([math.ceil((lo + J) * ratio - lo - Fraction(1, 2)) for J in range(coarse.n)], dtype=np.int64)
+    a, c2, f2 = _scaled(fine, coarse)
+    num = (a + 2 * np.arange(coarse.n, dtype=np.int64)) * f2 - a * c2 - c2
+    return -((-num) // (2 * c2))
 
 
 def coarse_block(block: Block, fine: Level, coarse: Level) -> Block:

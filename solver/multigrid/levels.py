@@ -243,58 +243,70 @@ def identity(n: int) -> Transfer:
                     np.ones((n, 1)))
 
 
-def _position(fine: Axis, coarse: Axis, j: int) -> Fraction:
-    """Fine point j in coarse index units: coarse point J lies at J."""
-    lo = fine.offsets[0]
-    return (lo + j) * coarse.spans / fine.spans - lo
+def _scaled(fine: Axis, coarse: Axis) -> tuple[int, int, int]:
+    """(a, c2, f2): with lo = a / 2 the first point's wall offset and c2, f2 twice the coarse and fine spans,
+    fine point j lies at coarse index ((a + 2j) c2 - a f2) / (2 f2): exact integers, no rounding."""
+    a = int(2 * fine.offsets[0])
+    return a, int(2 * coarse.spans), int(2 * fine.spans)
+
+
+def _position(fine: Axis, coarse: Axis, j) -> tuple:
+    """Fine point(s) j in coarse index units, as (numerator, denominator) integers: coarse point J lies at J."""
+    a, c2, f2 = _scaled(fine, coarse)
+    return (a + 2 * np.asarray(j, dtype=np.int64)) * c2 - a * f2, 2 * f2
 
 
 def transfer(fine: Axis, coarse: Axis) -> Transfer:
-    m = coarse.n
-    t = [_position(fine, coarse, j) for j in range(fine.n)]
-    p_start = np.array([math.floor(v) for v in t], dtype=np.int64)
-    frac = [v - math.floor(v) for v in t]
-    p_w = np.array([[float(1 - f), float(f)] for f in frac])
-    rows = [_restriction_row(fine, coarse, t, J) for J in range(m)]
+    m, n = coarse.n, fine.n
+    num, q = _position(fine, coarse, np.arange(n))
+    p_start = num // q
+    frac = num - p_start * q
+    p_w = np.column_stack([(q - frac) / q, frac / q])
+    rows = [_restriction_row(fine, coarse, J) for J in range(m)]
     taps = max(len(w) for _, w in rows)
     r_w = np.zeros((m, taps))
     for J, (_, w) in enumerate(rows):
-        total = sum(w)
-        r_w[J, :len(w)] = [float(v / total) for v in w]
+        r_w[J, :len(w)] = w / w.sum()  # integers: the division rounds once, as float(Fraction) would
     return Transfer(p_start, p_w, np.array([s for s, _ in rows], dtype=np.int64),
                     np.array([len(w) for _, w in rows], dtype=np.int64), r_w)
 
 
-def _restriction_row(fine: Axis, coarse: Axis, t: list[Fraction], J: int) -> tuple[int, list[Fraction]]:
-    """(first fine index, weights) of coarse point J's row of P^T, ghost rules folded in, not yet normalised.
+def _window(fine: Axis, coarse: Axis, centre: int) -> np.ndarray:
+    """The fine indices within one coarse spacing of coarse index `centre` (a superset: weights decide)."""
+    a, c2, f2 = _scaled(fine, coarse)
+    lo = ((centre - 1) * 2 * f2 + a * f2) // (2 * c2) - a  # fine index near coarse position centre - 1
+    hi = ((centre + 1) * 2 * f2 + a * f2) // (2 * c2) + 1
+    return np.arange(lo - 1, hi + 2, dtype=np.int64)
+
+
+def _restriction_row(fine: Axis, coarse: Axis, J: int) -> tuple[int, np.ndarray]:
+    """(first fine index, integer weights) of coarse point J's row of P^T, ghost rules folded in, not yet
+    normalised.
 
     A fine point contributes 1 - |t - J| where |t - J| < 1. Beyond a Dirichlet wall the coarse ghost is
     zero (no contribution); beyond a Neumann wall it mirrors the first coarse point (the ghost's weight
-    goes to it); across a periodic wrap the fine points are taken from the periodic images (indices -1,
-    -2 or n, n + 1: ghost layers the exchange or the wrap fill)."""
+    goes to it); across a periodic wrap the fine points are taken from the periodic images (indices -1
+    or n: ghost layers the exchange or the wrap fills)."""
     n, m = fine.n, coarse.n
-    weights: dict[int, Fraction] = {}
+    weights: dict[int, int] = {}
 
-    def add(j: int, w: Fraction) -> None:
-        if w > 0:
-            weights[j] = weights.get(j, Fraction(0)) + w
+    def add(centre: int, periodic: bool = False) -> None:
+        j = _window(fine, coarse, centre)
+        if not periodic:
+            j = j[(j >= 0) & (j < n)]
+        num, q = _position(fine, coarse, j)
+        w = q - np.abs(num - centre * q)
+        for jj, ww in zip(j.tolist(), w.tolist()):
+            if ww > 0:
+                weights[jj] = weights.get(jj, 0) + ww
 
-    if fine.periodic:  # the window (J - 1, J + 1) reaches at most one point past either end
-        for j in range(-2, n + 2):
-            add(j, 1 - abs(_position(fine, coarse, j) - J))
-        return _as_row(weights)
-    for j in range(n):
-        add(j, 1 - abs(t[j] - J))
-        if J == 0 and fine.kinds[0] == "neumann":
-            add(j, 1 - abs(t[j] + 1))  # the ghost at -1 mirrors coarse point 0
-        if J == m - 1 and fine.kinds[1] == "neumann":
-            add(j, 1 - abs(t[j] - m))  # the ghost at m mirrors coarse point m - 1
-    return _as_row({j: w for j, w in weights.items() if w > 0})
-
-
-def _as_row(weights: dict[int, Fraction]) -> tuple[int, list[Fraction]]:
+    add(J, periodic=fine.periodic)
+    if J == 0 and fine.kinds[0] == "neumann":
+        add(-1)  # the ghost at -1 mirrors coarse point 0
+    if J == m - 1 and fine.kinds[1] == "neumann":
+        add(m)  # the ghost at m mirrors coarse point m - 1
     first, last = min(weights), max(weights)
-    return first, [weights.get(j, Fraction(0)) for j in range(first, last + 1)]
+    return first, np.array([weights.get(j, 0) for j in range(first, last + 1)], dtype=np.float64)
 
 
 # the coarsest level --------------------------------------------------------------------------------

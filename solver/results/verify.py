@@ -5,6 +5,9 @@
 - otherwise: rank 0 runs the numpy backend on one process for the same number of steps and
   compares block by block as they arrive. On the CPU the tolerance is zero (bitwise equality);
   on a GPU 1e-13 (float64) or 1e-5 (float32) relative.
+- multigrid: the numpy backend running the same cycles on one process (bitwise on the CPU).
+- laplace with constant Dirichlet sides, in addition: against the exact solution of the discrete equations
+  (solver.core.exact), within the rigorous bound that the final residual gives (steady_state).
 - heat with no Dirichlet side (Neumann and periodic sides only), in addition: the sum of u equals the
   initial sum plus the fluxes times the steps (exact in exact arithmetic), within
   8 eps (steps + 1) max(sum|u_0|, sum|u|): rounding of each update and of the weights.
@@ -17,19 +20,24 @@ import numpy as np
 from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
 from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
+from ..core import exact
 from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
 CONSERVATION_ULPS = 8.0  # per step, relative to sum |u|
 
 
-def verify(layout, comm, backend, u, steps: int) -> dict:
-    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective)."""
+def verify(layout, comm, backend, u, steps: int, residual: float | None = None) -> dict:
+    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective);
+    residual: laplace, the final max |g - A u| (for the steady-state check)."""
     case = layout.case
-    if exact_solution_available(case):
+    if exact_solution_available(case) and case.physics.solver == "jacobi":
         result = _against_exact(layout, comm, backend, u, steps)
     else:
         result = _against_reference(layout, comm, backend, u, steps)
+    if residual is not None and exact.available(case):
+        result["steady_state"] = steady_state(layout, comm, backend, u, residual)
+        result["passed"] = bool(result["passed"] and result["steady_state"]["passed"])
     if case.physics.equation == "heat" and conserving(case):
         result["conservation"] = conservation(layout, comm, backend, u, steps)
         result["passed"] = bool(result["passed"] and result["conservation"]["passed"])
@@ -46,6 +54,22 @@ def _against_exact(layout, comm, backend, u, steps: int) -> dict:
     tol = exact_tolerance(case, steps)
     return {"reference": f"exact discrete eigenmode k = {list(case.initial.k)} (sine initial, homogeneous boundaries)",
             "steps": steps, "max_abs_error": err, "relative_error": rel, "tolerance": tol, "passed": bool(rel <= tol)}
+
+
+def steady_state(layout, comm, backend, u, residual: float) -> dict:
+    """Laplace with constant Dirichlet sides: the field against the exact solution of the discrete equations
+    (solver.core.exact), within what the residual allows: |u - u*| <= |A^-1| |g - A u| (a rigorous bound,
+    exact.inverse_bound) plus rounding (16 eps (n + 1) max |u*|, n the points along the longer axis)."""
+    case, b = layout.case, layout.block
+    ref = exact.of_case(case)[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] if b.ny and b.nx else np.zeros((0, 0))
+    mine = owned(backend, u).astype(np.float64)
+    err = comm.allmax(float(np.max(np.abs(mine - ref), initial=0.0)))
+    scale = comm.allmax(float(np.max(np.abs(ref), initial=0.0)))
+    eps = float(np.finfo(case.numerics.dtype).eps)
+    bound = exact.inverse_bound(case) * residual + 16 * eps * (max(case.grid.nx, case.grid.ny) + 1) * scale
+    return {"reference": "exact solution of the discrete equations (sine series x sinh, constant sides)",
+            "max_abs_error": err, "relative_error": err / scale if scale else err, "bound": bound,
+            "passed": bool(err <= bound)}
 
 
 def conservation(layout, comm, backend, u, steps: int) -> dict:
@@ -65,7 +89,8 @@ def conservation(layout, comm, backend, u, steps: int) -> dict:
 
 
 def reference_field(case, steps: int) -> np.ndarray:
-    """The numpy backend on one process, from the initial field, for `steps` steps (rank 0 only)."""
+    """The numpy backend on one process, from the initial field, for `steps` steps or multigrid cycles
+    (rank 0 only)."""
     from ..backends.numpy_backend import NumpyBackend
     from ..core.boundary import periodic_axes
     from ..core.field import padded_field
@@ -75,8 +100,25 @@ def reference_field(case, steps: int) -> np.ndarray:
     be = NumpyBackend(case.backend, case.numerics.dtype)
     be.boundary = make_fill(case, block)
     u = padded_field(case, block, initial_block(case, block))
+    if case.physics.solver == "multigrid":
+        return _multigrid_reference(case, block, be, u, steps)
     u, _ = be.advance(u, u.copy(), weights(case).cast(case.numerics.dtype), steps, block.everything())
     return u[1:-1, 1:-1]
+
+
+def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
+    from ..core.layout import Layout
+    from ..core.timing import Timer
+    from ..multigrid.cycle import Multigrid, settings_of
+    from ..parallel.comm import Comm
+
+    layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
+    mg = Multigrid(layout, Comm(), backend, settings_of(case), case.multigrid.cycle)
+    mg.adopt(u, u.copy())
+    timer = Timer()
+    for _ in range(cycles):
+        mg.cycle(timer)
+    return np.array(mg.views()[0][1:-1, 1:-1])
 
 
 def _against_reference(layout, comm, backend, u, steps: int) -> dict:
