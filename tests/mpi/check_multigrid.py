@@ -1,5 +1,5 @@
-"""Under mpirun -n N (any N): multigrid equals one numpy process bitwise for every boundary kind,
-decomposition, halo mode, cycle and dtype, with levels distributed, shared, and gathered from a copy of a
+"""Under mpirun -n N (any N): multigrid (laplace, and implicit heat steps) equals one numpy process bitwise
+for every boundary kind, decomposition, halo mode, cycle and dtype, with levels distributed, shared, and gathered from a copy of a
 distributed level; and a run proves itself (--verify: the numpy multigrid, the exact discrete solution).
 
 Usage: mpirun -n N python tests/mpi/check_multigrid.py OUTDIR [BACKEND]
@@ -30,7 +30,11 @@ CASES = {  # label -> (grid, boundary, multigrid section, dtype)
     "mixed": ((64, 81), {"top": P, "bottom": P, "left": 2.0, "right": N}, {"cycle": "F", "pre": 1, "post": 3}, "float64"),
     "tiny": ((9, 7), {"top": 1.0}, {"coarsest": 4}, "float64"),
     "single": ((7, 6), {"top": 1.0, "left": N}, {}, "float64"),  # one level: with ranks, a shared copy solves it
+    "euler": ((53, 41), {"top": 1.0, "bottom": {"kind": "neumann", "flux": 0.4}, "left": P, "right": P},
+              {"coarsest": 16}, "float64"),  # implicit heat (SCHEMES)
+    "cn": ((53, 41), {"top": 1.0, "left": N}, {"cycle": "F"}, "float32"),
 }
+SCHEMES = {"euler": "backward-euler", "cn": "crank-nicolson"}
 GRIDS = {"rows": {"decomposition": "rows"}, "cart": {"decomposition": "cart"}}
 _serial: dict = {}
 
@@ -38,8 +42,10 @@ _serial: dict = {}
 def case(label, backend, tag="", **parallel):
     (nx, ny), boundary, mg, dtype = CASES[label]
     return make_case({"name": label, "grid": {"nx": nx, "ny": ny, "lx": 1.3}, "initial": {"kind": "random", "seed": 4},
-                      "boundary": boundary, "physics": {"equation": "laplace", "solver": "multigrid"},
-                      "multigrid": mg, "run": {"steps": 5}, "numerics": {"dtype": dtype},
+                      "boundary": boundary, "multigrid": mg, "numerics": {"dtype": dtype},
+                      "physics": ({"equation": "heat", "scheme": SCHEMES[label], "dt": 2e-3} if label in SCHEMES else
+                                  {"equation": "laplace", "solver": "multigrid"}),
+                      "run": {"steps": 5, **({"tolerance": 1e-5} if dtype == "float32" and label in SCHEMES else {})},
                       "backend": {"name": backend, **({"threads": 1} if backend == "numba" else {})},
                       "parallel": {**parallel, **GPU},
                       "output": {"dir": str(root / f"{label}-{backend}-n{comm.size}-{'-'.join(map(str, parallel.values()))}{tag}"),
@@ -65,6 +71,8 @@ def check(label, grid, halo, verify=False):
         assert record["correctness"]["passed"], record["correctness"]
     field = gather_field(comm, r.blocks, owned(r.backend, r.state.u))
     shared = [lev["placement"] for lev in record["solver"]["levels"]]
+    if label in SCHEMES:
+        assert record["solver"]["steps"] == 5 and not record["solver"]["unconverged_steps"], record["solver"]["ended"]
     if comm.rank == 0:
         ref = reference(label)
         diff = int(np.count_nonzero(field != ref))
@@ -78,5 +86,6 @@ with abort_on_error(comm.mpi):
             for halo in (("blocking", "nonblocking", "overlap") if label == "lid" else ("overlap",)):
                 check(label, grid, halo)
     check("lid", "cart", "nonblocking", verify=True)
+    check("euler", "rows", "blocking", verify=True)
     if comm.rank == 0:
         print(f"ok multigrid on {comm.size} ranks", flush=True)
