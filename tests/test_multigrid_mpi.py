@@ -56,7 +56,7 @@ def test_checkpoint_of_a_cycle_continues_on_another_rank_count_bitwise(tmp_path,
     rec = json.loads((tmp_path / "c" / "record.json").read_text())
     first_rel = json.loads((tmp_path / "ref" / "record.json").read_text())["solver"]["history"]
     assert rec["solver"]["history"][-1]["relative"] == first_rel[-1]["relative"]
-    if base is MG:
+    if "scheme" not in base["physics"]:
         assert rec["solver"]["iterations"] == 6 and rec["solver"]["initial_residual"] > 0  # r0 came from the checkpoint
     else:
         assert rec["solver"]["steps"] == 6 and [h["step"] for h in rec["solver"]["history"]] == list(range(5, 11))
