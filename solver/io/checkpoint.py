@@ -4,7 +4,8 @@ Layout:
     /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
-    ranks, dims, converged, tolerance (NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
+    ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
+    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -90,9 +91,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _attributes(a, p: Path) -> tuple:
-    """(step, time, fingerprint, converged, tolerance) from a checkpoint's attributes, each checked: a value
-    of the wrong kind (a negative or fractional step, a fingerprint that is not a JSON object...) would
-    continue a wrong run or rewrite the history of the directory's files."""
+    """(step, time, fingerprint, converged, tolerance, initial_residual) from a checkpoint's attributes, each
+    checked: a value of the wrong kind (a negative or fractional step, a fingerprint that is not a JSON
+    object...) would continue a wrong run or rewrite the history of the directory's files."""
     def bad(name: str, value, want: str) -> InputError:
         value = value.item() if isinstance(value, np.generic) else value
         return InputError(f"--restart: {p} has attribute {name} = {value!r}, not {want}: the checkpoint is damaged; "
@@ -111,7 +112,10 @@ def _attributes(a, p: Path) -> tuple:
         raise bad("converged", converged, "true or false")
     if not (math.isnan(tol) or tol > 0):
         raise bad("tolerance", tol, "a positive number (NaN: none)")
-    return int(step), time, fingerprint, bool(converged), None if math.isnan(tol) else tol
+    r0 = float(a.get("initial_residual", np.nan))
+    if not (math.isnan(r0) or (math.isfinite(r0) and r0 >= 0)):
+        raise bad("initial_residual", r0, "a finite number >= 0 (NaN: none)")
+    return int(step), time, fingerprint, bool(converged), None if math.isnan(tol) else tol, None if math.isnan(r0) else r0
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class Checkpoint:
     converged: bool
     tolerance: float | None
     shape: tuple[int, int]
+    r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -137,7 +142,8 @@ class Checkpoint:
                 a = f.attrs
                 if a.get("format") != FORMAT or not isinstance(f.get("u"), h5py.Dataset):
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
-                return cls(p.resolve(), *_attributes(a, p), tuple(f["u"].shape))
+                step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
+                return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0)
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -155,7 +161,7 @@ class Checkpoint:
                              f"use --steps above {self.step} to continue the run")
         tol = case.run.tolerance
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
-            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (max update below "
+            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
                              f"{self.tolerance:g}); lower run.tolerance to continue it")
 
     def read_block(self, block) -> np.ndarray:
@@ -260,5 +266,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
                     "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
                     "tolerance": float("nan") if tol is None else float(tol),
+                    "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
     return u
