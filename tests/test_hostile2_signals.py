@@ -121,3 +121,18 @@ def test_a_second_ctrl_c_stops_at_once_with_one_line_and_no_lock(tmp_path):
     assert code == 130 and err.strip() == ("error: stopped at once by a second SIGINT, without a checkpoint (the "
                                            "last one, if any, is intact)"), (code, err)
     assert not (tmp_path / "out" / LOCK).exists() and not (tmp_path / "out" / "record.json").exists()
+
+
+def test_sigterms_while_the_process_shuts_down_keep_its_exit_code(tmp_path):
+    """SIGTERMs every millisecond from the moment the first one's error line appears until the process is
+    gone: past its record and lock, through Python's shutdown, whose own handlers would otherwise make the
+    exit a death by SIGTERM."""
+    job = start(long_case(tmp_path))
+    wait_for(job, tmp_path / "out" / "fields.h5")
+    job.send_signal(signal.SIGTERM)
+    line = job.stderr.readline()
+    while job.poll() is None:
+        job.send_signal(signal.SIGTERM)
+        time.sleep(0.001)
+    code, rest = finish(job)
+    assert_stopped(code, line + rest, tmp_path / "out")

@@ -92,10 +92,13 @@ class StopSignals:
     @classmethod
     def settle(cls) -> None:
         """At the process's exit (the CLI), once the run's exit code is decided: stop signals that arrive
-        while Python shuts down (MPI_Finalize, module teardown) stay blocked and go with the process,
-        instead of replacing that code by their default action (death by the signal)."""
-        if cls._current is not None and hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        while Python shuts down (MPI_Finalize, module teardown) are ignored instead of replacing that code
+        by their default action (death by the signal). Ignored, not blocked: a block holds for the calling
+        thread only, and the kernel hands a signal to any thread that does not block it (numpy's BLAS
+        threads), while Python's shutdown resets its own handlers to the default but keeps SIG_IGN."""
+        if cls._current is not None:
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
 
     @classmethod
     @contextmanager
