@@ -7,8 +7,8 @@ rank before this (solver.io.checkpoint.Checkpoint.open).
 
 - fields.h5: the snapshot series appended to (fields.check_appendable: shape, dtype, checksums, steps);
 - u.pvd: the VTK series listing continued, when the run writes VTK (vtk.read_pvd);
-- timings.h5: the earlier segments kept (timings.read_timings);
-- vtk: a folder, when the run writes VTK (vtk.check_folder; also for a fresh run).
+- timings.h5: the earlier segments kept (timings.read_timings).
+(That `vtk` is a folder is checked for every run that writes VTK, fresh or continued: vtk.check_folder.)
 """
 
 from __future__ import annotations
