@@ -59,6 +59,7 @@ class Run:
         self.case, self.comm, self.opts = case, comm or Comm(), options or Options()
         self.clock = Clock()
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
+        self.signals = StopSignals()  # not installed: execute() holds the process's policy for the run
         self.balancer = None
         self.mg = None  # the multigrid solver (physics.solver: multigrid)
 
