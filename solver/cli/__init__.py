@@ -292,12 +292,10 @@ def tune(
     time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2 (default 4 8 12)"),
 ) -> None:
     """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
-    from ..backends.cupy_kernels import VARIANTS
+    from ..backends.cupy_kernels import VARIANTS, tile_problem
     from ..bench.tune import parse_blocks, print_tune
     from ..bench.tune import tune as run_tune
     from ..config import load_case
-
-    from ..backends.cupy_kernels import tile_problem
 
     bad = [k for k in kernel or [] if k not in VARIANTS]
     if bad:
