@@ -26,7 +26,7 @@
 #           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
 #   mgbench multigrid and implicit heat figures (tools/mg_bench.py): the sweeps against the copy rate at
 #           8192^2 and 16384^2, the lid to 1e-10 at 4097^2-16384^2 float64, implicit against explicit heat to
-#           t = 0.01 at 4096^2, cycles per implicit step as dt grows, and 1-16 CPU ranks at 4096^2 (not in all).
+#           t = 0.01 at 4096^2, and 1-16 CPU ranks at 4096^2 (not in all; MGBENCH="gpu" or "cpu" for one part).
 #   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
 #           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
 #           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
@@ -174,12 +174,14 @@ fi
 if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)
   MGB=(env PYTHONPATH="${PYTHONPATH:-}" $PY tools/mg_bench.py --out "$W/mgbench")
   LARGS="--oversubscribe --bind-to none -x PYTHONPATH -x STENCIL_CACHE_DIR$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root")"
-  step mg_kernels 90 "${MGB[@]}" kernels 16384 8192 --backend cupy --dtype float64 --repeats 5
-  step mg_solve_gpu 240 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
-  step mg_heat_gpu 120 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
-  step mg_growth_gpu 120 "${MGB[@]}" growth 4096 --backend cupy --ratios 1 10 100 1000 10000 --steps 3
-  step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
-    --launcher-args "$LARGS"
+  [[ ${MGBENCH:-gpu cpu} == *gpu* ]] && {
+    step mg_kernels 60 "${MGB[@]}" kernels 16384 8192 --backend cupy --dtype float64 --repeats 5
+    step mg_solve_gpu 150 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
+    step mg_heat_gpu 90 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
+  }
+  [[ ${MGBENCH:-gpu cpu} == *cpu* ]] && \
+    step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
+      --launcher-args "$LARGS"
   grep -a -h '^{' "$W"/mg_*.log > "$W/mgbench.jsonl" 2>/dev/null
 fi
 
