@@ -93,7 +93,7 @@ class CupyBackend(Backend):
         self._joined = cupy.cuda.Event(disable_timing=True)
         self._main_mark = cupy.cuda.Event(disable_timing=True)
         self.transfer = {"h2d_s": 0.0, "h2d_bytes": 0, "d2h_s": 0.0, "d2h_bytes": 0}
-        self.smem_optin = props.get("sharedMemPerBlockOptin", 0)  # bytes of shared memory a block may ask for
+        self.smem_optin = props.get("sharedMemPerBlockOptin") or _attribute(rt, 97, self.device_index)  # a block's most
         self.l2_bytes = props.get("l2CacheSize", 0)
         self._chip: dict = {}  # chip layout -> (row halos, column halos, flags): device scratch of `chip`
         self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
@@ -750,6 +750,14 @@ class CupyBackend(Backend):
             self._events += [e0, e1]
         del a, b
         return 2 * n / float(np.median(times[1:]))
+
+
+def _attribute(rt, attr: int, device: int) -> int:
+    """cudaDeviceGetAttribute (97: cudaDevAttrMaxSharedMemoryPerBlockOptin), 0 where it cannot be read."""
+    try:
+        return rt.deviceGetAttribute(attr, device)
+    except Exception:  # noqa: BLE001 - a CuPy without it: the caller falls back to 48 KiB
+        return 0
 
 
 def _highest_priority(rt) -> int:
