@@ -83,7 +83,7 @@ def test_default_is_chip_where_the_field_fits_else_the_tiled_kernel(dtype):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_exact_eigenmode_through_stencil_run_on_chip(tmp_path, dtype):
     """Nothing asked: chip; checks every 30 steps and output every 100 cut the launches; verify against
-    the exact mode and bitwise against numpy."""
+    the exact mode (bitwise equality with numpy: the tests above)."""
     case = write_case(tmp_path / "sine.yaml", grid={"nx": 301, "ny": 203}, initial={"kind": "sine"},
                       backend={"name": "cupy"}, numerics={"dtype": dtype},
                       run={"steps": 250, "check_every": 30}, output={"vtk": False, "every": 100}, verify=True)
@@ -91,7 +91,7 @@ def test_exact_eigenmode_through_stencil_run_on_chip(tmp_path, dtype):
     assert res.returncode == 0, res.stdout + res.stderr
     rec = json.loads((tmp_path / "out_sine" / "record.json").read_text())
     c = rec["correctness"]
-    assert c["passed"] and c["reference"].startswith("exact") and c["mismatched_points"] == 0
+    assert c["passed"] and c["reference"].startswith("exact") and c["relative_error"] <= float(c["tolerance"])
     choice = rec["resources"]["devices"][0]["kernels"]["203x301"]
     assert choice["kernel"] == "chip" and choice["launch"]["on_chip"]
     assert rec["bottleneck"].startswith("on chip")

@@ -127,8 +127,8 @@ if [[ $SECTIONS == *" tiling "* ]]; then  # time tiling (issue 15) and the run p
 fi
 
 if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
-  step chip_smoke 60 $PY -m pytest -q -x -p no:cacheprovider tests/test_gpu_chip.py -k "several_launches and float64 and None"
-  CHIP_TUNE=${CHIP_TUNE:-"16384 float64 wave2,wave2a 32x256
+  [[ -z ${SKIP_SMOKE:-} ]] && step chip_smoke 60 $PY -m pytest -q -x -p no:cacheprovider tests/test_gpu_chip.py -k "several_launches and float64 and None"
+  CHIP_TUNE=${CHIP_TUNE-"16384 float64 wave2,wave2a 32x256
 16384 float32 wave2,wave2a 32x128
 8192 float64 wave2,wave2a 32x128
 4096 float64 wave2,wave2a 32x32
@@ -139,9 +139,9 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
     step "tune26_${n}_${dt}_${kernels//,/_}" 120 $PY -m solver tune "$K" --dtype $dt $(printf -- '--kernel %s ' ${kernels//,/ }) \
       --blocks $blocks --time-tile 8 --chip-steps 256 --repeats 5 --steps 48 --json "$W/tune_26_${n}_${dt}_${kernels//,/_}.json"
   done <<< "$CHIP_TUNE"
-  step runs26 330 $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
+  step runs26 ${CHIP_RUNS_S:-330} $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
     8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 --json "$W/runs.json"
-  command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]] && step ncu26 150 ncu --clock-control none -k "regex:^(wave|chip)$" \
+  command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]] && step ncu26 ${CHIP_NCU_S:-150} ncu --clock-control none -k "regex:^(wave|chip)$" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section MemoryWorkloadAnalysis \
     --section LaunchStats --section WarpStateStats --section SchedulerStats \
     $PY -m solver.bench.gpu ncu-launches --cases ${CHIP_NCU:-16384:float64:wave2 16384:float64:wave2a 4096:float64:wave2a \

@@ -260,17 +260,14 @@ class CupyBackend(Backend):
         return gk.default_block(variant, self.dtype, interior, self.sms, k, self._warps_per_sm(variant, k))
 
     def _warps_per_sm(self, variant, k) -> int:
-        """Resident warps per multiprocessor of a tiled variant's compiled kernel (the driver's occupancy
-        calculator; from its registers where that is not offered), else WARPS_PER_SM."""
+        """Resident warps per multiprocessor of a tiled variant's compiled kernel (from its registers:
+        they bound it, at most 2 KiB of shared memory a warp), else WARPS_PER_SM."""
         if variant not in gk.TILED:
             return gk.WARPS_PER_SM
         bx = gk.DEFAULT_BLOCK[variant][0]
         fn = self._function(variant, (bx, 1), k)
-        try:
-            return self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, bx, 0) * bx // 32
-        except Exception:  # noqa: BLE001 - an older CuPy: count registers (allocated 8 a thread at a time)
-            regs = getattr(fn, "num_regs", 0)
-            return min(64, 65536 // (-(-regs // 8) * 8 * 32)) if regs else gk.WARPS_PER_SM
+        regs = getattr(fn, "num_regs", 0)  # registers are allocated 8 a thread at a time
+        return min(64, 65536 // (-(-regs // 8) * 8 * 32)) if regs else gk.WARPS_PER_SM
 
     def chip_layout(self, interior, block=None):
         """chip_layout for this GPU: (gx, gy, threads, rows per tile, shared memory bytes) or None."""
@@ -542,13 +539,10 @@ class CupyBackend(Backend):
 
     def _allow_shared(self, fn, nbytes: int) -> None:
         """Let `fn` take `nbytes` of dynamic shared memory (more than 48 KiB must be asked for)."""
-        if nbytes <= 48 * 1024 or self._kernels.get(("smem", fn.ptr), 0) >= nbytes:
+        if nbytes <= 48 * 1024 or self._kernels.get(("smem", id(fn)), 0) >= nbytes:
             return
-        try:
-            fn.max_dynamic_shared_size_bytes = nbytes
-        except AttributeError:  # an older CuPy: the driver's attribute 8 (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-            self.cp.cuda.driver.funcSetAttribute(fn.ptr, 8, nbytes)
-        self._kernels[("smem", fn.ptr)] = nbytes
+        fn.max_dynamic_shared_size_bytes = nbytes  # CuPy's RawKernel sets the function's attribute
+        self._kernels[("smem", id(fn))] = nbytes
 
     def launch_facts(self, shape) -> dict:
         """What the chosen kernel's launch over the whole interior asks of the GPU (the record's

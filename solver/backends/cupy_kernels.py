@@ -22,8 +22,7 @@ Variants (`backend.kernel`):
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
          in registers by each thread].
-For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in: by
-default the launch is fitted to the GPU (segment_rows: every warp slot busy, few recomputed rows).
+For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
 variant's default (default_block: DEFAULT_BLOCK, a tiled variant's segment rows fitted to the grid);
@@ -46,13 +45,14 @@ TILED = ("wave", "wave2", "wave2a")  # k steps per launch, streamed through memo
 ON_CHIP = ("chip",)  # up to k steps per launch, the field held on chip (kernels/chip.cu)
 MULTI = TILED + ON_CHIP  # several steps per launch: backend.time_tile applies
 STEP_VARIANTS = tuple(v for v in VARIANTS if v not in MULTI)
-DEFAULT_VARIANT = "wave2"  # nothing tuned: the fastest measured (docs/gpu_tiling_notes.md), no spills at k = 8
+DEFAULT_VARIANT = "wave2a"  # nothing tuned, field not on chip: the fastest measured (docs/gpu_tiling_notes.md)
 DEFAULT_STEP_VARIANT = "vec"  # one step per launch (halo paths, time_tile: 1)
 DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8), "wave": (32, 128),
                  "wave2": (32, 128), "wave2a": (32, 128), "chip": (512, 4)}
 DEFAULT_TILE = 8  # steps per launch of a tiled variant when nothing is tuned or asked
+WAVE_ROWS = (128, 64, 32)  # segment rows a tiled variant's default block may take, most first
 WARPS_PER_SM = 8  # resident warps of a tiled kernel when the compiled kernel cannot be asked (244-255 registers)
-MAX_SEGMENTS = 4096  # segment counts per strip segment_rows considers
+DEFAULT_WAVES = 4  # a default tiled block's warps fill the GPU's warp slots at least this many times over
 WAVE_PREFETCH = 3  # rows `wave2a` has in flight ahead of the one it computes (kernels/wave.cu, PF)
 WAVE2A_MAX_THREADS = 256  # its ring is static shared memory: 8 warps x 4 rows x 1 KiB at most
 MAX_TILE = 16  # deeper tiles need more registers than a thread has (spills)
@@ -94,32 +94,22 @@ def apron(variant: str, dtype, k: int) -> int:
 
 
 def default_block(variant: str, dtype, interior, sms: int, k: int = DEFAULT_TILE, warps_per_sm: int = WARPS_PER_SM):
-    """The block of `variant` when nothing is tuned or asked: DEFAULT_BLOCK, except that a tiled
-    variant's segment rows are fitted to the grid and the GPU (segment_rows; `warps_per_sm`: the
-    compiled kernel's resident warps per multiprocessor) and `chip` holds CHIP_ROWS rows in registers."""
+    """The block of `variant` when nothing is tuned or asked: DEFAULT_BLOCK, except that `chip` holds
+    CHIP_ROWS rows in registers and a tiled variant takes the most segment rows of WAVE_ROWS whose
+    warps (strips x segments of the interior) still fill the GPU's warp slots (`warps_per_sm`: the
+    compiled kernel's resident warps per multiprocessor) DEFAULT_WAVES times over, else the fewest:
+    fewer rows mean more recomputed rows at the segment ends, too few warps a launch whose tail idles
+    the GPU. Measured on an H200 (132 SMs): `stencil tune` of `wave2` k = 8 (2026-12-01) found these
+    rows best at 4096^2, 8192^2 and 16384^2; for `wave2a` (issue 26) they beat launches fitted to one
+    wave of long segments by 17% at 8192^2 and 28-39% at 16384^2, and tie at 4096^2 (BENCHMARKS.md)."""
     if variant in ON_CHIP:
         return DEFAULT_BLOCK[variant][0], CHIP_ROWS[np.dtype(dtype).itemsize]
     if variant not in TILED:
         return DEFAULT_BLOCK.get(variant)
     ny, nx = interior
     strips = wave_strips(variant, dtype, k, (1, ny + 1, 1, nx + 1))[2]
-    return DEFAULT_BLOCK[variant][0], segment_rows(ny, strips, sms * warps_per_sm, k)
-
-
-def segment_rows(ny: int, strips: int, slots: int, k: int) -> int:
-    """Rows of each warp's segment for `strips` strips of `ny` rows on `slots` resident warps: the count
-    of segments per strip that minimises waves x (rows + 2k), the launch's length in row iterations of
-    one warp (a warp streams its rows plus a k-row apron at each end; warps beyond the slots wait for a
-    second wave). Small grids get one wave of short segments (every slot busy: no tail), large ones
-    long segments (little apron). Ties go to the longer segments."""
-    best = None
-    for s in range(1, min(ny, MAX_SEGMENTS) + 1):
-        rows = -(-ny // s)
-        waves = -(-strips * -(-ny // rows) // slots)
-        cost = (waves * (rows + 2 * k), -rows)
-        if best is None or cost < best[0]:
-            best = (cost, rows)
-    return best[1]
+    rows = next((by for by in WAVE_ROWS if strips * -(-ny // by) >= DEFAULT_WAVES * warps_per_sm * sms), WAVE_ROWS[-1])
+    return DEFAULT_BLOCK[variant][0], rows
 
 
 def launch_facts(variant: str, dtype, block, interior, k: int, sms: int, warps_per_sm: int) -> dict:

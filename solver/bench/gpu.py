@@ -183,13 +183,14 @@ def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
 
 def runs(args) -> dict:
     """`stencil run` (library entry point) of --steps steps for each --cases SIZE:DTYPE, --repeats times,
-    nothing asked of the kernel (the tune's entry for the grid where one is stored, else the default):
+    nothing asked of the kernel unless a case names one (SIZE:DTYPE:KERNEL; else the tune's entry for
+    the grid where one is stored, else the default):
     per run the record's step time, the copy bandwidth the record measured in the same run, the ratio
     of the update rate to the copy-bound rate (2 x itemsize bytes an update), the kernel choice and
     the bottleneck line; the row's figures are medians over the repeats."""
     rows = []
-    for size, dtype in _cases(args.cases):
-        got = [run_record(size, dtype, args.steps) for _ in range(args.repeats)]
+    for size, dtype, *kernel in _cases(args.cases):
+        got = [run_record(size, dtype, args.steps, *kernel) for _ in range(args.repeats)]
         free_device_memory()
         med = {k: float(np.median([g[k] for g in got])) for k in ("seconds_per_step", "gups", "copy_gbs", "x_copy")}
         row = {"size": size, "dtype": dtype, "steps": args.steps, "repeats": args.repeats, **med, "runs": got,
@@ -208,10 +209,10 @@ def _cases(items) -> list[tuple]:
     return out
 
 
-def run_record(size: int, dtype: str, steps: int) -> dict:
+def run_record(size: int, dtype: str, steps: int, kernel: str | None = None) -> dict:
     from ..run import Options, run_case
 
-    case = make_case(size, size, dtype, run={"steps": steps, "check_every": 400})
+    case = make_case(size, size, dtype, run={"steps": steps, "check_every": 400}, backend={"name": "cupy", "kernel": kernel})
     rec = run_case(case, options=Options(overwrite=True, quiet=True))
     tp = rec["throughput"]
     choice = next(iter(rec["resources"]["devices"][0]["kernels"].values()))

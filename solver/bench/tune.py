@@ -1,8 +1,8 @@
 """`stencil tune CASE`: time every CuPy kernel variant over a set of block shapes (and, for the
 time-tiled variants and `chip`, steps per launch) on one GPU.
 
-The tiled variants are also tried with the block their default rule fits to this grid
-(cupy_kernels.segment_rows); `chip` only where the field fits on chip, with k from --chip-steps.
+The tiled variants are also tried with their default block for this grid (cupy_kernels.default_block);
+`chip` only where the field fits on chip, with k from --chip-steps.
 
 Schedule per (variant, block, k): compile; check it against `naive` (k steps from the same random
 field must agree bitwise; k = 1 for the one-step variants); two warm-up batches; `repeats` batches of
@@ -132,8 +132,8 @@ def tune(case, variants: list[str] | None = None, blocks: list | None = None, re
 
 
 def configurations(variants, blocks, tiles, chip_steps=None, be=None, interior=None) -> list[tuple]:
-    """(variant, block, k) in sweep order: each variant's blocks (a tiled variant's also with the
-    block its default rule gives this grid, when `be` and `interior` are given), and k for the ones
+    """(variant, block, k) in sweep order: each variant's blocks (a tiled variant's also with its
+    default block for this grid, when `be` and `interior` are given), and k for the ones
     that take several steps per launch; `chip` only where it fits."""
     out = []
     for variant in variants or list(gk.VARIANTS):
