@@ -53,10 +53,14 @@ def numpy_steps(u, w, n):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_chip_equals_numpy_steps_over_several_launches(dtype, block):
     """12 steps as launches of 5, 5 and 2 (flags reset each time), then 12 more: bitwise, and the
-    check's residual is the last step's max |update|, twice in a row."""
+    check's residual is the last step's max |update|, twice in a row. A block on which a grid does not
+    fit on chip skips that grid (the default block fits them all)."""
     w = Weights(0.1, 0.2, 0.25).cast(dtype)
     be = gpu(dtype, "chip", block, 5)
     for seed, (ny, nx) in enumerate(SHAPES):
+        if be.chip_layout((ny, nx), block) is None:
+            assert block is not None, (ny, nx)
+            continue
         host = field((ny, nx), dtype, seed)
         region = (1, ny + 1, 1, nx + 1)
         u, v = be.asarray(host), be.asarray(host)
@@ -94,4 +98,4 @@ def test_exact_eigenmode_through_stencil_run_on_chip(tmp_path, dtype):
     assert c["passed"] and c["reference"].startswith("exact") and c["relative_error"] <= float(c["tolerance"])
     choice = rec["resources"]["devices"][0]["kernels"]["203x301"]
     assert choice["kernel"] == "chip" and choice["launch"]["on_chip"]
-    assert rec["bottleneck"].startswith("on chip")
+    assert "memory bandwidth" not in rec["bottleneck"]  # a grid this small: launch gaps (the line's first rule)
