@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -30,6 +30,9 @@
 #           every 8 steps) against time_tile 1 (python -m solver.bench.gpu hybrid --time-tiles 8 1: ms/step,
 #           halo depth, messages per step); and what a batch of time tiles costs beyond its steps (the
 #           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
+#   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
+#           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
+#           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
@@ -188,6 +191,11 @@ if [[ $SECTIONS == *" tune "* ]]; then
       step "tune_${n}_$dt" 120 $PY -m solver tune "$K" --dtype $dt --repeats 5 --steps 20 --json "$W/tune_${n}_$dt.json"
     done
   done
+fi
+
+if [[ $SECTIONS == *" mg "* ]]; then  # multigrid (solver/backends/cupy_mg.py, kernels/mg.cu)
+  step mg_tests 420 $PY -m pytest -v -rfEs -p no:cacheprovider -m gpu tests/test_gpu_multigrid.py
+  grep -a -E "(PASSED|FAILED|ERROR|SKIPPED)" "$W/mg_tests.log" | grep -a "::" | sed -E "s/ +\[ *[0-9]+%\]$//" >> "$W/status.txt"
 fi
 
 if [[ $SECTIONS == *" probe "* ]]; then
