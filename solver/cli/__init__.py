@@ -238,7 +238,8 @@ def tune(
     steps: int = typer.Option(20, min=2, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
-    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2 (default 4 8 12)"),
+    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2/wave2a (default 4 8 12)"),
+    chip_steps: Optional[list[int]] = typer.Option(None, "--chip-steps", help="steps per launch for chip (default 64 256)"),
 ) -> None:
     """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
     from ..backends.cupy_kernels import VARIANTS
@@ -256,7 +257,11 @@ def tune(
     bad_tile = [t for t in time_tile or [] if tile_problem("wave", t)]
     if bad_tile:
         raise InputError(f"--time-tile: {tile_problem('wave', bad_tile[0])}")
-    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save, tiles=time_tile or None)
+    bad_tile = [t for t in chip_steps or [] if tile_problem("chip", t)]
+    if bad_tile:
+        raise InputError(f"--chip-steps: {tile_problem('chip', bad_tile[0])}")
+    res = run_tune(cfg, kernel or None, parse_blocks(blocks), repeats, steps, save, tiles=time_tile or None,
+                   chip_steps=chip_steps or None)
     print_tune(res)
     if json_out:
         json_out.write_text(json.dumps(res, indent=1))

@@ -85,8 +85,8 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     (output excluded), so none exceeds 100%."""
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
-    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _cache_reuse,
-                 _overhead):
+    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _gpu_launch,
+                 _cache_reuse, _overhead):
         line = rule(tp, stats, rows, dtype, on_gpu)
         if line:
             return line
@@ -152,6 +152,38 @@ def _compute(tp, stats, rows, dtype, on_gpu) -> str | None:
     return (f"arithmetic: {frac:.0%} of the measured multiply + add peak ({tp['peak_mul_add_gflops']:.1f} GFLOP/s, "
             f"{tp['flops_per_update']} flops per update); fewer flops per update, or fused multiply-adds "
             f"({tp['peak_fma_gflops']:.1f} GFLOP/s measured, at the price of bitwise equality with numpy) would help")
+
+
+def _gpu_launch(tp, stats, rows, dtype, on_gpu) -> str | None:
+    """A GPU kernel that computes several steps per pass over memory: what its launch asks of the GPU
+    (the backend's launch facts), since the copy rate is then not the limit."""
+    facts, k = gpu_launch(rows), time_tile(rows)
+    frac = tp.get("fraction_of_copy")
+    if not on_gpu or not facts or k <= 1 or frac is None:
+        return None
+    fields = 2 * facts["field_bytes"]
+    if facts.get("on_chip"):
+        return (f"on chip: the field ({facts['field_bytes'] / 2**20:.0f} MiB) stays in the registers and shared memory of "
+                f"{facts['blocks']} blocks ({facts['threads']} threads, {facts['tile_rows']} rows each; {facts['sms']} "
+                f"multiprocessors) for up to {k} steps per launch, so memory is touched once per launch "
+                f"({frac:.0%} of the copy-bound rate): the limit is on chip, each step's exchange of tile edges "
+                "between blocks through L2 and the arithmetic (Nsight Compute names the unit)")
+    if "warps" not in facts or frac / k >= MEMORY_BOUND:
+        return None
+    l2 = facts.get("l2_bytes") or 0
+    cache = (f"both fields ({fields / 2**20:.0f} MiB) fit in the {l2 / 2**20:.0f} MiB L2" if l2 and fields <= l2 else
+             f"the fields ({fields / 2**20:.0f} MiB) are {fields / l2:.1f}x the {l2 / 2**20:.0f} MiB L2" if l2 else "")
+    regs = f" at {facts['registers']} registers a thread" if facts.get("registers") else ""
+    return (f"latency at low occupancy: {facts['warps']} warps launched for {facts['slots']} warp slots "
+            f"({facts['warps_per_sm']} per multiprocessor{regs}; {facts['waves']:.2f} waves), each one streaming "
+            f"{facts['segment_rows']} rows; a pass of {k} steps moves {frac / k:.0%} of the copy bandwidth "
+            f"({frac:.0%} of the copy-bound rate), so DRAM is not the limit" + (f"; {cache}" if cache else ""))
+
+
+def gpu_launch(rows: list[dict]) -> dict | None:
+    """Rank 0's launch facts for its kernel choice (CupyBackend.launch_facts), or None."""
+    kernels = (rows[0].get("device") or {}).get("kernels") or {}
+    return next((v["launch"] for v in kernels.values() if isinstance(v, dict) and v.get("launch")), None)
 
 
 def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
