@@ -124,7 +124,7 @@ def fail(exc: BaseException, comm) -> None:
 
 @app.command()
 def run(
-    case: Optional[Path] = typer.Argument(None, help="case file (YAML); with --restart DIR alone, the checkpoint's"),
+    case: Optional[Path] = typer.Argument(None, help="case file (YAML); leave it out with --restart DIR to continue with the case saved in the checkpoint"),
     backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
     steps: Optional[int] = typer.Option(None, help="override run.steps (with --restart: may extend the run)"),
     dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
