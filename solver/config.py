@@ -84,12 +84,15 @@ class Constant(Section):
 
 
 class Random(Section):
-    """Uniform in [low, high); the same field for any rank count (rows are seeded by global index)."""
+    """Uniform in [low, high); the same field for any rank count (rows of cells are seeded by global index)."""
 
     kind: Literal["random"]
     seed: int = Field(0, ge=0, le=2**64 - 1, description="numpy's random seed (with the global row index)")
     low: float = 0.0
     high: float = 1.0
+    cell: int = Field(1, ge=1, le=MAX_COUNT, description=(
+        "side of the square cells (cell x cell points, from the first point) that share one random value: a "
+        "mosaic whose edges diffuse; 1 = a value per point"))
 
 
 class FromFile(Section):
