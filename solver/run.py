@@ -29,7 +29,7 @@ from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
 from .io.fields import check_appendable, hdf5_writer
-from .io.outputs import Outputs, Resume, vtk_wanted
+from .io.outputs import Outputs, Resume, segment, vtk_wanted
 from .io.safeio import write_text
 from .parallel.comm import Comm, agree, default_threads
 from .parallel.consensus import check_same_case
@@ -54,6 +54,7 @@ class Run:
     def __init__(self, case, comm: Comm | None = None, options: Options | None = None):
         self.case, self.comm, self.opts = case, comm or Comm(), options or Options()
         self.clock = Clock()
+        self.started = time.time()  # this segment's start (the record's run.segments)
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
         self.balancer = None
 
@@ -82,6 +83,7 @@ class Run:
     def setup(self) -> None:
         """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
         agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
+        self.hosts = self.comm.allgather(socket.gethostname())
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
@@ -147,7 +149,10 @@ class Run:
 
     def _open_outputs(self) -> None:
         lay = self.layout
-        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet)
+        first = self.restart.step if self.restart else 0
+        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet,
+                               segments=self.restart.segments if self.restart else (),
+                               current=segment(first, self.comm.size, self.hosts, self.started))
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
@@ -259,7 +264,8 @@ class Run:
                 "balance": self.balancer.summary() if self.balancer else None,
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
-                        "hdf5_writer": self.outputs.hdf5_writer}}  # serial, streamed or mpio
+                        "hdf5_writer": self.outputs.hdf5_writer,  # serial, streamed or mpio
+                        "segments": self.outputs.run_segments(s.step)}}
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
@@ -313,6 +319,10 @@ def check_output(layout: Layout, comm: Comm, overwrite: bool, appending: bool, i
     """Rank 0, read-only: the output directory (solver.io.claim) and, when appending, its fields.h5."""
     d, case = layout.outdir, layout.case
     check_output_dir(d, appending=appending, overwrite=overwrite, inputs=inputs)
+    if appending:
+        from .results.record import check_not_reached
+
+        check_not_reached(d, case)
     if appending and (d / "fields.h5").exists():
         check_appendable(d / "fields.h5", case.shape, np.dtype(case.numerics.dtype), hdf5_writer(comm))
 

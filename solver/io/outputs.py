@@ -158,6 +158,25 @@ class Progress:
             self.bar.stop()
 
 
+def segment(first_step: int, ranks: int, hosts: list[str], started: float) -> dict:
+    """One stretch of a run in one launch: its steps, ranks, hosts, start and end (the record's run.segments
+    lists every one that led to the result; a checkpoint carries those before it). `started`: time.time()."""
+    return {"first_step": first_step, "last_step": first_step, "ranks": ranks, "hosts": sorted(set(hosts)),
+            "started": _date(started), "ended": None, "seconds": 0.0, "_t0": started}
+
+
+def segment_at(seg: dict, step: int) -> dict:
+    """The segment as it stands at `step` (now), as plain data."""
+    now = time.time()
+    out = {k: v for k, v in seg.items() if not k.startswith("_")}
+    out.update(last_step=step, ended=_date(now), seconds=round(now - seg["_t0"], 3))
+    return out
+
+
+def _date(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
 @dataclass(frozen=True)
 class Resume:
     """Where a restarted run continues: the checkpoint's step, and whether its output is appended
@@ -180,8 +199,10 @@ class Outputs:
     backend: reads the owned block of a field; resume: where a restarted run continues.
     """
 
-    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False):
+    def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
+                 segments: tuple = (), current: dict | None = None):
         self.layout, self.comm, self.backend = layout, comm, backend
+        self.segments, self.current = list(segments), current  # earlier segments (a checkpoint's), this one
         self.resume = resume.step
         self.appending = resume.appending
         self.checkpoint_path = layout.outdir / ckpt.NAME
@@ -288,11 +309,15 @@ class Outputs:
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance}
+                "tolerance": lay.case.run.tolerance, "segments": self.run_segments(s.step)}
         mine = owned(self.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
+
+    def run_segments(self, step: int) -> list[dict]:
+        """Every segment up to `step`: the checkpoint's earlier ones, then this one as it stands."""
+        return [*self.segments, *([segment_at(self.current, step)] if self.current else [])]
 
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
