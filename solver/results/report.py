@@ -539,7 +539,9 @@ def design(rec: dict, launcher: str | None = None) -> list[str]:
 def correctness_line(label: str, c: dict) -> str:
     if c.get("passed") is None:
         return f"| {label} | not verified | | | |"
-    return (f"| {label} | {c['reference']} | {c['relative_error']:.2e} | {c['tolerance']:.1e} | "
+    k = c.get("conservation")
+    also = f"; sum conserved to {k['error']:.2e} (tolerance {k['tolerance']:.1e})" if k else ""
+    return (f"| {label} | {c['reference']}{also} | {c['relative_error']:.2e} | {c['tolerance']:.1e} | "
             f"{'PASS' if c['passed'] else 'FAIL'} |")
 
 

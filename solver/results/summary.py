@@ -50,8 +50,12 @@ def print_summary(rec: dict) -> None:
                   (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
     c = rec["correctness"]
     if c.get("passed") is not None:
-        table.add_row("verification", f"{'PASS' if c['passed'] else 'FAIL'} rel. error {c['relative_error']:.2e} "
-                                      f"(tol {c['tolerance']:.1e})")
+        table.add_row("verification", f"{'PASS' if c['relative_error'] <= c['tolerance'] else 'FAIL'} rel. error "
+                                      f"{c['relative_error']:.2e} (tol {c['tolerance']:.1e}) against the {c['reference']}")
+        if "conservation" in c:
+            from .record import conservation_text
+
+            table.add_row("conservation", conservation_text(c["conservation"]))
     table.add_row("bottleneck", rec["bottleneck"])
     con.print(table)
     con.print(f"results in {rec['case']['output']['dir']}")
