@@ -43,6 +43,7 @@ class Options:
     verify: bool | None = None  # None: the case's `verify`
     restart: str | None = None
     ceiling: bool = True  # look up (or measure) the copy bandwidth and compute peak for the record
+    progress: object = None  # rank 0: called as progress(step, total, elapsed_s, mlups) instead of printing lines
 
 
 class Run:
@@ -152,7 +153,8 @@ class Run:
         first = self.restart.step if self.restart else 0
         self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet,
                                segments=self.restart.segments if self.restart else (),
-                               current=segment(first, self.comm.size, self.hosts, self.started))
+                               current=segment(first, self.comm.size, self.hosts, self.started),
+                               progress=self.opts.progress)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 

@@ -90,21 +90,27 @@ class StopSignals:
 
 class Progress:
     """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
-    anything else (mpirun, srun, a pipe, a log file) gets plain lines `step N/M (P%), T s elapsed, R MLUP/s`
-    at least every LINE_FRACTION of the steps or every LINE_SECONDS, whichever comes first (at the loop's
-    polls, which solver.core.loop spaces at most POLL_SECONDS apart). The loop asks `due(step)` first and
-    waits for a GPU's queued steps when it is, so a line counts the steps computed, not those enqueued.
-    Before a first compilation it says so, since that can take half a minute."""
+    anything else (mpirun, srun, a pipe, a log file, a Jupyter notebook) gets plain lines
+    `step N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every LINE_SECONDS,
+    whichever comes first (at the loop's polls, which solver.core.loop spaces at most POLL_SECONDS apart);
+    with a `callback` (the Python API's progress=), it is called with (step, total, elapsed, mlups) instead of
+    a line. R is the summary's quantity, point updates per second of stepping with the output written inside
+    the loop left out, measured on rank 0 since the loop began; the summary's figure leaves the warm-up
+    steps out too and takes the slowest rank. The loop asks `due(step)` first and waits for a GPU's queued
+    steps when it is, so a line counts the steps computed, not those enqueued. Before a first compilation
+    it says so, since that can take half a minute."""
 
     DELAY = 2.0
     LINE_FRACTION = 0.1
     LINE_SECONDS = 10.0
     BAR_SECONDS = 0.5  # a terminal's bar moves at most this often (each move waits for a GPU)
 
-    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter):
-        self.stream, self.clock = stream or sys.stdout, clock
+    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter,
+                 callback=None):
+        self.stream, self.clock, self.callback = stream or sys.stdout, clock, callback
         self.total, self.show, self.points = total, enabled, points
-        self.enabled = enabled and self.stream.isatty()  # the bar
+        self.enabled = enabled and callback is None and _isatty(self.stream)  # the bar
+        self.output_seconds = 0.0  # output written inside the loop so far: not stepping
         self.bar = None
         self.start(0)
 
@@ -117,6 +123,7 @@ class Progress:
         """The timed loop begins at `step` (0, or the checkpoint's step): the rate counts from here."""
         self.t0 = self.last_t = self.clock()
         self.first = self.last_step = step
+        self.output_seconds = 0.0
 
     def due(self, step: int, now: float | None = None) -> bool:
         """Would update(step) show something now? (False on other ranks and with --quiet.)"""
@@ -135,11 +142,22 @@ class Progress:
         else:
             self._line(step, now)
 
+    def exclude(self, seconds: float) -> None:
+        """Time spent writing output inside the loop: not part of the rate."""
+        self.output_seconds += seconds
+
+    def rate(self, step: int, now: float) -> float:
+        """MLUP/s of the steps since start(), output excluded."""
+        stepping = now - self.t0 - self.output_seconds
+        return self.points * (step - self.first) / stepping / 1e6 if stepping > 0 else 0.0
+
     def _line(self, step: int, now: float) -> None:
-        elapsed = now - self.t0
-        rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
-        print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
-              f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
+        elapsed, rate = now - self.t0, self.rate(step, now)
+        if self.callback is not None:
+            self.callback(step, self.total, elapsed, rate)
+        else:
+            print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
+                  f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
         self.last_step, self.last_t = step, now
 
     def _bar(self, step: int, now: float) -> None:
@@ -177,6 +195,13 @@ def _date(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
 
 
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 @dataclass(frozen=True)
 class Resume:
     """Where a restarted run continues: the checkpoint's step, and whether its output is appended
@@ -200,7 +225,7 @@ class Outputs:
     """
 
     def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
-                 segments: tuple = (), current: dict | None = None):
+                 segments: tuple = (), current: dict | None = None, progress=None):
         self.layout, self.comm, self.backend = layout, comm, backend
         self.segments, self.current = list(segments), current  # earlier segments (a checkpoint's), this one
         self.resume = resume.step
@@ -211,7 +236,7 @@ class Outputs:
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = StopSignals()
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
-                                     layout.case.grid.nx * layout.case.grid.ny)
+                                     layout.case.grid.nx * layout.case.grid.ny, callback=progress)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
@@ -250,6 +275,11 @@ class Outputs:
         """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
         if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
             return
+        t0 = time.perf_counter()
+        self._snapshot(s)
+        self.progress_bar.exclude(time.perf_counter() - t0)
+
+    def _snapshot(self, s) -> None:
         mine = owned(self.backend, s.u)
         t = s.step * self.layout.dt
         self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
@@ -305,6 +335,11 @@ class Outputs:
 
     def checkpoint(self, s) -> None:
         """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
+        t0 = time.perf_counter()
+        self._checkpoint(s)
+        self.progress_bar.exclude(time.perf_counter() - t0)
+
+    def _checkpoint(self, s) -> None:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
