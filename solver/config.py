@@ -211,6 +211,8 @@ class Parallel(Section):
 class Output(Section):
     dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
     every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
+    fields: bool = Field(True, description="write the snapshots to fields.h5 (and fields.xdmf); false: the record "
+                                           "and timings only (what sweep points write unless `--fields`)")
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
     checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)
     trace: bool = False

@@ -248,7 +248,9 @@ class Outputs:
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
         lay, resume = self.layout, self.resume if self.appending else None
-        if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
+        if not lay.case.output.fields:
+            pass  # output.fields: false: no fields.h5 (sweep points)
+        elif self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
             self.fields = ParallelFieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml,
                                             self.comm, resume)
         elif self.comm.rank == 0:
@@ -280,9 +282,12 @@ class Outputs:
         self.progress_bar.exclude(time.perf_counter() - t0)
 
     def _snapshot(self, s) -> None:
+        if not self.layout.case.output.fields and self.vtk is None:
+            return  # nothing to write (output.fields: false, no VTK)
         mine = owned(self.backend, s.u)
         t = s.step * self.layout.dt
-        self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
+        if self.layout.case.output.fields:
+            self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
         self.snapshots.append(s.step)
         self.unlisted = True
         self.collective_io(lambda: self._vtk(s.step, t, mine), f"writing the VTK files of step {s.step}")

@@ -105,7 +105,8 @@ def disk_bytes(case) -> dict:
     almost none, noise nearly all), and one checkpoint.h5 (when checkpoints are on; not compressed)."""
     field = case.grid.nx * case.grid.ny * np.dtype(case.numerics.dtype).itemsize
     n = snapshot_count(case)
-    out = {"snapshots": n, "hdf5_bytes": n * field, "vtk_bytes": n * field if case.vtk_enabled else 0,
+    out = {"snapshots": n, "hdf5_bytes": n * field if case.output.fields else 0,
+           "vtk_bytes": n * field if case.vtk_enabled else 0,
            "checkpoint_bytes": field if case.output.checkpoint_every else 0}
     out["disk_bytes"] = out["hdf5_bytes"] + out["vtk_bytes"] + out["checkpoint_bytes"]
     return out
@@ -113,14 +114,15 @@ def disk_bytes(case) -> dict:
 
 def disk_text(p: dict) -> str:
     """'at most N MB before compression: ...' from disk_bytes (validate and the sweeps print it)."""
-    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"]
+    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"] if p["hdf5_bytes"] else []
     if p["vtk_bytes"]:
         parts.append(f"{p['vtk_bytes'] / 1e6:.0f} MB VTK")
     if p["checkpoint_bytes"]:
         parts.append(f"{p['checkpoint_bytes'] / 1e6:.0f} MB checkpoint.h5")
     squeezed = " before compression (fields.h5 and VTK are compressed: smooth fields need less)" \
         if p["hdf5_bytes"] + p["vtk_bytes"] else ""
-    return f"at most {p['disk_bytes'] / 1e6:.0f} MB{squeezed}: " + " + ".join(parts)
+    return f"at most {p['disk_bytes'] / 1e6:.0f} MB{squeezed}: " + (" + ".join(parts) or "no fields (output.fields: "
+                                                                        "false), the record and timings only")
 
 
 def print_plan(case, ranks: int) -> None:
