@@ -92,6 +92,11 @@ class Run:
         agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
         agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
+        if self.verify_on:  # what --verify will cost, before the run starts (two reference steps, timed)
+            from .results.verify import cost_note
+
+            self.outputs.progress_bar.compiling(cost_note(self.case, self.comm, self.case.run.steps))
+            self.clock.lap("verify")
         self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         self.comm.barrier()
@@ -306,8 +311,9 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
     need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
-    if verify_on and layout.rank == 0:
-        need += 4 * (case.grid.nx + 2) * (case.grid.ny + 2) * itemsize  # reference run on rank 0
+    if verify_on:  # the numpy reference's two padded row blocks and the piece of another rank's block it meets
+        rows = -(-case.grid.ny // layout.size) + 2
+        need += 3 * rows * (case.grid.nx + 2) * itemsize
     _, available = memory_bytes()
     if available and need > available / layout.node_size:
         g = case.grid

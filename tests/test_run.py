@@ -99,8 +99,8 @@ def test_a_wrong_answer_fails_verification(tmp_path, monkeypatch):
     """The check can fail: perturb the reference and the run must report a mismatch."""
     import solver.results.verify as v
 
-    real = v.reference_field
-    monkeypatch.setattr(v, "reference_field", lambda c, s: real(c, s) * (1 + 1e-15) + 1e-300)
+    real = v.reference_rows
+    monkeypatch.setattr(v, "reference_rows", lambda *a: real(*a) * (1 + 1e-15) + 1e-300)
     c = case(tmp_path, initial={"kind": "random"}, verify=True)
     rec = run_case(c, options=Options(ceiling=False))
     assert rec["correctness"]["passed"] is False and rec["correctness"]["mismatched_points"] > 0
