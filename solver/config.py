@@ -473,7 +473,10 @@ def _case_loader():
 
 
 def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case:
-    """Read, apply CLI overrides (option -> value), validate. Errors are InputError lines."""
+    """Read, apply overrides, validate. Errors are InputError lines.
+
+    overrides: field paths (`{"physics.alpha": 0.5}`, any field, None included: `{"physics.dt": None}`) or
+    CLI options (`{"--steps": 10}`; None there means "not given")."""
     path = Path(path)
     data = read_yaml(path)
     data.setdefault("name", path.stem)
@@ -481,15 +484,31 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
 
 
 def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = None) -> Case:
-    """A case mapping (a file's, or a checkpoint's saved case) with CLI overrides applied, validated."""
-    for option, value in (overrides or {}).items():
-        if value is None:
-            continue
-        section, key = OPTION_FIELDS[option]
-        if not isinstance(data.get(section, {}), dict):
-            break  # validation below reports the malformed section
-        data.setdefault(section, {})[key] = value
+    """A case mapping (a file's, or a checkpoint's saved case) with overrides applied (see load_case), validated."""
+    for name, value in (overrides or {}).items():
+        if name.startswith("--"):
+            if name not in OPTION_FIELDS:
+                raise InputError(f"{source}: {name}: not an option that sets a case field; use one of "
+                                 f"{', '.join(OPTION_FIELDS)}, or a field path such as 'physics.alpha'")
+            if value is None:
+                continue
+            name = ".".join(OPTION_FIELDS[name])
+        set_field(data, name, value, source)
     return validate_case(data, source=source, options=overrides)
+
+
+def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
+    """data[a][b] = value for path 'a.b' (missing sections are made); validation judges the field itself."""
+    keys = path.split(".")
+    if not all(keys) or not isinstance(path, str):
+        raise InputError(f"{source}: {path!r}: a field path is names joined by dots, e.g. 'physics.alpha'")
+    node = data
+    for depth, key in enumerate(keys[:-1]):
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise InputError(f"{source}: {path}: {'.'.join(keys[:depth + 1])} is a value, not a section; "
+                             f"give a path to a field, e.g. 'physics.alpha'")
+    node[keys[-1]] = value
 
 
 def validate_case(data: dict, source: str = "case", options: dict | None = None) -> Case:

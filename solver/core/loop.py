@@ -50,7 +50,7 @@ class TimeLoop:
         self.layout, self.case, self.w = layout, layout.case, layout.w
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.timer, self.warm_timer = timers
-        self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
+        self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step), warmed(step)
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
@@ -135,6 +135,8 @@ class TimeLoop:
                 self.fit_poll(elapsed / max(n, 1), s.step, end, warm_end)
             if warm:
                 self.warm_seconds += elapsed
+                if s.step >= warm_end and getattr(self.hooks, "warmed", None):
+                    self.hooks.warmed(s.step)  # progress rates count from here, as the record's does
             else:
                 self.loop_seconds += elapsed
                 self.timed_steps += n

@@ -94,9 +94,8 @@ class Progress:
     `step N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every LINE_SECONDS,
     whichever comes first (at the loop's polls, which solver.core.loop spaces at most POLL_SECONDS apart);
     with a `callback` (the Python API's progress=), it is called with (step, total, elapsed, mlups) instead of
-    a line. R is the summary's quantity, point updates per second of stepping with the output written inside
-    the loop left out, measured on rank 0 since the loop began; the summary's figure leaves the warm-up
-    steps out too and takes the slowest rank. The loop asks `due(step)` first and waits for a GPU's queued
+    a line. R is the summary's quantity, point updates per second of the steps after the warm-up with the
+    output written inside the loop left out, measured on rank 0 (the summary takes the slowest rank). The loop asks `due(step)` first and waits for a GPU's queued
     steps when it is, so a line counts the steps computed, not those enqueued. Before a first compilation
     it says so, since that can take half a minute."""
 
@@ -123,6 +122,11 @@ class Progress:
         """The timed loop begins at `step` (0, or the checkpoint's step): the rate counts from here."""
         self.t0 = self.last_t = self.clock()
         self.first = self.last_step = step
+        self.warmed(step, self.t0)
+
+    def warmed(self, step: int, now: float | None = None) -> None:
+        """The warm-up steps end at `step`: the rate counts from here, as the summary's does."""
+        self.rate_t0, self.rate_first = self.clock() if now is None else now, step
         self.output_seconds = 0.0
 
     def due(self, step: int, now: float | None = None) -> bool:
@@ -147,9 +151,9 @@ class Progress:
         self.output_seconds += seconds
 
     def rate(self, step: int, now: float) -> float:
-        """MLUP/s of the steps since start(), output excluded."""
-        stepping = now - self.t0 - self.output_seconds
-        return self.points * (step - self.first) / stepping / 1e6 if stepping > 0 else 0.0
+        """MLUP/s of the steps since the warm-up (since start() before it ends), output excluded."""
+        stepping = now - self.rate_t0 - self.output_seconds
+        return self.points * (step - self.rate_first) / stepping / 1e6 if stepping > 0 else 0.0
 
     def _line(self, step: int, now: float) -> None:
         elapsed, rate = now - self.t0, self.rate(step, now)
@@ -380,6 +384,10 @@ class Outputs:
 
     def progress(self, step: int) -> None:
         self.progress_bar.update(step)
+
+    def warmed(self, step: int) -> None:
+        """The loop's warm-up steps end here (the progress rate counts from here)."""
+        self.progress_bar.warmed(step)
 
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""

@@ -31,7 +31,7 @@ def print_summary(rec: dict) -> None:
     if tp:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s "
-                                    "(output excluded, as in the progress lines; after warm-up, slowest rank)")
+                                    "(after warm-up, output excluded, as in the progress lines; slowest rank)")
         if "copy_gbs" in tp:
             table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
                                             f"({tp['fraction_of_copy']:.0%} reached)")
