@@ -50,6 +50,9 @@ class Grid(Section):
 
 class Physics(Section):
     equation: Literal["heat", "laplace"] = "heat"
+    solver: Literal["jacobi", "multigrid"] = Field("jacobi", description=(
+        "laplace: jacobi (one sweep per iteration) or multigrid (cycles with Jacobi sweeps as smoother; the "
+        "multigrid section sets them)"))
     alpha: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="diffusivity (heat)")
     dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="time step; null = safety x stable limit")
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
@@ -168,10 +171,27 @@ class Boundary(Section):
 
 
 class Run(Section):
-    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations (laplace)")
-    tolerance: float | None = Field(None, gt=0, description="laplace stops when max |update| < tolerance")
+    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations or cycles (laplace)")
+    tolerance: float | None = Field(None, gt=0, lt=1, description=(
+        "laplace: stop when the relative residual max|g - A u| / max|g - A u_0| (max norm, the initial field's "
+        "residual as the unit) falls below it; null: jacobi runs all steps, multigrid until the residual stops "
+        "falling (the floating-point floor)"))
     check_every: int = Field(100, ge=1, le=MAX_COUNT, description="steps between convergence and NaN/Inf checks")
     warmup: int = Field(1, ge=0, le=MAX_COUNT, description="first steps timed apart and excluded from the solve time")
+
+
+class Multigrid(Section):
+    """physics.solver: multigrid (solver/multigrid): cycles of weighted Jacobi sweeps on coarser grids."""
+
+    cycle: Literal["V", "W", "F"] = Field("V", description="V, W or F cycles (F: an F-cycle then a V-cycle below)")
+    pre: int = Field(2, ge=0, le=16, description="smoothing sweeps before the coarse-grid correction")
+    post: int = Field(2, ge=0, le=16, description="smoothing sweeps after it")
+    coarsest: int = Field(64, ge=1, le=4096, description=(
+        "most points of the coarsest level, which is solved directly (its operator's inverse)"))
+    smoother: Literal["chebyshev", "jacobi"] = Field("chebyshev", description=(
+        "chebyshev: per-sweep weights that damp the level's high frequencies best (one sweep: 4/5); "
+        "jacobi: every sweep weighted by omega"))
+    omega: float = Field(0.8, gt=0, lt=2, description="smoother jacobi: the weight of every sweep")
 
 
 class Numerics(Section):
@@ -227,6 +247,7 @@ class Case(Section):
     initial: Initial = Field(default_factory=lambda: Sine(kind="sine"))
     boundary: Boundary = Field(default_factory=Boundary)
     run: Run = Field(default_factory=Run)
+    multigrid: Multigrid = Field(default_factory=Multigrid)
     numerics: Numerics = Field(default_factory=Numerics)
     backend: BackendSettings = Field(default_factory=BackendSettings)
     parallel: Parallel = Field(default_factory=Parallel)
@@ -272,12 +293,25 @@ class Case(Section):
                 raise ValueError("parallel.balance: dynamic moves whole rows; set decomposition: rows or balance: none")
             if self.backend.name == "cupy":
                 raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
+        if self.physics.solver == "multigrid":
+            self._check_multigrid()
         if self.physics.equation == "heat" and self.run.tolerance is not None:
             raise ValueError("run.tolerance: applies to equation laplace only; remove it or set physics.equation: laplace")
         self._check_boundary_kinds()
         if self.output.dir is None:
             self.output.dir = f"output/{self.name}"
         return self
+
+    def _check_multigrid(self) -> None:
+        if self.physics.equation != "laplace":
+            raise ValueError("physics.solver: multigrid solves laplace; set physics.equation: laplace or "
+                             "physics.solver: jacobi")
+        if self.backend.time_tile not in (None, 1):
+            raise ValueError("backend.time_tile: multigrid exchanges halos before every sweep (its sweeps change "
+                             "weights); remove backend.time_tile or set it to 1")
+        if self.parallel.balance != "none":
+            raise ValueError("parallel.balance: dynamic applies to the jacobi solver and heat; set balance: none "
+                             "for multigrid")
 
     def _check_boundary_kinds(self) -> None:
         b = self.boundary
@@ -342,6 +376,8 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
     "--balance": ("parallel", "balance"),
     "--kernel": ("backend", "kernel"),
     "--time-tile": ("backend", "time_tile"),
+    "--solver": ("physics", "solver"),
+    "--tolerance": ("run", "tolerance"),
 }
 
 
@@ -648,6 +684,7 @@ DESCRIPTIONS = {
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
     "Case.boundary": "fixed (Dirichlet) values on the four sides",
     "Case.run": "steps, convergence and checks",
+    "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",
     "Case.backend": "where the steps run: numpy, numba (CPU threads) or cupy (GPU)",
     "Case.parallel": "MPI decomposition, halo exchange and load balance",

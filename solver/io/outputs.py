@@ -155,6 +155,13 @@ class Progress:
         stepping = now - self.rate_t0 - self.output_seconds
         return self.points * (step - self.rate_first) / stepping / 1e6 if stepping > 0 else 0.0
 
+    def iteration(self, step: int, r: float, rel: float) -> None:
+        """One line per multigrid cycle (a cycle takes long enough to be worth a line): the residual."""
+        if self.show:
+            print(f"cycle {step}: relative residual {rel:.3e} (max |g - A u| {r:.3e}), "
+                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
+            self.last_step, self.last_t = step, self.clock()
+
     def _line(self, step: int, now: float) -> None:
         elapsed, rate = now - self.t0, self.rate(step, now)
         if self.callback is not None:
@@ -353,7 +360,7 @@ class Outputs:
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance, "segments": self.run_segments(s.step)}
+                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step)}
         mine = owned(self.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
@@ -388,6 +395,10 @@ class Outputs:
     def warmed(self, step: int) -> None:
         """The loop's warm-up steps end here (the progress rate counts from here)."""
         self.progress_bar.warmed(step)
+
+    def iteration(self, step: int, r: float, rel: float) -> None:
+        """A multigrid cycle's line: its residual (rank 0, unless --quiet)."""
+        self.progress_bar.iteration(step, r, rel)
 
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""

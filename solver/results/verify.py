@@ -7,6 +7,9 @@
   they fall in (to_reference_rows: one piece per pair of ranks, never a whole field on one rank). On the
   CPU the tolerance is zero (bitwise equality); on a GPU 1e-13 (float64) or 1e-5 (float32) relative.
   Its cost is said before the run starts (cost_note: reference steps timed on the real blocks).
+- multigrid: the numpy backend running the same cycles on one process (bitwise on the CPU).
+- laplace with constant Dirichlet sides, in addition: against the exact solution of the discrete equations
+  (solver.core.exact), within the rigorous bound that the final residual gives (steady_state).
 - heat with no Dirichlet side (Neumann and periodic sides only), in addition: the sum of u equals the
   initial sum plus the fluxes times the steps (exact in exact arithmetic), within
   8 eps (steps + 1) max(sum|u_0|, sum|u|): rounding of each update and of the weights.
@@ -18,20 +21,25 @@ import numpy as np
 
 from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
+from ..core import exact
 from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
-from ..io.fields import owned
+from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
 CONSERVATION_ULPS = 8.0  # per step, relative to sum |u|
 
 
-def verify(layout, comm, backend, u, steps: int) -> dict:
-    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective)."""
+def verify(layout, comm, backend, u, steps: int, residual: float | None = None) -> dict:
+    """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective);
+    residual: laplace, the final max |g - A u| (for the steady-state check)."""
     case = layout.case
-    if exact_solution_available(case):
+    if exact_solution_available(case) and case.physics.solver == "jacobi":
         result = _against_exact(layout, comm, backend, u, steps)
     else:
         result = _against_reference(layout, comm, backend, u, steps)
+    if residual is not None and exact.available(case):
+        result["steady_state"] = steady_state(layout, comm, backend, u, residual)
+        result["passed"] = bool(result["passed"] and result["steady_state"]["passed"])
     if case.physics.equation == "heat" and conserving(case):
         result["conservation"] = conservation(layout, comm, backend, u, steps)
         result["passed"] = bool(result["passed"] and result["conservation"]["passed"])
@@ -48,6 +56,22 @@ def _against_exact(layout, comm, backend, u, steps: int) -> dict:
     tol = exact_tolerance(case, steps)
     return {"reference": f"exact discrete eigenmode k = {list(case.initial.k)} (sine initial, homogeneous boundaries)",
             "steps": steps, "max_abs_error": err, "relative_error": rel, "tolerance": tol, "passed": bool(rel <= tol)}
+
+
+def steady_state(layout, comm, backend, u, residual: float) -> dict:
+    """Laplace with constant Dirichlet sides: the field against the exact solution of the discrete equations
+    (solver.core.exact), within what the residual allows: |u - u*| <= |A^-1| |g - A u| (a rigorous bound,
+    exact.inverse_bound) plus rounding (16 eps (n + 1) max |u*|, n the points along the longer axis)."""
+    case, b = layout.case, layout.block
+    ref = exact.of_case(case)[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] if b.ny and b.nx else np.zeros((0, 0))
+    mine = owned(backend, u).astype(np.float64)
+    err = comm.allmax(float(np.max(np.abs(mine - ref), initial=0.0)))
+    scale = comm.allmax(float(np.max(np.abs(ref), initial=0.0)))
+    eps = float(np.finfo(case.numerics.dtype).eps)
+    bound = exact.inverse_bound(case) * residual + 16 * eps * (max(case.grid.nx, case.grid.ny) + 1) * scale
+    return {"reference": "exact solution of the discrete equations (sine series x sinh, constant sides)",
+            "max_abs_error": err, "relative_error": err / scale if scale else err, "bound": bound,
+            "passed": bool(err <= bound)}
 
 
 def conservation(layout, comm, backend, u, steps: int) -> dict:
@@ -133,10 +157,42 @@ def strip_step(out: np.ndarray, u: np.ndarray, w, tmp: np.ndarray) -> None:
 
 
 def reference_field(case, steps: int) -> np.ndarray:
-    """The numpy reference on one process: the whole field after `steps` steps."""
+    """The numpy reference on one process: the whole field after `steps` steps, or multigrid cycles (the
+    numpy backend running the same cycles)."""
     from ..parallel.comm import Comm
 
+    if case.physics.solver == "multigrid":
+        return _multigrid_field(case, steps)
     return reference_rows(case, Comm(), steps)
+
+
+def _multigrid_field(case, cycles: int) -> np.ndarray:
+    from ..backends.numpy_backend import NumpyBackend
+    from ..core.boundary import periodic_axes
+    from ..core.field import padded_field
+    from ..core.initial import initial_block
+
+    block = decompose(case.shape, (1, 1), 0, periodic_axes(case))
+    be = NumpyBackend(case.backend, case.numerics.dtype)
+    be.boundary = make_fill(case, block)
+    return _multigrid_reference(case, block, be, padded_field(case, block, initial_block(case, block)), cycles)
+
+
+def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
+    from ..core.layout import Layout
+    from ..core.timing import Timer
+    from ..multigrid.cycle import Multigrid, settings_of
+    from ..parallel.comm import Comm
+
+    layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
+    mg = Multigrid(layout, Comm(), backend, settings_of(case), case.multigrid.cycle)
+    mg.adopt(u, u.copy())
+    timer = Timer()
+    for _ in range(cycles):
+        mg.cycle(timer)
+    return np.array(mg.views()[0][1:-1, 1:-1])
+
+
 
 
 COST_STEPS = 4  # reference steps timed before a verified run: the first touches fresh memory, the median of the rest
@@ -154,8 +210,8 @@ def reference_seconds_per_step(case, comm) -> float:
 
 def cost_note(case, comm, steps: int) -> str | None:
     """The line a verified run prints before it starts: the reference's expected time (None: exact solution)."""
-    if exact_solution_available(case):
-        return None
+    if case.physics.solver != "jacobi" or exact_solution_available(case):
+        return None  # the exact eigenmode costs nothing; multigrid's reference runs on one process (not timed)
     per_step = reference_seconds_per_step(case, comm)
     return (f"verify: after the run a numpy reference repeats the {steps} steps on {comm.size} rank(s): about "
             f"{per_step * steps:.1f} s ({per_step * 1e3:.1f} ms per step, timed now on {COST_STEPS} of its steps)")
@@ -163,6 +219,8 @@ def cost_note(case, comm, steps: int) -> str | None:
 
 def _against_reference(layout, comm, backend, u, steps: int) -> dict:
     case = layout.case
+    if case.physics.solver == "multigrid":
+        return _against_one_process(layout, comm, backend, u, steps)
     block = reference_block(case, comm)
     ref = reference_rows(case, comm, steps, block)
     worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}
@@ -211,3 +269,27 @@ def to_reference_rows(comm, blocks, mine: np.ndarray, ref_blocks, compare) -> No
                      TAGS["verify"]["compare"])
         if got is not None:
             compare((g0, g1), blocks[src].cols, got)
+
+
+def _against_one_process(layout, comm, backend, u, steps: int) -> dict:
+    """Multigrid: the numpy backend's cycles on rank 0, compared block by block as they arrive."""
+    case = layout.case
+    ref = reference_field(case, steps) if comm.rank == 0 else None
+    worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}
+
+    def compare(b, data) -> None:
+        r = ref[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]]
+        d = np.abs(data.astype(np.float64) - r)
+        worst["abs"] = max(worst["abs"], float(np.max(d, initial=0.0)))
+        worst["scale"] = max(worst["scale"], float(np.max(np.abs(r), initial=0.0)))
+        worst["mismatched"] += int(np.count_nonzero(data != r))
+
+    for_each_block(comm, layout.blocks, owned(backend, u), compare)
+    result = None
+    if comm.rank == 0:
+        rel = worst["abs"] / worst["scale"] if worst["scale"] > 0 else worst["abs"]
+        tol = GPU_RTOL[case.numerics.dtype] if backend.on_gpu else 0.0
+        result = {"reference": "numpy backend, one process, same steps" + ("" if tol else " (bitwise)"),
+                  "steps": steps, "max_abs_error": worst["abs"], "relative_error": rel,
+                  "mismatched_points": worst["mismatched"], "tolerance": tol, "passed": bool(rel <= tol)}
+    return comm.bcast(result)
