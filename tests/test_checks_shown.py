@@ -23,4 +23,4 @@ def test_conservation_and_the_reference_figures_in_record_md_and_the_run_table(t
     table = " ".join(res.stdout.split())
     total = re.escape(format(k["sum"], ".10g"))
     assert re.search(rf"conservation │ PASS: sum\(u\) = {total}", table), res.stdout
-    assert "against the numpy backend" in table
+    assert "against the numpy reference on 1 rank(s)" in table
