@@ -92,3 +92,25 @@ def test_validate_states_the_disk_space():
     assert re.search(rf"disk space\s*│\s*at most {d['disk_bytes'] / 1e6:.0f} MB before compression .*: "
                      rf"{3 * field / 1e6:.0f} MB fields.h5 \(3 snapshots\) \+ {3 * field / 1e6:.0f} MB VTK", res.stdout), \
         res.stdout
+
+
+@pytest.mark.parametrize("cell", [1, 5, 128])
+def test_random_cells_are_the_same_field_for_any_decomposition(cell):
+    """initial.random.cell: every block of every process grid cuts the same mosaic (rows of cells seeded by
+    their index), cell x cell points share one value, and cell 1 is the per-point field of before."""
+    from solver.config import validate_case
+    from solver.core.decomp import all_blocks
+    from solver.core.initial import initial_block
+
+    case = validate_case({"name": "m", "grid": {"nx": 23, "ny": 17}, "initial": {"kind": "random", "seed": 3,
+                                                                                "cell": cell}})
+    whole = initial_block(case, all_blocks((17, 23), (1, 1))[0])
+    for dims in ((3, 2), (17, 1), (1, 23), (4, 5)):
+        got = np.empty_like(whole)
+        for b in all_blocks((17, 23), dims):
+            got[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = initial_block(case, b)
+        assert np.array_equal(got, whole), dims
+    c = min(cell, 17)
+    assert np.all(whole[:c, :c] == whole[0, 0]) and len(np.unique(whole)) == (-(-17 // cell)) * (-(-23 // cell))
+    if cell == 1:
+        assert np.array_equal(whole[4], np.random.default_rng([3, 4]).uniform(0.0, 1.0, 23))

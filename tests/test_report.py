@@ -226,6 +226,9 @@ def test_bar_charts_keep_title_and_legend_inside_the_canvas():
                      "efficiency": 0.9, "effective_gbs": 18.0 * n, "copy_gbs": 20.0 * n, "_record": {"throughput": tp}}
                     for n in (1, 2)]}
     run = {"throughput": tp, "resources": {"ranks": 2}}
+    first = np.kron(np.arange(64.0).reshape(8, 8), np.ones((64, 64)))
+    views = {"first": first, "last": first[::-1], "steps": (0, 2000), "times": (0.0, 2.68e-5),
+             "extent": (0.0, 1.0, 0.0, 1.0)}
     for fig in (report.fig_ranks(rows), report.fig_breakdown(res), report.fig_scaling(res), report.fig_bandwidth(res),
-                report.fig_run_bandwidth(run)):
+                report.fig_run_bandwidth(run), report.fig_fields(views, "heat_4096")):
         assert not outside_canvas(fig), outside_canvas(fig)
