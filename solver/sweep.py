@@ -6,7 +6,8 @@
 
 Layout of the sweep directory (--output, default output/sweep-<kind>-<case name>):
     cases/<point>.yaml      the input of each point (rerun one with `stencil run`)
-    <point>/rep<k>/         the run's own output: record.json, timings.csv, case.yaml, fields.h5
+    <point>/rep<k>/         the run's own output: record.json, timings.csv, timings.h5, case.yaml (and fields.h5
+                            with --fields: points keep no fields unless asked, output.fields false)
     sweep.csv, sweep.md     one row per point (the repeat with the median time per step)
     sweep.json              the sweep's metadata, every repeat's outcome, the rows and the notes
 
@@ -14,6 +15,8 @@ Weak scaling grows the grid with the process grid, keeping dx, dy (so dt) fixed:
 (py, px) = (n, 1), cart the most nearly square pair py >= px (as MPI_Dims_create); the global grid is
 (py * ny, px * nx) with ly, lx scaled so that the spacing is unchanged, and parallel.dims is set so
 that every rank owns exactly the case's ny x nx.
+
+Before the first point runs the sweep says how much disk it will take at most (disk_estimate).
 
 Threads per rank in rank sweeps: --threads-per-rank, else the case's backend.threads, else 1 (pure
 MPI, as PETSc users expect). Numba's time tiling (and under MPI the deep halo) is the case's
@@ -48,6 +51,8 @@ HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic m
 COMM_WARN = 0.20  # comm + wait fraction of the loop above which communication dominates
 LATENCY_WARN_S = 100e-6  # a step shorter than this is within reach of MPI message latency
 SATURATION = 0.25  # copy bandwidth gaining less than this share of the ideal growth: saturated
+RUN_FILE_BYTES = 32 << 10  # a point's record.json, record.md, timings.csv/.h5, case.yaml (19 kB at 2 ranks)...
+RANK_FILE_BYTES = 2 << 10  # ... and per rank (its rows in the record and the timings)
 CSV_FIELDS = ["ranks", "threads", "workers", "global_ny", "global_nx", "local_ny", "local_nx", "halo_fraction",
               "seconds_per_step", "time_min", "time_max", "repeats_ok", "mlups", "speedup", "efficiency",
               "compute_fraction", "comm_fraction", "wait_fraction", "comm_wait_fraction", "load_imbalance", "effective_gbs",
@@ -74,6 +79,7 @@ class Settings:
     verify: bool | None = None
     overwrite: bool = False
     timeout: float | None = None
+    fields: bool = False  # keep every point's fields.h5 (output.fields); off: records and timings only
     argv: list[str] = field(default_factory=list)
 
 
@@ -85,6 +91,7 @@ class Point:
     case_file: Path
     dirs: list[Path]
     runs: list[dict] = field(default_factory=list)  # per repeat: dir, exit code, error, seconds_per_step
+    disk: int = 0  # the most bytes one repeat writes (solver.results.summary.disk_bytes + its record)
 
 
 # input -----------------------------------------------------------------------------------------
@@ -187,6 +194,7 @@ def point_case(base: dict, s: Settings, n: int) -> tuple[dict, int, int]:
     """(case data, ranks, threads per rank) of the point with count n."""
     data = copy.deepcopy(base)
     data["output"]["vtk"] = False  # a sweep measures the solver; VTK files per point would only cost time
+    data["output"]["fields"] = s.fields  # and its fields cost disk: kept only when asked (--fields)
     if s.kind == "threads":
         data["backend"]["threads"] = n
         return data, 1, n
@@ -214,6 +222,7 @@ def grow(data: dict, n: int) -> None:
 
 def plan(s: Settings, base: dict, root: Path) -> list[Point]:
     from .config import validate_case
+    from .results.summary import disk_bytes
 
     points = []
     for n in s.counts:
@@ -221,12 +230,27 @@ def plan(s: Settings, base: dict, root: Path) -> list[Point]:
         label = f"t{n}" if s.kind == "threads" else f"r{n}"
         dirs = [root / label / f"rep{k + 1}" for k in range(s.repeats)]
         data["output"]["dir"] = str(dirs[0])
-        validate_case(data, source=f"{s.case} ({label})")
+        case = validate_case(data, source=f"{s.case} ({label})")
         case_file = root / "cases" / f"{label}.yaml"
-        points.append(Point(label, ranks, threads, case_file, dirs))
+        disk = disk_bytes(case)["disk_bytes"] + RUN_FILE_BYTES + RANK_FILE_BYTES * ranks
+        points.append(Point(label, ranks, threads, case_file, dirs, disk=disk))
         case_file.parent.mkdir(parents=True, exist_ok=True)
         case_file.write_text(yaml.safe_dump(data, sort_keys=False))
     return points
+
+
+def disk_estimate(s: Settings, points: list[Point]) -> dict:
+    """The most bytes the sweep writes (every repeat of every point), and a line that says so."""
+    total = sum(p.disk * len(p.dirs) for p in points)
+    runs = sum(len(p.dirs) for p in points)
+    what = ("every point's fields.h5 kept: --fields" if s.fields else
+            "records and timings only; --fields keeps every point's fields.h5")
+    return {"bytes": total, "runs": runs, "fields": s.fields,
+            "line": f"disk: at most {_size(total)} for {runs} run(s) ({what})"}
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
 # running ---------------------------------------------------------------------------------------
@@ -564,8 +588,9 @@ def write_sweep(root: Path, res: dict) -> None:
 
 # the sweep -------------------------------------------------------------------------------------
 
-def sweep(s: Settings, say=None) -> dict:
-    """Plan, run every point (failures reported, not fatal), write sweep.csv/.md/.json; returns the result."""
+def sweep(s: Settings, say=None, note=None) -> dict:
+    """Plan, say the disk it will take (note(line)), run every point (failures reported, not fatal), write
+    sweep.csv/.md/.json; returns the result."""
     from .results.environment import environment
 
     base = base_case(s)
@@ -580,12 +605,15 @@ def sweep(s: Settings, say=None) -> dict:
     except OSError as exc:
         raise InputError(f"--output: cannot create {root} ({exc.strerror}); choose a writable --output") from None
     points = plan(s, base, root)
+    disk = disk_estimate(s, points)
+    (note or (lambda line: None))(disk["line"])
     run_points(s, launcher, points, say or (lambda *a: None))
     rows = [row(p, root) for p in points]
     add_speedup(rows, s.kind)
     res = {"kind": s.kind, "case": str(s.case), "case_name": base["name"], "growth": growth(s, base, rows),
            "command": shlex.join(["stencil", "sweep", s.kind, *s.argv]), "launcher": shlex.join(launcher),
            "repeats": s.repeats, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": environment(with_gpus=False),
+           "disk_estimate": {k: v for k, v in disk.items() if k != "line"},
            "points": [{"label": p.label, "ranks": p.ranks, "threads": p.threads, "case": str(p.case_file),
                        "runs": p.runs} for p in points],
            "rows": rows}

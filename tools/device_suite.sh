@@ -3,7 +3,7 @@
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
-# ../shared/tools/device-wheels.sh) into /tmp/site and the project with
+# tools/device-wheels.sh) into /tmp/site and the project with
 # `python3 -m pip install --no-deps --no-build-isolation -e .`, records the machine, runs the chosen
 # sections, and prints a short table last.
 #   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x

@@ -124,7 +124,7 @@ def fail(exc: BaseException, comm) -> None:
 
 @app.command()
 def run(
-    case: Optional[Path] = typer.Argument(None, help="case file (YAML); with --restart DIR alone, the checkpoint's"),
+    case: Optional[Path] = typer.Argument(None, help="case file (YAML); leave it out with --restart DIR to continue with the case saved in the checkpoint"),
     backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
     steps: Optional[int] = typer.Option(None, help="override run.steps (with --restart: may extend the run)"),
     dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
@@ -450,12 +450,14 @@ _TIME_TILE = typer.Option(None, "--time-tile", help="override backend.time_tile 
 _VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
 _OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
 _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
+_FIELDS = typer.Option(False, "--fields", help="keep every point's fields.h5 (default: records and timings only)")
 
 
 def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
     from ..sweep import Settings, exit_code, print_sweep, say_point, sweep
 
-    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point)
+    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point,
+                note=lambda line: print(line, flush=True))
     print_sweep(res)
     code = exit_code(res)
     if code:
@@ -474,12 +476,12 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
         balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE,
+        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE, fields: bool = _FIELDS,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
-               timeout=timeout, time_tile=time_tile)
+               timeout=timeout, time_tile=time_tile, fields=fields)
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)
@@ -497,12 +499,12 @@ def sweep_threads(
     launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
     output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
     dtype: Optional[str] = _DTYPE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-    timeout: Optional[float] = _TIMEOUT,
+    timeout: Optional[float] = _TIMEOUT, fields: bool = _FIELDS,
 ) -> None:
     """Thread scaling: one process, numba threads vary."""
     _sweep("threads", case, _counts(threads, "--threads", []), launcher=launcher, launcher_args=launcher_args,
            repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
-           overwrite=overwrite, timeout=timeout)
+           overwrite=overwrite, timeout=timeout, fields=fields)
 
 
 @app.command()

@@ -78,7 +78,7 @@ class TimeLoop:
             self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
-        self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
+        self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step), warmed(step)
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         serial = GPU_POLL_EVERY if getattr(backend, "on_gpu", False) else SERIAL_POLL_EVERY
@@ -187,6 +187,8 @@ class TimeLoop:
                 self.fit_poll(elapsed / max(n, 1), s.step, end, warm_end)
             if warm:
                 self.warm_seconds += elapsed
+                if s.step >= warm_end and getattr(self.hooks, "warmed", None):
+                    self.hooks.warmed(s.step)  # progress rates count from here, as the record's does
             else:
                 self.loop_seconds += elapsed
                 self.timed_steps += n

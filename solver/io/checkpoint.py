@@ -5,7 +5,8 @@ Layout:
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
     ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
-    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
+    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio), segments (JSON:
+    the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them).
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -93,6 +94,7 @@ class Checkpoint:
     tolerance: float | None
     shape: tuple[int, int]
     r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
+    segments: tuple = ()  # the segments that led to `step` (dicts), oldest first
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -110,7 +112,10 @@ class Checkpoint:
                 tol, r0 = float(a["tolerance"]), float(a.get("initial_residual", np.nan))
                 return cls(p.resolve(), int(a["step"]), float(a["time"]), json.loads(a["fingerprint"]),
                            bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape),
-                           None if np.isnan(r0) else r0)
+                           r0=None if np.isnan(r0) else r0,
+                           segments=tuple(json.loads(a["segments"])) if "segments" in a else
+                           ({"first_step": None, "last_step": int(a["step"]), "note": "a checkpoint written before "
+                             "segments were recorded"},))
         except (OSError, KeyError, ValueError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({exc}); {hint}") from None
 
@@ -150,7 +155,7 @@ class Checkpoint:
 
 
 def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
-    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance."""
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, segments."""
     if hdf5_writer(comm) == "mpio":
         return _write_parallel(path, comm, blocks, mine, meta)
     if comm.rank != 0:
@@ -234,5 +239,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
                     "tolerance": float("nan") if tol is None else float(tol),
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
+                    "segments": json.dumps(meta.get("segments", []))})
     return u

@@ -250,6 +250,26 @@ def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
     return None
 
 
+def check_not_reached(outdir: Path, case) -> None:
+    """A restart into a run directory whose run already reached case.run.steps (or converged) after its last
+    checkpoint would recompute the stretch since then and rewrite its results: an InputError that says so
+    (nothing is changed). Read-only; a directory without a readable record.json is not checked."""
+    from ..core.errors import InputError
+
+    try:
+        rec = json.loads((Path(outdir) / "record.json").read_text())
+        reached, converged = int(rec["run"]["steps"]), bool(rec["run"].get("converged"))
+        tol = rec["case"]["run"].get("tolerance")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    converged = converged and tol is not None and (case.run.tolerance or 0.0) >= tol  # a lower tolerance goes on
+    if reached >= case.run.steps or converged:
+        why = f"converged at step {reached}" if converged else f"reached step {reached}"
+        raise InputError(f"--restart: the run in {outdir} already {why} (its record.json; run.steps is "
+                         f"{case.run.steps}), after its last checkpoint; nothing was changed: use --steps above "
+                         f"{reached} to extend it, or -o DIR to continue from the checkpoint elsewhere")
+
+
 def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
     """layout: solver.core.layout.Layout; rows: one per rank (run.Run.rank_row); facts: plain data of the
     run (run.Run.facts: phases, mpi_library, on_gpu, halo, halo_schedule, threads_per_rank, balance, run)."""
@@ -373,6 +393,64 @@ def _tiling_line(res: dict) -> str:
             f"{res['messages_per_step']:.2f} halo messages per step (all ranks).")
 
 
+def verdict(passed) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def check_lines(c: dict) -> list[str]:
+    """record.md's correctness: every check with its figures (the field against its reference, and the
+    conservation of the sum where the sides conserve it)."""
+    if c.get("passed") is None:
+        return [c.get("note", "not verified")]
+    field = (f"- field: {verdict(c['relative_error'] <= c['tolerance'])} against the {c['reference']}: max |u - ref| "
+             f"{c['max_abs_error']:.3e}, relative error {c['relative_error']:.3e} (tolerance {c['tolerance']:.1e})")
+    if "mismatched_points" in c:
+        field += f", {c['mismatched_points']} point(s) differ"
+    lines = [f"{verdict(c['passed'])} after {c['steps']} steps.", "", field + "."]
+    if "conservation" in c:
+        lines.append(f"- conservation: {conservation_text(c['conservation'])}.")
+    if "steady_state" in c:
+        lines.append(f"- steady state: {steady_text(c['steady_state'])}.")
+    return lines
+
+
+def steady_text(k: dict) -> str:
+    """'PASS against the exact solution ...: max |u - u*| e (bound b)'."""
+    return (f"{verdict(k['passed'])} against the {k['reference']}: max |u - u*| {k['max_abs_error']:.3e}, relative "
+            f"{k['relative_error']:.3e} (bound {k['bound']:.3e}: the final residual's, plus rounding)")
+
+
+def conservation_text(k: dict) -> str:
+    """'PASS: sum(u) = S, expected E (initial sum + steps x flux through the Neumann sides), error e (tolerance t)'."""
+    return (f"{verdict(k['passed'])}: sum(u) = {k['sum']:.10g}, expected {k['expected_sum']:.10g} (initial sum + "
+            f"steps x flux through the Neumann sides), error {k['error']:.3e} (tolerance {k['tolerance']:.1e})")
+
+
+def steps_text(run: dict, requested: int) -> str:
+    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).'"""
+    segs = run.get("segments") or []
+    head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    if len(segs) < 2:
+        return head + "."
+    last = segs[-1]
+    return (f"{head}; this segment computed {last['last_step'] - last['first_step']} step(s) (from step "
+            f"{last['first_step']}), {len(segs)} segments in all (below).")
+
+
+def segment_lines(segs: list[dict]) -> list[str]:
+    """record.md's table of the run's segments (one launch each: a restart adds one)."""
+    if not segs:
+        return []
+    lines = ["| segment | steps | ranks | hosts | started | ended | seconds |", "|---|---|---|---|---|---|---|"]
+    for k, s in enumerate(segs):
+        first = "?" if s.get("first_step") is None else s["first_step"]
+        lines.append(f"| {k} | {first}-{s['last_step']} | {s.get('ranks', '?')} | {', '.join(s.get('hosts', [])) or '?'} "
+                     f"| {s.get('started') or '?'} | {s.get('ended') or '?'} | "
+                     f"{'?' if s.get('seconds') is None else format(s['seconds'], '.1f')} |"
+                     + (f" {s['note']}" if s.get("note") else ""))
+    return lines + [""]
+
+
 def markdown(rec: dict) -> str:
     inp, res, tp, c = rec["input"], rec["resources"], rec["throughput"], rec["correctness"]
     env, t = rec["environment"], rec["timings"]
@@ -380,8 +458,8 @@ def markdown(rec: dict) -> str:
              f"**Bottleneck:** {rec['bottleneck']}", "",
              "## Input", "",
              f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
-             f"{inp['initial']}, dt = {inp['dt']:.6g}, {rec['run']['steps']} steps taken "
-             f"({inp['steps_requested']} requested{', converged' if rec['run']['converged'] else ''}).", "",
+             f"{inp['initial']}, dt = {inp['dt']:.6g}; " + steps_text(rec["run"], inp["steps_requested"]), "",
+             *segment_lines(rec["run"].get("segments") or []),
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
@@ -389,11 +467,7 @@ def markdown(rec: dict) -> str:
              + _balance_line(res.get("balance")), "",
              "## Placement", "", *placement_lines(res.get("placement", [])), "",
              "## Correctness", ""]
-    if c.get("passed") is None:
-        lines.append(c.get("note", "not verified"))
-    else:
-        lines.append(f"{'PASS' if c['passed'] else 'FAIL'}: {c['reference']}; relative error "
-                     f"{c['relative_error']:.3e} (tolerance {c['tolerance']:.1e}).")
+    lines += check_lines(c)
     if rec.get("solver"):
         lines += ["", *markdown_lines(rec["solver"])]
     lines += ["", "## Times (s)", "", "| phase | seconds |", "|---|---|"]
