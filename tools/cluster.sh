@@ -46,7 +46,7 @@ check() {  # why namespaces cannot be made here (nothing printed: they can)
 
 cores_of() {  # cores_of NODE NODES: this node's share of the machine's cores, as a taskset list
   local i=$1 n=$2 c
-  c=$(nproc)
+  c=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc counts OMP_NUM_THREADS, not cores, when it is set
   if [[ ${STENCIL_CLUSTER_CORES:-split} == all ]] || (( c < n )); then echo "0-$((c - 1))"; return; fi
   echo "$(( (i - 1) * c / n ))-$(( i * c / n - 1 ))"
 }
