@@ -138,11 +138,13 @@ def kernel_point(world, active: bool, be, shape, k: int, pattern: str, args) -> 
     if active:
         tile.run()  # compile, first touch
     first = (tile.run() + tile.run()) / 2 if active else 0.0
+    quiet_barrier(world)
     slowest = world.allreduce(first, op=_mpi().MAX)
     count = min(MAX_TILES, max(MIN_TILES, int(args.seconds / max(slowest, 1e-6))))
-    world.Barrier()
+    quiet_barrier(world)
     times = [tile.run() for _ in range(count)] if active else []
     checks = float(np.median([tile.check() for _ in range(3)])) if active else 0.0
+    quiet_barrier(world)
     rows = world.gather((times, checks) if active else None, root=0)
     if world.rank:
         return None
@@ -180,6 +182,15 @@ def _mpi():
     return MPI
 
 
+def quiet_barrier(comm) -> None:
+    """A barrier that waits without spinning (MPI_Ibarrier tested between short sleeps): ranks that are not
+    being measured leave their cores to those that are (an emulated node may have fewer cores than ranks,
+    and MPICH's blocking calls poll)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(0.0005)
+
+
 def pingpong(world, a: int, b: int, sizes) -> list[list[float]]:
     """[bytes, seconds] half round trips between ranks a and b (median of 5 batches); collective."""
     out = []
@@ -188,7 +199,7 @@ def pingpong(world, a: int, b: int, sizes) -> list[list[float]]:
         reps = max(4, min(200, int(4e6 / (n + 20000))))
         batches = []
         for _ in range(5):
-            world.Barrier()
+            quiet_barrier(world)
             t = time.perf_counter()
             for _ in range(reps):
                 if world.rank == a:
@@ -213,7 +224,7 @@ def exchange_costs(world, pair: list[int], args) -> list[list[float]]:
     be = numba_backend(args.dtype)
     out = []
     for width in EXCHANGE_WIDTHS:
-        world.Barrier()
+        quiet_barrier(world)
         if sub == _mpi().COMM_NULL:
             continue
         block = all_blocks((8, width), (2, 1), (True, False))[sub.rank]
@@ -252,7 +263,7 @@ def allreduce(world, counts) -> list[list[float]]:
                     sub.Allreduce(x, y, op=_mpi().MAX)
                 batches.append((time.perf_counter() - t) / 50)
             sub.Free()
-        world.Barrier()
+        quiet_barrier(world)
         if world.rank == 0:
             out.append([n, float(np.median(batches))])
     return out

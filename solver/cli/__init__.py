@@ -523,6 +523,7 @@ def model(
                                                       "slingshot, ethernet-10g/25g/100g, ...), 'measured', or a YAML file"),
     time_tile: Optional[int] = typer.Option(None, "--time-tile", min=1, help="override backend.time_tile"),
     halo: Optional[str] = typer.Option(None, help="override parallel.halo"),
+    decomposition: Optional[str] = typer.Option(None, help="override parallel.decomposition (rows | cart)"),
     balance: Optional[str] = typer.Option(None, help="override parallel.balance (none | dynamic)"),
     steps: Optional[int] = typer.Option(None, help="override run.steps"),
     dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
@@ -551,14 +552,16 @@ def model(
     from ..core.machine import cpu_count
     from ..model import calibrate
     from ..model.here import model_case
+    from ..model.inputs import Inputs
     from ..model.problem import Problem, placement
 
     over = _overrides(backend="cupy" if gpus else None, time_tile=time_tile, halo=halo, balance=balance,
-                      steps=steps, dtype=dtype)
+                      steps=steps, dtype=dtype, decomposition=decomposition)
     problem = Problem.from_case(load_case(case, over).model_dump(mode="json"))
-    place = placement(ranks, nodes, ranks_per_node, cpu_count(), gpus)
+    cores = Inputs.from_file(inputs).node_ranks() if inputs else cpu_count()  # a node like the one measured
+    place = placement(ranks, nodes, ranks_per_node, cores, gpus)
     say = lambda line: print(line, flush=True)  # noqa: E731
-    res = model_case(problem, place, cpu_count(), network=network, inputs_file=inputs, refresh=refresh, say=say,
+    res = model_case(problem, place, cores, network=network, inputs_file=inputs, refresh=refresh, say=say,
                      launcher=calibrate.launcher(launcher, launcher_args) if (launcher or launcher_args) else None)
     print("\n".join(text.prediction_lines(res)))
     _write_json(json_out, res)

@@ -39,6 +39,10 @@ class Inputs:
                              "written by `stencil bench model --json` or a model.json with one entry")
         return cls(entry, f"file {path}")
 
+    def node_ranks(self) -> int:
+        """Ranks per node the inputs were measured with (the most busy at once)."""
+        return max(self.occupancies() or [1])
+
     # kernel --------------------------------------------------------------------------------------
     def occupancies(self) -> list[int]:
         return sorted({p["occupancy"] for p in self.kernel})

@@ -14,6 +14,7 @@ median over Monte Carlo draws of where the measured spread falls (DRAWS).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -81,7 +82,8 @@ def predict(problem: Problem, place: Placement, inputs, network, draws: int = DR
     timed = steps - problem.warmup
     depths = sorted({d for b in runs for d in b.depths})
     rng = np.random.default_rng(seed)
-    results = [simulate(ranks_costs(problem, place, inputs, network, blks, depths, rng, dynamic), runs, rng)
+    costs = ranks_costs(problem, place, inputs, network, blks, depths, dynamic)
+    results = [simulate(replace(costs, factors=draw_factors(inputs, place, blks, depths, rng)), runs, rng)
                for _ in range(draws)]
     per_step = [r["t"].max() / timed for r in results]
     pick = results[int(np.argsort(per_step)[len(per_step) // 2])]
@@ -106,33 +108,35 @@ def _sim_steps(problem: Problem, place: Placement, draws: int) -> tuple[int, int
     return steps, draws
 
 
-def ranks_costs(problem: Problem, place: Placement, inputs, network, blks, depths, rng, dynamic: bool) -> Ranks:
-    p = place.ranks
-    shape = np.array([(b.ny, b.nx) for b in blks])
-    occ = min(place.per_node, p)
-    tile, inner, factors, comm = {}, {}, {}, {}
+def per_unique(keys: list, fn) -> np.ndarray:
+    """[fn(key) for key in keys], calling fn once per distinct key (blocks come in a few shapes)."""
+    done: dict = {}
+    return np.array([done[k] if k in done else done.setdefault(k, fn(k)) for k in keys], dtype=float)
+
+
+def ranks_costs(problem: Problem, place: Placement, inputs, network, blks, depths, dynamic: bool) -> Ranks:
+    """Everything but the speed factors (drawn per Monte Carlo draw: draw_factors)."""
+    occ = min(place.per_node, place.ranks)
+    shapes = [(b.ny, b.nx) for b in blks]
+    kinds = [(b.ny, b.nx, tuple(v is not None for v in b.neighbours.values())) for b in blks]
+    by_kind = {key: b for key, b in zip(kinds, blks)}
+    tile, inner, comm = {}, {}, {}
     for d in depths:
-        tile[d] = _tile_seconds(inputs, place, shape, d, occ)
-        inner[d] = np.array([_inner_share(b, d) for b in blks])
-        factors[d] = np.ones((p, 1)) if place.gpus else _factors(inputs, place, blks, d, occ, rng)
-        comm[d] = np.array([_comm(inputs, place, b, d, problem.itemsize) for b in blks])
-    check = np.array([inputs.gpu_check(b.ny, b.nx) if place.gpus else inputs.check_seconds(b.ny, b.nx, occ)
-                      for b in blks])
+        tile[d] = per_unique(shapes, lambda s: inputs.gpu_step(*s) * d if place.gpus
+                             else inputs.tile_seconds(*s, d, occ, pattern(place)))
+        inner[d] = per_unique(kinds, lambda key: _inner_share(by_kind[key], d))
+        comm[d] = per_unique(kinds, lambda key: _comm(inputs, place, by_kind[key], d, problem.itemsize))
+    check = per_unique(shapes, lambda s: inputs.gpu_check(*s) if place.gpus else inputs.check_seconds(*s, occ))
     sides = _sides(problem, place, inputs, network, blks, depths)
-    del shape
-    return Ranks(tile, inner, factors, comm, check, sides, inputs.allreduce(p, place.per_node, network),
+    return Ranks(tile, inner, {}, comm, check, sides, inputs.allreduce(place.ranks, place.per_node, network),
                  problem.halo == "overlap", np.array([b.ny for b in blks]) if dynamic else None)
 
 
-def _tile_seconds(inputs, place: Placement, shape: np.ndarray, d: int, occ: int) -> np.ndarray:
-    cache: dict = {}
-    out = []
-    for ny, nx in map(tuple, shape):
-        if (ny, nx) not in cache:
-            cache[(ny, nx)] = (inputs.gpu_step(ny, nx) * d if place.gpus
-                               else inputs.tile_seconds(ny, nx, d, occ, pattern(place)))
-        out.append(cache[(ny, nx)])
-    return np.array(out)
+def draw_factors(inputs, place: Placement, blks, depths, rng) -> dict:
+    if place.gpus:
+        return {d: np.ones((place.ranks, 1)) for d in depths}
+    occ = min(place.per_node, place.ranks)
+    return {d: _factors(inputs, place, blks, d, occ, rng) for d in depths}
 
 
 def _inner_share(b, d: int) -> float:
@@ -183,8 +187,8 @@ def _sides(problem: Problem, place: Placement, inputs, network, blks, depths) ->
         msg = {}
         for d in depths:
             nbytes = d * length * problem.itemsize
-            msg[d] = np.where(inter, [network.seconds(x, s) if network else 0.0 for x, s in zip(nbytes, sharing)],
-                              [inputs.intra(x) for x in nbytes])
+            far = per_unique(list(zip(nbytes, sharing)), lambda k: network.seconds(*k) if network else 0.0)
+            msg[d] = np.where(inter, far, per_unique(list(nbytes), inputs.intra))
         out.append(Side(nb, msg))
     return out
 
