@@ -145,7 +145,10 @@ class Inputs:
         return loglog([(p["ny"] * p["nx"], p["check_seconds"]) for p in self.gpu], ny * nx)
 
     def gpu_stage(self, nbytes: float) -> float:
-        return loglog([(p["stage_bytes"], p["stage_seconds"]) for p in self.gpu], nbytes)
+        """Seconds to stage a strip of nbytes to the host and back (the measured strips of 1, 8, 64 rows)."""
+        table = [tuple(x) for p in self.gpu for x in p.get("stage", [])]
+        table += [(p["stage_bytes"], p["stage_seconds"]) for p in self.gpu if "stage_bytes" in p]  # one row (older probes)
+        return loglog(table, nbytes)
 
     # provenance ----------------------------------------------------------------------------------
     def describe(self) -> list[str]:

@@ -89,7 +89,8 @@ def predict(problem: Problem, place: Placement, inputs, network, draws: int = DR
     pick = results[int(np.argsort(per_step)[len(per_step) // 2])]
     total = float(np.median(per_step))
     parts = {name: float(pick[name].mean()) / timed for name in ("compute", "halo", "collective")}
-    parts["waiting"] = max(total - sum(parts.values()), 0.0)
+    parts["waiting"] = (float(pick["wait"].mean()) / timed if place.gpus and problem.halo == "overlap"
+                        else max(total - sum(parts.values()), 0.0))  # GPU overlap: halo hides behind compute
     out = output_seconds(problem, place, inputs, network)
     return {"seconds_per_step": total, "parts": parts, "output_per_step": out, "time_tile": k, "tile_source": k_source,
             "halo_depth": k if place.ranks > 1 else 1, "dims": [blks[-1].dims[0], blks[-1].dims[1]],
@@ -129,7 +130,7 @@ def ranks_costs(problem: Problem, place: Placement, inputs, network, blks, depth
     check = per_unique(shapes, lambda s: inputs.gpu_check(*s) if place.gpus else inputs.check_seconds(*s, occ))
     sides = _sides(problem, place, inputs, network, blks, depths)
     return Ranks(tile, inner, {}, comm, check, sides, inputs.allreduce(place.ranks, place.per_node, network),
-                 problem.halo == "overlap", np.array([b.ny for b in blks]) if dynamic else None)
+                 problem.halo == "overlap", np.array([b.ny for b in blks]) if dynamic else None, place.gpus)
 
 
 def draw_factors(inputs, place: Placement, blks, depths, rng) -> dict:

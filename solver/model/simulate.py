@@ -11,7 +11,9 @@ Each rank has a clock. Per exchange period (a plain step, or a time tile of d st
 - its compute time is the measured mean for its block and d, times this rank's next factor: the
   per-tile speeds measured on the same occupancy of the same node, replayed in order from a random start
   (so slow cores stay slow, and bursts stay bursts, as they were measured).
-At a check every rank adds the local reduction, then all wait for the last one plus one MPI_Allreduce.
+On a GPU with overlap the inner part runs on the device while the host stages and sends, so the
+exchange's cost hides behind it (solver.parallel.gpu_exchange); the receive side's staging follows the
+last arrival. At a check every rank adds the local reduction, then all wait for the last one plus one MPI_Allreduce.
 With dynamic balance, at each balance stop the rows are split again in proportion to the speeds each
 rank showed since the last one (smoothed as solver.parallel.balance does). Waiting is what is left:
 time blocked for messages and for the slowest rank at a collective.
@@ -45,6 +47,7 @@ class Ranks:
     allreduce: float
     overlap: bool
     rows: np.ndarray | None = None  # owned rows (dynamic balance), else None
+    device: bool = False  # compute runs on a GPU, asynchronously: with overlap the host's exchange hides behind it
 
 
 @dataclass
@@ -105,10 +108,15 @@ def _period(ranks: Ranks, tot: Totals, d: int, c: np.ndarray) -> None:
             when = np.maximum(post[src], t) + s.message[d]
             arrive = np.where(has, np.maximum(arrive, when), arrive)
     inner = c * ranks.inner[d] if ranks.overlap else 0.0
-    ready = np.maximum(post + inner, arrive)
-    tot.wait += ready - (post + inner)
     tot.halo += 2 * half
     tot.compute += c
+    if ranks.device and ranks.overlap:  # the GPU computes the inner part while the host stages and sends
+        ready = np.maximum(t + inner, arrive + half)
+        tot.wait += ready - np.maximum(t + inner, post + half)
+        tot.t = ready + (c - inner)
+        return
+    ready = np.maximum(post + inner, arrive)
+    tot.wait += ready - (post + inner)
     tot.t = ready + half + (c - inner)
 
 
