@@ -18,6 +18,8 @@ import numpy as np
 from ..core.errors import InputError
 from .interp import loglin, loglog
 
+ASSUMED_STAGE_GBS = 25.0  # host <-> GPU copy rate for strips larger than any measured (pinned PCIe Gen5 x16, order of)
+
 
 class Inputs:
     def __init__(self, entry: dict, origin: str):
@@ -145,10 +147,18 @@ class Inputs:
         return loglog([(p["ny"] * p["nx"], p["check_seconds"]) for p in self.gpu], ny * nx)
 
     def gpu_stage(self, nbytes: float) -> float:
-        """Seconds to stage a strip of nbytes to the host and back (the measured strips of 1, 8, 64 rows)."""
+        """Seconds to stage a strip of nbytes to the host and back: the measured strips (1, 8, 64 rows), log-log
+        between them; beyond the largest, its time plus the extra bytes at ASSUMED_STAGE_GBS (an assumption,
+        said by describe())."""
+        table = self.stage_table()
+        big = max(table)
+        if nbytes <= big[0]:
+            return loglog(table, nbytes)
+        return big[1] + 2 * (nbytes - big[0]) / (ASSUMED_STAGE_GBS * 1e9)
+
+    def stage_table(self) -> list[tuple[float, float]]:
         table = [tuple(x) for p in self.gpu for x in p.get("stage", [])]
-        table += [(p["stage_bytes"], p["stage_seconds"]) for p in self.gpu if "stage_bytes" in p]  # one row (older probes)
-        return loglog(table, nbytes)
+        return table + [(p["stage_bytes"], p["stage_seconds"]) for p in self.gpu if "stage_bytes" in p]  # one row (older probes)
 
     # provenance ----------------------------------------------------------------------------------
     def describe(self) -> list[str]:
@@ -165,7 +175,8 @@ class Inputs:
                          f"({m.get('nodes')} node(s) x {m.get('per_node')} ranks)")
         if self.gpu:
             lines.append(f"GPU: {len(self.gpu)} sizes on {self.gpu[0].get('gpu')}, measured "
-                         f"{min(p.get('measured', '') for p in self.gpu)[:16]}")
+                         f"{min(p.get('measured', '') for p in self.gpu)[:16]}; strips staged to the host measured up to "
+                         f"{max(self.stage_table())[0] / 1024:.0f} KiB, larger ones assumed at {ASSUMED_STAGE_GBS:.0f} GB/s")
         return lines + [f"({self.origin}; cache entry {self.entry.get('key')})"]
 
 
