@@ -106,3 +106,23 @@ def test_the_replayed_schedule_sends_the_messages_the_solver_sent(env, tmp_path)
     problem = Problem.from_case(rec["case"])
     expected = 2 * schedule.messages_per_step(problem, rec["resources"]["halo_depth"], sides=1)
     assert rec["resources"]["messages_per_step"] == pytest.approx(expected)
+
+
+def test_a_fresh_clone_predicts_the_main_job_on_1024_nodes(tmp_path):
+    """The issue's acceptance line: an empty cache, `stencil model cases/heat_4096.yaml --nodes 1024`; the inputs
+    are measured (one probe launch), then taken from the cache; the output says which came from where."""
+    env = {"STENCIL_CACHE_DIR": str(tmp_path / "fresh-cache")}
+    first = stencil(["model", "cases/heat_4096.yaml", "--nodes", "1024"], env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "measuring the model's inputs" in first.stdout and "measured now" in first.stdout
+    again = stencil(["model", "cases/heat_4096.yaml", "--nodes", "1024"], env=env, timeout=120)
+    assert again.returncode == 0 and "measuring" not in again.stdout
+    assert "measured: kernel:" in again.stdout and "(cached;" in again.stdout
+    assert "infiniband-hdr (preset (the default; --network to choose))" in again.stdout
+    assert "on 1024 node(s)" in again.stdout
+
+
+def test_a_bad_network_stops_a_sweep_before_any_point(tmp_path, env):
+    res = stencil(["sweep", "strong", str(small_case(tmp_path)), "--ranks", "1", "--network", "nosuch",
+                   "-o", str(tmp_path / "sw"), *launcher()], env=env)
+    assert res.returncode == 2 and "--network" in res.stderr and not (tmp_path / "sw" / "r1").exists()
