@@ -63,20 +63,26 @@ def predict_points(records: list[dict | None], launcher: list[str], network: str
 
 
 def measure_for(pts: list[tuple[Problem, Placement]], launcher: list[str], say=None) -> Inputs:
-    """One probe launch with as many ranks as the largest point, measuring every (occupancy, shape, tile)
-    the points need that the cache lacks."""
+    """The (occupancy, shape, tile) points each sweep point needs that the cache lacks, measured by launches of
+    the probe with as many ranks as the points themselves (largest first: it also measures the messages),
+    so that no rank idles on a core a measured rank needs (an emulated node may have one core)."""
     problem = pts[0][0]
-    wanted, gpu = set(), set()
+    groups: dict[int, set] = {}
+    gpu: set = set()
     for pr, pl in pts:
         if pl.gpus:
             gpu.update(gpu_needs(pr, pl))
             continue
         k, _ = tile_depth(pr, blocks(pr, pl.ranks), pl, None)
         shapes, tiles = kernel_needs(pr, pl, k)
-        wanted.update((min(pl.per_node, pl.ranks), ny, nx, t, pattern(pl)) for ny, nx in shapes for t in tiles)
-    ranks = max(max(pl.ranks for _, pl in pts), 2)
-    return calibrate.measure(launcher, ranks, problem.dtype, problem.halo, gpu_shapes=sorted(gpu),
-                             points=sorted(wanted), say=say)
+        want = {(min(pl.per_node, pl.ranks), ny, nx, t, pattern(pl)) for ny, nx in shapes for t in tiles}
+        groups.setdefault(max(pl.ranks, 2), set()).update(want)
+    inputs = None
+    for ranks in sorted(groups, reverse=True) or [2]:
+        inputs = calibrate.measure(launcher, ranks, problem.dtype, problem.halo, gpu_shapes=sorted(gpu),
+                                   points=sorted(groups.get(ranks, ())), say=say)
+        gpu = set()
+    return inputs
 
 
 def row_fields(pred: dict | None, measured: float | None) -> dict:
