@@ -49,9 +49,18 @@ class Grid(Section):
 
 class Physics(Section):
     equation: Literal["heat", "laplace"] = "heat"
+    solver: Literal["jacobi", "multigrid"] = Field("jacobi", description=(
+        "laplace: jacobi (one sweep per iteration) or multigrid (cycles with Jacobi sweeps as smoother; the "
+        "multigrid section sets them)"))
     alpha: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="diffusivity (heat)")
-    dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="time step; null = safety x stable limit")
+    dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description=(
+        "time step; null = safety x the explicit stability limit (explicit), cfl x that limit (implicit schemes)"))
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
+    scheme: Literal["explicit", "backward-euler", "crank-nicolson"] = Field("explicit", description=(
+        "heat: explicit (FTCS, dt up to the stability limit), backward-euler or crank-nicolson (implicit: each "
+        "step one multigrid solve, any dt)"))
+    cfl: float = Field(100.0, gt=0, le=MAX_LENGTH, description=(
+        "implicit schemes with dt null: dt = cfl x the explicit stability limit"))
 
 
 class Sine(Section):
@@ -164,10 +173,29 @@ class Boundary(Section):
 
 
 class Run(Section):
-    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations (laplace)")
-    tolerance: float | None = Field(None, gt=0, description="laplace stops when max |update| < tolerance")
+    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations or cycles (laplace)")
+    tolerance: float | None = Field(None, gt=0, lt=1, description=(
+        "laplace: stop when the relative residual max|g - A u| / max|g - A u_0| (max norm, the initial field's "
+        "residual as the unit) falls below it; null: jacobi runs all steps, multigrid until the residual stops "
+        "falling (the floating-point floor). Implicit heat: the relative residual each step's solve reaches "
+        "(the step's own initial residual as the unit); null: 1e-8"))
     check_every: int = Field(100, ge=1, le=MAX_COUNT, description="steps between convergence and NaN/Inf checks")
     warmup: int = Field(1, ge=0, le=MAX_COUNT, description="first steps timed apart and excluded from the solve time")
+
+
+class Multigrid(Section):
+    """physics.solver: multigrid (solver/multigrid): cycles of weighted Jacobi sweeps on coarser grids."""
+
+    cycle: Literal["V", "W", "F"] = Field("V", description="V, W or F cycles (F: an F-cycle then a V-cycle below)")
+    pre: int = Field(2, ge=0, le=16, description="smoothing sweeps before the coarse-grid correction")
+    post: int = Field(2, ge=0, le=16, description="smoothing sweeps after it")
+    coarsest: int = Field(64, ge=1, le=4096, description=(
+        "most points of the coarsest level, which is solved directly (its operator's inverse)"))
+    smoother: Literal["chebyshev", "jacobi"] = Field("chebyshev", description=(
+        "chebyshev: per-sweep weights that damp the level's high frequencies best (one sweep: 4/5); "
+        "jacobi: every sweep weighted by omega"))
+    omega: float = Field(0.8, gt=0, lt=2, description="smoother jacobi: the weight of every sweep")
+    max_cycles: int = Field(50, ge=1, le=10000, description="implicit heat: the most cycles one step's solve may take")
 
 
 class Numerics(Section):
@@ -221,6 +249,7 @@ class Case(Section):
     initial: Initial = Field(default_factory=lambda: Sine(kind="sine"))
     boundary: Boundary = Field(default_factory=Boundary)
     run: Run = Field(default_factory=Run)
+    multigrid: Multigrid = Field(default_factory=Multigrid)
     numerics: Numerics = Field(default_factory=Numerics)
     backend: BackendSettings = Field(default_factory=BackendSettings)
     parallel: Parallel = Field(default_factory=Parallel)
@@ -234,12 +263,16 @@ class Case(Section):
         if set(self.name) == {"."}:
             raise ValueError(f"name: {self.name!r} names a directory itself or its parent; use letters or digits")
         _check_ranges(self)
-        if self.physics.equation == "heat" and self.physics.dt is not None:
+        if self.physics.equation == "laplace" and self.physics.scheme != "explicit":
+            raise ValueError("physics.scheme: applies to equation heat (laplace has no time steps); remove it or "
+                             "set physics.equation: heat")
+        if self.physics.equation == "heat" and self.physics.dt is not None and self.physics.scheme == "explicit":
             limit = stable_dt(self)
             if self.physics.dt > limit:
                 raise ValueError(
                     f"physics.dt: {self.physics.dt:g} is above the stability limit {limit:.6g} for this grid "
-                    f"and alpha; use dt <= {limit:.6g} or dt: null (safety x limit)"
+                    f"and alpha; use dt <= {limit:.6g}, dt: null (safety x limit), or an implicit physics.scheme "
+                    "(backward-euler, crank-nicolson) for larger steps"
                 )
         if self.backend.name != "cupy":
             for key in ("kernel", "block"):
@@ -266,12 +299,26 @@ class Case(Section):
                 raise ValueError("parallel.balance: dynamic moves whole rows; set decomposition: rows or balance: none")
             if self.backend.name == "cupy":
                 raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
-        if self.physics.equation == "heat" and self.run.tolerance is not None:
-            raise ValueError("run.tolerance: applies to equation laplace only; remove it or set physics.equation: laplace")
+        if self.physics.solver == "multigrid" or self.implicit:
+            self._check_multigrid()
+        if self.physics.equation == "heat" and self.run.tolerance is not None and not self.implicit:
+            raise ValueError("run.tolerance: applies to equation laplace and to implicit heat schemes; remove it or "
+                             "set physics.equation: laplace or physics.scheme: backward-euler")
         self._check_boundary_kinds()
         if self.output.dir is None:
             self.output.dir = f"output/{self.name}"
         return self
+
+    def _check_multigrid(self) -> None:
+        if self.physics.equation != "laplace" and not self.implicit:
+            raise ValueError("physics.solver: multigrid solves laplace and implicit heat steps; set physics.equation: "
+                             "laplace, an implicit physics.scheme, or physics.solver: jacobi")
+        if self.backend.time_tile not in (None, 1):
+            raise ValueError("backend.time_tile: multigrid exchanges halos before every sweep (its sweeps change "
+                             "weights); remove backend.time_tile or set it to 1")
+        if self.parallel.balance != "none":
+            raise ValueError("parallel.balance: dynamic applies to the jacobi solver and heat; set balance: none "
+                             "for multigrid")
 
     def _check_boundary_kinds(self) -> None:
         b = self.boundary
@@ -288,6 +335,15 @@ class Case(Section):
                                      f"modes start at 1; use k{axis} >= 1")
 
     # Derived values used everywhere -------------------------------------------------------------
+    @property
+    def implicit(self) -> bool:
+        """Heat with an implicit scheme: every step a multigrid solve."""
+        return self.physics.equation == "heat" and self.physics.scheme != "explicit"
+
+    @property
+    def uses_multigrid(self) -> bool:
+        return self.physics.solver == "multigrid" or self.implicit
+
     @property
     def shape(self) -> tuple[int, int]:
         return (self.grid.ny, self.grid.nx)
@@ -336,6 +392,9 @@ OPTION_FIELDS = {  # CLI override -> case field, so errors name the option the u
     "--balance": ("parallel", "balance"),
     "--kernel": ("backend", "kernel"),
     "--time-tile": ("backend", "time_tile"),
+    "--solver": ("physics", "solver"),
+    "--scheme": ("physics", "scheme"),
+    "--tolerance": ("run", "tolerance"),
 }
 
 
@@ -599,6 +658,7 @@ DESCRIPTIONS = {
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
     "Case.boundary": "fixed (Dirichlet) values on the four sides",
     "Case.run": "steps, convergence and checks",
+    "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",
     "Case.backend": "where the steps run: numpy, numba (CPU threads) or cupy (GPU)",
     "Case.parallel": "MPI decomposition, halo exchange and load balance",

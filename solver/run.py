@@ -56,6 +56,7 @@ class Run:
         self.clock = Clock()
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
         self.balancer = None
+        self.mg = None  # the multigrid solver (physics.solver: multigrid)
 
     # the layout owns the decomposition; these are views for callers (tests, tools)
     @property
@@ -152,7 +153,17 @@ class Run:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
     def _connect(self) -> None:
-        """The halo exchanger: its own agreed step, as GPU transports negotiate collectively."""
+        """The halo exchanger: its own agreed step, as GPU transports negotiate collectively. Multigrid: the
+        solver, with the exchangers of every level (solver.multigrid), stands in for it."""
+        if self.case.uses_multigrid:
+            from .multigrid.cycle import Multigrid, settings_of
+
+            op = physics.implicit_operator(self.case) if self.case.implicit else (0.0, 1.0)
+            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *op),
+                                self.case.multigrid.cycle, fine_g=self.case.implicit)
+            self._exchange = self.mg
+            self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
+            return
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
             self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
@@ -181,14 +192,15 @@ class Run:
 
     def _execute(self) -> dict:
         self.setup()
-        state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0)
+        state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0,
+                          r0=self.restart.r0 if self.restart else None)
         if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
             from .parallel.balance import Balancer
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
                                      self.case.parallel.balance_every)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
-                        hooks=self.outputs, balancer=self.balancer, connect=self.connect)
+                        hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
         self.outputs.progress_bar.start(state.step)
@@ -224,11 +236,13 @@ class Run:
     def finish(self) -> dict:
         from .results.record import build_record, write_record
 
-        correctness, stopped = None, self.state.stopped_by is not None
+        correctness, stopped = None, self.state.stopped_by == "signal"
         if self.verify_on and not stopped:
             from .results.verify import verify
 
-            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step)
+            last = self.state.residuals[-1][1] if self.state.residuals else None
+            correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step, last,
+                                 self.state.solves)
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
@@ -257,9 +271,27 @@ class Run:
                 "tiling": {"time_tile": getattr(self.backend, "chosen", None) or 1, "halo_depth": getattr(ex, "depth", 1),
                            "steps": s.step - (self.restart.step if self.restart else 0)},
                 "balance": self.balancer.summary() if self.balancer else None,
+                "solver": self.solver_facts(),
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
                         "hdf5_writer": self.outputs.hdf5_writer}}  # serial, streamed or mpio
+
+    def solver_facts(self) -> dict | None:
+        """Laplace: how the iteration ended; implicit heat: each step's solve (solver.results.solver)."""
+        s = self.state
+        if self.case.implicit:
+            return {"method": "multigrid", "scheme": self.case.physics.scheme, "cycle": self.case.multigrid.cycle,
+                    "tolerance": self.case.run.tolerance or physics.IMPLICIT_TOLERANCE, "solves": s.solves,
+                    "levels": self.mg.describe()}
+        if self.case.physics.equation != "laplace":
+            return None
+        start = self.restart.step if self.restart else 0
+        facts = {"method": self.case.physics.solver, "iterations": s.step - start, "initial_residual": s.r0,
+                 "residuals": [(k, r, s.relative(r)) for k, r in s.residuals], "tolerance": self.case.run.tolerance,
+                 "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start}
+        if self.mg is not None:
+            facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
+        return facts
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:
@@ -277,7 +309,7 @@ class Run:
                 "threads": self.backend.threads, "rows": f"{b.rows[0]}-{b.rows[1] - 1}", "cols": f"{b.cols[0]}-{b.cols[1] - 1}",
                 "points": b.ny * b.nx, **{k: v for k, v in t.seconds.items()}, "loop": loop.loop_seconds,
                 "warmup": loop.warm_seconds, "steps": loop.timed_steps, "device": self.backend.describe(),
-                "events": t.events if t.trace else None, "updates": loop.updates,
+                "events": t.events if t.trace else None, "updates": loop.updates, "levels": t.levels,
                 **getattr(loop.ex, "stats", dict)()}
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [gpudeep] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [gpudeep] [mg] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -24,6 +24,12 @@
 #           every 8 steps) against time_tile 1 (python -m solver.bench.gpu hybrid --time-tiles 8 1: ms/step,
 #           halo depth, messages per step); and what a batch of time tiles costs beyond its steps (the
 #           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
+#   mgbench multigrid and implicit heat figures (tools/mg_bench.py): the sweeps against the copy rate at
+#           8192^2 and 16384^2, the lid to 1e-10 at 4097^2-16384^2 float64, implicit against explicit heat to
+#           t = 0.01 at 4096^2, cycles per implicit step as dt grows, and 1-16 CPU ranks at 4096^2 (not in all).
+#   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
+#           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
+#           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
@@ -160,6 +166,23 @@ if [[ $SECTIONS == *" tune "* ]]; then
   done
 fi
 
+if [[ $SECTIONS == *" mg "* ]]; then  # multigrid (solver/backends/cupy_mg.py, kernels/mg.cu)
+  step mg_tests 420 $PY -m pytest -v -rfEs -p no:cacheprovider -m gpu tests/test_gpu_multigrid.py
+  grep -a -E "(PASSED|FAILED|ERROR|SKIPPED)" "$W/mg_tests.log" | grep -a "::" | sed -E "s/ +\[ *[0-9]+%\]$//" >> "$W/status.txt"
+fi
+
+if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)
+  MGB=(env PYTHONPATH="${PYTHONPATH:-}" $PY tools/mg_bench.py --out "$W/mgbench")
+  LARGS="--oversubscribe --bind-to none -x PYTHONPATH -x STENCIL_CACHE_DIR$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root")"
+  step mg_kernels 90 "${MGB[@]}" kernels 16384 8192 --backend cupy --dtype float64 --repeats 5
+  step mg_solve_gpu 240 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
+  step mg_heat_gpu 120 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
+  step mg_growth_gpu 120 "${MGB[@]}" growth 4096 --backend cupy --ratios 1 10 100 1000 10000 --steps 3
+  step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
+    --launcher-args "$LARGS"
+  grep -a -h '^{' "$W"/mg_*.log > "$W/mgbench.jsonl" 2>/dev/null
+fi
+
 if [[ $SECTIONS == *" probe "* ]]; then
   step cpu_placement 240 bash tools/cpu_placement.sh 16
 fi
@@ -238,6 +261,7 @@ fi
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
+  [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
   [[ -f $W/ncu_wave.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|One or More" "$W/ncu_wave.log" | head -40
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null

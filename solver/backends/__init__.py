@@ -150,6 +150,72 @@ class Backend:
     def synchronize(self) -> None:
         pass
 
+    # multigrid (solver.multigrid): the verbs of a cycle, as array expressions (mg_ops, the reference) ------
+    def zeros(self, shape: tuple[int, int], aligned: int = 1):
+        """A zeroed 2-D field in this backend's memory."""
+        return np.zeros(shape, dtype=self.dtype)
+
+    def clear(self, a) -> None:
+        """Set every point of a field, ghost layers included, to zero."""
+        a[...] = 0
+
+    def table(self, a: np.ndarray, weights: bool = False):
+        """An index (int64) or weight (the field's dtype) table in this backend's memory."""
+        return np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
+
+    def smooth(self, out, u, g, w, om, region: Region) -> None:
+        """One weighted Jacobi sweep with right-hand side g (None: zero): mg_ops.smooth."""
+        from . import mg_ops
+
+        mg_ops.smooth(out, u, g, w, om, region)
+
+    def residual(self, r, u, g, w, region: Region) -> None:
+        from . import mg_ops
+
+        mg_ops.residual(r, u, g, w, region)
+
+    def restrict(self, gc, r, region: Region, tables) -> None:
+        """tables: (ys, yc, yw, xs, xc, xw, scale) from table() (solver.multigrid.grids.Down)."""
+        from . import mg_ops
+
+        mg_ops.restrict(gc, r, region, *tables)
+
+    def prolong(self, u, e, region: Region, tables) -> None:
+        """tables: (ys, yw, xs, xw) from table() (solver.multigrid.grids.Up)."""
+        from . import mg_ops
+
+        mg_ops.prolong(u, e, region, *tables)
+
+    def solve(self, e, r, minv, region: Region) -> None:
+        from . import mg_ops
+
+        mg_ops.solve(e, r, minv, region)
+
+    def max_abs(self, a, region: Region) -> float:
+        from . import mg_ops
+
+        return mg_ops.max_abs(a, region)
+
+    def fill(self, u, fill) -> None:
+        """The ghost layers of `u` by the rules of `fill` (solver.core.boundary.Fill; its depth is u's)."""
+        fill.apply(u)
+
+    def timed(self, timer, fn) -> None:
+        """Run fn (kernels on this device) and charge its time to `compute`."""
+        t = time.perf_counter()
+        fn()
+        timer.add("compute", t)
+
+    def get(self, a, region: Region) -> np.ndarray:
+        """A host copy of a region."""
+        r0, r1, c0, c1 = region
+        return np.array(self.to_host(a[r0:r1, c0:c1]))
+
+    def put(self, a, region: Region, host: np.ndarray) -> None:
+        """Write a host array into a region."""
+        r0, r1, c0, c1 = region
+        a[r0:r1, c0:c1] = host
+
     # reporting -------------------------------------------------------------------------------
     def describe(self) -> dict:
         return {"backend": self.name, "threads": self.threads, "device": "cpu"}

@@ -46,6 +46,7 @@ from ..core.errors import InputError
 from ..core.physics import update
 from . import Backend, register
 from . import cupy_kernels as gk
+from .cupy_mg import CupyMultigrid
 
 ALIGN = 128  # bytes: row pitch multiple and alignment of column 1
 SPARE = 4  # columns left after the last one (vector loads past the region edge stay in the allocation)
@@ -53,7 +54,7 @@ GRAPH_STEPS = 32  # steps per replay of the large CUDA graph (even)
 
 
 @register
-class CupyBackend(Backend):
+class CupyBackend(CupyMultigrid, Backend):
     name = "cupy"
     summary = "CuPy RawKernels on one NVIDIA GPU (naive, tiled, rows, vec, expr)"
     on_gpu = True

@@ -152,6 +152,40 @@ class NumbaBackend(Backend):
     def max_update(self, a, b, region) -> float:
         return float(self.k.max_update(a, b, *region))
 
+    # multigrid verbs: kernels of numba_mg.py (the terms of mg_ops.py) -----------------------------
+    def _mg(self):
+        from . import numba_mg
+
+        return numba_mg
+
+    def smooth(self, out, u, g, w, om, region) -> None:
+        if g is None:
+            return self.k.step(out, u, w.wc, w.wx, w.wy, *region)
+        self._mg().smooth(out, u, g, w.wc, w.wx, w.wy, om, *region)
+
+    def residual(self, r, u, g, w, region) -> None:
+        if g is None:
+            return self._mg().residual(r, u, w.wx, w.wy, *region)
+        self._mg().residual_g(r, u, g, w.wx, w.wy, *region)
+
+    def restrict(self, gc, r, region, tables) -> None:
+        self._mg().restrict(gc, r, *region, *tables)
+
+    def prolong(self, u, e, region, tables) -> None:
+        self._mg().prolong(u, e, *region, *tables)
+
+    def solve(self, e, r, minv, region) -> None:
+        self._mg().solve(e, r, minv, *region)
+
+    def max_abs(self, a, region) -> float:
+        return float(self._mg().max_abs(a, *region))
+
+    def fill(self, u, fill) -> None:
+        if fill.rules:
+            from .numba_fill import fill_sides
+
+            fill_sides(u, fill.depth, *fill.tables())
+
     def describe(self) -> dict:
         import numba
 

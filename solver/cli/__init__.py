@@ -135,6 +135,9 @@ def run(
     balance: Optional[str] = typer.Option(None, help="none | dynamic (rows moved by measured rank speed)"),
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
     time_tile: Optional[int] = typer.Option(None, "--time-tile", help="numba steps per sweep and halo depth (1 = off)"),
+    solver: Optional[str] = typer.Option(None, help="laplace: jacobi | multigrid"),
+    scheme: Optional[str] = typer.Option(None, help="heat: explicit | backward-euler | crank-nicolson"),
+    tolerance: Optional[float] = typer.Option(None, help="laplace: stop at this relative residual"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or progress lines"),
@@ -149,7 +152,8 @@ def run(
     comm = Comm.world(mpi)
     try:
         over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
-                          decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile)
+                          decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile,
+                          solver=solver, scheme=scheme, tolerance=tolerance)
         cfg = agree(comm, lambda: _run_case(case, restart, over))
         opts = Options(overwrite=overwrite, quiet=quiet, verify=verify, restart=str(restart) if restart else None)
         record = run_case(cfg, comm, opts)

@@ -21,6 +21,7 @@ from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
 SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
+STALL_CHECKS = 3  # multigrid: checks in a row that do not halve the best residual before it end the run ("floor")
 POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
 
 
@@ -29,9 +30,28 @@ class LoopState:
     u: object  # current field (device array, padded)
     u_new: object  # the other buffer: after a step it holds the previous field
     step: int = 0
-    residuals: list[tuple[int, float]] = field(default_factory=list)  # (step, max |update|)
+    residuals: list[tuple[int, float]] = field(default_factory=list)  # (step, max |residual|): laplace's checks
     converged: bool = False
-    stopped_by: str | None = None  # "signal" when a stop request ended the loop early
+    stopped_by: str | None = None  # "signal" when a stop request ended the loop early; "floor": the residual stalled
+    r0: float | None = None  # laplace: max |residual| of the initial field, the unit of run.tolerance
+    solves: list[tuple[int, int, float, float]] = field(default_factory=list)  # implicit heat: (step, cycles, r0, relative)
+
+    def relative(self, r: float) -> float:
+        """A residual in units of the initial one (0 when the initial field already solves the problem)."""
+        return r / self.r0 if self.r0 else (0.0 if r == 0 else float("inf"))
+
+
+def halo_step(ex, u, compute) -> None:
+    """One step's schedule for any halo mode: start the exchange of u's halo, compute ex.before (the
+    interior, in bands, with ex.progress between them so MPI moves the messages), finish the exchange,
+    compute ex.after. compute(regions) updates the given regions (the time loop's step, multigrid's sweeps)."""
+    pending = ex.start(u)
+    for i, band in enumerate(ex.before):
+        if i:  # between bands: let MPI move the messages (the last one is waited for next)
+            ex.progress(pending)
+        compute([band])
+    ex.finish(pending)
+    compute(ex.after)
 
 
 def poll_period(default: int, steps: int) -> int:
@@ -46,14 +66,23 @@ class TimeLoop:
     for the block a rebalance gave this rank."""
 
     def __init__(self, layout, backend, comm, exchange, timers: tuple[Timer, Timer], hooks=None,
-                 poll_every: int | None = None, balancer=None, connect=None):
+                 poll_every: int | None = None, balancer=None, connect=None, iterate=None):
         self.layout, self.case, self.w = layout, layout.case, layout.w
         self.backend, self.comm, self.ex = backend, comm, exchange
+        self.iterate = iterate  # multigrid (solver.multigrid.cycle.Multigrid): a step is one cycle, checked every cycle
+        self.laplace = layout.case.physics.equation == "laplace"
+        if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
+            from .physics import implicit_rhs_weights
+
+            self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
+        self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step)
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         poll = poll_period(SERIAL_POLL_EVERY if exchange.trivial else POLL_EVERY, self.case.run.steps)
+        if iterate is not None:
+            tile, poll = 1, 1  # a cycle is long: signals and progress after every one
         self.tile = tile
         self.poll_every = poll_every or -(-poll // tile) * tile
         self.poll_fitted = poll_every is not None  # a period asked for is kept
@@ -70,15 +99,13 @@ class TimeLoop:
     def step(self, s: LoopState, timer: Timer, slow: bool = True) -> None:
         timer.step = s.step
         self.ex.timer = timer  # warm-up halo time goes to the warm-up timer, not the timed sections
-        pending = self.ex.start(s.u)
-        for i, band in enumerate(self.ex.before):
-            if i:  # between bands: let MPI move the messages (the last one is waited for next)
-                self.ex.progress(pending)
-            self.backend.compute(s.u_new, s.u, self.w, [band], timer)
-        self.ex.finish(pending)
-        if self.slow and slow:  # test hook: a slower core, charged to compute (the next section takes this time)
-            time.sleep(self.slow * self.layout.block.ny)
-        self.backend.compute(s.u_new, s.u, self.w, self.ex.after, timer)
+
+        def compute(regions):
+            if regions is self.ex.after and self.slow and slow:  # test hook: a slower core, charged to compute
+                time.sleep(self.slow * self.layout.block.ny)
+            self.backend.compute(s.u_new, s.u, self.w, regions, timer)
+
+        halo_step(self.ex, s.u, compute)
         self.backend.fill_boundary(s.u_new, timer)  # Neumann and one-rank periodic ghosts, from the new field
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
@@ -87,6 +114,16 @@ class TimeLoop:
 
     def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
         """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
+        if self.iterate is not None:
+            for _ in range(n):
+                timer.step = s.step
+                if self.laplace:
+                    self.iterate.cycle(timer)
+                else:
+                    self._implicit_step(s, timer)
+                s.step += 1
+            s.u, s.u_new = self.iterate.views()
+            return
         if self.ex.trivial or getattr(self.ex, "depth", 1) > 1:
             first = s.step
             if self.ex.trivial:
@@ -104,12 +141,25 @@ class TimeLoop:
             for _ in range(n):
                 self.step(s, timer)
 
+    def _implicit_step(self, s: LoopState, timer: Timer) -> None:
+        """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
+        from .physics import IMPLICIT_TOLERANCE
+
+        tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        cycles, r0, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
+        s.solves.append((s.step + 1, cycles, r0, rel))
+        if self.hooks is not None:
+            self.hooks.solved(s.step + 1, cycles, rel, tol)
+
     # the loop --------------------------------------------------------------------------------
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
         end, warm_end = run.steps, s.step + run.warmup
-        if self.ex.trivial:
+        if self.ex.trivial and self.iterate is None:
             self.backend.plan(self._batches(s.step, end, warm_end))
+        if self.iterate is not None and self.laplace and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
+            s.r0 = self.comm.allmax(self.iterate.residual_norm(self.warm_timer))
+            self._converged(s, s.r0)
         try:
             self._run(s, end, warm_end)
         finally:  # the last poll's vote ends with the loop (also when it raised: no MPI request is left behind)
@@ -126,7 +176,7 @@ class TimeLoop:
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
             points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
-            self.steps(s, n, timer, keep_previous=(s.step + n) % run.check_every == 0 or s.step + n == end)
+            self.steps(s, n, timer, keep_previous=self._checks(s.step + n) or s.step + n == end)
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
@@ -173,10 +223,17 @@ class TimeLoop:
             step += n
         return lengths
 
+    def _checks(self, step: int) -> bool:
+        """Whether the loop checks the residual (laplace) and NaN/Inf at this step: every check_every steps,
+        and for Jacobi also after its first step (whose update is the initial field's residual, r0)."""
+        return step % self.check_every == 0 or (step == 1 and self.laplace and self.iterate is None)
+
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
-        periods = [self.case.run.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
+        periods = [self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
                    self.balancer.every if self.balancer else None]
         stops = [end] + [(step // p + 1) * p for p in periods if p]
+        if step < 1 and self.laplace and self.iterate is None:
+            stops.append(1)
         if warm_end is not None:
             stops.append(warm_end)
         return min(stops)
@@ -185,7 +242,7 @@ class TimeLoop:
         run, out, step = self.case.run, self.case.output, s.step
         if self.fail_at is not None and step >= self.fail_at:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
-        if step % run.check_every == 0 or step == end:
+        if self._checks(step) or step == end:
             self._check(s, timer)
         if self.hooks is None:
             return
@@ -199,7 +256,7 @@ class TimeLoop:
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
-        if step % self.poll_every == 0 and step != end and not s.converged:
+        if step % self.poll_every == 0 and step != end and not s.converged and s.stopped_by is None:
             t = time.perf_counter()
             stop = self._vote(self.hooks.stop_requested())
             t = timer.add("wait", t)
@@ -218,20 +275,43 @@ class TimeLoop:
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
-        """max |update| of the last step, reduced over ranks: convergence and NaN/Inf detection."""
+        """The residual (multigrid: max |g - A u|; otherwise max |update| of the last step, which for Jacobi is
+        the residual of the field before it), reduced over ranks: convergence and NaN/Inf detection."""
         self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
-        local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
-        t = timer.add("other", t)
+        if self.iterate is not None and not self.laplace:  # implicit heat: the last solve's (reduced) residual
+            local = self.iterate.last if self.iterate.last is not None else 0.0
+            t = time.perf_counter()
+        elif self.iterate is not None:
+            local = self.iterate.residual_norm(timer)
+            t = time.perf_counter()
+        else:
+            local = self.backend.max_update(s.u, s.u_new, self.layout.block.everything())
+            t = timer.add("other", t)
         r = self.comm.allmax(local)
         timer.add("wait", t)
-        s.residuals.append((s.step, r))
         if r == float("inf") or r != r:
-            raise NumericalError(f"NaN or Inf in the field at step {s.step} (checked every {self.case.run.check_every} "
+            raise NumericalError(f"NaN or Inf in the field at step {s.step} (checked every {self.check_every} "
                                  "steps); reduce physics.dt or check the initial and boundary values")
+        if not self.laplace:
+            return
+        if s.r0 is None:  # Jacobi's first step: its update is the initial field's residual
+            s.r0 = r
+        s.residuals.append((s.step, r))
+        self._converged(s, r)
+        if self.hooks is not None and self.iterate is not None:
+            self.hooks.iteration(s.step, r, s.relative(r))
+
+    def _converged(self, s: LoopState, r: float) -> None:
+        """The stop tests: the relative residual below run.tolerance; multigrid also stops when the residual
+        has stopped falling (STALL_CHECKS checks without halving the best so far: the floating-point floor)."""
         tol = self.case.run.tolerance
-        if tol is not None and r < tol:
+        if tol is not None and s.relative(r) < tol or s.r0 == 0:
             s.converged = True
+        elif self.iterate is not None and len(s.residuals) > STALL_CHECKS:
+            best = min(v for _, v in s.residuals[:-STALL_CHECKS])
+            if min(v for _, v in s.residuals[-STALL_CHECKS:]) > 0.5 * best:
+                s.stopped_by = "floor"
 
 
 def _injected_failure(rank: int) -> int | None:

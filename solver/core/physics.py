@@ -61,10 +61,40 @@ def stable_dt(case) -> float:
 
 
 def time_step(case) -> float:
-    """The step used: the case's dt, or safety x the stable limit; laplace iterations count as 1."""
+    """The step used: the case's dt, or safety x the stable limit (explicit) or cfl x it (implicit schemes);
+    laplace iterations count as 1."""
     if case.physics.equation == "laplace":
         return 1.0
-    return case.physics.dt if case.physics.dt is not None else case.physics.safety * stable_dt(case)
+    if case.physics.dt is not None:
+        return case.physics.dt
+    return (case.physics.cfl if case.physics.scheme != "explicit" else case.physics.safety) * stable_dt(case)
+
+
+IMPLICIT_TOLERANCE = 1e-8  # implicit heat with run.tolerance null: each step's solve reaches this relative residual
+THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of the step: (I - theta dt alpha L)
+
+
+def implicit_operator(case) -> tuple[float, float]:
+    """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = I - theta dt alpha Laplacian."""
+    return 1.0, THETA[case.physics.scheme] * time_step(case) * case.physics.alpha
+
+
+def implicit_rhs_weights(case) -> Weights:
+    """Weights of the explicit part, divided by the implicit operator's diagonal d (solver.multigrid.levels):
+    g = (I + (1 - theta) dt alpha Laplacian) u^n / d as one Jacobi-kernel update (backward Euler: u^n / d)."""
+    dx, dy = spacing(case)
+    theta, dt, alpha = THETA[case.physics.scheme], time_step(case), case.physics.alpha
+    k_im, k_ex = theta * dt * alpha, (1.0 - theta) * dt * alpha
+    d = 1.0 + k_im * (2.0 / dx**2 + 2.0 / dy**2)
+    return Weights((1.0 - 2.0 * k_ex / dx**2 - 2.0 * k_ex / dy**2) / d, k_ex / dx**2 / d, k_ex / dy**2 / d)
+
+
+def implicit_factor(case) -> float:
+    """Per-step multiplier of the eigenmode initial.k under the implicit scheme: 1 / (1 + dt alpha lambda)
+    (backward Euler), (1 - dt alpha lambda / 2) / (1 + dt alpha lambda / 2) (Crank-Nicolson), lambda the
+    5-point eigenvalue (2/dx^2)(1 - cos theta_x) + (2/dy^2)(1 - cos theta_y)."""
+    theta, z = THETA[case.physics.scheme], time_step(case) * case.physics.alpha * mode_eigenvalue(case)
+    return (1.0 - (1.0 - theta) * z) / (1.0 + theta * z)
 
 
 def weights(case) -> Weights:
@@ -77,7 +107,22 @@ def weights(case) -> Weights:
     return Weights(1.0 - 2.0 * wx - 2.0 * wy, wx, wy)
 
 
+def mode_eigenvalue(case) -> float:
+    """lambda of the eigenmode initial.k: minus the 5-point Laplacian of the mode over the mode,
+    (2/dx^2)(1 - cos theta_x) + (2/dy^2)(1 - cos theta_y)."""
+    dx, dy = spacing(case)
+    (_, tx), (_, ty) = (_axis(case, axis, np.arange(0)) for axis in "xy")
+    return 2.0 / dx**2 * (1.0 - math.cos(tx)) + 2.0 / dy**2 * (1.0 - math.cos(ty))
+
+
 def mode_factor(case) -> float:
+    """The eigenmode's per-step multiplier for the case's scheme (see explicit_factor, implicit_factor)."""
+    if case.physics.equation == "heat" and case.physics.scheme != "explicit":
+        return implicit_factor(case)
+    return explicit_factor(case)
+
+
+def explicit_factor(case) -> float:
     """Per-step multiplier of the eigenmode `initial.k` (sine) for the case's boundary kinds; k = [1, 1]
     with Dirichlet sides: the lowest mode, wc + 2 wx cos(pi/(nx+1)) + 2 wy cos(pi/(ny+1))."""
     w = weights(case)

@@ -33,6 +33,8 @@ class Timer:
         self.epoch = time.perf_counter() if epoch is None else epoch
         self.step = 0
         self.cursor: float | None = None  # end of the last section (or start of the batch)
+        self.level: int | None = None  # multigrid: the level being worked on; its time is also tallied apart
+        self.levels: dict[int, dict[str, float]] = {}
 
     def add(self, section: str, start: float, end: float | None = None) -> float:
         """Charge [start, end) - extended back to the end of the previous section - to a section;
@@ -42,13 +44,29 @@ class Timer:
             start = self.cursor
         self.cursor = end
         self.seconds[section] += end - start
+        if self.level is not None:
+            self._tally(self.level, section, end - start)
         if self.trace:
             self.events.append((section, start - self.epoch, end - self.epoch, self.step))
         return end
 
-    def charge(self, section: str, seconds: float) -> None:
-        """Add a duration measured elsewhere (CUDA events) without a trace interval."""
+    def charge(self, section: str, seconds: float, level: int | None = None) -> None:
+        """Add a duration measured elsewhere (CUDA events) without a trace interval (level: the multigrid
+        level it belongs to, taken when the work was enqueued: see charger)."""
         self.seconds[section] += seconds
+        if level is not None:
+            self._tally(level, section, seconds)
+
+    def charger(self):
+        """charge() bound to the level being worked on now (GPU events resolve later)."""
+        level = self.level
+        return lambda section, seconds: self.charge(section, seconds, level)
+
+    def _tally(self, level: int, section: str, seconds: float) -> None:
+        per = self.levels.get(level)
+        if per is None:
+            per = self.levels[level] = dict.fromkeys(SECTIONS, 0.0)
+        per[section] += seconds
 
 
 class Clock:

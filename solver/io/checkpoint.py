@@ -4,7 +4,8 @@ Layout:
     /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
-    ranks, dims, converged, tolerance (NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
+    ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
+    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -91,6 +92,7 @@ class Checkpoint:
     converged: bool
     tolerance: float | None
     shape: tuple[int, int]
+    r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -105,9 +107,10 @@ class Checkpoint:
                 a = f.attrs
                 if a.get("format") != FORMAT or "u" not in f:
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
-                tol = float(a["tolerance"])
+                tol, r0 = float(a["tolerance"]), float(a.get("initial_residual", np.nan))
                 return cls(p.resolve(), int(a["step"]), float(a["time"]), json.loads(a["fingerprint"]),
-                           bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape))
+                           bool(a["converged"]), None if np.isnan(tol) else tol, tuple(f["u"].shape),
+                           None if np.isnan(r0) else r0)
         except (OSError, KeyError, ValueError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({exc}); {hint}") from None
 
@@ -125,7 +128,7 @@ class Checkpoint:
                              f"use --steps above {self.step} to continue the run")
         tol = case.run.tolerance
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
-            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (max update below "
+            raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
                              f"{self.tolerance:g}); lower run.tolerance to continue it")
 
     def read_block(self, block) -> np.ndarray:
@@ -230,5 +233,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
                     "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
                     "tolerance": float("nan") if tol is None else float(tol),
+                    "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
     return u

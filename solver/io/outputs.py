@@ -135,6 +135,20 @@ class Progress:
         else:
             self._line(step, now)
 
+    def iteration(self, step: int, r: float, rel: float) -> None:
+        """One line per multigrid cycle (a cycle takes long enough to be worth a line): the residual."""
+        if self.show:
+            print(f"cycle {step}: relative residual {rel:.3e} (max |g - A u| {r:.3e}), "
+                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
+            self.last_step, self.last_t = step, self.clock()
+
+    def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
+        """One line per implicit step (each is a multigrid solve): its cycles and residual."""
+        if self.show:
+            print(f"step {step}/{self.total}: {cycles} cycle(s), relative residual {rel:.2e} (tolerance {tol:.0e}), "
+                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
+            self.last_step, self.last_t = step, self.clock()
+
     def _line(self, step: int, now: float) -> None:
         elapsed = now - self.t0
         rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
@@ -288,7 +302,7 @@ class Outputs:
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance}
+                "tolerance": lay.case.run.tolerance, "r0": s.r0}
         mine = owned(self.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
@@ -315,6 +329,14 @@ class Outputs:
 
     def progress(self, step: int) -> None:
         self.progress_bar.update(step)
+
+    def iteration(self, step: int, r: float, rel: float) -> None:
+        """A multigrid cycle's line: its residual (rank 0, unless --quiet)."""
+        self.progress_bar.iteration(step, r, rel)
+
+    def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
+        """An implicit step's line: the cycles its solve took (rank 0, unless --quiet)."""
+        self.progress_bar.solved(step, cycles, rel, tol)
 
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""

@@ -69,11 +69,13 @@ def capped_depth(k: int, blocks: list[Block]) -> int:
 class DeepLayout:
     """Where the owned block and the ghost layers sit in a field with k ghost layers towards neighbours."""
 
-    def __init__(self, block: Block, k: int):
+    def __init__(self, block: Block, k: int, physical: int = 1):
+        """physical: ghost layers on the sides without a neighbour (1: the boundary value; multigrid's
+        fields take k everywhere, so that a boundary fill of depth k applies to them)."""
         self.block, self.k = block, k
         n = block.neighbours
         self.has = {side: n[side] is not None for side in n}
-        gs, gn, gw, ge = (k if self.has[s] else 1 for s in ("south", "north", "west", "east"))
+        gs, gn, gw, ge = (k if self.has[s] else physical for s in ("south", "north", "west", "east"))
         self.shape = (gs + block.ny + gn, gw + block.nx + ge)
         self.owned = (gs, gs + block.ny, gw, gw + block.nx)  # (R0, R1, C0, C1)
         r0, r1, c0, c1 = self.owned

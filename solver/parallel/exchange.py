@@ -187,3 +187,20 @@ def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str =
 
         return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill, transport=tx)
     return cls(block, mpi, backend, timer, transport=tx)
+
+
+def transport_for(mode: str, mpi, backend, transport: str = "auto"):
+    """Collective: the GPU transport several exchangers of one mode share (None for host fields)."""
+    if mpi is None or mpi.Get_size() == 1 or not backend.on_gpu:
+        return None
+    from .gpu_exchange import gpu_transport
+
+    return gpu_transport(transport, mpi, backend, MODES[mode].overlap)
+
+
+def exchanger(mode: str, block: Block, mpi, backend, timer, phases=None, tx=None) -> Exchange:
+    """The mode's exchanger over `phases` (default: one step's halo, one layer, no corners) on transport
+    `tx` (None: host fields); the trivial one without neighbours (multigrid builds one per level)."""
+    if block.is_serial or mpi is None:
+        return Exchange(block, mpi, backend, timer)
+    return MODES[mode](block, mpi, backend, timer, phases, transport=tx)

@@ -19,6 +19,7 @@ from ..core.machine import last_level_cache_bytes, parse_cpulist
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .environment import environment
+from .solver import markdown_lines, mg_throughput, solver_record
 
 CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
 
@@ -74,6 +75,7 @@ IMBALANCED = 1.15  # max / mean compute
 OVERHEAD_STEP = 1e-4  # seconds per step below which launch and Python costs dominate
 OVERHEAD_OTHER = 0.3  # or: `other` above this fraction of a rank's loop
 COMPUTE_BOUND = 0.5  # GFLOP/s above this fraction of the measured multiply + add peak: arithmetic is the limit
+COARSE_BOUND = 0.5  # multigrid: levels below the finest above this share of the cycle
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
 
 
@@ -83,7 +85,8 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     (output excluded), so none exceeds 100%."""
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
-    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _compute, _cache_reuse, _overhead):
+    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _cache_reuse,
+                 _overhead):
         line = rule(tp, stats, rows, dtype, on_gpu)
         if line:
             return line
@@ -130,6 +133,16 @@ def _launch_gaps(tp, stats, rows, dtype, on_gpu) -> str | None:
     return (f"GPU launch gaps: the kernels (CUDA events) run {busy:.0%} of the loop on some rank; the GPU waits "
             "for the host between launches (Python, synchronisation, copies): larger grids or more steps per "
             "graph help")
+
+
+def _coarse_levels(tp, stats, rows, dtype, on_gpu) -> str | None:
+    """Multigrid: the levels below the finest take most of the cycle (small grids: latency, launches)."""
+    shares = tp.get("level_shares")
+    if not shares or sum(shares[1:]) <= COARSE_BOUND:
+        return None
+    return (f"multigrid coarse levels: levels 1-{len(shares) - 1} take {sum(shares[1:]):.0%} of the cycle, the "
+            f"finest {shares[0]:.0%}; their grids are small, so per-sweep costs (messages, launches, Python) "
+            "dominate: a larger multigrid.coarsest or fewer ranks help")
 
 
 def _compute(tp, stats, rows, dtype, on_gpu) -> str | None:
@@ -210,7 +223,8 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
     run (run.Run.facts: phases, mpi_library, on_gpu, halo, halo_schedule, threads_per_rank, balance, run)."""
     case = layout.case
     stats = section_stats(rows)
-    tp = throughput(case, rows, ceiling)
+    sol = solver_record(facts.get("solver"), rows, case)
+    tp = mg_throughput(case, rows, ceiling, sol) if sol and sol["method"] == "multigrid" else throughput(case, rows, ceiling)
     w = physics.weights(case)
     return {
         "stencil": {"version": environment(with_gpus=False)["stencil"], "backend": case.backend.name,
@@ -231,6 +245,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
                                                          if case.parallel.balance == "dynamic" else {})},
                       "placement": [placement(r) for r in rows]},
         "run": facts["run"],
+        "solver": sol,
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
         "times": facts["phases"],
@@ -347,6 +362,8 @@ def markdown(rec: dict) -> str:
     else:
         lines.append(f"{'PASS' if c['passed'] else 'FAIL'}: {c['reference']}; relative error "
                      f"{c['relative_error']:.3e} (tolerance {c['tolerance']:.1e}).")
+    if rec.get("solver"):
+        lines += ["", *markdown_lines(rec["solver"])]
     lines += ["", "## Times (s)", "", "| phase | seconds |", "|---|---|"]
     lines += [f"| {k} | {v:.4f} |" for k, v in rec["times"].items()]
     lines += ["", "## Per-rank sections (s, over ranks)", "", "| section | min | mean | max |", "|---|---|---|---|"]
@@ -355,10 +372,15 @@ def markdown(rec: dict) -> str:
               f"{t['comm_fraction']['max']:.1%}; wait fraction (max) {t['wait_fraction']['max']:.1%}; comm + wait "
               f"(largest rank, rank {t['comm_wait_fraction']['rank']}) {t['comm_wait_fraction']['max']:.1%}.", ""]
     if tp:
-        lines += ["## Throughput", "", "| metric | value |", "|---|---|",
-                  f"| time per step | {tp['seconds_per_step'] * 1e3:.4f} ms |", f"| MLUP/s | {tp['mlups']:.1f} |",
-                  f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
-                  f"| GFLOP/s ({tp['flops_per_update']} flop/update) | {tp['gflops']:.2f} |"]
+        lines += ["## Throughput", "", "| metric | value |", "|---|---|"]
+        if "bytes_per_cycle" in tp:
+            lines += [f"| time per {tp['per']} | {tp['seconds_per_step'] * 1e3:.4f} ms |",
+                      f"| effective GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
+                      f"{tp['effective_gbs']:.2f} |"]
+        else:
+            lines += [f"| time per step | {tp['seconds_per_step'] * 1e3:.4f} ms |", f"| MLUP/s | {tp['mlups']:.1f} |",
+                      f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
+                      f"| GFLOP/s ({tp['flops_per_update']} flop/update) | {tp['gflops']:.2f} |"]
         if "copy_gbs" in tp:
             lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({tp['copy_source']}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]

@@ -10,6 +10,7 @@ from rich.table import Table
 from ..core import physics
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
+from .solver import summary_rows as solver_rows
 
 
 def _console() -> Console:
@@ -28,7 +29,13 @@ def print_summary(rec: dict) -> None:
     for phase in ("setup", "compile", "warmup", "solve", "output", "verify", "total"):
         if phase in rec["times"]:
             table.add_row(f"time {phase}", f"{rec['times'][phase]:.3f} s")
-    if tp:
+    for name, value in solver_rows(rec["solver"]) if rec.get("solver") else []:
+        table.add_row(name, value)
+    if tp and "bytes_per_cycle" in tp:
+        table.add_row(f"time per {tp['per']}", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
+        table.add_row("throughput", f"{tp['effective_gbs']:.2f} GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, "
+                                    "counted)")
+    elif tp:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
         if "copy_gbs" in tp:
@@ -83,6 +90,25 @@ def plan(case, ranks: int) -> dict:
     return out
 
 
+def iteration_plan(case) -> str:
+    """What `stencil validate` says of a laplace solve: the method, its limit, and what run.tolerance means."""
+    tol = case.run.tolerance
+    if case.physics.solver == "multigrid":
+        m = case.multigrid
+        head = (f"multigrid {m.cycle}({m.pre},{m.post})-cycles, {m.smoother} smoothing, coarsest level at most "
+                f"{m.coarsest} points solved directly; at most {case.run.steps} cycles")
+    else:
+        head = f"Jacobi, at most {case.run.steps} iterations"
+    if tol is None:
+        stop = ("; tolerance null: " + ("until the residual stops falling (the rounding floor)"
+                                         if case.physics.solver == "multigrid" else "every iteration is run"))
+    else:
+        stop = (f"; stops when the relative residual max|g - A u| / max|g - A u_0| < {tol:g} (the initial field's "
+                "residual is the unit; before this version tolerance bounded the largest update instead, which for "
+                "Jacobi is the residual itself, now divided by the first one)")
+    return head + stop
+
+
 def snapshot_count(case) -> int:
     """Snapshots fields.h5 will hold: the initial field, every output.every steps, and the last (at most:
     laplace may converge earlier)."""
@@ -120,7 +146,7 @@ def print_plan(case, ranks: int) -> None:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
                         f"margin wc = {p['wc']:.4g} >= 0)")
     else:
-        t.add_row("iterations", f"Jacobi, at most {case.run.steps}, tolerance {case.run.tolerance}")
+        t.add_row("iterations", iteration_plan(case))
     t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
     t.add_row("ranks", f"{ranks} as py x px = {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
                        f"largest block nx x ny = {p['largest_block'][1]} x {p['largest_block'][0]}")

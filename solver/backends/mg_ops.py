@@ -1,0 +1,83 @@
+"""The multigrid verbs as array expressions: the reference every backend's kernels match bit for bit.
+
+Each expression below fixes the order of its terms; the numba kernels (numba_mg.py) and the CUDA kernels
+(kernels/mg.cu, compiled with --fmad=false) evaluate the same terms in the same order, so a cycle gives
+the same bits on every backend. Regions are local (r0, r1, c0, c1) index ranges of padded arrays.
+
+    smooth:   out = wc*u + wx*(W + E) + wy*(S + N) [+ om*g]       (the Jacobi update, weighted)
+    residual: r = (wx*(W + E) + wy*(S + N) [+ g]) - u            (g - A u, unit diagonal)
+    restrict: gc[I, J] = scale * sum_a yw[I,a] * (sum_b xw[J,b] * r[ys[I]+a, xs[J]+b])   (a < yc[I], b < xc[J])
+    prolong:  u[i, j] = u + sum_a yw[i,a] * (sum_b xw[j,b] * e[ys[i]+a, xs[j]+b])        (a, b < 2)
+    solve:    e = e + M r over the region's points in row-major order, sum over k ascending
+Sums start from zero and add in index order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def smooth(out, u, g, w, om, region) -> None:
+    r0, r1, c0, c1 = region
+    v = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
+         + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
+    out[r0:r1, c0:c1] = v if g is None else v + om * g[r0:r1, c0:c1]
+
+
+def residual(r, u, g, w, region) -> None:
+    r0, r1, c0, c1 = region
+    v = w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1]) + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1])
+    if g is not None:
+        v = v + g[r0:r1, c0:c1]
+    r[r0:r1, c0:c1] = v - u[r0:r1, c0:c1]
+
+
+def restrict(gc, r, region, ys, yc, yw, xs, xc, xw, scale) -> None:
+    r0, r1, c0, c1 = region
+    xp = _module(r)
+    acc = xp.zeros((r1 - r0, c1 - c0), dtype=r.dtype)
+    last_row, last_col = r.shape[0] - 1, r.shape[1] - 1
+    for a in range(yw.shape[1]):
+        rows = xp.minimum(ys + a, last_row)[:, None]
+        row = xp.zeros_like(acc)
+        for b in range(xw.shape[1]):
+            cols = xc > b
+            vals = r[rows, xp.minimum(xs + b, last_col)[None, :]]
+            row[:, cols] = row[:, cols] + xw[cols, b][None, :] * vals[:, cols]
+        take = yc > a
+        acc[take] = acc[take] + yw[take, a][:, None] * row[take]
+    gc[r0:r1, c0:c1] = scale * acc
+
+
+def prolong(u, e, region, ys, yw, xs, xw) -> None:
+    r0, r1, c0, c1 = region
+    xp = _module(u)
+    acc = xp.zeros((r1 - r0, c1 - c0), dtype=u.dtype)
+    for a in range(2):
+        row = xp.zeros_like(acc)
+        for b in range(2):
+            row = row + xw[None, :, b] * e[(ys + a)[:, None], (xs + b)[None, :]]
+        acc = acc + yw[:, a][:, None] * row
+    u[r0:r1, c0:c1] = u[r0:r1, c0:c1] + acc
+
+
+def solve(e, r, minv, region) -> None:
+    r0, r1, c0, c1 = region
+    xp = _module(e)
+    rhs = r[r0:r1, c0:c1].reshape(-1)
+    acc = xp.zeros(rhs.shape[0], dtype=e.dtype)
+    for k in range(rhs.shape[0]):
+        acc = acc + minv[:, k] * rhs[k]
+    e[r0:r1, c0:c1] = e[r0:r1, c0:c1] + acc.reshape(r1 - r0, c1 - c0)
+
+
+def max_abs(a, region) -> float:
+    """max |a| over the region; inf when any value there is NaN or Inf."""
+    r0, r1, c0, c1 = region
+    xp = _module(a)
+    m = float(xp.max(xp.abs(a[r0:r1, c0:c1]), initial=0.0)) if r1 > r0 and c1 > c0 else 0.0
+    return m if np.isfinite(m) else float("inf")
+
+
+def _module(a):
+    return np if isinstance(a, np.ndarray) else __import__("cupy")

@@ -1,0 +1,110 @@
+"""The multigrid verbs as numba kernels: the terms and order of mg_ops.py (no fastmath, no FMA contraction),
+so the results equal the numpy reference bit for bit. Rows in parallel (prange), unit-stride inner loops."""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def smooth(out, u, g, wc, wx, wy, om, r0, r1, c0, c1):
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = out[i, c0:c1]
+        c = u[i, c0:c1]
+        w = u[i, c0 - 1:c1 - 1]
+        e = u[i, c0 + 1:c1 + 1]
+        s = u[i - 1, c0:c1]
+        n = u[i + 1, c0:c1]
+        f = g[i, c0:c1]
+        for j in range(m):
+            o[j] = wc * c[j] + wx * (w[j] + e[j]) + wy * (s[j] + n[j]) + om * f[j]
+
+
+@njit(parallel=True, cache=True)
+def residual(r, u, wx, wy, r0, r1, c0, c1):
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = r[i, c0:c1]
+        c = u[i, c0:c1]
+        w = u[i, c0 - 1:c1 - 1]
+        e = u[i, c0 + 1:c1 + 1]
+        s = u[i - 1, c0:c1]
+        n = u[i + 1, c0:c1]
+        for j in range(m):
+            o[j] = (wx * (w[j] + e[j]) + wy * (s[j] + n[j])) - c[j]
+
+
+@njit(parallel=True, cache=True)
+def residual_g(r, u, g, wx, wy, r0, r1, c0, c1):
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = r[i, c0:c1]
+        c = u[i, c0:c1]
+        w = u[i, c0 - 1:c1 - 1]
+        e = u[i, c0 + 1:c1 + 1]
+        s = u[i - 1, c0:c1]
+        n = u[i + 1, c0:c1]
+        f = g[i, c0:c1]
+        for j in range(m):
+            o[j] = ((wx * (w[j] + e[j]) + wy * (s[j] + n[j])) + f[j]) - c[j]
+
+
+@njit(parallel=True, cache=True)
+def restrict(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale):
+    zero = gc.dtype.type(0)
+    for I in prange(r0, r1):
+        k = I - r0
+        for J in range(c0, c1):
+            q = J - c0
+            acc = zero
+            for a in range(yc[k]):
+                row = zero
+                src = r[ys[k] + a]
+                for b in range(xc[q]):
+                    row = row + xw[q, b] * src[xs[q] + b]
+                acc = acc + yw[k, a] * row
+            gc[I, J] = scale * acc
+
+
+@njit(parallel=True, cache=True)
+def prolong(u, e, r0, r1, c0, c1, ys, yw, xs, xw):
+    zero = u.dtype.type(0)
+    for i in prange(r0, r1):
+        k = i - r0
+        lo = e[ys[k]]
+        hi = e[ys[k] + 1]
+        for j in range(c0, c1):
+            q = j - c0
+            s = xs[q]
+            row0 = (zero + xw[q, 0] * lo[s]) + xw[q, 1] * lo[s + 1]
+            row1 = (zero + xw[q, 0] * hi[s]) + xw[q, 1] * hi[s + 1]
+            u[i, j] = u[i, j] + ((zero + yw[k, 0] * row0) + yw[k, 1] * row1)
+
+
+@njit(cache=True)
+def solve(e, r, minv, r0, r1, c0, c1):
+    nx = c1 - c0
+    n = (r1 - r0) * nx
+    acc = np.zeros(n, dtype=e.dtype)
+    for k in range(n):
+        v = r[r0 + k // nx, c0 + k % nx]
+        for p in range(n):
+            acc[p] = acc[p] + minv[p, k] * v
+    for p in range(n):
+        e[r0 + p // nx, c0 + p % nx] = e[r0 + p // nx, c0 + p % nx] + acc[p]
+
+
+@njit(parallel=True, cache=True)
+def max_abs(a, r0, r1, c0, c1):
+    """max |a| over the region; inf if any value is NaN or Inf."""
+    rowmax = np.zeros(max(r1 - r0, 1))
+    for i in prange(r0, r1):
+        m = 0.0
+        for j in range(c0, c1):
+            d = abs(a[i, j])
+            if d > m:
+                m = d
+            elif d != d:
+                m = np.inf
+        rowmax[i - r0] = m
+    return rowmax.max() if r1 > r0 else 0.0

@@ -1,0 +1,87 @@
+"""The exact solution of the discrete Laplace equation with constant Dirichlet sides, in closed form.
+
+For one side at value V and the other three at zero (the top side, y = ly, here; the others by symmetry),
+the 5-point equations are solved exactly by a discrete sine series along the side times a discrete sinh
+across it:
+
+    u[i, j] = sum_k c_k sin(k pi (j+1) / (nx+1)) sinh(mu_k (i+1)) / sinh(mu_k (ny+1)),
+    cosh(mu_k) = 1 + (dy/dx)^2 (1 - cos(k pi / (nx+1))),
+    c_k = 2 / (nx+1) sum_j V sin(k pi (j+1) / (nx+1))          (the discrete sine coefficients of V)
+
+(the sine part's second difference is (2 cos theta - 2) times it, the sinh part's (2 cosh mu - 2), and the
+two cancel with these weights; at i = ny, the ghost row on the side, the series sums to V). The four sides
+add up. Summed as matrix products in float64: O(n^3) operations, a few seconds at 1025^2. A check on
+small grids against a sparse direct solve is in tests/test_multigrid.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_POINTS = 1025 * 1025  # larger grids are checked against the reference backend instead (cost n^3)
+
+
+def available(case) -> bool:
+    """Laplace with every side Dirichlet (constant values) and a grid small enough to sum the series."""
+    b = case.boundary
+    sides = [getattr(b, s) for s in ("bottom", "top", "left", "right")]
+    return (case.physics.equation == "laplace" and all(s.kind == "dirichlet" for s in sides)
+            and case.grid.nx * case.grid.ny <= MAX_POINTS)
+
+
+def laplace_dirichlet(nx: int, ny: int, dx: float, dy: float, top: float, bottom: float, left: float,
+                      right: float) -> np.ndarray:
+    """The (ny, nx) solution of the 5-point Laplace equations with these side values (float64)."""
+    u = np.zeros((ny, nx))
+    if top or bottom:
+        along, across = _side(nx, ny, dx, dy)
+        if top:
+            u += across @ (top * along)
+        if bottom:
+            u += across[::-1] @ (bottom * along)
+    if left or right:
+        along, across = _side(ny, nx, dy, dx)  # along y, across x: rows are x here
+        if right:
+            u += (across @ (right * along)).T
+        if left:
+            u += (across[::-1] @ (left * along)).T
+    return u
+
+
+def _side(n: int, m: int, h: float, k_h: float):
+    """For a side of n points (spacing h) facing m points across (spacing k_h): (along, across) with
+    along[k, j] = c_k sin(k pi (j+1)/(n+1)) for unit V, and across[i, k] = sinh(mu_k (i+1)) / sinh(mu_k (m+1))."""
+    k = np.arange(1, n + 1)
+    j = np.arange(n)
+    theta = np.pi * k / (n + 1)
+    sines = np.sin(np.outer(k, j + 1) * np.pi / (n + 1))  # (k, j)
+    coeff = 2.0 / (n + 1) * sines.sum(axis=1)  # unit V
+    mu = np.arccosh(1.0 + (k_h / h) ** 2 * (1.0 - np.cos(theta)))
+    i = np.arange(m)
+    across = _sinh_ratio(mu[None, :], (i + 1)[:, None], m + 1)  # (i, k)
+    return coeff[:, None] * sines, across
+
+
+def _sinh_ratio(mu, a, b):
+    """sinh(mu a) / sinh(mu b) for 0 < a <= b without overflow."""
+    return np.exp(mu * (a - b)) * (-np.expm1(-2 * mu * a)) / (-np.expm1(-2 * mu * b))
+
+
+def of_case(case) -> np.ndarray:
+    """The exact discrete solution of a case that `available` accepts."""
+    from .physics import spacing
+
+    dx, dy = spacing(case)
+    b, g = case.boundary, case.grid
+    return laplace_dirichlet(g.nx, g.ny, dx, dy, b.top.value, b.bottom.value, b.left.value, b.right.value)
+
+
+def inverse_bound(case) -> float:
+    """An upper bound on the max norm of the unit-diagonal operator's inverse (all sides Dirichlet): with
+    phi = x (lx - x) / 2 the 5-point Laplacian of phi is exactly -1 and phi >= 0 on the walls, so by the
+    discrete maximum principle |A^-1 r| <= d max(phi) |r| with d = 2/dx^2 + 2/dy^2; the same along y."""
+    from .physics import spacing
+
+    dx, dy = spacing(case)
+    d = 2.0 / dx**2 + 2.0 / dy**2
+    return d * min(case.grid.lx, case.grid.ly) ** 2 / 8.0

@@ -1,0 +1,372 @@
+"""The multigrid cycle on this rank's part of every level: the same code for every backend and rank count.
+
+A cycle at level l (V: once, W: twice, F: an F-cycle then a V-cycle on the level below):
+
+    smooth (the level's pre-sweep weights)     each sweep: halo exchange, the Jacobi kernel, boundary fill
+    r = g - A u                                exchange, residual kernel
+    g' = (d / d') R r,  u' = 0                 exchange r two layers deep, restriction kernel
+                                               (a shared level: each rank's part gathered onto every rank)
+    cycle at level l + 1                       the coarsest level: u' = u' + M (g' - A u'), M its inverse
+    u = u + P u'                               exchange u' one layer with corners, prolongation kernel
+    smooth (the same weights, reverse order)
+
+Fields: every level has u (the iterate: on the finest level the solution, below the correction), t (the
+other buffer of a sweep), g (right-hand side; None on the finest level of Laplace) and r (residual), each
+with DEPTH ghost layers on every side (grids.py). The finest level's u and t are the run's fields: the
+loop, outputs and checkpoints see their one-layer views (`views`).
+
+Halo exchanges come from the existing registry for every level (solver.parallel.exchange, the case's
+halo mode and transport): a sweep runs the mode's schedule (overlap: the interior in bands while the
+messages travel); the residual's exchange is two layers deep (the restriction reads them) and the
+correction's one layer with corners (the prolongation reads diagonal neighbours), both the deep-halo
+phases of solver.parallel.deep. Exchanges refill the neighbours' ghosts, the boundary fill the physical
+sides' afterwards (so corners come out as on one process).
+
+Time: every part is charged to the run's timer as the time loop's steps are (compute, comm, wait,
+other), and to the level it worked on (timer.level: the record's per-level table).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.boundary import Fill, Rule, make_fill
+from ..core.loop import halo_step
+from ..core.physics import Weights
+from ..parallel.deep import DeepLayout
+from ..parallel.exchange import exchanger, transport_for
+from .grids import DEPTH, Place, down_tables, places, up_tables
+from .levels import Level, Settings, coarsest_inverse, hierarchy
+
+CYCLES = ("V", "W", "F")
+
+
+@dataclass
+class Grid:
+    """One level on this rank (plain fields; the cycle's verbs below act on it)."""
+
+    place: Place
+    layout: DeepLayout
+    u: object
+    t: object
+    g: object
+    r: object
+    fill: Fill  # the boundary rules of u (the case's on the finest level, homogeneous below)
+    zero_fill: Fill  # homogeneous rules (the residual's periodic wrap)
+    w: Weights  # the operator, unit diagonal (wc unused)
+    pre: list = field(default_factory=list)  # (Weights, omega) per sweep before the coarse correction
+    post: list = field(default_factory=list)  # and after it
+    ex: object = None  # one layer, no corners, on the one-layer views (sweeps, residual)
+    ex_r: object = None  # two layers with corners (the residual, before restriction)
+    ex_e: object = None  # one layer with corners (the correction, before prolongation)
+    down: tuple | None = None  # restriction tables into the next level (device)
+    up: tuple | None = None  # prolongation tables from the next level (device)
+    part: object = None  # shared next level: this rank's block of it, restricted before the gather
+
+    @property
+    def owned(self) -> tuple[int, int, int, int]:
+        return self.layout.owned
+
+    def view(self, a):
+        return a[self.layout.view]
+
+
+class Multigrid:
+    """The solver: levels, fields, exchangers and tables, built once; cycle() and residual_norm()."""
+
+    def __init__(self, layout, comm, backend, settings: Settings, cycle: str, fine_g: bool = False):
+        case = layout.case
+        self.case, self.comm, self.backend, self.kind = case, comm, backend, cycle
+        self.dtype = np.dtype(case.numerics.dtype)
+        self.levels = hierarchy(case, settings)
+        self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
+        p = case.parallel
+        self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
+        self.mode = p.halo
+        self.grids = [self._grid(i, pl, fine_g) for i, pl in enumerate(self.places)]
+        self._tables()
+        self.minv = backend.table(comm.bcast(coarsest_inverse(self.places[-1].level) if comm.rank == 0 else None),
+                                  weights=True)
+        self.exchange = self.grids[0].ex  # the finest level's one-layer exchanger: the record's halo facts
+        self.gather_bytes = 0
+        self.last = None  # implicit heat: the relative residual the last step's solve reached
+
+    # construction ------------------------------------------------------------------------------------
+    def _grid(self, i: int, place: Place, fine_g: bool) -> Grid:
+        be, lev, block = self.backend, place.level, place.block
+        lay = DeepLayout(block, DEPTH, physical=DEPTH)
+        fields = [be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(4 if (i or fine_g) else 3)]
+        fill = make_fill(self.case, block, DEPTH)
+        zero = Fill(tuple(Rule(r.side, r.kind, 0.0) for r in fill.rules), fill.dtype, DEPTH)
+        t = self.dtype.type
+        w = Weights(t(0.0), t(lev.wx), t(lev.wy))
+        sweeps = [[(Weights(t(1.0 - om), t(om * lev.wx), t(om * lev.wy)), t(om)) for om in oms]
+                  for oms in (lev.pre, lev.post)]
+        grid = Grid(place, lay, fields[0], fields[1], fields[3] if len(fields) == 4 else None, fields[2],
+                    fill if i == 0 else zero, zero, w, *sweeps)
+        if not place.shared:
+            mpi = self.comm.mpi
+            grid.ex = exchanger(self.mode, block, mpi, be, None, tx=self.tx)
+            grid.ex_r = exchanger(self.mode, block, mpi, be, None, lay.phases(DEPTH), tx=self.tx)
+            grid.ex_e = exchanger(self.mode, block, mpi, be, None, lay.phases(1), tx=self.tx)
+        return grid
+
+    def _tables(self) -> None:
+        be = self.backend
+        for fine, coarse in zip(self.grids, self.grids[1:]):
+            target = coarse.place.gather[self.comm.rank] if coarse.place.gather else coarse.place.block
+            d = down_tables(fine.place.block, target, coarse.place.level)
+            fine.down = (be.table(d.ys), be.table(d.yc), be.table(d.yw, True), be.table(d.xs), be.table(d.xc),
+                         be.table(d.xw, True), self.dtype.type(d.scale))
+            u = up_tables(fine.place.block, coarse.place.block, coarse.place.level)
+            fine.up = (be.table(u.ys), be.table(u.yw, True), be.table(u.xs), be.table(u.xw, True))
+            if coarse.place.gather:
+                fine.part = DeepLayout(target, DEPTH, physical=DEPTH)
+                fine.part_field = be.zeros(fine.part.shape, aligned=fine.part.owned[2])
+
+    def adopt(self, u, u_new):
+        """Take the run's one-layer fields into the finest level's deep ones; returns their views."""
+        g0, be = self.grids[0], self.backend
+        be.synchronize()
+        with getattr(be, "main", None) or nullcontext():  # GPU: the assignments on the backend's stream
+            for view, src in ((g0.view(g0.u), u), (g0.view(g0.t), u_new)):
+                view[...] = src
+        for a in (g0.u, g0.t):
+            be.fill(a, g0.fill)
+        be.synchronize()
+        return self.views()
+
+    def views(self):
+        """The finest level's (current, other) one-layer views."""
+        g0 = self.grids[0]
+        return g0.view(g0.u), g0.view(g0.t)
+
+    @property
+    def rhs(self):
+        """The finest level's right-hand side field (implicit heat steps write it), or None."""
+        return self.grids[0].g
+
+    # the cycle -----------------------------------------------------------------------------------------
+    def cycle(self, timer) -> None:
+        self._cycle(0, self.kind, timer)
+        timer.level = None
+
+    def _cycle(self, i: int, kind: str, timer) -> None:
+        grid = self.grids[i]
+        if i + 1 == len(self.grids):
+            return self._solve(grid, timer)
+        self._smooth(i, grid.pre, timer)
+        self._residual(i, timer)
+        self._restrict(i, timer)
+        if kind == "W":
+            self._cycle(i + 1, "W", timer)
+            self._cycle(i + 1, "W", timer)
+        elif kind == "F":
+            self._cycle(i + 1, "F", timer)
+            self._cycle(i + 1, "V", timer)
+        else:
+            self._cycle(i + 1, "V", timer)
+        self._prolong(i, timer)
+        self._smooth(i, grid.post, timer)
+
+    def _at(self, i: int, timer):
+        timer.level = i
+        grid = self.grids[i]
+        for ex in (grid.ex, grid.ex_r, grid.ex_e):
+            if ex is not None:
+                ex.timer = timer
+        return grid
+
+    def _smooth(self, i: int, sweeps, timer) -> None:
+        grid = self._at(i, timer)
+        be, shift = self.backend, _shift
+        for w, om in sweeps:
+            u, t, g = grid.u, grid.t, grid.g
+
+            def compute(regions, u=u, t=t, g=g, w=w, om=om):
+                be.timed(timer, lambda: [be.smooth(t, u, g, w, om, shift(r)) for r in regions])
+
+            if grid.ex is not None:
+                halo_step(grid.ex, grid.view(u), compute)
+            else:
+                compute([_view_region(grid)])
+            if grid.fill.rules and not grid.fill.constant:
+                be.timed(timer, lambda t=t: be.fill(t, grid.fill))
+            t0 = time.perf_counter()
+            grid.u, grid.t = grid.t, grid.u
+            timer.add("other", t0)
+
+    def _residual(self, i: int, timer) -> None:
+        grid = self._at(i, timer)
+        if grid.ex is not None:
+            _exchange(grid.ex, grid.view(grid.u))
+        self.backend.timed(timer, lambda: self.backend.residual(grid.r, grid.u, grid.g, grid.w, grid.owned))
+
+    def _restrict(self, i: int, timer) -> None:
+        grid, coarse = self._at(i, timer), self.grids[i + 1]
+        be = self.backend
+        if grid.ex_r is not None:
+            _exchange(grid.ex_r, grid.r)
+        if grid.zero_fill.rules and not grid.zero_fill.constant:
+            be.timed(timer, lambda: be.fill(grid.r, grid.zero_fill))
+        if grid.part is not None:  # restrict this rank's part, then gather the level onto every rank
+            be.timed(timer, lambda: be.restrict(grid.part_field, grid.r, grid.part.owned, grid.down))
+            self._gather(grid, coarse, timer)
+        else:
+            be.timed(timer, lambda: be.restrict(coarse.g, grid.r, coarse.owned, grid.down))
+        timer.level = i + 1
+        be.timed(timer, lambda: be.clear(coarse.u))
+
+    def _gather(self, grid: Grid, coarse: Grid, timer) -> None:
+        """Every rank's restricted part onto every rank (MPI_Allgatherv), into the shared level's g."""
+        be, comm = self.backend, self.comm
+        t = time.perf_counter()
+        mine = be.get(grid.part_field, grid.part.owned) if grid.part.block.ny and grid.part.block.nx else None
+        t = timer.add("comm", t)
+        parts = comm.allgather(mine)
+        t = timer.add("wait", t)
+        full = np.zeros(coarse.place.level.shape, dtype=self.dtype)
+        for b, data in zip(coarse.place.gather, parts):
+            if data is not None:
+                full[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
+                self.gather_bytes += data.nbytes
+        be.put(coarse.g, coarse.owned, full)
+        timer.add("comm", t)
+
+    def _prolong(self, i: int, timer) -> None:
+        coarse = self._at(i + 1, timer)
+        be = self.backend
+        if coarse.ex_e is not None:
+            _exchange(coarse.ex_e, coarse.u)
+        if coarse.fill.rules:
+            be.timed(timer, lambda: be.fill(coarse.u, coarse.fill))
+        grid = self._at(i, timer)
+        be.timed(timer, lambda: be.prolong(grid.u, coarse.u, grid.owned, grid.up))
+        if grid.fill.rules and not grid.fill.constant:
+            be.timed(timer, lambda: be.fill(grid.u, grid.fill))
+
+    def _solve(self, grid: Grid, timer) -> None:
+        """The coarsest level (shared, or the only one on one process): u = u + M (g - A u)."""
+        i = len(self.grids) - 1
+        self._residual(i, timer)
+        be = self.backend
+        be.timed(timer, lambda: be.solve(grid.u, grid.r, self.minv, grid.owned))
+        if grid.fill.rules:
+            be.timed(timer, lambda: be.fill(grid.u, grid.fill))
+
+    # implicit heat steps -----------------------------------------------------------------------------------
+    def time_step(self, rhs: Weights, tol: float, most: int, timer) -> tuple[int, float, float]:
+        """One implicit step from u^n (the finest level's u): g = the explicit part of u^n over the operator's
+        diagonal (one Jacobi-kernel update with weights `rhs`), then cycles from u^n until the relative
+        residual (this step's initial residual as the unit) is below tol, stops falling, or `most` cycles
+        are done. Returns (cycles, max |g - A u^n|, relative residual reached); collective."""
+        self._rhs(rhs, timer)
+        r0 = self._reduced(self.residual_norm(timer), timer)
+        rel, history = (0.0 if r0 == 0 else 1.0), []
+        while rel >= tol and len(history) < most and not _stalled(history):
+            self.cycle(timer)
+            rel = self._reduced(self.residual_norm(timer), timer) / r0
+            history.append(rel)
+            if rel != rel or rel == float("inf"):
+                break
+        self.last = rel
+        return len(history), r0, rel
+
+    def _rhs(self, w: Weights, timer) -> None:
+        grid = self._at(0, timer)
+        be, u, g = self.backend, grid.u, grid.g
+        compute = lambda regions: be.timed(timer, lambda: [be.smooth(g, u, None, w, None, _shift(r)) for r in regions])  # noqa: E731
+        if w.wx == 0 and w.wy == 0:  # backward Euler: u^n / d, no neighbours read
+            compute([_view_region(grid)])
+        else:
+            halo_step(grid.ex, grid.view(u), compute)
+
+    def _reduced(self, local: float, timer) -> float:
+        t = time.perf_counter()
+        r = self.comm.allmax(local)
+        timer.add("wait", t)
+        return r
+
+    # the stop test ---------------------------------------------------------------------------------------
+    def residual_norm(self, timer) -> float:
+        """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
+        self._residual(0, timer)
+        grid = self.grids[0]
+        t = time.perf_counter()
+        m = self.backend.max_abs(grid.r, grid.owned)
+        timer.add("other", t)
+        timer.level = None
+        return m
+
+    # what the loop and the record ask of an exchanger -----------------------------------------------
+    depth = 1  # no deep halos: every sweep has its own weights, so each needs a fresh one-layer halo
+
+    @property
+    def trivial(self) -> bool:
+        return self.grids[0].ex.trivial
+
+    @property
+    def schedule(self) -> str:
+        return (f"multigrid {self.kind}-cycles over {len(self.grids)} levels; each sweep: {self.grids[0].ex.schedule}; "
+                "residuals exchanged two layers deep before restriction, corrections one layer with corners before "
+                "prolongation (solver/multigrid/cycle.py)")
+
+    def sent(self) -> int:
+        return self.messages()
+
+    def stats(self) -> dict:
+        return {"messages": self.messages(), "halo_depth": 1}
+
+    # the record ------------------------------------------------------------------------------------------
+    def describe(self) -> list[dict]:
+        """One row per level: size, spacing, where it lives, smoothing weights."""
+        rows = []
+        for g in self.grids:
+            lev, pl = g.place.level, g.place
+            rows.append({"level": len(rows), "nx": lev.x.n, "ny": lev.y.n, "hx": lev.x.h, "hy": lev.y.h,
+                         "placement": "shared" if pl.shared else "distributed",
+                         "block": [pl.block.ny, pl.block.nx], "pre": list(lev.pre), "post": list(lev.post),
+                         "solve": "direct (dense inverse)" if g is self.grids[-1] else "smoothing"})
+        return rows
+
+    def close(self) -> None:
+        for g in self.grids:
+            for ex in (g.ex, g.ex_r, g.ex_e):
+                if ex is not None:
+                    ex.close()
+
+    def messages(self) -> int:
+        return sum(ex.sent() for g in self.grids for ex in (g.ex, g.ex_r, g.ex_e) if ex is not None)
+
+
+def _stalled(history: list[float], checks: int = 3) -> bool:
+    """The residual has stopped falling: `checks` cycles in a row without halving the best before them."""
+    return len(history) > checks and min(history[-checks:]) > 0.5 * min(history[:-checks])
+
+
+def _shift(region):
+    """A region of a one-layer view as a region of its DEPTH-padded field."""
+    r0, r1, c0, c1 = region
+    d = DEPTH - 1
+    return (r0 + d, r1 + d, c0 + d, c1 + d)
+
+
+def _view_region(grid: Grid):
+    """The owned points in the one-layer view's coordinates (a shared level has no exchanger)."""
+    r0, r1, c0, c1 = grid.owned
+    d = DEPTH - 1
+    return (r0 - d, r1 - d, c0 - d, c1 - d)
+
+
+def _exchange(ex, a) -> None:
+    ex.finish(ex.start(a))
+
+
+def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
+    m = case.multigrid
+    return Settings(sigma=sigma, kappa=kappa, pre=m.pre, post=m.post, smoother=m.smoother, omega=m.omega,
+                    coarsest=m.coarsest)

@@ -1,0 +1,194 @@
+"""The record's account of a steady-state solve (laplace): how it stopped, how fast the residual fell, what
+the residual says about the error, and (multigrid) where each level's time went.
+
+- relative residual: max |g - A u| / max |g - A u_0|, the max norm (exact in any reduction order, so the
+  same on every rank count); the initial field's residual is the unit (run.tolerance).
+- reduction per iteration: the geometric mean of the residual's fall per iteration (or cycle) between the
+  first and the last check of this run.
+- Jacobi's error estimate: an update (the residual) d leaves an error of up to about d / (1 - rho), rho the
+  spectral radius of the Jacobi iteration (2 wx cos(theta_x) + 2 wy cos(theta_y) of the lowest mode the
+  boundary kinds allow); with rho near 1 a small update is not a small error.
+- multigrid throughput: the bytes its kernels move per cycle, counted (array passes x points x itemsize, as
+  the time loop counts 2 x itemsize per update), over the measured time per cycle, against the copy rate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import boundary
+
+# array passes per point of a level, per verb (reads + writes of whole fields; tables and coarse fields aside)
+PASSES = {"sweep": 2, "sweep_g": 3, "residual": 2, "residual_g": 3, "restrict": 1, "prolong": 2, "clear": 1,
+          "max": 1}
+
+
+def jacobi_rho(case) -> float:
+    """The spectral radius of the Jacobi iteration for the case's grid and boundary kinds."""
+    from ..core.physics import weights
+
+    w, k = weights(case), boundary.kinds(case)
+    theta = []
+    for axis, n in (("x", case.grid.nx), ("y", case.grid.ny)):
+        lo, hi = (k[s] for s in boundary.AXIS_SIDES[axis])
+        lowest = 1 if "dirichlet" in (lo, hi) else 0
+        theta.append(boundary.axis_mode(lo, hi, n, lowest, np.arange(0))[1])
+    return 2 * w.wx * math.cos(theta[0]) + 2 * w.wy * math.cos(theta[1])
+
+
+def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
+    """The record's `solver` section (None for heat)."""
+    if not facts:
+        return None
+    if "solves" in facts:
+        return implicit_record(facts, rows)
+    res = facts["residuals"]
+    out = {k: facts[k] for k in ("method", "iterations", "first_iteration", "initial_residual", "tolerance", "converged",
+                                 "stopped_by")}
+    out["history"] = [{"iteration": k, "residual": r, "relative": rel} for k, r, rel in res]
+    if res:
+        out["final_residual"], out["final_relative"] = res[-1][1], res[-1][2]
+        out["reduction_per_iteration"] = reduction(res)
+    if facts["method"] == "jacobi":
+        rho = jacobi_rho(case)
+        out["contraction"] = rho
+        if res:
+            out["error_estimate"] = res[-1][1] / (1 - rho) if rho < 1 else float("inf")
+    else:
+        out["cycle"] = facts["cycle"]
+        out["levels"] = level_table(facts["levels"], rows)
+    out["ended"] = ending(out)
+    return out
+
+
+def implicit_record(facts: dict, rows: list[dict]) -> dict:
+    """Implicit heat: each step's solve (cycles, initial residual, relative residual reached)."""
+    solves = facts["solves"]
+    cycles = [c for _, c, _, _ in solves]
+    worst = max((rel for *_, rel in solves), default=None)
+    out = {"method": "multigrid", "scheme": facts["scheme"], "cycle": facts["cycle"], "tolerance": facts["tolerance"],
+           "steps": len(solves), "cycles": sum(cycles),
+           "cycles_per_step": {"min": min(cycles), "mean": sum(cycles) / len(cycles), "max": max(cycles)} if cycles else None,
+           "worst_relative": worst,
+           "unconverged_steps": [k for k, _, _, rel in solves if not rel < facts["tolerance"]],
+           "history": [{"step": k, "cycles": c, "initial_residual": r0, "relative": rel} for k, c, r0, rel in solves],
+           "levels": level_table(facts["levels"], rows)}
+    bad = out["unconverged_steps"]
+    out["ended"] = (f"{len(solves)} {facts['scheme']} steps, {out['cycles']} cycles "
+                    f"({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']}); "
+                    + (f"every solve reached the relative residual {facts['tolerance']:.0e} (worst {worst:.1e})"
+                       if not bad else f"{len(bad)} step(s) stopped above the tolerance {facts['tolerance']:.0e} "
+                       f"(worst {worst:.1e}: the rounding floor, or multigrid.max_cycles)")) if cycles else "no steps"
+    return out
+
+
+def reduction(res: list) -> float | None:
+    """Geometric mean of the residual's fall per iteration between the first and last check."""
+    (k0, r0, _), (k1, r1, _) = res[0], res[-1]
+    if k1 <= k0 or r0 <= 0 or r1 <= 0:
+        return None
+    return (r1 / r0) ** (1.0 / (k1 - k0))
+
+
+def ending(out: dict) -> str:
+    """One sentence: converged (the test that held), stalled at the floor, stopped, or ran out of iterations."""
+    what = "cycles" if out["method"] == "multigrid" else "iterations"
+    rel = out.get("final_relative")
+    rel_text = f"relative residual {rel:.2e}" if rel is not None else "no residual checked"
+    if out["converged"]:
+        tol = out["tolerance"]
+        return (f"converged: {rel_text} < tolerance {tol:.1e} after {out['iterations']} {what}" if tol else
+                f"converged: the initial field solves the equations (residual {out['initial_residual']:.1e})")
+    if out["stopped_by"] == "floor":
+        return (f"stopped at the rounding floor: {rel_text} stopped falling after {out['iterations']} {what} "
+                f"(run.tolerance {out['tolerance'] or 'null'}; this is as far as the field's dtype goes)")
+    if out["stopped_by"] == "signal":
+        return f"stopped by a signal after {out['iterations']} {what}: {rel_text}"
+    return f"not converged: {rel_text} after {out['iterations']} {what} (run.steps reached)"
+
+
+def level_table(levels: list[dict], rows: list[dict]) -> list[dict]:
+    """Each level's description with its compute/comm/wait/other seconds (largest over ranks)."""
+    out = []
+    for lev in levels:
+        per = [r.get("levels", {}).get(lev["level"], {}) for r in rows]
+        secs = {s: max((p.get(s, 0.0) for p in per), default=0.0) for s in ("compute", "comm", "wait", "other")}
+        out.append({**lev, "seconds": secs})
+    return out
+
+
+def cycle_bytes(case, levels: list[dict], pre: int, post: int) -> int:
+    """Bytes the kernels move per cycle, counted (module docstring); level 0 of laplace has no g."""
+    item = np.dtype(case.numerics.dtype).itemsize
+    total = 0
+    for i, lev in enumerate(levels):
+        g = i > 0
+        if lev["solve"] != "smoothing":
+            passes = PASSES["residual_g"] + 2
+        else:
+            passes = ((pre + post) * PASSES["sweep_g" if g else "sweep"] + PASSES["residual_g" if g else "residual"]
+                      + PASSES["restrict"] + PASSES["prolong"] + (PASSES["clear"] if g else 0))
+            if i == 0:
+                passes += PASSES["residual"] + PASSES["max"]  # the stop test's residual
+        total += passes * lev["nx"] * lev["ny"] * item
+    return total
+
+
+def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) -> dict | None:
+    """The multigrid run's figures in the time loop's throughput shape (per cycle instead of per step)."""
+    steps = rows[0]["steps"]  # timed steps: cycles (laplace), or implicit time steps
+    solve = max(r["loop"] - r["io"] for r in rows)
+    if steps == 0 or solve <= 0:
+        return None
+    m = case.multigrid
+    cycles = solver["cycles_per_step"]["mean"] if "scheme" in solver else 1.0
+    moved = cycle_bytes(case, solver["levels"], m.pre, m.post) * cycles
+    per = solve / steps
+    out = {"timed_steps": steps, "seconds_per_step": per, "mlups": case.grid.nx * case.grid.ny / per / 1e6,
+           "effective_gbs": moved / per / 1e9, "bytes_per_cycle": moved / cycles, "counted": "array passes per level",
+           "per": "step" if "scheme" in solver else "cycle"}
+    total = sum(sum(lev["seconds"].values()) for lev in solver["levels"]) or 1.0
+    out["level_shares"] = [sum(lev["seconds"].values()) / total for lev in solver["levels"]]
+    if ceiling:
+        out["copy_gbs"] = ceiling["gbs"]
+        out["fraction_of_copy"] = out["effective_gbs"] / ceiling["gbs"]
+        out["copy_source"] = ceiling.get("source", "cached" if ceiling.get("cached") else "measured now")
+    return out
+
+
+def summary_rows(s: dict) -> list[tuple[str, str]]:
+    """(quantity, value) lines for the run table."""
+    rows = [("solver", s["method"] + (f", {s['cycle']}-cycles over {len(s['levels'])} levels" if "levels" in s else "")
+             + (f", {s['scheme']} steps" if "scheme" in s else "")),
+            ("ended", s["ended"])]
+    if s.get("reduction_per_iteration") is not None:
+        rows.append(("reduction per " + ("cycle" if s["method"] == "multigrid" else "iteration"),
+                     f"{s['reduction_per_iteration']:.4g} (geometric mean)"))
+    if "error_estimate" in s:
+        rows.append(("error estimate", f"up to about {s['error_estimate']:.2e} (residual / (1 - rho), "
+                                       f"rho = {s['contraction']:.8f})"))
+    return rows
+
+
+def markdown_lines(s: dict) -> list[str]:
+    lines = ["## Solver", "", s["ended"] + ".", ""]
+    lines += [f"- {k}: {v}" for k, v in summary_rows(s)[2:]]
+    if "levels" in s:
+        lines += ["", "| level | nx x ny | placement | compute | comm | wait | other (s, max over ranks) |",
+                  "|---|---|---|---|---|---|---|"]
+        for lev in s["levels"]:
+            t = lev["seconds"]
+            lines.append(f"| {lev['level']} | {lev['nx']} x {lev['ny']} | {lev['placement']} | {t['compute']:.4f} | "
+                         f"{t['comm']:.4f} | {t['wait']:.4f} | {t['other']:.4f} |")
+    hist = s["history"]
+    if hist and "scheme" in s:
+        shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
+        lines += ["", "| step | cycles | initial residual | relative residual reached |", "|---|---|---|---|"]
+        lines += [f"| {h['step']} | {h['cycles']} | {h['initial_residual']:.3e} | {h['relative']:.3e} |" for h in shown]
+    elif hist:
+        shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
+        lines += ["", "| iteration | max residual | relative |", "|---|---|---|"]
+        lines += [f"| {h['iteration']} | {h['residual']:.3e} | {h['relative']:.3e} |" for h in shown]
+    return lines + [""]

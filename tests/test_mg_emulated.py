@@ -1,0 +1,454 @@
+"""The CuPy backend's multigrid kernels (solver/backends/kernels/mg.cu, and boundary.cu at depth 2) compiled for
+the CPU with g++ and the CUDA shim (tests/cuda_emu/launch.h), launched with the very argument lists the backend
+builds (solver/backends/cupy_mg.py's specs), so that their indexing, guards, pitches and rounding are checked on
+every machine: each verb bitwise equal to mg_ops.py (the numpy reference) on pitched fields with odd,
+non-square regions, random data (signed zeros included) and tables both real and random, in both dtypes; and
+whole multigrid runs (V, W, F cycles, every boundary kind) through the backend's verbs, bitwise equal to the
+numpy backend's run. Not a GPU: nothing here says anything about NVRTC, streams or speed
+(tests/test_gpu_multigrid.py runs the same on the device)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import solver.run
+from solver.backends import Backend, cupy_kernels as gk, cupy_mg, mg_ops
+from solver.backends.numpy_backend import NumpyBackend
+from solver.config import validate_case
+from solver.core import boundary
+from solver.core.decomp import decompose
+from solver.core.physics import Weights
+from solver.multigrid.grids import down_tables, up_tables
+from solver.multigrid.levels import Settings, hierarchy
+from solver.run import Options, run_case
+
+HERE = Path(__file__).parent / "cuda_emu"
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
+DTYPES = ["float64", "float32"]
+MODES = {"mg_max_abs": "warps"}  # kernels with warp shuffles; the others run thread by thread
+ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
+C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
+           np.float32: ctypes.c_float, np.float64: ctypes.c_double}
+
+
+# the emulator --------------------------------------------------------------------------------------------
+class Emulator:
+    """The kernels of mg.cu and boundary.cu for one dtype, called as CuPy functions: fn(grid, block, args)."""
+
+    def __init__(self, build: Path, dtype: str):
+        self.dtype = dtype
+        self.libs = {"mg": _compile(build, "mg", cupy_mg.source(), cupy_mg.options(dtype), ENTRIES),
+                     "fill": _compile(build, "fill", gk.fill_source(), gk.fill_options(dtype), (cupy_mg.FILL,))}
+        self.calls: dict[str, int] = {}
+
+    def kernel(self, entry: str):
+        lib = self.libs["fill" if entry == cupy_mg.FILL else "mg"]
+        address = ctypes.c_void_p.in_dll(lib, f"launch_{entry}").value
+
+        def launch(grid, block, args, stream=None):
+            assert len(grid) == len(block) == 3 and grid[2] == block[2] == 1, (grid, block)
+            assert 0 < block[0] * block[1] <= 1024 and min(grid) >= 1, (grid, block)
+            types, values = zip(*map(_c_arg, args))
+            proto = ctypes.CFUNCTYPE(None, *[ctypes.c_uint] * 4, *types)
+            proto(address)(*grid[:2], *block[:2], *values)
+            self.calls[entry] = self.calls.get(entry, 0) + 1
+
+        return launch
+
+    def run(self, spec) -> None:
+        if spec is not None:
+            entry, grid, block, args = spec
+            self.kernel(entry)(grid, block, args)
+
+
+def _c_arg(x):
+    """(ctypes type, value) of one kernel argument as CuPy would pass it: arrays by pointer, numpy scalars by
+    their own size (a Python number would reach the kernel as a double or a long long: refused)."""
+    if isinstance(x, np.ndarray):
+        return ctypes.c_void_p, x.ctypes.data
+    if type(x) not in C_TYPES:
+        raise TypeError(f"kernel argument {x!r} of type {type(x).__name__}: pass arrays or sized numpy scalars")
+    return C_TYPES[type(x)], x
+
+
+_LIBS: dict = {}
+
+
+def _compile(build: Path, name: str, source: str, opts, entries) -> ctypes.CDLL:
+    defines = tuple(o for o in opts if o.startswith("-D"))
+    key = (name, defines)
+    if key not in _LIBS:
+        tag = f"{name}_{'_'.join(d.split('=')[-1] for d in defines)}"
+        src = build / f"{tag}.cu"
+        src.write_text(source)
+        unit = build / f"{tag}_unit.cpp"
+        exports = "".join(f"EMU_EXPORT({e}, {MODES.get(e, 'serial')})\n" for e in entries)
+        unit.write_text(f'#include "launch.h"\n#include "{src}"\n{exports}')
+        lib = build / f"{tag}.so"
+        res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
+                              f"-I{HERE}", *defines, str(unit), "-o", str(lib)], capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        _LIBS[key] = ctypes.CDLL(str(lib))
+    return _LIBS[key]
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    build = tmp_path_factory.mktemp("mg_emu")
+    return {dt: Emulator(build, dt) for dt in DTYPES}
+
+
+# data ----------------------------------------------------------------------------------------------------
+def pitched(host: np.ndarray, aligned: int = 1, wider: int = 0) -> np.ndarray:
+    """host's values in CupyBackend.zeros's layout (rows a multiple of 128 bytes apart, column `aligned` on
+    128 bytes, spare columns after the last), in host memory: a view whose pitch is not its width. wider:
+    128-byte units added to the pitch (fields of one verb with different pitches)."""
+    rows, cols = host.shape
+    per = 128 // host.itemsize
+    off = (-aligned) % per
+    off += per if off * host.itemsize < 16 else 0
+    pitch = (-(-(off + cols + 4) // per) + wider) * per
+    raw = np.full(rows * pitch + per, 7.0, dtype=host.dtype)  # the spare columns hold 7: a write there shows
+    shift = (-raw.ctypes.data % 128) // host.itemsize
+    view = raw[shift:shift + rows * pitch].reshape(rows, pitch)[:, off:off + cols]
+    view[...] = host
+    return view
+
+
+def values(shape, dtype, rng) -> np.ndarray:
+    """Random values of both signs and several magnitudes, with exact zeros of both signs."""
+    a = rng.uniform(-1, 1, shape) * 10.0 ** rng.integers(-3, 3, shape)
+    a[rng.random(shape) < 0.05] = 0.0
+    a[rng.random(shape) < 0.05] = -0.0
+    r, c = shape[0] // 3, shape[1] // 3
+    a[r:r + 5, c:c + 7] = 0.0  # patches of zeros: exact cancellations, whose sign of zero is part of the result
+    a[r + 5:r + 9, c + 7:c + 12] = -0.0
+    return a.astype(dtype)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint32 if a.itemsize == 4 else np.uint64)
+
+
+def assert_same_bits(got, want, what="") -> None:
+    """Bitwise (signed zeros and NaN payloads too), over the whole padded field: nothing outside the region
+    may change either."""
+    same = bits(got) == bits(want)
+    assert same.all(), f"{what}: {(~same).sum()} of {same.size} points differ, first at {np.argwhere(~same)[0]}"
+
+
+def weights(dtype, rng) -> Weights:
+    t = np.dtype(dtype).type
+    return Weights(t(rng.uniform(0.1, 0.4)), t(rng.uniform(0.1, 0.3)), t(rng.uniform(0.1, 0.3)))
+
+
+SHAPE = (29, 43)  # a padded field (DEPTH = 2 ghost layers around 25 x 39 points)
+REGIONS = [(2, 27, 2, 41), (3, 20, 5, 38), (2, 3, 2, 41), (9, 27, 40, 41), (2, 27, 2, 2)]  # owned, bands, empty
+
+
+# the point verbs -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("with_g", [False, True])
+@pytest.mark.parametrize("region", REGIONS, ids=str)
+def test_smooth_and_residual_equal_mg_ops_bitwise(emu, dtype, with_g, region):
+    rng = np.random.default_rng(zlib.crc32(f"{dtype} {with_g} {region}".encode()))
+    u, g, out = (values(SHAPE, dtype, rng) for _ in range(3))
+    w, om = weights(dtype, rng), np.dtype(dtype).type(rng.uniform(0.5, 1.5))
+    gg = g if with_g else None
+    for verb, spec, ref in (("smooth", cupy_mg.smooth_spec, lambda o, gv: mg_ops.smooth(o, u, gv, w, om, region)),
+                            ("residual", cupy_mg.residual_spec, lambda o, gv: mg_ops.residual(o, u, gv, w, region))):
+        dev_u, dev_g, dev_out = pitched(u, wider=1), pitched(g, wider=3), pitched(out)
+        args = (dev_out, dev_u, dev_g if with_g else None, w) + ((om,) if verb == "smooth" else ())
+        emu[dtype].run(spec(*args, region))
+        want = out.copy()
+        ref(want, gg)
+        assert_same_bits(dev_out, want, verb)
+        assert_same_bits(dev_u, u, f"{verb} input")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_bitwise_comparison_is_sharp(dtype):
+    """The data above tell term orders apart: the same sweep with its terms grouped differently gives other
+    bits at many points (so a kernel that reordered them could not pass)."""
+    rng = np.random.default_rng(5)
+    u = values(SHAPE, dtype, rng)
+    w = weights(dtype, rng)
+    r0, r1, c0, c1 = REGIONS[0]
+    want = np.zeros_like(u)
+    mg_ops.smooth(want, u, None, w, None, REGIONS[0])
+    other = (w.wc * u[r0:r1, c0:c1] + (w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
+                                       + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1])))
+    assert (bits(other) != bits(want[r0:r1, c0:c1])).mean() > 0.05
+
+
+def restrict_tables(rng, dtype, coarse_shape, fine_shape, taps=4):
+    """Random restriction tables: per coarse row/column a start, a count 0..taps and weights (some zero)."""
+    out = []
+    for n, extent in zip(coarse_shape, fine_shape):
+        count = rng.integers(0, taps + 1, n)
+        start = rng.integers(0, extent - taps + 1, n)
+        w = values((n, taps), dtype, rng)
+        out += [start.astype(np.int64), count.astype(np.int64), w]
+    ys, yc, yw, xs, xc, xw = out
+    return ys, yc, yw, xs, xc, xw
+
+
+def real_tables(case_data, dtype, level: int):
+    """The tables of one level pair of a real hierarchy (one process): variable tap counts at Neumann ends
+    and across periodic wraps, semi-coarsened axes (identity, one tap)."""
+    c = validate_case(case_data)
+    levels = hierarchy(c, Settings(coarsest=16))
+    fine, coarse = levels[level], levels[level + 1]
+    periodic = boundary.periodic_axes(c)
+    fb, cb = (decompose(lev.shape, (1, 1), 0, periodic) for lev in (fine, coarse))
+    d, u = down_tables(fb, cb, coarse), up_tables(fb, cb, coarse)
+    t = np.dtype(dtype).type
+    down = (d.ys, d.yc, d.yw.astype(dtype), d.xs, d.xc, d.xw.astype(dtype), t(d.scale))
+    up = (u.ys, u.yw.astype(dtype), u.xs, u.xw.astype(dtype))
+    return fine.shape, coarse.shape, down, up
+
+
+MG_CASE = {"name": "t", "grid": {"nx": 101, "ny": 67}, "physics": {"equation": "laplace", "solver": "multigrid"}}
+TABLE_CASES = {  # boundary sides -> (case, level)
+    "neumann-periodic": {"left": {"kind": "periodic"}, "right": {"kind": "periodic"},
+                         "bottom": {"kind": "neumann", "flux": 0.5}, "top": 1.0},
+    "dirichlet-neumann": {"top": 1.0, "bottom": 0.5, "left": {"kind": "neumann", "flux": 0.3}, "right": 0.0},
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", *TABLE_CASES])
+@pytest.mark.parametrize("level", [0, 1])
+def test_restrict_and_prolong_equal_mg_ops_bitwise(emu, dtype, kind, level):
+    rng = np.random.default_rng(level + 7 * len(kind))
+    if kind == "random":
+        fine_n, coarse_n = (31 + 6 * level, 45), (13, 21 + level)
+        ys, yc, yw, xs, xc, xw = restrict_tables(rng, dtype, coarse_n, (fine_n[0] + 4, fine_n[1] + 4))
+        down = (ys, yc, yw, xs, xc, xw, np.dtype(dtype).type(rng.uniform(1, 5)))
+        up = (rng.integers(0, coarse_n[0] + 3, fine_n[0]), values((fine_n[0], 2), dtype, rng),
+              rng.integers(0, coarse_n[1] + 3, fine_n[1]), values((fine_n[1], 2), dtype, rng))
+    else:
+        fine_n, coarse_n, down, up = real_tables({**MG_CASE, "boundary": TABLE_CASES[kind],
+                                                  "numerics": {"dtype": dtype}}, dtype, level)
+        assert len(set(down[1].tolist() + down[4].tolist())) > 1, "real tables with one tap count only"
+    fine = values((fine_n[0] + 4, fine_n[1] + 4), dtype, rng)
+    coarse = values((coarse_n[0] + 4, coarse_n[1] + 4), dtype, rng)
+    creg = (2, 2 + coarse_n[0], 2, 2 + coarse_n[1])
+    freg = (2, 2 + fine_n[0], 2, 2 + fine_n[1])
+
+    dev_gc, dev_r = pitched(coarse, aligned=2), pitched(fine, aligned=2, wider=2)
+    emu[dtype].run(cupy_mg.restrict_spec(dev_gc, dev_r, creg, down))
+    want = coarse.copy()
+    mg_ops.restrict(want, fine, creg, *down)
+    assert_same_bits(dev_gc, want, "restrict")
+
+    dev_u, dev_e = pitched(fine, aligned=2), pitched(coarse, aligned=2, wider=2)
+    emu[dtype].run(cupy_mg.prolong_spec(dev_u, dev_e, freg, up))
+    want = fine.copy()
+    mg_ops.prolong(want, coarse, freg, *up)
+    assert_same_bits(dev_u, want, "prolong")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("region", [(2, 9, 2, 13), (3, 4, 5, 6), (2, 2, 2, 13)], ids=str)
+def test_solve_equals_mg_ops_bitwise(emu, dtype, region):
+    rng = np.random.default_rng(3)
+    r0, r1, c0, c1 = region
+    n = max(r1 - r0, 0) * max(c1 - c0, 0)
+    e, r = values((11, 17), dtype, rng), values((11, 17), dtype, rng)
+    minv = values((n, n), dtype, rng)
+    dev_e, dev_r = pitched(e), pitched(r, wider=1)
+    emu[dtype].run(cupy_mg.solve_spec(dev_e, dev_r, minv, region))
+    want = e.copy()
+    mg_ops.solve(want, r, minv, region)
+    assert_same_bits(dev_e, want, "solve")
+    assert_same_bits(dev_r, r, "solve input")
+
+
+# max_abs, clear, fill ------------------------------------------------------------------------------------
+def emu_max_abs(emu, a, region) -> float:
+    """CupyMultigrid.max_abs's steps: a zeroed word, the reduction, the word read as the field's dtype."""
+    word = np.zeros(1, dtype=np.uint32 if a.itemsize == 4 else np.uint64)
+    spec = cupy_mg.max_abs_spec(word, pitched(a), region)
+    if spec is None:
+        return 0.0
+    emu.run(spec)
+    m = float(word.view(a.dtype)[0])
+    return m if np.isfinite(m) else float("inf")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_abs_equals_mg_ops(emu, dtype):
+    rng = np.random.default_rng(11)
+    big = values((45, 1100), dtype, rng)  # several blocks across a row (the grid's x extent)
+    cases = [(big, (2, 43, 2, 1098)), (big, (5, 6, 700, 1098))]
+    a = values(SHAPE, dtype, rng)
+    a[4, 7] = -300.0  # the largest magnitude is negative
+    cases += [(a, r) for r in REGIONS]
+    for inside in (np.nan, -np.inf):
+        b = a.copy()
+        b[10, 20] = inside
+        cases.append((b, REGIONS[0]))
+    b = a.copy()
+    b[0, 0] = b[28, 42] = np.nan  # outside the region: not seen
+    cases += [(b, REGIONS[0]), (np.zeros(SHAPE, dtype), REGIONS[0]), (-np.zeros(SHAPE, dtype), REGIONS[0])]
+    for field, region in cases:
+        got, want = emu_max_abs(emu[dtype], field, region), mg_ops.max_abs(field, region)
+        assert got == want and type(got) is float, (region, got, want)
+    assert emu_max_abs(emu[dtype], a, REGIONS[0]) == 300.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clear_zeroes_the_field_and_nothing_else(emu, dtype):
+    a = pitched(values(SHAPE, dtype, np.random.default_rng(1)))
+    base = a.base.copy()
+    emu[dtype].run(cupy_mg.clear_spec(a))
+    assert_same_bits(a, np.zeros(SHAPE, dtype), "clear")
+    outside = np.ones(a.base.shape, bool)
+    outside[np.unravel_index(_offsets(a), a.base.shape)] = False
+    assert_same_bits(a.base[outside], base[outside], "clear outside the view")
+
+
+def _offsets(view) -> np.ndarray:
+    """Flat indices of a pitched view's points in its base array."""
+    start = (view.ctypes.data - view.base.ctypes.data) // view.itemsize
+    rows, cols = np.indices(view.shape)
+    return (start + rows * (view.strides[0] // view.itemsize) + cols).ravel()
+
+
+FILL_KINDS = {
+    "dirichlet": {"left": 0.5, "right": -2.0, "bottom": 1.0, "top": 0.25},
+    "neumann": {"left": {"kind": "neumann", "flux": 1.5}, "right": {"kind": "neumann"},
+                "bottom": {"kind": "neumann", "flux": -0.5}, "top": {"kind": "neumann", "flux": 0.1}},
+    "periodic": {s: {"kind": "periodic"} for s in ("left", "right", "bottom", "top")},
+    "mixed": {"left": 2.0, "right": {"kind": "neumann", "flux": 0.75}, "bottom": {"kind": "periodic"},
+              "top": {"kind": "periodic"}},
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", list(FILL_KINDS))
+def test_fill_at_depth_two_equals_the_host_rules(emu, dtype, kind):
+    """boundary.cu through fill_specs (a Fill argument, depth 2, as the multigrid fields have)."""
+    c = validate_case({"name": "f", "grid": {"nx": 39, "ny": 25, "lx": 1.3}, "boundary": FILL_KINDS[kind],
+                       "numerics": {"dtype": dtype}})
+    fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), 2)
+    host = values(SHAPE, dtype, np.random.default_rng(4))
+    dev = pitched(host, aligned=2)
+    for spec in cupy_mg.fill_specs(dev, fill):
+        emu[dtype].run(spec)
+    fill.apply(host)
+    assert_same_bits(dev, host, f"fill {kind}")
+
+
+def test_timed_starts_after_the_fill_wait_and_charges_the_level():
+    """CupyMultigrid's stream protocol with stand-ins for streams and events: a fill on `edge` first makes edge
+    wait for main, then records the start event; the time goes to compute of the level current at enqueue;
+    a timed call that launches nothing records no events."""
+    from solver.core.timing import Timer
+
+    log = []
+
+    class Fake(cupy_mg.CupyMultigrid):
+        main, edge = "main", "edge"
+        _edge_used = False
+
+        def __init__(self):
+            self.active = self.edge
+
+        def edge_waits_main(self):
+            log.append("edge waits main")
+
+        def join(self):
+            log.append("main waits edge")
+
+        def _record(self, s):
+            log.append(f"event on {s}")
+            return len(log)
+
+        def _track(self, charge, section, e0, e1, timer, track):
+            log.append(("track", section, e0, e1))
+            charge(section, 2.0)
+
+        def _mg_kernel(self, entry):
+            return lambda grid, block, args, stream=None: log.append(f"{entry} on {stream}")
+
+    fill = boundary.Fill((boundary.Rule("left", "neumann", 0.5),), "float64", 2)
+    be, timer = Fake(), Timer()
+    timer.level = 3
+    be.timed(timer, lambda: be.fill(np.zeros((9, 8)), fill))
+    assert log == ["edge waits main", "event on edge", "fill_sides on edge", "event on edge", ("track", "compute", 2, 4)]
+    assert timer.levels[3]["compute"] == 2.0 and be._edge_used
+    log.clear()
+    be.active = be.main
+    be.timed(timer, lambda: be.smooth(np.zeros((9, 8)), np.zeros((9, 8)), None, Weights(1.0, 1.0, 1.0), 1.0,
+                                      (2, 2, 2, 6)))
+    assert log == []
+
+
+# whole runs -----------------------------------------------------------------------------------------------
+class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
+    """The numpy backend with CupyMultigrid's verbs, their kernels run by the emulator on pitched host fields
+    (the device-facing steps replaced: no streams, no events, host words and tables)."""
+
+    emulator: Emulator = None
+    table, get, put, timed = Backend.table, Backend.get, Backend.put, Backend.timed
+
+    def zeros(self, shape, aligned: int = 1):
+        return pitched(np.zeros(shape, dtype=self.dtype), aligned)
+
+    def _mg_stream(self, after_all: bool = False):
+        return None
+
+    def _mg_kernel(self, entry):
+        return self.emulator.kernel(entry)
+
+    def _mg_word(self, stream):
+        return np.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)
+
+    def _mg_read(self, word, stream) -> float:
+        return float(word.view(self.dtype)[0])
+
+
+RUN_SIDES = {
+    "example": TABLE_CASES["dirichlet-neumann"],
+    "periodic-x": {"left": {"kind": "periodic"}, "right": {"kind": "periodic"}, "bottom": -1.0, "top": 2.0},
+    "neumann-periodic": TABLE_CASES["neumann-periodic"],
+}
+RUNS = [(d, cyc, "example") for d in DTYPES for cyc in "VWF"] + [
+    ("float64", "V", "periodic-x"), ("float32", "W", "neumann-periodic"), ("float64", "F", "neumann-periodic")]
+
+
+def run_fields(tmp_path, name, dtype, cycle, sides, monkeypatch=None, emulator=None):
+    c = validate_case({**MG_CASE, "name": name, "initial": {"kind": "random"}, "boundary": RUN_SIDES[sides],
+                       "run": {"steps": 8}, "multigrid": {"coarsest": 16, "cycle": cycle},
+                       "numerics": {"dtype": dtype}, "backend": {"name": "numpy"},
+                       "output": {"dir": str(tmp_path / name), "vtk": False}})
+    if emulator is not None:
+        cls = type("Emulated", (EmulatedBackend,), {"emulator": emulator})
+        monkeypatch.setattr(solver.run, "backend_class", lambda name: cls)
+    rec = run_case(c, options=Options(ceiling=False))
+    with h5py.File(tmp_path / name / "fields.h5") as f:
+        return f["u"][-1], rec["run"]["residuals"]
+
+
+@pytest.mark.parametrize("dtype,cycle,sides", RUNS, ids=lambda x: str(x))
+def test_whole_runs_through_the_backend_verbs_equal_numpy_bitwise(emu, tmp_path, monkeypatch, dtype, cycle, sides):
+    want, want_res = run_fields(tmp_path, "numpy", dtype, cycle, sides)
+    emulator = emu[dtype]
+    emulator.calls.clear()
+    got, got_res = run_fields(tmp_path, "emu", dtype, cycle, sides, monkeypatch, emulator)
+    assert_same_bits(got, want, "the last snapshot")
+    assert got_res == want_res and len(want_res) == 8
+    assert want_res[-1][1] < 1e-3 * want_res[0][1], "the cycles did not converge: a weak comparison"
+    assert set(emulator.calls) == {*ENTRIES, cupy_mg.FILL}, emulator.calls  # every verb ran as a kernel
