@@ -216,3 +216,14 @@ def test_deep_halos_pay_for_latency():
     deep = predict(Problem(**{**p.__dict__, "time_tile": 8}), Placement(4, 1), inputs, slow)
     assert deep["halo_depth"] == 8 and per_step["halo_depth"] == 1
     assert deep["seconds_per_step"] < 0.3 * per_step["seconds_per_step"]
+
+
+def test_jacobi_checks_its_first_step_and_multigrid_or_implicit_steps_are_outside_the_model(tmp_path):
+    runs = schedule.batches(problem(equation="laplace", method="jacobi", warmup=0), 1, serial=False, balance=False)
+    assert runs[0].depths == (1,) and runs[0].check  # the loop's r0 check after step 1
+    assert problem(equation="laplace", method="multigrid").outside().startswith("physics.solver: multigrid")
+    assert problem(method="crank-nicolson").outside().startswith("physics.scheme: crank-nicolson")
+    assert problem().outside() is None
+    case = write_case(tmp_path / "mg.yaml", grid={"nx": 65, "ny": 65}, physics={"equation": "laplace", "solver": "multigrid"})
+    res = stencil(["model", str(case), "--ranks", "2"])
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "physics.solver" in res.stderr

@@ -562,6 +562,8 @@ def model(
     over = _overrides(backend="cupy" if gpus else None, time_tile=time_tile, halo=halo, balance=balance,
                       steps=steps, dtype=dtype, decomposition=decomposition)
     problem = Problem.from_case(load_case(case, over).model_dump(mode="json"))
+    if problem.outside():
+        raise InputError(problem.outside())
     cores = Inputs.from_file(inputs).node_ranks() if inputs else cpu_count()  # a node like the one measured
     place = placement(ranks, nodes, ranks_per_node, cores, gpus)
     say = lambda line: print(line, flush=True)  # noqa: E731

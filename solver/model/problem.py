@@ -32,6 +32,8 @@ class Problem:
     time_tile: int | None
     constant_ghosts: bool  # every side Dirichlet: time tiles possible
     periodic: tuple[bool, bool]
+    equation: str = "heat"
+    method: str = "explicit"  # physics.scheme for heat, physics.solver for laplace ("jacobi" is a plain step)
 
     @classmethod
     def from_case(cls, data: dict) -> Problem:
@@ -46,7 +48,19 @@ class Problem:
                    halo=p["halo"], balance=p.get("balance", "none"), balance_every=p.get("balance_every", 50),
                    backend=b["name"], time_tile=b.get("time_tile"),
                    constant_ghosts=all(k == "dirichlet" for k in kinds),
-                   periodic=(raw_kinds(data, "y")[0] == "periodic", raw_kinds(data, "x")[0] == "periodic"))
+                   periodic=(raw_kinds(data, "y")[0] == "periodic", raw_kinds(data, "x")[0] == "periodic"),
+                   equation=data["physics"].get("equation", "heat"),
+                   method=(data["physics"].get("scheme", "explicit") if data["physics"].get("equation", "heat") == "heat"
+                           else data["physics"].get("solver", "jacobi")))
+
+    def outside(self) -> str | None:
+        """Why the model cannot predict this case (None: it can): it models the explicit 5-point step."""
+        if self.method not in ("explicit", "jacobi"):
+            what = "physics.scheme" if self.equation == "heat" else "physics.solver"
+            return (f"{what}: {self.method} is outside the model, which times explicit steps and Jacobi sweeps "
+                    f"(one stencil update per step); use {'scheme: explicit' if self.equation == 'heat' else 'solver: jacobi'}"
+                    " to predict, or measure it with stencil sweep")
+        return None
 
     @property
     def itemsize(self) -> int:

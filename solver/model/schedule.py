@@ -38,8 +38,9 @@ def batches(problem: Problem, k: int, serial: bool, balance: bool, steps: int | 
     while step < end:
         warm = step < problem.warmup
         stops = [end] + [(step // p + 1) * p for p in periods if p] + ([problem.warmup] if warm else [])
+        stops += [1] if step < 1 and problem.equation == "laplace" else []  # Jacobi checks its first step (r0)
         n = min(stops) - step
-        check = (step + n) % problem.check_every == 0 or step + n == end
+        check = (step + n) % problem.check_every == 0 or step + n == end or (step + n == 1 and problem.equation == "laplace")
         cut = serial_depths if serial else deep_depths
         out.append(Batch(step, tuple(cut(n, k, check)), check,
                          balance and (step + n) % problem.balance_every == 0 and step + n != end, warm))

@@ -37,6 +37,9 @@ def point(rec: dict) -> tuple[Problem, Placement]:
 
 def why_not(rec: dict) -> str | None:
     """Why the model does not predict this point (None: it does)."""
+    outside = Problem.from_case(rec["case"]).outside()
+    if outside:
+        return outside
     if rec["resources"]["threads_per_rank"] != 1:
         return "the model measures one thread per rank"
     if rec["stencil"]["backend"] == "numpy":
