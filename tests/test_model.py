@@ -227,3 +227,10 @@ def test_jacobi_checks_its_first_step_and_multigrid_or_implicit_steps_are_outsid
     case = write_case(tmp_path / "mg.yaml", grid={"nx": 65, "ny": 65}, physics={"equation": "laplace", "solver": "multigrid"})
     res = stencil(["model", str(case), "--ranks", "2"])
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "physics.solver" in res.stderr
+
+
+def test_more_ranks_than_rows_are_predicted_with_a_process_grid_and_say_so(tmp_path):
+    case = write_case(tmp_path / "thin.yaml", grid={"nx": 256, "ny": 64})
+    res = stencil(["model", str(case), "--nodes", "64", "--ranks-per-node", "2", "--inputs", str(synthetic_file(tmp_path))])
+    assert res.returncode == 0, res.stderr
+    assert "rows cannot split 64 rows over 128 ranks" in res.stdout and "(cart)" in res.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -63,10 +64,26 @@ def choose_network(spec: str | None, place: Placement, inputs: Inputs) -> tuple[
     return networks.load(spec, inputs.inter_table()), how
 
 
+def decomposable(problem: Problem, ranks: int) -> tuple[Problem, str | None]:
+    """The problem, or with decomposition cart where rows cannot give every rank a row (and why)."""
+    try:
+        blocks(problem, ranks)
+        return problem, None
+    except InputError as exc:
+        if problem.decomposition != "rows":
+            raise
+        why = (f"rows cannot split {problem.ny} rows over {ranks} ranks ({exc}); predicted with decomposition cart: "
+               "set parallel.decomposition: cart to run it")
+        return replace(problem, decomposition="cart", dims=None), why
+
+
 def model_case(problem: Problem, place: Placement, cores: int, *, network: str | None = None,
                inputs_file: Path | None = None, launcher: list[str] | None = None, refresh: bool = False,
                say=None) -> dict:
     """The prediction with its provenance: which inputs were measured here (and when), which came from a preset."""
+    problem, note = decomposable(problem, place.ranks)
+    if note and say:
+        say(f"note: {note}")
     inputs = Inputs.from_file(inputs_file) if inputs_file else inputs_here(problem, place, cores, launcher, refresh, say)
     net, how = choose_network(network, place, inputs)
     res = predict(problem, place, inputs, net)
