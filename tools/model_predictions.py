@@ -56,7 +56,7 @@ def strong(gpus: bool, inputs, net, nodes: int, side: int) -> dict:
 
 def table(rows: list[dict], kind: str) -> list[str]:
     """Efficiency per node count (rows) and preset (columns)."""
-    lines = [f"| nodes | ranks | " + " | ".join(PRESETS) + " |", "|---|---|" + "---|" * len(PRESETS)]
+    lines = ["| nodes | ranks | " + " | ".join(PRESETS) + " |", "|---|---|" + "---|" * len(PRESETS)]
     for n in sorted({r["nodes"] for r in rows}):
         here = {r["preset"]: r for r in rows if r["nodes"] == n}
         first = next(iter(here.values()))
