@@ -56,7 +56,8 @@ RANK_FILE_BYTES = 2 << 10  # ... and per rank (its rows in the record and the ti
 CSV_FIELDS = ["ranks", "threads", "workers", "global_ny", "global_nx", "local_ny", "local_nx", "halo_fraction",
               "seconds_per_step", "time_min", "time_max", "repeats_ok", "mlups", "speedup", "efficiency",
               "compute_fraction", "comm_fraction", "wait_fraction", "comm_wait_fraction", "load_imbalance", "effective_gbs",
-              "copy_gbs", "fraction_of_copy", "verified", "status", "record"]
+              "copy_gbs", "fraction_of_copy", "verified", "status", "record", "predicted_seconds_per_step", "model_error",
+              "predicted_compute", "predicted_halo", "predicted_waiting", "predicted_collective"]
 
 
 @dataclass
@@ -80,6 +81,8 @@ class Settings:
     overwrite: bool = False
     timeout: float | None = None
     fields: bool = False  # keep every point's fields.h5 (output.fields); off: records and timings only
+    model: bool = True  # predict every point (solver.model) beside the measurement
+    network: str | None = None  # the model's network between nodes (preset, "measured" or a file)
     argv: list[str] = field(default_factory=list)
 
 
@@ -546,8 +549,8 @@ def markdown(res: dict) -> str:
              f"{res['repeats']} repeat(s) per point, the row shows the repeat with the median time per step.  ",
              f"Machine: {m['host']}, {m['cpu']}, {m['cores_usable']} usable cores; {res['date']}.", "",
              "| ranks | threads | global nx x ny | local nx x ny (largest) | ms/step (min-max) | MLUP/s | speedup | efficiency | "
-             "compute | comm | wait | imbalance | GB/s | copy GB/s | of copy | verified | status |",
-             "|" + "---|" * 17]
+             "compute | comm | wait | imbalance | GB/s | copy GB/s | of copy | verified | status | model ms | model error |",
+             "|" + "---|" * 19]
     for r in res["rows"]:
         ok = r["status"] == "ok"
         lines.append(" | ".join([
@@ -557,8 +560,12 @@ def markdown(res: dict) -> str:
             _f(r.get("mlups"), ".1f"), _f(r.get("speedup"), ".2f"), _f(r.get("efficiency"), ".0%"),
             _f(r.get("compute_fraction"), ".0%"), _f(r.get("comm_fraction"), ".0%"), _f(r.get("wait_fraction"), ".0%"),
             _f(r.get("load_imbalance"), ".3f"), _f(r.get("effective_gbs"), ".2f"), _f(r.get("copy_gbs"), ".1f"),
-            _f(r.get("fraction_of_copy"), ".0%"), verified(r.get("verified")), r["status"]]) + " |")
+            _f(r.get("fraction_of_copy"), ".0%"), verified(r.get("verified")), r["status"],
+            _f(r.get("predicted_seconds_per_step") and r["predicted_seconds_per_step"] * 1e3, ".4g"),
+            _f(r.get("model_error"), "+.1%")]) + " |")
     lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"] or ["nothing to report"]]
+    lines += ["", "## Model", "", "Predicted seconds per step beside each point (solver.model, docs/scaling_model.md; "
+              "`stencil model --validate DIR` prints the error per point):", ""] + [f"- {n}" for n in res.get("model") or []]
     lines += ["", "## Columns", "", COLUMNS, ""]
     return "\n".join(lines)
 
@@ -577,7 +584,9 @@ COLUMNS = """- time per step: the run's solve time (after warm-up, in-loop outpu
 - GB/s: effective bandwidth, 2 x itemsize per update (one read, one write of the field); copy GB/s: the
   copy ceiling measured with the same ranks and threads, all at once (cached per machine; `stencil bench
   bandwidth --refresh` measures again); of copy: their ratio.
-- verified: the run's own check (exact eigenmode or numpy reference); empty when the case does not verify."""
+- verified: the run's own check (exact eigenmode or numpy reference); empty when the case does not verify.
+- model ms: the scaling model's predicted time per step for this point (its ranks, nodes and case), from
+  inputs measured on this machine; model error: predicted / measured - 1."""
 
 
 def write_sweep(root: Path, res: dict) -> None:
@@ -595,6 +604,10 @@ def sweep(s: Settings, say=None, note=None) -> dict:
 
     base = base_case(s)
     launcher = resolve_launcher(s)
+    if s.network and s.network != "measured":
+        from .model.network import load
+
+        load(s.network)  # a bad preset or file: exit 2 before any point runs
     if not launcher or Path(launcher[0]).name != "srun":  # the points run here: the backend must too
         from .backends import backend_class
 
@@ -610,6 +623,7 @@ def sweep(s: Settings, say=None, note=None) -> dict:
     run_points(s, launcher, points, say or (lambda *a: None))
     rows = [row(p, root) for p in points]
     add_speedup(rows, s.kind)
+    model_notes = add_predictions(rows, points, s, launcher, say)
     res = {"kind": s.kind, "case": str(s.case), "case_name": base["name"], "growth": growth(s, base, rows),
            "command": shlex.join(["stencil", "sweep", s.kind, *s.argv]), "launcher": shlex.join(launcher),
            "repeats": s.repeats, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": environment(with_gpus=False),
@@ -618,9 +632,34 @@ def sweep(s: Settings, say=None, note=None) -> dict:
                        "runs": p.runs} for p in points],
            "rows": rows}
     res["notes"] = notes(rows, s, launcher)
+    res["model"] = model_notes
     write_sweep(root, res)
     res["dir"] = str(root)
     return res
+
+
+def add_predictions(rows: list[dict], points: list[Point], s: Settings, launcher: list[str], say=None) -> list[str]:
+    """The scaling model's prediction beside every measured point (solver.model.sweeps), its inputs measured
+    under the sweep's own launcher where the cache lacks them; notes for sweep.md. Never fails the sweep."""
+    if not s.model or s.kind == "threads" or not launcher:
+        return ["model: not run (" + ("--no-model" if not s.model else "thread sweeps are outside the model") + ")"]
+    from .core.errors import StencilError
+    from .model.sweeps import predict_points, row_fields
+
+    records = [median_run(p)[1] if median_run(p) else None for p in points]
+    try:
+        preds, notes = predict_points(records, launcher, s.network,
+                                      say=(lambda line: print(line, flush=True)) if say else None)
+    except (StencilError, OSError, ValueError, KeyError) as exc:
+        return [f"model: no predictions: {exc}"]
+    for r, pred in zip(rows, preds):
+        r.update(row_fields(pred, r.get("seconds_per_step")))
+    errors = [r["model_error"] for r in rows if r.get("model_error") is not None]
+    if errors:
+        from .model.sweeps import summary
+
+        notes.insert(0, summary(errors))
+    return notes
 
 
 def exit_code(res: dict) -> int:
@@ -666,4 +705,6 @@ def print_sweep(res: dict) -> None:
     con.print(f"{res['growth']}.", markup=False, highlight=False)
     for n in res["notes"] or ["nothing to report"]:
         con.print(f"- {n}", markup=False, highlight=False)
+    for n in (res.get("model") or [])[:1]:
+        con.print(f"- {n} (the model's inputs and the error per point: sweep.md)", markup=False, highlight=False)
     con.print(f"results in {res['dir']}/sweep.md, sweep.csv; plots: stencil report {res['dir']}", markup=False)

@@ -117,6 +117,42 @@ def suptitle(fig, text: str, fontsize: float = 8) -> None:
 
     width = int(fig.get_figwidth() * 72 / (fontsize * 0.62))
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=fontsize)
+MODEL_PARTS = ("compute", "halo", "waiting", "collective")
+
+
+def fig_model(res: dict):
+    """Measured time per step (points) over the scaling model's prediction (line), and the predicted parts."""
+    rows = [r for r in ok_rows(res) if r.get("predicted_seconds_per_step") is not None]
+    kind = res["kind"]
+    n = [count_of(r, kind) for r in rows]
+    fig, (a, b) = new_figure(2, 5.2)
+    a.plot(n, [r["predicted_seconds_per_step"] * 1e3 for r in rows], "-", label="predicted (stencil model)")
+    a.plot(n, [r["seconds_per_step"] * 1e3 for r in rows], "o", label="measured")
+    a.set(title="Time per step: measured over predicted", xlabel=axis_name(kind), ylabel="ms per step")
+    bottom = [0.0] * len(rows)
+    for part in MODEL_PARTS:
+        v = [r[f"predicted_{part}"] * 1e3 for r in rows]
+        b.bar([str(x) for x in n], v, bottom=bottom, label=part)
+        bottom = [x + y for x, y in zip(bottom, v)]
+    b.plot([str(x) for x in n], [r["seconds_per_step"] * 1e3 for r in rows], "ko", label="measured")
+    b.set(title="Predicted parts", xlabel=axis_name(kind), ylabel="ms per step")
+    _log2_axis(a, n)
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def model_lines(res: dict) -> list[str]:
+    rows = [r for r in ok_rows(res) if r.get("predicted_seconds_per_step") is not None]
+    if not rows:
+        return []
+    lines = ["## Model", "", "The scaling model's prediction beside each point (docs/scaling_model.md):", "",
+             "| n | measured ms | predicted ms | error | compute | halo | waiting | collective |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {count_of(r, res['kind'])} | {r['seconds_per_step'] * 1e3:.4g} | {r['predicted_seconds_per_step'] * 1e3:.4g} | "
+              f"{r['model_error']:+.1%} | " + " | ".join(f"{r[f'predicted_{p}'] * 1e3:.3g}" for p in MODEL_PARTS) + " |"
+              for r in rows]
+    return lines + [""] + [f"- {n}" for n in res.get("model") or []] + [""]
 
 
 def per_step(timings: list[dict], section: str) -> float:
@@ -664,11 +700,15 @@ def sweep_report(res: dict) -> tuple[dict, str]:
     if not rows:
         raise InputError("sweep: no point succeeded, so there is nothing to plot; see sweep.md for the failures")
     figs = {"scaling.png": fig_scaling(res), "breakdown.png": fig_breakdown(res), "bandwidth.png": fig_bandwidth(res)}
+    captions = dict(SWEEP_CAPTIONS)
+    if any(r.get("predicted_seconds_per_step") is not None for r in rows):
+        figs["model.png"] = fig_model(res)
+        captions["model.png"] = "Measured time per step over the scaling model's prediction, and the predicted parts"
     first = rows[0]["_record"]
     md = [f"# Performance report: {res['case_name']} ({res['kind']} sweep)", "", f"{res['growth']}.", "",
           *problem(first), *hardware(first), *sweep_baseline(rows[0]), *design(rows[-1]["_record"], res["launcher"]),
           *correctness([(f"n = {count_of(r, res['kind'])}", r["_record"]) for r in rows]),
-          *method(res["command"], res["repeats"]), *charts(SWEEP_CAPTIONS), *sweep_analysis(res, rows),
+          *method(res["command"], res["repeats"]), *charts(captions), *sweep_analysis(res, rows), *model_lines(res),
           *limitations(res["notes"], rows, res["repeats"], first["environment"])]
     return figs, "\n".join(md)
 
