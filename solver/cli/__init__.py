@@ -539,7 +539,7 @@ def model(
     steps: Optional[int] = typer.Option(None, help="override run.steps"),
     dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="measured inputs from a file (a model_probe JSON) "
-                                                                  "instead of this machine's"),
+                                                                  "instead of this machine's own measurements"),
     validate: Optional[Path] = typer.Option(None, "--validate", help="a sweep directory: error of every point"),
     launcher: Optional[str] = typer.Option(None, help="the launcher that measures the inputs (default: mpirun)"),
     launcher_args: str = typer.Option("", "--launcher-args", help="its extra arguments, e.g. '--bind-to core'"),
