@@ -166,7 +166,12 @@ def print_plan(case, ranks: int) -> None:
     for key, val in case.model_dump(mode="json").items():
         t.add_row(key, escape(str(val)))
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
-    if "stable_dt" in p:
+    if "stable_dt" in p and case.implicit:
+        tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+        t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.4g} x the explicit stability limit {p['stable_dt']:.6g}); "
+                        f"{case.physics.scheme}: each step one multigrid solve to a relative residual of {tol:g}, at "
+                        f"most {case.multigrid.max_cycles} cycles")
+    elif "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
                         f"margin wc = {p['wc']:.4g} >= 0)")
     else:
