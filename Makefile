@@ -13,7 +13,7 @@ CASE   ?= cases/heat_4096.yaml
 
 $(BIN)/stencil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77'
 	$(BIN)/python -m pip install -q -e '.[mpi,vtk,dev]'
 	touch $@
 

@@ -24,6 +24,7 @@ VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many
 # Input limits (hostile or mistaken case files end with exit 2, never a traceback):
 MAX_CASE_BYTES = 1 << 20  # a case file is a few hundred bytes; 1 MiB is far beyond any real one
 MAX_DEPTH = 16  # mappings and lists nested in a case file (a real one nests 3 deep)
+MAX_NODES = 10_000  # values, mappings and lists in a case file with its aliases expanded (a real one: about 60)
 MAX_VALUE_CHARS = 4096  # one key or scalar value (paths included)
 MAX_COUNT = 2**62  # steps, intervals: counted in int64 by the kernels and the files
 MAX_LENGTH = 1e100  # lx, ly, alpha, dt between 1/MAX_LENGTH and MAX_LENGTH: their squares stay normal floats
@@ -108,12 +109,15 @@ class Constant(Section):
 
 
 class Random(Section):
-    """Uniform in [low, high); the same field for any rank count (rows are seeded by global index)."""
+    """Uniform in [low, high); the same field for any rank count (rows of cells are seeded by global index)."""
 
     kind: Literal["random"]
     seed: int = Field(0, ge=0, le=2**64 - 1, description="numpy's random seed (with the global row index)")
     low: float = 0.0
     high: float = 1.0
+    cell: int = Field(1, ge=1, le=MAX_COUNT, description=(
+        "side of the square cells (cell x cell points, from the first point) that share one random value: a "
+        "mosaic whose edges diffuse; 1 = a value per point"))
 
 
 class FromFile(Section):
@@ -251,6 +255,8 @@ class Parallel(Section):
 class Output(Section):
     dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
     every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
+    fields: bool = Field(True, description="write the snapshots to fields.h5 (and fields.xdmf); false: the record "
+                                           "and timings only (what sweep points write unless `--fields`)")
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
     checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)
     trace: bool = False
@@ -415,7 +421,7 @@ def read_yaml(path: str | Path) -> dict:
     """The raw mapping of a case file, or an InputError that names the file and the line.
 
     Refused before any value is built: files over MAX_CASE_BYTES, nesting deeper than MAX_DEPTH, keys or
-    values over MAX_VALUE_CHARS characters, anchors and aliases, duplicate keys.
+    values over MAX_VALUE_CHARS characters, aliases that expand past MAX_NODES, duplicate keys.
     """
     import yaml
 
@@ -459,26 +465,50 @@ def _problem(exc) -> str:
 
 
 def _check_events(path: Path, text: str) -> None:
-    """One pass over the YAML events (iterative: no recursion, whatever the nesting)."""
+    """One pass over the YAML events (iterative: no recursion, whatever the nesting).
+
+    Anchors and aliases (`&a`, `*a`: what yaml.safe_dump writes for a mapping used twice) are accepted with
+    their expansion bounded: every node counts with its anchor's whole subtree for each alias to it, and
+    depth counts through aliases too, so a document that would expand past MAX_NODES nodes or MAX_DEPTH
+    levels (a "billion laughs") is refused before anything is built."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth = 0
+    open_nodes: list[list] = []  # per open mapping or sequence: [anchor, nodes inside, height below it]
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) of its subtree
     for ev in yaml.parse(text, Loader=loader):
         line = f" line {ev.start_mark.line + 1}" if ev.start_mark else ""
         if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
+            open_nodes.append([ev.anchor, 1, 1])
+            if len(open_nodes) > MAX_DEPTH:
                 raise InputError(f"{path}:{line}: nested more than {MAX_DEPTH} levels deep; a case file nests "
                                  "sections a few levels deep (see cases/quickstart.yaml)")
-        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-        elif isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
-            raise InputError(f"{path}:{line}: YAML anchors and aliases (&, *) are not accepted in case files; "
-                             "write the values out")
-        elif isinstance(ev, yaml.ScalarEvent) and len(ev.value) > MAX_VALUE_CHARS:
-            raise InputError(f"{path}:{line}: a value of {len(ev.value)} characters (at most {MAX_VALUE_CHARS}); "
-                             f"it starts {quote(ev.value[:QUOTE_CHARS])}")
+            continue
+        if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, nodes, height = open_nodes.pop()
+        elif isinstance(ev, yaml.AliasEvent):
+            if ev.anchor not in sizes:
+                raise InputError(f"{path}:{line}: alias *{ev.anchor} refers to no complete node before it (an "
+                                 "undefined anchor, or one that contains the alias: a cycle); write the values out")
+            anchor, (nodes, height) = None, sizes[ev.anchor]
+            if len(open_nodes) + height > MAX_DEPTH:
+                raise InputError(f"{path}:{line}: alias *{ev.anchor} nests the document more than {MAX_DEPTH} "
+                                 "levels deep; write the values out")
+        elif isinstance(ev, yaml.ScalarEvent):
+            if len(ev.value) > MAX_VALUE_CHARS:
+                raise InputError(f"{path}:{line}: a value of {len(ev.value)} characters (at most {MAX_VALUE_CHARS}); "
+                                 f"it starts {quote(ev.value[:QUOTE_CHARS])}")
+            anchor, nodes, height = ev.anchor, 1, 0
+        else:
+            continue
+        if anchor:
+            sizes[anchor] = (nodes, height)
+        if open_nodes:
+            open_nodes[-1][1] += nodes
+            open_nodes[-1][2] = max(open_nodes[-1][2], height + 1)
+        if nodes > MAX_NODES or (open_nodes and open_nodes[-1][1] > MAX_NODES):
+            raise InputError(f"{path}:{line}: the aliases (*) expand this document to more than {MAX_NODES} nodes; "
+                             "a case file has a few dozen: write the values out")
 
 
 @functools.lru_cache(maxsize=1)
@@ -515,7 +545,10 @@ def _case_loader():
 
 
 def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case:
-    """Read, apply CLI overrides (option -> value), validate. Errors are InputError lines."""
+    """Read, apply overrides, validate. Errors are InputError lines.
+
+    overrides: field paths (`{"physics.alpha": 0.5}`, any field, None included: `{"physics.dt": None}`) or
+    CLI options (`{"--steps": 10}`; None there means "not given")."""
     path = Path(path)
     data = read_yaml(path)
     data.setdefault("name", path.stem)
@@ -523,15 +556,31 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
 
 
 def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = None) -> Case:
-    """A case mapping (a file's, or a checkpoint's saved case) with CLI overrides applied, validated."""
-    for option, value in (overrides or {}).items():
-        if value is None:
-            continue
-        section, key = OPTION_FIELDS[option]
-        if not isinstance(data.get(section, {}), dict):
-            break  # validation below reports the malformed section
-        data.setdefault(section, {})[key] = value
+    """A case mapping (a file's, or a checkpoint's saved case) with overrides applied (see load_case), validated."""
+    for name, value in (overrides or {}).items():
+        if name.startswith("--"):
+            if name not in OPTION_FIELDS:
+                raise InputError(f"{source}: {name}: not an option that sets a case field; use one of "
+                                 f"{', '.join(OPTION_FIELDS)}, or a field path such as 'physics.alpha'")
+            if value is None:
+                continue
+            name = ".".join(OPTION_FIELDS[name])
+        set_field(data, name, value, source)
     return validate_case(data, source=source, options=overrides)
+
+
+def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
+    """data[a][b] = value for path 'a.b' (missing sections are made); validation judges the field itself."""
+    keys = path.split(".")
+    if not all(keys) or not isinstance(path, str):
+        raise InputError(f"{source}: {path!r}: a field path is names joined by dots, e.g. 'physics.alpha'")
+    node = data
+    for depth, key in enumerate(keys[:-1]):
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise InputError(f"{source}: {path}: {'.'.join(keys[:depth + 1])} is a value, not a section; "
+                             f"give a path to a field, e.g. 'physics.alpha'")
+    node[keys[-1]] = value
 
 
 def validate_case(data: dict, source: str = "case", options: dict | None = None) -> Case:

@@ -31,7 +31,7 @@ from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
 from .io.continued import check_continued
 from .io.fields import hdf5_writer
-from .io.outputs import Outputs, Resume, StopSignals, vtk_wanted
+from .io.outputs import Outputs, Resume, StopSignals, segment, vtk_wanted
 from .io.safeio import write_text
 from .io.vtk import check_folder
 from .parallel.comm import Comm, agree, default_threads
@@ -47,6 +47,7 @@ class Options:
     restart: str | None = None
     case_file: str | None = None  # the case file the case was read from (an input: never removed or rewritten)
     ceiling: bool = True  # look up (or measure) the copy bandwidth and compute peak for the record
+    progress: object = None  # rank 0: called as progress(step, total, elapsed_s, mlups) instead of printing lines
 
 
 class Run:
@@ -58,6 +59,7 @@ class Run:
     def __init__(self, case, comm: Comm | None = None, options: Options | None = None):
         self.case, self.comm, self.opts = case, comm or Comm(), options or Options()
         self.clock = Clock()
+        self.started = time.time()  # this segment's start (the record's run.segments)
         self.verify_on = case.verify if self.opts.verify is None else self.opts.verify
         self.signals = StopSignals()  # not installed: execute() holds the process's policy for the run
         self.balancer = None
@@ -88,6 +90,7 @@ class Run:
     def setup(self) -> None:
         """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
         agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
+        self.hosts = self.comm.allgather(socket.gethostname())
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
@@ -95,6 +98,11 @@ class Run:
         agree(self.comm, lambda: output_step(self._claim, "claiming the output directory"))
         agree(self.comm, lambda: output_step(self._open_outputs, "opening the output files"))
         self.clock.lap("setup")
+        if self.verify_on:  # what --verify will cost, before the run starts (two reference steps, timed)
+            from .results.verify import cost_note
+
+            self.outputs.progress_bar.compiling(cost_note(self.case, self.comm, self.case.run.steps))
+            self.clock.lap("verify")
         self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         self.comm.barrier()
@@ -156,7 +164,11 @@ class Run:
 
     def _open_outputs(self) -> None:
         lay = self.layout
-        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet, signals=self.signals)
+        first = self.restart.step if self.restart else 0
+        self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet,
+                               segments=self.restart.segments if self.restart else (),
+                               current=segment(first, self.comm.size, self.hosts, self.started),
+                               progress=self.opts.progress, signals=self.signals)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
@@ -290,7 +302,8 @@ class Run:
                 "solver": self.solver_facts(),
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
-                        "hdf5_writer": self.outputs.hdf5_writer}}  # serial, streamed or mpio
+                        "hdf5_writer": self.outputs.hdf5_writer,  # serial, streamed or mpio
+                        "segments": self.outputs.run_segments(s.step)}}
 
     def solver_facts(self) -> dict | None:
         """Laplace: how the iteration ended; implicit heat: each step's solve (solver.results.solver)."""
@@ -346,8 +359,9 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
     need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
-    if verify_on and layout.rank == 0:
-        need += 4 * (case.grid.nx + 2) * (case.grid.ny + 2) * itemsize  # reference run on rank 0
+    if verify_on:  # the numpy reference's two padded row blocks and the piece of another rank's block it meets
+        rows = -(-case.grid.ny // layout.size) + 2
+        need += 3 * rows * (case.grid.nx + 2) * itemsize
     _, available = memory_bytes()
     if available and need > available / layout.node_size:
         g = case.grid
@@ -365,6 +379,9 @@ def check_output(layout: Layout, comm: Comm, overwrite: bool, appending: bool, i
     if layout.vtk_on:
         check_folder(d)
     if appending:
+        from .results.record import check_not_reached
+
+        check_not_reached(d, layout.case)
         check_continued(d, layout.case, hdf5_writer(comm), layout.vtk_on)
 
 

@@ -6,7 +6,8 @@
 
 Layout of the sweep directory (--output, default output/sweep-<kind>-<case name>):
     cases/<point>.yaml      the input of each point (rerun one with `stencil run`)
-    <point>/rep<k>/         the run's own output: record.json, timings.csv, case.yaml, fields.h5
+    <point>/rep<k>/         the run's own output: record.json, timings.csv, timings.h5, case.yaml (and fields.h5
+                            with --fields: points keep no fields unless asked, output.fields false)
     sweep.csv, sweep.md     one row per point (the repeat with the median time per step)
     sweep.json              the sweep's metadata, every repeat's outcome, the rows and the notes
 
@@ -14,6 +15,8 @@ Weak scaling grows the grid with the process grid, keeping dx, dy (so dt) fixed:
 (py, px) = (n, 1), cart the most nearly square pair py >= px (as MPI_Dims_create); the global grid is
 (py * ny, px * nx) with ly, lx scaled so that the spacing is unchanged, and parallel.dims is set so
 that every rank owns exactly the case's ny x nx.
+
+Before the first point runs the sweep says how much disk it will take at most (disk_estimate).
 
 Threads per rank in rank sweeps: --threads-per-rank, else the case's backend.threads, else 1 (pure
 MPI, as PETSc users expect). Numba's time tiling (and under MPI the deep halo) is the case's
@@ -48,10 +51,13 @@ HALO_WARN = 0.05  # halo cells / owned cells per rank above which halo traffic m
 COMM_WARN = 0.20  # comm + wait fraction of the loop above which communication dominates
 LATENCY_WARN_S = 100e-6  # a step shorter than this is within reach of MPI message latency
 SATURATION = 0.25  # copy bandwidth gaining less than this share of the ideal growth: saturated
+RUN_FILE_BYTES = 32 << 10  # a point's record.json, record.md, timings.csv/.h5, case.yaml (19 kB at 2 ranks)...
+RANK_FILE_BYTES = 2 << 10  # ... and per rank (its rows in the record and the timings)
 CSV_FIELDS = ["ranks", "threads", "workers", "global_ny", "global_nx", "local_ny", "local_nx", "halo_fraction",
               "seconds_per_step", "time_min", "time_max", "repeats_ok", "mlups", "speedup", "efficiency",
               "compute_fraction", "comm_fraction", "wait_fraction", "comm_wait_fraction", "load_imbalance", "effective_gbs",
-              "copy_gbs", "fraction_of_copy", "verified", "status", "record"]
+              "copy_gbs", "fraction_of_copy", "verified", "status", "record", "predicted_seconds_per_step", "model_error",
+              "predicted_compute", "predicted_halo", "predicted_waiting", "predicted_collective"]
 
 
 @dataclass
@@ -74,6 +80,9 @@ class Settings:
     verify: bool | None = None
     overwrite: bool = False
     timeout: float | None = None
+    fields: bool = False  # keep every point's fields.h5 (output.fields); off: records and timings only
+    model: bool = True  # predict every point (solver.model) beside the measurement
+    network: str | None = None  # the model's network between nodes (preset, "measured" or a file)
     argv: list[str] = field(default_factory=list)
 
 
@@ -85,6 +94,7 @@ class Point:
     case_file: Path
     dirs: list[Path]
     runs: list[dict] = field(default_factory=list)  # per repeat: dir, exit code, error, seconds_per_step
+    disk: int = 0  # the most bytes one repeat writes (solver.results.summary.disk_bytes + its record)
 
 
 # input -----------------------------------------------------------------------------------------
@@ -187,6 +197,7 @@ def point_case(base: dict, s: Settings, n: int) -> tuple[dict, int, int]:
     """(case data, ranks, threads per rank) of the point with count n."""
     data = copy.deepcopy(base)
     data["output"]["vtk"] = False  # a sweep measures the solver; VTK files per point would only cost time
+    data["output"]["fields"] = s.fields  # and its fields cost disk: kept only when asked (--fields)
     if s.kind == "threads":
         data["backend"]["threads"] = n
         return data, 1, n
@@ -214,6 +225,7 @@ def grow(data: dict, n: int) -> None:
 
 def plan(s: Settings, base: dict, root: Path) -> list[Point]:
     from .config import validate_case
+    from .results.summary import disk_bytes
 
     points = []
     for n in s.counts:
@@ -221,12 +233,27 @@ def plan(s: Settings, base: dict, root: Path) -> list[Point]:
         label = f"t{n}" if s.kind == "threads" else f"r{n}"
         dirs = [root / label / f"rep{k + 1}" for k in range(s.repeats)]
         data["output"]["dir"] = str(dirs[0])
-        validate_case(data, source=f"{s.case} ({label})")
+        case = validate_case(data, source=f"{s.case} ({label})")
         case_file = root / "cases" / f"{label}.yaml"
-        points.append(Point(label, ranks, threads, case_file, dirs))
+        disk = disk_bytes(case)["disk_bytes"] + RUN_FILE_BYTES + RANK_FILE_BYTES * ranks
+        points.append(Point(label, ranks, threads, case_file, dirs, disk=disk))
         case_file.parent.mkdir(parents=True, exist_ok=True)
         case_file.write_text(yaml.safe_dump(data, sort_keys=False))
     return points
+
+
+def disk_estimate(s: Settings, points: list[Point]) -> dict:
+    """The most bytes the sweep writes (every repeat of every point), and a line that says so."""
+    total = sum(p.disk * len(p.dirs) for p in points)
+    runs = sum(len(p.dirs) for p in points)
+    what = ("every point's fields.h5 kept: --fields" if s.fields else
+            "records and timings only; --fields keeps every point's fields.h5")
+    return {"bytes": total, "runs": runs, "fields": s.fields,
+            "line": f"disk: at most {_size(total)} for {runs} run(s) ({what})"}
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
 
 
 # running ---------------------------------------------------------------------------------------
@@ -522,8 +549,8 @@ def markdown(res: dict) -> str:
              f"{res['repeats']} repeat(s) per point, the row shows the repeat with the median time per step.  ",
              f"Machine: {m['host']}, {m['cpu']}, {m['cores_usable']} usable cores; {res['date']}.", "",
              "| ranks | threads | global nx x ny | local nx x ny (largest) | ms/step (min-max) | MLUP/s | speedup | efficiency | "
-             "compute | comm | wait | imbalance | GB/s | copy GB/s | of copy | verified | status |",
-             "|" + "---|" * 17]
+             "compute | comm | wait | imbalance | GB/s | copy GB/s | of copy | verified | status | model ms | model error |",
+             "|" + "---|" * 19]
     for r in res["rows"]:
         ok = r["status"] == "ok"
         lines.append(" | ".join([
@@ -533,8 +560,12 @@ def markdown(res: dict) -> str:
             _f(r.get("mlups"), ".1f"), _f(r.get("speedup"), ".2f"), _f(r.get("efficiency"), ".0%"),
             _f(r.get("compute_fraction"), ".0%"), _f(r.get("comm_fraction"), ".0%"), _f(r.get("wait_fraction"), ".0%"),
             _f(r.get("load_imbalance"), ".3f"), _f(r.get("effective_gbs"), ".2f"), _f(r.get("copy_gbs"), ".1f"),
-            _f(r.get("fraction_of_copy"), ".0%"), verified(r.get("verified")), r["status"]]) + " |")
+            _f(r.get("fraction_of_copy"), ".0%"), verified(r.get("verified")), r["status"],
+            _f(r.get("predicted_seconds_per_step") and r["predicted_seconds_per_step"] * 1e3, ".4g"),
+            _f(r.get("model_error"), "+.1%")]) + " |")
     lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"] or ["nothing to report"]]
+    lines += ["", "## Model", "", "Predicted seconds per step beside each point (solver.model, docs/scaling_model.md; "
+              "`stencil model --validate DIR` prints the error per point):", ""] + [f"- {n}" for n in res.get("model") or []]
     lines += ["", "## Columns", "", COLUMNS, ""]
     return "\n".join(lines)
 
@@ -553,7 +584,9 @@ COLUMNS = """- time per step: the run's solve time (after warm-up, in-loop outpu
 - GB/s: effective bandwidth, 2 x itemsize per update (one read, one write of the field); copy GB/s: the
   copy ceiling measured with the same ranks and threads, all at once (cached per machine; `stencil bench
   bandwidth --refresh` measures again); of copy: their ratio.
-- verified: the run's own check (exact eigenmode or numpy reference); empty when the case does not verify."""
+- verified: the run's own check (exact eigenmode or numpy reference); empty when the case does not verify.
+- model ms: the scaling model's predicted time per step for this point (its ranks, nodes and case), from
+  inputs measured on this machine; model error: predicted / measured - 1."""
 
 
 def write_sweep(root: Path, res: dict) -> None:
@@ -564,12 +597,17 @@ def write_sweep(root: Path, res: dict) -> None:
 
 # the sweep -------------------------------------------------------------------------------------
 
-def sweep(s: Settings, say=None) -> dict:
-    """Plan, run every point (failures reported, not fatal), write sweep.csv/.md/.json; returns the result."""
+def sweep(s: Settings, say=None, note=None) -> dict:
+    """Plan, say the disk it will take (note(line)), run every point (failures reported, not fatal), write
+    sweep.csv/.md/.json; returns the result."""
     from .results.environment import environment
 
     base = base_case(s)
     launcher = resolve_launcher(s)
+    if s.network and s.network != "measured":
+        from .model.network import load
+
+        load(s.network)  # a bad preset or file: exit 2 before any point runs
     if not launcher or Path(launcher[0]).name != "srun":  # the points run here: the backend must too
         from .backends import backend_class
 
@@ -580,19 +618,48 @@ def sweep(s: Settings, say=None) -> dict:
     except OSError as exc:
         raise InputError(f"--output: cannot create {root} ({exc.strerror}); choose a writable --output") from None
     points = plan(s, base, root)
+    disk = disk_estimate(s, points)
+    (note or (lambda line: None))(disk["line"])
     run_points(s, launcher, points, say or (lambda *a: None))
     rows = [row(p, root) for p in points]
     add_speedup(rows, s.kind)
+    model_notes = add_predictions(rows, points, s, launcher, say)
     res = {"kind": s.kind, "case": str(s.case), "case_name": base["name"], "growth": growth(s, base, rows),
            "command": shlex.join(["stencil", "sweep", s.kind, *s.argv]), "launcher": shlex.join(launcher),
            "repeats": s.repeats, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": environment(with_gpus=False),
+           "disk_estimate": {k: v for k, v in disk.items() if k != "line"},
            "points": [{"label": p.label, "ranks": p.ranks, "threads": p.threads, "case": str(p.case_file),
                        "runs": p.runs} for p in points],
            "rows": rows}
     res["notes"] = notes(rows, s, launcher)
+    res["model"] = model_notes
     write_sweep(root, res)
     res["dir"] = str(root)
     return res
+
+
+def add_predictions(rows: list[dict], points: list[Point], s: Settings, launcher: list[str], say=None) -> list[str]:
+    """The scaling model's prediction beside every measured point (solver.model.sweeps), its inputs measured
+    under the sweep's own launcher where the cache lacks them; notes for sweep.md. Never fails the sweep."""
+    if not s.model or s.kind == "threads" or not launcher:
+        return ["model: not run (" + ("--no-model" if not s.model else "thread sweeps are outside the model") + ")"]
+    from .core.errors import StencilError
+    from .model.sweeps import predict_points, row_fields
+
+    records = [median_run(p)[1] if median_run(p) else None for p in points]
+    try:
+        preds, notes = predict_points(records, launcher, s.network,
+                                      say=(lambda line: print(line, flush=True)) if say else None)
+    except (StencilError, OSError, ValueError, KeyError) as exc:
+        return [f"model: no predictions: {exc}"]
+    for r, pred in zip(rows, preds):
+        r.update(row_fields(pred, r.get("seconds_per_step")))
+    errors = [r["model_error"] for r in rows if r.get("model_error") is not None]
+    if errors:
+        from .model.sweeps import summary
+
+        notes.insert(0, summary(errors))
+    return notes
 
 
 def exit_code(res: dict) -> int:
@@ -638,4 +705,6 @@ def print_sweep(res: dict) -> None:
     con.print(f"{res['growth']}.", markup=False, highlight=False)
     for n in res["notes"] or ["nothing to report"]:
         con.print(f"- {n}", markup=False, highlight=False)
+    for n in (res.get("model") or [])[:1]:
+        con.print(f"- {n} (the model's inputs and the error per point: sweep.md)", markup=False, highlight=False)
     con.print(f"results in {res['dir']}/sweep.md, sweep.csv; plots: stencil report {res['dir']}", markup=False)

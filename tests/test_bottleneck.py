@@ -180,3 +180,33 @@ def _mpi() -> bool:
     from conftest import mpirun_command
 
     return mpirun_command() is not None
+
+
+def gpu_row(launch, time_tile):
+    device = {"device": "H200", "gpu_index": 0, "time_tile": time_tile,
+              "kernels": {"4096x4096": {"kernel": "wave2", "block": [32, 147], "time_tile": time_tile, "launch": launch}}}
+    return row(compute=0.95, other=0.05, comm=0.0, wait=0.0, device=device)
+
+
+def test_gpu_time_tiles_name_warps_against_slots_and_the_l2_not_dram():
+    """4096^2 float64 with wave2 k = 8 at 2.8x the copy-bound rate: a pass moves 35% of the copy rate,
+    so the line names the launch (warps against warp slots) and the L2, never memory bandwidth."""
+    launch = {"warps": 1036, "slots": 1056, "warps_per_sm": 8, "waves": 1036 / 1056, "segment_rows": 147, "strips": 37,
+              "registers": 250, "field_bytes": 4096 * 4096 * 8, "l2_bytes": 60 << 20, "sms": 132}
+    text = line([gpu_row(launch, 8)], frac=2.8, on_gpu=True)
+    assert text.startswith("latency at low occupancy: 1036 warps launched for 1056 warp slots (8 per multiprocessor "
+                           "at 250 registers a thread; 0.98 waves)"), text
+    assert "a pass of 8 steps moves 35% of the copy bandwidth" in text and "the fields (256 MiB) are 4.3x the 60 MiB L2" in text
+    assert "memory bandwidth" not in text
+    small = dict(launch, field_bytes=2048 * 2048 * 4)
+    assert "both fields (32 MiB) fit in the 60 MiB L2" in line([gpu_row(small, 8)], frac=2.0, on_gpu=True)
+    assert line([gpu_row(launch, 2)], frac=1.8, on_gpu=True).startswith("data reused from cache")  # 90% a pass: DRAM
+
+
+def test_gpu_on_chip_names_the_chip_not_memory():
+    launch = {"on_chip": True, "blocks": 128, "threads": 512, "tile_rows": 16, "shared_bytes": 204800, "sms": 132,
+              "field_bytes": 2048 * 2048 * 8, "l2_bytes": 60 << 20}
+    text = line([gpu_row(launch, 256)], frac=4.2, on_gpu=True)
+    assert text.startswith("on chip: the field (32 MiB) stays in the registers and shared memory of 128 blocks "
+                           "(512 threads, 16 rows each; 132 multiprocessors) for up to 256 steps per launch"), text
+    assert "memory bandwidth" not in text

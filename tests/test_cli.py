@@ -89,3 +89,34 @@ def test_bench_tune_stores_the_fastest_time_tile_and_runs_take_it(tmp_path):
         dev = json.loads((tmp_path / f"out_c{tile}" / "record.json").read_text())["resources"]["devices"][0]
         assert dev["time_tile_source"].startswith(source)
         assert dev["time_tile"] == (best["time_tile"] if tile is None else 1)
+
+
+def _commands(group, path=("stencil",)):
+    yield path, group
+    for name, cmd in getattr(group, "commands", {}).items():
+        yield from _commands(cmd, (*path, name))
+
+
+DANGLING = {"the", "a", "an", "of", "to", "with", "and", "or", "for", "in", "on", "by", "its", "their", "from"}
+
+
+def test_every_help_text_is_a_whole_phrase():
+    """No option or argument help stops mid-phrase (`stencil run --help` once ended "the checkpoint's")."""
+    import typer
+
+    from solver.cli import app
+
+    cut = []
+    for path, cmd in _commands(typer.main.get_command(app)):
+        for p in cmd.params:
+            text = (getattr(p, "help", None) or "").strip()
+            last = text.rstrip(".)").split()[-1].lower() if text else ""
+            if last in DANGLING or last.endswith("'s"):
+                cut.append(f"{' '.join(path)} {p.name}: {text!r}")
+    assert not cut, cut
+
+
+def test_run_help_shows_the_case_argument_whole():
+    res = stencil(["run", "--help"], env={"COLUMNS": "80"})
+    assert res.returncode == 0
+    assert "continue with the case saved in the checkpoint" in " ".join(res.stdout.split())

@@ -39,6 +39,9 @@ BAD = {
     "time tile on a one-step kernel": ({"kernel": "vec", "time_tile": 4}, ["backend.time_tile", "one step per launch"]),
     "time tile too deep": ({"kernel": "wave2", "time_tile": 17}, ["backend.time_tile", "1 to 16"]),
     "time tile too deep, kernel null": ({"time_tile": 20}, ["backend.time_tile", "1 to 16"]),
+    "wave2a block too wide": ({"kernel": "wave2a", "block": [512, 64]}, ["backend.block", "up to 256"]),
+    "chip rows in registers": ({"kernel": "chip", "block": [512, 40]}, ["backend.block", "rows each thread holds"]),
+    "chip zero steps": ({"kernel": "chip", "time_tile": 0}, ["backend.time_tile"]),
 }
 
 
@@ -102,7 +105,7 @@ def covered_columns(variant, dtype, block, region):
 
 
 @settings(max_examples=300, deadline=None)
-@given(variant=st.sampled_from(gk.COMPILED), dtype=st.sampled_from(["float32", "float64"]),
+@given(variant=st.sampled_from([v for v in gk.COMPILED if v not in gk.ON_CHIP]), dtype=st.sampled_from(["float32", "float64"]),
        block=st.sampled_from([(32, 1), (32, 8), (64, 4), (128, 16)]), nx=st.integers(1, 700),
        a=st.integers(0, 700), b=st.integers(0, 700), ny=st.integers(1, 90))
 def test_launch_shape_covers_every_column_and_row(variant, dtype, block, nx, a, b, ny):
@@ -121,18 +124,28 @@ def test_launch_shape_covers_every_column_and_row(variant, dtype, block, nx, a, 
 def test_default_tiled_block_fits_its_segment_rows_to_the_grid():
     """Nothing tuned: a tiled variant's segment rows are the most of WAVE_ROWS whose warps fill the GPU
     DEFAULT_WAVES times over; on 132 SMs that is what `stencil tune` found best for wave2 k = 8
-    (BENCHMARKS.md: 32 rows at 4096^2, 64 / 128 at 8192^2 in float32 / float64, 128 at 16384^2)."""
+    (BENCHMARKS.md: 32 rows at 4096^2, 64 / 128 at 8192^2 in float32 / float64, 128 at 16384^2) and
+    wave2a (issue 26: better than one wave of long segments at 8192^2 and 16384^2)."""
     best = {(4096, "float32"): 32, (4096, "float64"): 32, (8192, "float32"): 64, (8192, "float64"): 128,
             (16384, "float32"): 128, (16384, "float64"): 128}
     for (n, dtype), rows in best.items():
         assert gk.default_block("wave2", dtype, (n, n), 132) == (32, rows), (n, dtype)
+        assert gk.default_block("wave2a", dtype, (n, n), 132) == (32, rows), (n, dtype)
     assert gk.default_block("wave2", "float64", (40, 50), 132) == (32, gk.WAVE_ROWS[-1])  # tiny: the fewest
     assert gk.default_block("wave2", "float64", (16384, 16384), 2000) == (32, gk.WAVE_ROWS[-1])  # a bigger GPU
+    assert gk.default_block("wave2", "float64", (8192, 8192), 132, warps_per_sm=16) == (32, 64)  # more slots
     assert gk.default_block("vec", "float64", (4096, 4096), 132) == gk.DEFAULT_BLOCK["vec"]  # one-step kernels
+    assert gk.default_block("chip", "float64", (4096, 4096), 132) == (512, gk.CHIP_ROWS[8])
     for n in (1, 7, 300, 5000):
         for dtype in ("float32", "float64"):
             block = gk.default_block("wave", dtype, (n, 2 * n), 132)
             assert block[1] in gk.WAVE_ROWS and gk.block_problem("wave", block) is None
+
+
+def test_launch_facts_count_warps_against_warp_slots():
+    facts = gk.launch_facts("wave2a", "float64", (32, 32), (4096, 4096), 8, 132, 8)
+    assert facts == {"warps": 37 * 128, "slots": 1056, "warps_per_sm": 8, "waves": 37 * 128 / 1056, "segment_rows": 32,
+                     "strips": 37}
 
 
 def test_kernel_options_inject_dtype_block_and_no_fma():

@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"n
 RTOL = {"float32": 1e-5, "float64": 1e-13}
 SHAPES = [(1000, 777), (33, 65), (5, 3), (1, 1), (67, 1)]  # (ny, nx) interior
 BLOCKS = {"naive": [(32, 8), (16, 4)], "tiled": [(32, 8), (16, 4), (64, 2)], "rows": [(32, 3), (128, 8)],
-          "vec": [(32, 5), (128, 8), (64, 16)], "expr": [None], "wave": [(32, 128), (64, 5)], "wave2": [(32, 9)]}
+          "vec": [(32, 5), (128, 8), (64, 16)], "expr": [None], "wave": [(32, 128), (64, 5)], "wave2": [(32, 9)],
+          "wave2a": [(32, 9), (64, 300)], "chip": [(512, 4), (64, 2)]}
 CONFIGS = [(v, b) for v in gk.VARIANTS for b in BLOCKS[v]]
 
 
@@ -166,7 +167,8 @@ def test_record_has_gpu_times_and_same_run_copy_bandwidth(tmp_path):
     dev = rec["resources"]["devices"][0]
     assert dev["gpu_name"] and dev["gpu_index"] == 0 and dev["h2d_bytes"] >= 2 * 213 * 302 * 8
     assert dev["h2d_s"] > 0 and dev["d2h_s"] > 0 and dev["d2h_bytes"] >= 3 * 211 * 300 * 8  # 3 snapshots + verify
-    assert dev["kernels"]["211x300"]["kernel"] == gk.DEFAULT_VARIANT and dev["kernels"]["211x300"]["source"] == "default"
+    assert dev["kernels"]["211x300"]["kernel"] == "chip" and dev["kernels"]["211x300"]["source"] == "default"  # fits on chip
+    assert dev["kernels"]["211x300"]["launch"]["on_chip"] and dev["time_tile"] > 1  # steps per launch
     assert rec["correctness"]["passed"] and rec["correctness"]["mismatched_points"] == 0  # bitwise vs numpy
     assert rec["throughput"]["copy_gbs"] > 100 and rec["throughput"]["copy_cached"] is False
     assert rec["timings"]["compute"]["max"] > 0 and {"output", "total", "solve"} <= set(rec["times"])
@@ -195,5 +197,6 @@ def test_tune_sweeps_stores_and_runs_use_the_tuned_choice(tmp_path):
     run = stencil(["run", str(case), "--quiet"], env=cache)
     assert run.returncode == 0, run.stderr
     dev = json.loads((tmp_path / "out_t" / "record.json").read_text())["resources"]["devices"][0]
-    assert dev["kernels"]["500x700"] == {"kernel": fastest["kernel"], "block": fastest["block"],
-                                         "time_tile": fastest["time_tile"], "source": "tuned"}
+    got = {k: v for k, v in dev["kernels"]["500x700"].items() if k != "launch"}
+    assert got == {"kernel": fastest["kernel"], "block": fastest["block"], "time_tile": fastest["time_tile"],
+                   "source": "tuned"}

@@ -20,7 +20,8 @@ REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]
 SHAPES = [(1000, 777), (33, 65), (5, 3), (1, 1), (67, 1), (130, 257)]
 CONFIGS = [("wave", (32, 128), 8), ("wave", (64, 7), 4), ("wave", (96, 1), 3), ("wave2", (32, 128), 8),
-           ("wave2", (128, 33), 5), ("wave2", (32, 16), 16), ("wave", (32, 300), 2)]
+           ("wave2", (128, 33), 5), ("wave2", (32, 16), 16), ("wave", (32, 300), 2), ("wave2a", (32, 128), 8),
+           ("wave2a", (64, 5), 3), ("wave2a", (256, 1000), 12)]
 
 
 @pytest.fixture(autouse=True)

@@ -196,6 +196,8 @@ DAMAGE = {
     "checkpoint negative step": (set_attr("step", -5), ["checkpoint.h5", "step = -5", "whole number >= 0"]),
     "checkpoint fractional step": (set_attr("step", 7.5), ["checkpoint.h5", "step = 7.5"]),
     "checkpoint fingerprint": (set_attr("fingerprint", "[1, 2]"), ["checkpoint.h5", "fingerprint", "JSON object"]),
+    "checkpoint segments": (set_attr("segments", '[{"last_step": "ten"}]'), ["checkpoint.h5", "segments",
+                                                                           "list of run segments"]),
     "checkpoint case not YAML": (set_attr("case", "grid: [1,\n  run: {"), ["checkpoint.h5", "not YAML",
                                                                          "give the case file too"]),
 }

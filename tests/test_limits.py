@@ -16,7 +16,13 @@ CASES = {  # label: (case file text, what the one-line error must say)
     "duplicate nested key": (BASE + "run: {steps: 3, steps: 4}\n", ["key 'steps' is given twice"]),
     "deep nesting": (BASE + "x: " + "[" * 20000 + "]" * 20000 + "\n", ["line 3"]),
     "nesting past the limit": (BASE + "x: " + "[" * 20 + "]" * 20 + "\n", ["nested more than 16 levels"]),
-    "alias": (BASE + "boundary: &b {top: 1.0}\nphysics: *b\n", ["anchors and aliases"]),
+    "billion laughs": (BASE + "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")),
+        ["line 6", "expand this document to more than 10000 nodes"]),
+    "alias nesting past the limit": (BASE + "x: &x " + "[" * 9 + "]" * 9 + "\ny: [[[[[[[[*x]]]]]]]]\n",
+                                     ["alias *x", "more than 16 levels"]),
+    "alias in its own anchor": (BASE + "x: &x [1, *x]\n", ["alias *x", "a cycle"]),
+    "undefined alias": (BASE + "x: *nowhere\n", ["alias *nowhere", "undefined anchor"]),
     "long value": (BASE + "output: {dir: " + "d" * 5000 + "}\n", ["5000 characters", "at most 4096"]),
     "underflowing spacing": (BASE.replace("ny: 17", "ny: 17, lx: 1.0e-200"), ["grid.lx", ">= 1e-100"]),
     "unbalanced spacings": (BASE.replace("ny: 17", "ny: 17, lx: 1.0e-90, ly: 1.0e+90"), ["grid", "weights"]),
@@ -79,3 +85,27 @@ def test_a_long_option_value_is_refused_and_quoted_short(tmp_path):
         load_case(path, {"--output": "o" * 100_000})
     message = str(err.value)
     assert "--output" in message and "at most 4096 characters" in message and len(message) < 300, message
+
+
+def test_a_case_written_by_yaml_safe_dump_with_a_shared_mapping_loads(tmp_path):
+    """PyYAML writes a mapping used twice as an anchor and an alias: such a file loads, and means the same."""
+    import yaml
+
+    periodic = {"kind": "periodic"}
+    data = {"name": "shared", "grid": {"nx": 23, "ny": 17},
+            "boundary": {"left": periodic, "right": periodic, "top": 1.0, "bottom": 0.0}}
+    text = yaml.safe_dump(data)
+    assert "&id001" in text and "*id001" in text
+    path = tmp_path / "shared.yaml"
+    path.write_text(text)
+    case = load_case(path)
+    assert case.boundary.left.kind == case.boundary.right.kind == "periodic"
+    assert case.boundary.top.value == 1.0
+
+
+def test_a_billion_laughs_exits_2_in_a_fresh_process_and_writes_nothing(tmp_path):
+    path = tmp_path / "laughs.yaml"
+    path.write_text(CASES["billion laughs"][0] + f"output: {{dir: {tmp_path / 'out'}}}\n")
+    res = stencil(["run", str(path)])
+    assert res.returncode == 2 and "more than 10000 nodes" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -98,3 +98,38 @@ def test_polls_are_fitted_to_the_step_time_so_lines_keep_coming(tmp_path):
     # unfitted, the polls (and so the lines) come every 10 steps (poll_period for 150 steps); fitted, every
     # 2 steps at most (0.05 s / 24 ms), and a line is due after 0.1 s: about every 4 steps
     assert len(steps) >= 15 and max(b - a for a, b in zip([0] + steps, steps)) < 10, res.stdout
+
+
+def test_the_rate_leaves_output_out_as_the_summary_does():
+    """Output written inside the loop (snapshots, checkpoints) is not stepping: the line's rate leaves it out,
+    as the summary's MLUP/s does (which the run table says)."""
+    clock = iter([0.0, 0.0, 10.0])
+    out = io.StringIO()
+    p = Progress(100, True, points=10**6, stream=out, clock=lambda: next(clock))
+    p.start(0)
+    p.exclude(5.0)  # a snapshot took 5 s of the 10
+    p.update(10)
+    assert out.getvalue() == "step 10/100 (10%), 10.0 s elapsed, 2 MLUP/s\n"
+
+
+def test_a_callback_gets_the_lines_figures_instead_of_a_line():
+    """The Python API's progress=: a notebook widget or a logger gets (step, total, elapsed, MLUP/s)."""
+    clock = iter([0.0, 0.0, 4.0, 8.0])
+    seen, out = [], io.StringIO()
+    p = Progress(20, True, points=10**6, stream=out, clock=lambda: next(clock), callback=lambda *a: seen.append(a))
+    p.start(0)
+    p.update(10)
+    p.update(20)
+    assert seen == [(10, 20, 4.0, 2.5), (20, 20, 8.0, 2.5)] and out.getvalue() == ""
+
+
+def test_a_stream_that_is_no_terminal_gets_lines():
+    """Jupyter's output stream (ipykernel's OutStream) is not a terminal: it gets lines, not a bar that would
+    need one. Modelled here by a stream whose isatty() says False, as OutStream's does, and by one without it."""
+    class NotebookStream(io.StringIO):
+        def isatty(self):
+            return False
+
+    for stream in (NotebookStream(), type("Bare", (), {"write": lambda s, x: None, "flush": lambda s: None})()):
+        p = Progress(100, True, points=10, stream=stream)
+        assert not p.enabled and p.show

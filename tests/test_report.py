@@ -69,6 +69,8 @@ def test_sweep_figures_have_the_expected_series(strong):
     np.testing.assert_allclose(a.get_lines()[0].get_ydata(), [r["speedup"] for r in res["rows"]])
     for ax in (a, b):
         labelled(ax)
+    for fig in (scaling, report.fig_breakdown(res), report.fig_bandwidth(res)):
+        assert not outside_canvas(fig), outside_canvas(fig)
 
     (ax,) = report.fig_breakdown(res).axes
     labelled(ax)
@@ -117,6 +119,9 @@ def test_run_report_with_a_trace(tmp_path):
     assert len(ax.containers) == 5 and all(len(c) == 2 for c in ax.containers)  # 5 sections x 2 ranks
     trace = json.loads((run / "trace.json").read_text())
     (tl,) = report.fig_timeline(trace).axes
+    for fig in (report.fig_ranks(report.load_timings(run)), report.fig_timeline(trace),
+                report.fig_run_bandwidth(json.loads((run / "record.json").read_text()))):
+        assert not outside_canvas(fig), outside_canvas(fig)
     assert tl.get_title().startswith("Per-rank timeline") and tl.get_xlabel().endswith("(ms)")
     assert {int(t) for t in tl.get_yticks()} == {0, 1}
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
@@ -161,3 +166,69 @@ def test_bar_chart_legends_sit_beside_the_bars_not_on_them():
         for legend in [*fig.legends, *([ax.get_legend()] if ax.get_legend() else [])]:
             lb = legend.get_window_extent(renderer)
             assert lb.x0 >= box.x1 or lb.x1 <= box.x0 or lb.y0 >= box.y1 or lb.y1 <= box.y0, (lb, box)
+
+
+def outside_canvas(fig) -> list[str]:
+    """Titles, axis labels and legends drawn (Agg, the figure's default size) that do not lie whole inside
+    the canvas, or a legend that covers an axes title."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    items = [("suptitle", fig._suptitle)] if fig._suptitle else []
+    for k, ax in enumerate(fig.axes):
+        items += [(f"axes {k} title", ax.title), (f"axes {k} xlabel", ax.xaxis.label),
+                  (f"axes {k} ylabel", ax.yaxis.label)]
+        items += [(f"axes {k} legend", ax.get_legend())] if ax.get_legend() else []
+    items += [(f"figure legend {k}", leg) for k, leg in enumerate(fig.legends)]
+    bad = []
+    for name, artist in items:
+        if not artist.get_visible() or (hasattr(artist, "get_text") and not artist.get_text()):
+            continue
+        b = artist.get_window_extent(r)
+        if b.x0 < canvas.x0 - 1 or b.y0 < canvas.y0 - 1 or b.x1 > canvas.x1 + 1 or b.y1 > canvas.y1 + 1:
+            bad.append(f"{name} {b.bounds} outside the canvas {canvas.bounds}")
+    titles = [ax.title.get_window_extent(r) for ax in fig.axes if ax.get_title()]
+    for name, artist in items:
+        if "legend" in name:
+            lb = artist.get_window_extent(r)
+            bad += [f"{name} covers an axes title" for t in titles if lb.overlaps(t)]
+    return bad
+
+
+def test_every_bench_figure_keeps_its_title_and_legend_inside_the_canvas():
+    """The figures of `stencil report` on the benchmark results kept in docs/bench (real JSON), at their
+    default size."""
+    from conftest import ROOT
+
+    found = {}
+    for d in ("docs/bench/2026-12-01-xeon2", "docs/bench/2026-11-30-h200-cpu16"):
+        found.update(report.load_bench_results(ROOT / d))
+    figs, _ = report.bench_report(found)
+    assert {"allreduce.png"} < set(figs) and any(n.startswith("access") for n in figs), list(figs)
+    assert any(res["bench"] == "mpi_scaling" for res in found.values())
+    for name, fig in figs.items():
+        assert not outside_canvas(fig), (name, outside_canvas(fig))
+
+
+def test_bar_charts_keep_title_and_legend_inside_the_canvas():
+    rows = [{"rank": r, "compute": 1.0 + r, "comm": 0.2, "wait": 0.3, "io": 0.1, "other": 0.05, "loop": 1.7 + r,
+             "steps": 10} for r in range(4)]
+    tp = {"flops_per_update": 7, "bytes_per_update": 16, "gflops": 10.0, "copy_gbs": 20.0, "peak_mul_add_gflops": 200.0,
+          "peak_fma_gflops": 400.0, "effective_gbs": 18.0, "seconds_per_step": 1e-3, "mlups": 1000.0}
+    weak = ("weak scaling: every rank owns nx x ny = 4096 x 4096 points; the global grid is (px*4096) x (py*4096) "
+            "with (py, px) the most nearly square pair, py >= px (cart decomposition); lx, ly grow with it so dx, "
+            "dy and dt stay fixed")
+    res = {"kind": "weak", "case_name": "heat_4096", "growth": weak, "date": "2026-12-01 12:00",
+           "machine": {"cpu": "AMD EPYC 9B14 96-Core Processor", "cores_usable": 2},
+           "rows": [{"status": "ok", "ranks": n, "threads": 1, "_timings": rows, "speedup": 0.9 * n,
+                     "efficiency": 0.9, "effective_gbs": 18.0 * n, "copy_gbs": 20.0 * n, "_record": {"throughput": tp}}
+                    for n in (1, 2)]}
+    run = {"throughput": tp, "resources": {"ranks": 2}}
+    first = np.kron(np.arange(64.0).reshape(8, 8), np.ones((64, 64)))
+    views = {"first": first, "last": first[::-1], "steps": (0, 2000), "times": (0.0, 2.68e-5),
+             "extent": (0.0, 1.0, 0.0, 1.0)}
+    for fig in (report.fig_ranks(rows), report.fig_breakdown(res), report.fig_scaling(res), report.fig_bandwidth(res),
+                report.fig_run_bandwidth(run), report.fig_fields(views, "heat_4096")):
+        assert not outside_canvas(fig), outside_canvas(fig)

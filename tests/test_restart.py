@@ -162,6 +162,41 @@ def test_bad_restart_requests_exit_2_with_one_line(tmp_path, args, message):
     assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
+def record_of(out: Path) -> dict:
+    import json
+
+    return json.loads((out / "record.json").read_text())
+
+
+def test_the_record_lists_every_segment_and_a_finished_run_is_left_alone(tmp_path):
+    """60 steps with checkpoints, then a restart to 120 whose case has none (so the directory's checkpoint
+    stays at step 60, as after a run stopped by a signal): the record lists both segments and record.md says
+    what this segment computed; a third launch from that stale checkpoint says the run is done, exits 2 and
+    changes no file."""
+    import socket
+
+    path = heat_case(tmp_path)
+    out = tmp_path / "out"
+    assert stencil(["run", str(path), "-q", "--steps", "60"]).returncode == 0
+    plain = heat_case(tmp_path, name="plain", output={"dir": str(out), "every": 20, "checkpoint_every": None, "vtk": True})
+    res = stencil(["run", str(plain), "-q", "--restart", str(out)])
+    assert res.returncode == 0, res.stderr
+    segs = record_of(out)["run"]["segments"]
+    assert [(s["first_step"], s["last_step"], s["ranks"]) for s in segs] == [(0, 60, 1), (60, 120, 1)]
+    for s in segs:
+        assert s["hosts"] == [socket.gethostname()] and s["started"] <= s["ended"] and s["seconds"] > 0
+    md = (out / "record.md").read_text()
+    assert "reached step 120 of 120 requested; this segment computed 60 step(s) (from step 60), 2 segments" in md
+    assert "| 1 | 60-120 | 1 |" in md
+    with h5py.File(out / "checkpoint.h5", "r") as f:
+        assert f.attrs["step"] == 60  # stale: the second segment wrote none
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    again = stencil(["run", str(plain), "-q", "--restart", str(out)])  # the same job submitted again
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+    assert "already reached step 120" in again.stderr and "nothing was changed" in again.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 # several ranks, under a real mpirun -----------------------------------------------------------------
 
 @needs_mpi
@@ -180,6 +215,9 @@ def test_3_ranks_restarted_on_3_and_on_2_cart_ranks_are_bitwise(tmp_path):
     steps, _, u = series(tmp_path / "on2")
     assert steps == [50, 60, 80, 100, 120] and np.array_equal(u[-1], series(ref)[2][-1])
     assert segments(tmp_path / "out") == [(0, 0, 50), (1, 50, 120)]
+    for d, ranks in (("out", [3, 3]), ("on2", [3, 2])):
+        segs = record_of(tmp_path / d)["run"]["segments"]
+        assert [(s["first_step"], s["last_step"], s["ranks"]) for s in segs] == [(0, 50, ranks[0]), (50, 120, ranks[1])]
 
 
 def launcher_is_open_mpi() -> bool:

@@ -5,6 +5,7 @@ import json
 import h5py
 import numpy as np
 import pytest
+from conftest import mpi_script, needs_mpi
 
 from solver.config import validate_case
 from solver.core.errors import InputError, NumericalError
@@ -30,14 +31,17 @@ def test_laplace_with_equal_sides_converges_to_that_constant(tmp_path):
     assert np.max(np.abs(u - 3.0)) < 1e-9
 
 
-def test_laplace_stops_at_tolerance_with_a_decreasing_update(tmp_path):
+def test_laplace_stops_at_the_relative_residual_which_decreases(tmp_path):
+    """run.tolerance is relative to the initial field's residual, the update of step 1 (the first check)."""
     tol = 1e-6
     c = case(tmp_path, physics={"equation": "laplace"}, initial={"kind": "constant", "value": 0.0},
              boundary={"top": 1.0}, run={"steps": 50000, "tolerance": tol, "check_every": 25})
     rec = run_case(c, options=Options(ceiling=False))
-    res = [r for _, r in rec["run"]["residuals"]]
-    assert rec["run"]["converged"]
-    assert res[-1] < tol <= res[-2]
+    steps = [k for k, _ in rec["run"]["residuals"]]
+    r0 = rec["solver"]["initial_residual"]
+    res = [r / r0 for _, r in rec["run"]["residuals"]]
+    assert rec["run"]["converged"] and steps[0] == 1 and res[0] == 1.0
+    assert res[-1] < tol <= res[-2] and rec["solver"]["final_relative"] == res[-1]
     assert all(b <= a for a, b in zip(res, res[1:]))
     assert rec["run"]["steps"] % 25 == 0 and rec["run"]["steps"] < 50000
 
@@ -99,8 +103,8 @@ def test_a_wrong_answer_fails_verification(tmp_path, monkeypatch):
     """The check can fail: perturb the reference and the run must report a mismatch."""
     import solver.results.verify as v
 
-    real = v.reference_field
-    monkeypatch.setattr(v, "reference_field", lambda c, s: real(c, s) * (1 + 1e-15) + 1e-300)
+    real = v.reference_rows
+    monkeypatch.setattr(v, "reference_rows", lambda *a, **k: real(*a, **k) * (1 + 1e-15) + 1e-300)
     c = case(tmp_path, initial={"kind": "random"}, verify=True)
     rec = run_case(c, options=Options(ceiling=False))
     assert rec["correctness"]["passed"] is False and rec["correctness"]["mismatched_points"] > 0
@@ -113,3 +117,31 @@ def test_timed_sections_add_up_to_the_loop(tmp_path):
     parts = sum(t[s]["max"] for s in ("compute", "comm", "wait", "io", "other"))
     assert all(t[s]["min"] >= 0 for s in ("compute", "comm", "wait", "io", "other"))
     assert abs(parts - t["loop"]["max"]) <= 0.05 * t["loop"]["max"]
+
+
+def test_verify_says_its_cost_before_the_run_starts(tmp_path):
+    """The first line of a verified run (numpy reference) gives the reference's expected time, measured on a
+    few of its steps; an exact-solution run needs none."""
+    import re
+
+    from conftest import stencil, write_case
+
+    path = write_case(tmp_path / "c.yaml", grid={"nx": 96, "ny": 64}, initial={"kind": "random"},
+                      run={"steps": 200, "check_every": 10}, backend={"name": "numba"})
+    res = stencil(["run", str(path), "--verify"])
+    assert res.returncode == 0, res.stderr
+    first = res.stdout.splitlines()[0]
+    assert re.fullmatch(r"verify: after the run a numpy reference repeats the 200 steps on 1 rank\(s\): about "
+                        r"[\d.]+ s \([\d.]+ ms per step, timed now on 4 of its steps\)", first), res.stdout
+    sine = write_case(tmp_path / "s.yaml", grid={"nx": 96, "ny": 64}, run={"steps": 20, "check_every": 10})
+    res = stencil(["run", str(sine), "--verify"])
+    assert res.returncode == 0 and "verify: after the run" not in res.stdout, res.stdout
+
+
+@needs_mpi
+@pytest.mark.mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_distributed_reference_meets_every_block_and_finds_one_wrong_point(n, tmp_path):
+    res = mpi_script(n, "check_verify.py", tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"verify ok on {n} rank(s)" in res.stdout

@@ -198,3 +198,29 @@ def test_saturation_is_found_where_the_ceiling_stops_growing():
     assert "stops growing after 8 worker(s)" in note and "+7%" in note
     growing = sw.saturation(rows[:3], "copy_gbs", "memory bandwidth")[0]
     assert "not saturated" in growing
+
+
+def _bytes_under(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_points_keep_records_not_fields_unless_asked_and_the_disk_bound_comes_first(tmp_path, env, keep):
+    """A threads sweep of 2 points x 2 repeats: its first line is the disk bound; without --fields no point
+    keeps a fields.h5, with it every one does; what was written stays under the bound."""
+    case = write_case(tmp_path / "d.yaml", grid={"nx": 96, "ny": 64}, run={"steps": 20, "check_every": 10},
+                      backend={"name": "numba"}, output={"every": 5})
+    out = tmp_path / "d"
+    p = stencil(["sweep", "threads", str(case), "--threads", "1,2", "--repeats", "2", "-o", str(out),
+                 *(["--fields"] if keep else [])], env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = json.loads((out / "sweep.json").read_text())
+    bound = res["disk_estimate"]["bytes"]
+    first = p.stdout.splitlines()[0]
+    assert first.startswith(f"disk: at most {sw._size(bound)} for 4 run(s)"), first
+    assert ("--fields keeps" in first) != keep
+    fields = sorted(out.rglob("fields.h5"))
+    assert len(fields) == (4 if keep else 0) and len(list(out.rglob("record.json"))) == 4
+    field_bytes = 96 * 64 * 8 * 5  # 5 snapshots (0, 5, 10, 15, 20) uncompressed, per run
+    assert bound == 4 * ((field_bytes if keep else 0) + sw.RUN_FILE_BYTES + sw.RANK_FILE_BYTES)
+    assert _bytes_under(out / "t1") + _bytes_under(out / "t2") <= bound

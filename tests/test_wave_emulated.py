@@ -2,7 +2,9 @@
 small CUDA shim (tests/cuda_emu: one thread per lane, shuffles through a warp barrier), so that its
 index arithmetic, apron, guards, region semantics and rounding are checked on every machine:
 bitwise equal to k numpy steps on odd, non-square grids with random (non-zero) ghost layers, for
-both dtypes, both variants and several block shapes and depths. The GPU itself is tested by
+both dtypes, every variant (`wave2a`'s row prefetch ring included: the shim copies at once, so the
+ring's slots and the rows it hands out are checked, not the copies' timing) and several block
+shapes and depths. The GPU itself is tested by
 tests/test_gpu_wave.py; this emulation says nothing about speed."""
 
 import ctypes
@@ -24,9 +26,9 @@ _LIBS: dict = {}
 
 
 def kernel_lib(tmp_dir: Path, variant, dtype, block, k):
-    key = (variant, dtype, block, k)
+    key = (variant, dtype, block[0], k)  # segment rows are a launch argument
     if key not in _LIBS:
-        src = tmp_dir / f"{variant}_{dtype}_{block[0]}x{block[1]}_k{k}.cu"
+        src = tmp_dir / f"{variant}_{dtype}_{block[0]}_k{k}.cu"
         src.write_text(gk.source(variant))
         defines = [o for o in gk.options(variant, dtype, block, k=k) if o.startswith("-D")]
         lib = src.with_suffix(".so")
@@ -64,7 +66,7 @@ def run_wave(tmp_dir, variant, dtype, block, k, host, update, store, resid=False
     (gx, gy, _), (bx, _, _) = gk.launch_shape(variant, dtype, block, store, k)
     ptr = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
     lib.launch(ptr(out), ptr(u), ctypes.c_longlong(u.strides[0] // u.itemsize), *map(ctypes.c_int, update),
-               *map(ctypes.c_int, store), ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy),
+               *map(ctypes.c_int, store), ctypes.c_int(block[1]), ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy),
                ctypes.c_uint(gx), ctypes.c_uint(gy), ctypes.c_uint(bx))
     value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
     return np.array(out), (value if resid else None)
@@ -93,6 +95,9 @@ CASES = [  # variant, dtype, block, k, (ny, nx)
     ("wave2", "float64", (32, 1), 3, (1, 1)),
     ("wave", "float32", (32, 10), 4, (75, 400)),  # many strips and segments inside C: the unguarded path
     ("wave2", "float64", (64, 13), 7, (90, 260)),
+    ("wave2a", "float64", (32, 9), 8, (40, 300)),
+    ("wave2a", "float32", (64, 13), 5, (75, 400)),
+    ("wave2a", "float64", (32, 1), 3, (2, 7)),
 ]
 
 
@@ -154,6 +159,7 @@ DEEP_CASES = [  # variant, dtype, block, d, rank of a 3 x 3 process grid (4: nei
     ("wave2", "float32", (32, 16), 3, 0),
     ("wave", "float64", (32, 7), 2, 5),
     ("wave2", "float64", (32, 4), 8, 7),
+    ("wave2a", "float32", (32, 6), 5, 4),
 ]
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [tune] [hybrid] [gpudeep] [mg] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
-# ../shared/tools/device-wheels.sh) into /tmp/site and the project with
+# tools/device-wheels.sh) into /tmp/site and the project with
 # `python3 -m pip install --no-deps --no-build-isolation -e .`, records the machine, runs the chosen
 # sections, and prints a short table last.
 #   gpu     GPU tests (pytest -m "gpu and not mpi"); device-to-device copy and every kernel variant x
@@ -14,6 +14,12 @@
 #           size and dtype copy, vec and the tiled choice kernel-only and through `stencil run` at 2000
 #           steps (medians of 3), sections vs loop; GPU tests of the wave kernels; Nsight Compute on the
 #           wave kernel (its limiting unit) and vec.
+#   chip    issue 26 (on-chip `chip`, launches fitted to the GPU, `wave2a`'s row prefetch): a chip smoke
+#           test; `stencil tune` A/B per size (CHIP_TUNE: SIZE DTYPE KERNELS BLOCKS: the old default block
+#           beside the fitted one, wave2 beside wave2a, chip where the field fits), stored; then
+#           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
+#           rate, the copy measured in each run); Nsight Compute on one launch of each CHIP_NCU kernel
+#           (limiting unit, stall reasons); the GPU tests of the touched files last.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
@@ -26,7 +32,7 @@
 #           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
 #   mgbench multigrid and implicit heat figures (tools/mg_bench.py): the sweeps against the copy rate at
 #           8192^2 and 16384^2, the lid to 1e-10 at 4097^2-16384^2 float64, implicit against explicit heat to
-#           t = 0.01 at 4096^2, cycles per implicit step as dt grows, and 1-16 CPU ranks at 4096^2 (not in all).
+#           t = 0.01 at 4096^2, and 1-16 CPU ranks at 4096^2 (not in all; MGBENCH="gpu" or "cpu" for one part).
 #   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
 #           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
 #           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
@@ -126,6 +132,30 @@ if [[ $SECTIONS == *" tiling "* ]]; then  # time tiling (issue 15) and the run p
     $PY -m solver.bench.gpu ncu-target --size 4096 --large 16384
 fi
 
+if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
+  [[ -z ${SKIP_SMOKE:-} ]] && step chip_smoke 60 $PY -m pytest -q -x -p no:cacheprovider tests/test_gpu_chip.py -k "several_launches and float64 and None"
+  CHIP_TUNE=${CHIP_TUNE-"16384 float64 wave2,wave2a 32x256
+16384 float32 wave2,wave2a 32x128
+8192 float64 wave2,wave2a 32x128
+4096 float64 wave2,wave2a 32x32
+2048 float64 wave2,wave2a,chip 32x32,512x4,256x8"}
+  while read -r n dt kernels blocks; do
+    [[ -z $n ]] && continue
+    K=$(case_file "k$n" $n $n)
+    step "tune26_${n}_${dt}_${kernels//,/_}" 120 $PY -m solver tune "$K" --dtype $dt $(printf -- '--kernel %s ' ${kernels//,/ }) \
+      --blocks $blocks --time-tile 8 --chip-steps 256 --repeats 5 --steps 48 --json "$W/tune_26_${n}_${dt}_${kernels//,/_}.json"
+  done <<< "$CHIP_TUNE"
+  step runs26 ${CHIP_RUNS_S:-330} $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
+    8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 --json "$W/runs.json"
+  command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]] && step ncu26 ${CHIP_NCU_S:-150} ncu --clock-control none -k "regex:^(wave|chip)$" \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section MemoryWorkloadAnalysis \
+    --section LaunchStats --section WarpStateStats --section SchedulerStats \
+    $PY -m solver.bench.gpu ncu-launches --cases ${CHIP_NCU:-16384:float64:wave2 16384:float64:wave2a 4096:float64:wave2a \
+    2048:float64:chip}
+  step chip_tests ${CHIP_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 16 tests/test_gpu_chip.py \
+    tests/test_gpu_wave.py tests/test_gpu_kernels.py tests/test_gpu_boundary.py -k "${CHIP_TESTS_K:-chip or wave2a or default or record or tune}"
+fi
+
 if [[ $SECTIONS == *" hybrid "* ]]; then
   step detect_mpi 60 $PY -m pytest -q -p no:cacheprovider tests/test_gpu_config.py -k detection
   step hybrid_tests 240 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" --continue-on-collection-errors tests/
@@ -174,12 +204,14 @@ fi
 if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)
   MGB=(env PYTHONPATH="${PYTHONPATH:-}" $PY tools/mg_bench.py --out "$W/mgbench")
   LARGS="--oversubscribe --bind-to none -x PYTHONPATH -x STENCIL_CACHE_DIR$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root")"
-  step mg_kernels 90 "${MGB[@]}" kernels 16384 8192 --backend cupy --dtype float64 --repeats 5
-  step mg_solve_gpu 240 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
-  step mg_heat_gpu 120 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
-  step mg_growth_gpu 120 "${MGB[@]}" growth 4096 --backend cupy --ratios 1 10 100 1000 10000 --steps 3
-  step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
-    --launcher-args "$LARGS"
+  [[ ${MGBENCH:-gpu cpu} == *gpu* ]] && {
+    step mg_kernels 60 "${MGB[@]}" kernels 16384 8192 --backend cupy --dtype float64 --repeats 5
+    step mg_solve_gpu 150 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
+    step mg_heat_gpu 90 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
+  }
+  [[ ${MGBENCH:-gpu cpu} == *cpu* ]] && \
+    step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
+      --launcher-args "$LARGS"
   grep -a -h '^{' "$W"/mg_*.log > "$W/mgbench.jsonl" 2>/dev/null
 fi
 
@@ -262,6 +294,7 @@ fi
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
+  [[ -f $W/ncu26.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|FP64|stalled|One or More" "$W/ncu26.log" | cut -c1-220 | head -80
   [[ -f $W/ncu_wave.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|One or More" "$W/ncu_wave.log" | head -40
 } > "$OUT/summary.txt" 2>&1
 tar czf "$OUT/suite.tar.gz" -C /tmp stencil-suite 2>/dev/null

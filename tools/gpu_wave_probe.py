@@ -112,7 +112,8 @@ def main() -> None:
                     grid, threads = gk.launch_shape(variant, a.dtype, block, reg, k)
                     r0, r1, c0, c1 = reg
                     fn(grid, threads, (out, src, np.int64(src.strides[0] // src.itemsize), *map(np.int32, reg),
-                                       *map(np.int32, reg), res if res is not None else np.uint64(0), w.wc, w.wx, w.wy),
+                                       *map(np.int32, reg), np.int32(block[1]), res if res is not None else np.uint64(0),
+                                       w.wc, w.wx, w.wy),
                        stream=be.main)
 
                 out = be.zeros(shape)

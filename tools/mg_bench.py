@@ -154,7 +154,9 @@ def cmd_kernels(args) -> list[dict]:
     for n in args.sizes:
         be = backend_class(args.backend)(BackendSettings(name=args.backend), args.dtype, args.threads or os.cpu_count())
         shape = (n + 4, n + 4)
-        u, t, g = (be.asarray(np.random.default_rng(i).random(shape)) for i in range(3))
+        u, t, g = (be.zeros(shape, aligned=2) for _ in range(3))  # as multigrid allocates its fields
+        for i, a in enumerate((u, t, g)):
+            be.put(a, (0, n + 4, 0, n + 4), np.random.default_rng(i).random(shape).astype(args.dtype))
         t_ = np.dtype(args.dtype).type
         w = Weights(t_(0.2), t_(0.2), t_(0.2))
         region = (2, n + 2, 2, n + 2)
@@ -165,7 +167,8 @@ def cmd_kernels(args) -> list[dict]:
                                  ("residual_g", lambda: be.residual(t, u, g, w, region), 3)):
             secs = timed(be, fn, args.repeats)
             out[f"{name}_gbs"] = arrays * n * n * item / secs / 1e9
-        out["copy_gbs"] = 2 * n * n * item / timed(be, copier(be, t, u), args.repeats) / 1e9
+        out["copy_gbs"] = (be.copy_bandwidth(2 * n * n * item) if be.on_gpu else
+                           2 * n * n * item / timed(be, copier(be, t, u), args.repeats)) / 1e9
         for name in ("sweep", "sweep_g", "residual_g"):
             out[f"{name}_of_copy"] = out[f"{name}_gbs"] / out["copy_gbs"]
         rows.append(out)
@@ -174,9 +177,8 @@ def cmd_kernels(args) -> list[dict]:
 
 
 def copier(be, dst, src):
-    """A copy of the same fields with the backend's own copy (the ceiling the sweeps are compared with)."""
-    if be.on_gpu:
-        return lambda: be.copy2d(dst, src, "d2d", be.main)
+    """A copy of the same fields with the backend's own copy (the CPU ceiling the sweeps are compared with;
+    the GPU's is the run's own: copy_bandwidth, cudaMemcpyAsync device to device)."""
     if hasattr(be, "k"):  # numba: ordinary loads and stores, as the stencil's (numba_kernels.copy)
         one = np.dtype(dst.dtype).type(1.0)
         return lambda: be.k.copy(dst.reshape(-1), src.reshape(-1), one)
@@ -283,6 +285,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     args.out = args.out or Path(tempfile.mkdtemp(prefix="mg_bench-"))
+    args.out.mkdir(parents=True, exist_ok=True)
     if args.what == "heat" and args.tol == 1e-10:
         args.tol = 1e-8 if args.dtype == "float64" else 1e-5
     if args.what == "growth" and args.tol == 1e-10:

@@ -13,8 +13,10 @@ strips and their halo traffic in the overlap halo mode. The GPU exchanger (solve
 sets `active`, the stream compute() launches on, and orders the two with events.
 
 Batching: advance() replays CUDA graphs of GRAPH_STEPS captured steps (plus a two-step graph and a
-single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps. With a
-time-tiled kernel (`wave`, `wave2`: k steps per launch) advance(n) is one graph of n // k tiles, a
+single launch for the remainder), so the host touches the GPU once per GRAPH_STEPS steps. With the
+on-chip kernel (`chip`: the whole field held in registers and shared memory) advance(n) is one
+persistent launch per k steps (the first loads the field, the last stores it; no graph). With a
+time-tiled kernel (`wave`, `wave2`, `wave2a`: k steps per launch) advance(n) is one graph of n // k tiles, a
 tile of n % k steps when that is 2 or more, or one single step when it is 1; when a check follows
 (advance(previous=True)) the last tile also folds max |level k - level k-1| into a device word (the
 fused residual), so the convergence / NaN check after it reads one number instead of reducing two
@@ -92,6 +94,9 @@ class CupyBackend(CupyMultigrid, Backend):
         self._joined = cupy.cuda.Event(disable_timing=True)
         self._main_mark = cupy.cuda.Event(disable_timing=True)
         self.transfer = {"h2d_s": 0.0, "h2d_bytes": 0, "d2h_s": 0.0, "d2h_bytes": 0}
+        self.smem_optin = props.get("sharedMemPerBlockOptin") or _attribute(rt, 97, self.device_index)  # a block's most
+        self.l2_bytes = props.get("l2CacheSize", 0)
+        self._chip: dict = {}  # chip layout -> (row halos, column halos, flags): device scratch of `chip`
         self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
 
@@ -215,27 +220,66 @@ class CupyBackend(CupyMultigrid, Backend):
         return 1 if self.refills else self.choice(shape)[2]
 
     def _resolve(self, interior: tuple[int, int]):
+        """What the case fixes, else the tune's entry for this grid, else `chip` where the field fits
+        on chip, else the tune's entry for the nearest grid (a tiled variant's segment rows refitted
+        to this one), else the defaults."""
         from .tuned import lookup
 
         variant, block, k = self.requested
-        if variant is not None and variant not in gk.TILED:
+        if variant is not None and variant not in gk.MULTI:
             k = 1
         if variant is not None and (block is not None or variant == "expr") and k is not None:
-            return variant, block, k, "case"
-        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant, k)
+            return self._checked(variant, block, k, "case", interior)
+        skip = () if self.chip_layout(interior) else gk.ON_CHIP
+        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant, k, exact=True, skip=skip)
         if tuned is not None:
             return tuned[0], block or tuned[1], tuned[2], "tuned"
+        if variant in gk.ON_CHIP or (variant is None and k is None and not skip):
+            return self._checked("chip", block, k or gk.CHIP_STEPS, "default", interior)
+        tuned = lookup(self.gpu_name, self.dtype.name, interior, variant, k, skip=skip)
+        if tuned is not None:
+            refit = tuned[0] in gk.TILED and block is None  # segment rows belong to the grid they were tuned on
+            return tuned[0], block or (None if refit else tuned[1]) or self._default_block(tuned[0], interior, tuned[2]), \
+                tuned[2], "tuned"
         if variant is None:
             variant = gk.DEFAULT_STEP_VARIANT if k == 1 else gk.DEFAULT_VARIANT
         if k is None:
             k = gk.DEFAULT_TILE if variant in gk.TILED else 1
-        return variant, block or gk.default_block(variant, self.dtype, interior, self.sms, k), k, "default"
+        return variant, block or self._default_block(variant, interior, k), k, "default"
+
+    def _checked(self, variant, block, k, source, interior):
+        """`chip` must fit the grid on chip (a one-line error naming the way out otherwise)."""
+        block = block or self._default_block(variant, interior, k)
+        if variant in gk.ON_CHIP and self.chip_layout(interior, block) is None:
+            mib = interior[0] * interior[1] * self.dtype.itemsize / 2**20
+            raise InputError(f"backend.kernel: chip: the {interior[0]} x {interior[1]} field ({mib:.0f} MiB) does not fit in "
+                             f"the registers and shared memory of {self.sms} multiprocessors with block {list(block)}; "
+                             "use kernel wave2 (or null: chosen by size)")
+        return variant, block, k, source
+
+    def _default_block(self, variant, interior, k):
+        return gk.default_block(variant, self.dtype, interior, self.sms, k, self._warps_per_sm(variant, k))
+
+    def _warps_per_sm(self, variant, k) -> int:
+        """Resident warps per multiprocessor of a tiled variant's compiled kernel (from its registers:
+        they bound it, at most 2 KiB of shared memory a warp), else WARPS_PER_SM."""
+        if variant not in gk.TILED:
+            return gk.WARPS_PER_SM
+        bx = gk.DEFAULT_BLOCK[variant][0]
+        fn = self._function(variant, (bx, 1), k)
+        regs = getattr(fn, "num_regs", 0)  # registers are allocated 8 a thread at a time
+        return min(64, 65536 // (-(-regs // 8) * 8 * 32)) if regs else gk.WARPS_PER_SM
+
+    def chip_layout(self, interior, block=None):
+        """chip_layout for this GPU: (gx, gy, threads, rows per tile, shared memory bytes) or None."""
+        block = block or gk.default_block("chip", self.dtype, interior, self.sms)
+        return gk.chip_layout(self.dtype, interior, self.sms, block, self.smem_optin or 48 * 1024)
 
     def step_choice(self, shape) -> tuple[str, tuple | None]:
-        """(variant, block) for single steps: the choice itself unless it is tiled, then the tuned
-        (else default) one-step kernel."""
+        """(variant, block) for single steps: the choice itself unless it takes several steps per
+        launch, then the tuned (else default) one-step kernel."""
         variant, block, _, _ = self.choice(shape)
-        if variant not in gk.TILED:
+        if variant not in gk.MULTI:
             return variant, block
         key = (shape[0] - 2, shape[1] - 2)
         if key not in self._step:
@@ -245,7 +289,18 @@ class CupyBackend(CupyMultigrid, Backend):
             self._step[key] = tuned[:2] if tuned else (gk.DEFAULT_STEP_VARIANT, gk.DEFAULT_BLOCK[gk.DEFAULT_STEP_VARIANT])
         return self._step[key]
 
+    def tiled_choice(self, shape) -> tuple[str, tuple, int]:
+        """(variant, block, k) of the time tiles that stream through memory (tile(), deep halos): the
+        choice, or the default tiled variant where the choice is `chip` (which takes no regions)."""
+        variant, block, k, _ = self.choice(shape)
+        if variant in gk.ON_CHIP:
+            interior = (shape[0] - 2, shape[1] - 2)
+            return gk.DEFAULT_VARIANT, self._default_block(gk.DEFAULT_VARIANT, interior, gk.DEFAULT_TILE), gk.DEFAULT_TILE
+        return variant, block, k
+
     def _function(self, variant: str, block, k: int = 1):
+        if variant in gk.TILED:
+            block = (block[0], 0)  # segment rows are a launch argument
         key = (variant, block, self.fmad, k)
         if key not in self._kernels:
             module = self.cp.RawModule(code=gk.source(variant), options=gk.options(variant, self.dtype, block, self.fmad, k))
@@ -263,25 +318,25 @@ class CupyBackend(CupyMultigrid, Backend):
         stream = stream or self.main
         if store[1] <= store[0] or store[3] <= store[2]:
             return
-        variant, block, _, _ = self.choice(shape or u.shape)
+        variant, block, _ = self.tiled_choice(shape or u.shape)
         fn = self._function(variant, block, k)
         if resid:
             self._zero_word(stream)
         grid, threads = gk.launch_shape(variant, self.dtype, block, store, k)
         fn(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), *map(np.int32, region), *map(np.int32, store),
-                           self._word if resid else np.uint64(0), w.wc, w.wx, w.wy), stream=stream)
+                           np.int32(block[1]), self._word if resid else np.uint64(0), w.wc, w.wx, w.wy), stream=stream)
         self._resid = None
 
     # deep halos (solver.parallel.deep: k-deep halos exchanged once every k steps) ---------------------
     def tile_for(self, rows: int) -> int:
         """The time tile of this run's fields (the choice for their shape: case, tuned or default; 1 for a
         one-step kernel): the depth of deep halos under MPI, which DeepTiles caps to the thinnest block."""
-        self.chosen = self.choice(self._shape)[2] if self._shape is not None and not self.refills else 1
+        self.chosen = self.tiled_choice(self._shape)[2] if self._shape is not None and not self.refills else 1
         return self.chosen
 
     def plan_tiles(self, depths) -> None:
         """Compile the tiled kernel at every depth a deep-halo tile may take, before the timed loop."""
-        variant, block, _, _ = self.choice(self._shape)
+        variant, block, _ = self.tiled_choice(self._shape)
         for d in depths:
             if d > 1 and variant in gk.TILED:
                 self._function(variant, block, d)
@@ -367,9 +422,12 @@ class CupyBackend(CupyMultigrid, Backend):
         if self.refills:
             self._fill_function()
         self.launch(u_new, u, w, (1, 2, 1, 2), self.main)  # u_new is overwritten by the first step
-        variant, _, k, _ = self.choice(u.shape)
+        variant, block, k, _ = self.choice(u.shape)
         if variant in gk.TILED and k > 1:
             self.tile(u_new, u, w, k, (1, 2, 1, 2))
+        if variant in gk.ON_CHIP and not self.refills:
+            self._chip_scratch(u.shape)
+            self._chip_function(block)
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
         self.synchronize()
@@ -404,9 +462,9 @@ class CupyBackend(CupyMultigrid, Backend):
     def plan(self, lengths) -> None:
         """Before the timed loop: compile the tile depths advance(n) will need for these n (a graph is
         captured at its first replay, inside the loop: about a millisecond per distinct n)."""
-        if self._shape is None:
+        if self._shape is None or self.choice(self._shape)[0] in gk.ON_CHIP:
             return
-        variant, block, k, _ = self.choice(self._shape)
+        variant, block, k = self.tiled_choice(self._shape)
         if variant in gk.TILED and k > 1 and not self.refills:
             for n in {n for n in lengths if n >= 2}:
                 self._compile(self._shape, variant, block, self._depths(n, k))
@@ -418,6 +476,9 @@ class CupyBackend(CupyMultigrid, Backend):
         only when `previous` is asked for (a check follows: core.loop's keep_previous)."""
         self.join()
         variant, _, k, _ = self.choice(u.shape)
+        if variant in gk.ON_CHIP and self._whole(u, u_new, region) and not self.refills:
+            return self._advance_chip(u, u_new, w, n, k, previous)
+        variant, _, k = self.tiled_choice(u.shape)
         if variant in gk.TILED and k > 1 and n >= 2 and not self.refills:
             return self._advance_tiled(u, u_new, w, n, region, k, previous)
         graphs = self.use_graphs and self.step_choice(u.shape)[0] != "expr"
@@ -436,10 +497,86 @@ class CupyBackend(CupyMultigrid, Backend):
             u, u_new = u_new, u
         return u, u_new
 
+    # chip: the whole field on chip ---------------------------------------------------------------
+    @staticmethod
+    def _whole(u, u_new, region) -> bool:
+        """`region` is u's whole interior, both fields have one pitch and column 1 16-byte aligned (the
+        on-chip kernel's tiles)."""
+        aligned = all((a.data.ptr + a.itemsize) % 16 == 0 for a in (u, u_new))
+        return tuple(region) == (1, u.shape[0] - 1, 1, u.shape[1] - 1) and u.strides == u_new.strides and aligned
+
+    def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool):
+        """n steps as persistent launches of at most k steps each (kernels/chip.cu); the last folds the
+        check's residual when `resid`."""
+        depths = [k] * (n // k) + ([n % k] if n % k else [])
+        for i, d in enumerate(depths):
+            self._chip_launch(u_new, u, w, d, resid and i == len(depths) - 1)
+            u, u_new = u_new, u
+        self._tile_used = max(self._tile_used, max(depths, default=1))
+        self._resid = (u.data.ptr, u_new.data.ptr, (1, u.shape[0] - 1, 1, u.shape[1] - 1)) if resid and depths else None
+        return u, u_new
+
+    def _chip_launch(self, out, u, w, steps: int, resid: bool) -> None:
+        _, block, _, _ = self.choice(u.shape)
+        interior = (u.shape[0] - 2, u.shape[1] - 2)
+        gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+        hrow, hcol, flags = self._chip_scratch(u.shape)
+        fn = self._chip_function(block)
+        rt_ = self.cp.cuda.runtime
+        rt_.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
+        if resid:
+            self._zero_word(self.main)
+        args = (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(interior[0]), np.int32(interior[1]), np.int32(rt),
+                np.int32(steps), hrow, hcol, flags, self._word if resid else np.uint64(0), w.wc, w.wx, w.wy)
+        self._allow_shared(fn, smem)
+        try:  # cooperative: every block resident at once, or an error instead of a hang
+            fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main, enable_cooperative_groups=True)
+        except TypeError:  # a CuPy without the keyword: the grid is at most one block per multiprocessor
+            fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main)
+        self._resid = None
+
+    def _chip_function(self, block):
+        return self._function("chip", block)
+
+    def _allow_shared(self, fn, nbytes: int) -> None:
+        """Let `fn` take `nbytes` of dynamic shared memory (more than 48 KiB must be asked for)."""
+        if nbytes <= 48 * 1024 or self._kernels.get(("smem", id(fn)), 0) >= nbytes:
+            return
+        fn.max_dynamic_shared_size_bytes = nbytes  # CuPy's RawKernel sets the function's attribute
+        self._kernels[("smem", id(fn))] = nbytes
+
+    def launch_facts(self, shape) -> dict:
+        """What the chosen kernel's launch over the whole interior asks of the GPU (the record's
+        bottleneck line names it): for a tiled variant the warps launched against the warp slots, for
+        `chip` the blocks and their tiles; the two fields' bytes against the L2 cache."""
+        variant, block, k, _ = self.choice(shape)
+        interior = (shape[0] - 2, shape[1] - 2)
+        facts = {"field_bytes": interior[0] * interior[1] * self.dtype.itemsize, "l2_bytes": self.l2_bytes,
+                 "sms": self.sms}
+        if variant in gk.ON_CHIP and not self.refills:
+            gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+            facts.update(on_chip=True, blocks=gx * gy, threads=threads, tile_rows=rt, shared_bytes=smem,
+                         registers=getattr(self._chip_function(block), "num_regs", None))
+        elif variant in gk.TILED and not self.refills:
+            facts.update(gk.launch_facts(variant, self.dtype, block, interior, k, self.sms, self._warps_per_sm(variant, k)))
+            facts["registers"] = getattr(self._function(variant, block, k), "num_regs", None)
+        return facts
+
+    def _chip_scratch(self, shape):
+        """The halo buffers and flags of the chip layout for this padded shape (allocated once)."""
+        interior = (shape[0] - 2, shape[1] - 2)
+        layout = self.chip_layout(interior, self.choice(shape)[1])
+        if layout not in self._chip:
+            rows, cols, flags = gk.chip_buffer_sizes(layout)
+            with self.main:
+                self._chip[layout] = (self.cp.zeros(rows, self.dtype), self.cp.zeros(cols, self.dtype),
+                                      self.cp.zeros(flags, np.uint32))
+        return self._chip[layout]
+
     def _advance_tiled(self, u, u_new, w, n: int, region, k: int, resid: bool = True):
         depths = self._depths(n, k)
         self._tile_used = max(self._tile_used, k)
-        variant, block, _, _ = self.choice(u.shape)
+        variant, block, _ = self.tiled_choice(u.shape)
         self._compile(u.shape, variant, block, depths)
         if self.use_graphs:
             self._tile_graph(u, u_new, w, depths, region, resid).launch(self.main)
@@ -581,7 +718,8 @@ class CupyBackend(CupyMultigrid, Backend):
         import cupy
 
         rt = cupy.cuda.runtime
-        choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "time_tile": t, "source": src}
+        choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "time_tile": t, "source": src,
+                                      "launch": self.launch_facts((k[0] + 2, k[1] + 2))}
                    for k, (v, b, t, src) in self._choice.items()}
         return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
                 "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,
@@ -607,6 +745,14 @@ class CupyBackend(CupyMultigrid, Backend):
             self._events += [e0, e1]
         del a, b
         return 2 * n / float(np.median(times[1:]))
+
+
+def _attribute(rt, attr: int, device: int) -> int:
+    """cudaDeviceGetAttribute (97: cudaDevAttrMaxSharedMemoryPerBlockOptin), 0 where it cannot be read."""
+    try:
+        return rt.deviceGetAttribute(attr, device)
+    except Exception:  # noqa: BLE001 - a CuPy without it: the caller falls back to 48 KiB
+        return 0
 
 
 def _highest_priority(rt) -> int:

@@ -14,6 +14,15 @@ Variants (`backend.kernel`):
          per warp.
 - wave2: `wave` with two 16-byte vectors per thread (8 float32 or 4 float64 columns): a narrower apron,
          more registers.
+- wave2a: `wave2` with the rows streamed in WAVE_PREFETCH rows ahead by asynchronous copies (cp.async)
+         into a per-warp ring in shared memory, so that no row's load stalls its warp. block: as wave2
+         (bx at most 256).
+- chip:  the whole field on chip (kernels/chip.cu): one persistent launch of up to k steps
+         (`backend.time_tile`) keeps every block's tile in registers and shared memory, one block per
+         multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
+         when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
+         in registers by each thread].
+For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
 variant's default (default_block: DEFAULT_BLOCK, a tiled variant's segment rows fitted to the grid);
@@ -30,19 +39,27 @@ from importlib import resources
 
 import numpy as np
 
-VARIANTS = ("naive", "tiled", "rows", "vec", "expr", "wave", "wave2")
-COMPILED = ("naive", "tiled", "rows", "vec", "wave", "wave2")
-TILED = ("wave", "wave2")  # k steps per launch; the others one
-STEP_VARIANTS = tuple(v for v in VARIANTS if v not in TILED)
-DEFAULT_VARIANT = "wave2"  # nothing tuned: the fastest measured (docs/gpu_tiling_notes.md), no spills at k = 8
+VARIANTS = ("naive", "tiled", "rows", "vec", "expr", "wave", "wave2", "wave2a", "chip")
+COMPILED = ("naive", "tiled", "rows", "vec", "wave", "wave2", "wave2a", "chip")
+TILED = ("wave", "wave2", "wave2a")  # k steps per launch, streamed through memory (kernels/wave.cu)
+ON_CHIP = ("chip",)  # up to k steps per launch, the field held on chip (kernels/chip.cu)
+MULTI = TILED + ON_CHIP  # several steps per launch: backend.time_tile applies
+STEP_VARIANTS = tuple(v for v in VARIANTS if v not in MULTI)
+DEFAULT_VARIANT = "wave2a"  # nothing tuned, field not on chip: the fastest measured (docs/gpu_tiling_notes.md)
 DEFAULT_STEP_VARIANT = "vec"  # one step per launch (halo paths, time_tile: 1)
 DEFAULT_BLOCK = {"naive": (32, 8), "tiled": (32, 8), "rows": (128, 8), "vec": (128, 8), "wave": (32, 128),
-                 "wave2": (32, 128)}
+                 "wave2": (32, 128), "wave2a": (32, 128), "chip": (512, 4)}
 DEFAULT_TILE = 8  # steps per launch of a tiled variant when nothing is tuned or asked
 WAVE_ROWS = (128, 64, 32)  # segment rows a tiled variant's default block may take, most first
-WARPS_PER_SM = 8  # resident warps of a tiled kernel (244-255 registers a thread: 7.6 measured by ncu)
-DEFAULT_WAVES = 4  # a default tiled block's warps fill the GPU at least this many times over
+WARPS_PER_SM = 8  # resident warps of a tiled kernel when the compiled kernel cannot be asked (244-255 registers)
+DEFAULT_WAVES = 4  # a default tiled block's warps fill the GPU's warp slots at least this many times over
+WAVE_PREFETCH = 3  # rows `wave2a` has in flight ahead of the one it computes (kernels/wave.cu, PF)
+WAVE2A_MAX_THREADS = 256  # its ring is static shared memory: 8 warps x 4 rows x 1 KiB at most
 MAX_TILE = 16  # deeper tiles need more registers than a thread has (spills)
+CHIP_V = 4  # columns per thread of `chip`
+CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most without spills at 512 threads (ptxas)
+CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
+MAX_CHIP_STEPS = 1 << 20
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -51,12 +68,15 @@ SWEEP = {  # block shapes `stencil tune` tries by default
     "expr": [None],
     "wave": [(32, 64), (32, 128), (64, 256)],
     "wave2": [(32, 64), (32, 128), (64, 256)],
+    "wave2a": [(32, 64), (32, 128), (64, 256)],
+    "chip": [(512, 4), (512, 8), (256, 8)],
 }
 SWEEP_TILES = (4, 8, 12)  # time tiles `stencil tune` tries for the tiled variants
+SWEEP_CHIP_STEPS = (64, 256)  # steps per launch it tries for `chip`
 FILES = {"naive": "naive.cu", "tiled": "tiled.cu", "rows": "march.cu", "vec": "march.cu", "wave": "wave.cu",
-         "wave2": "wave.cu", "maxdiff": "maxdiff.cu"}
+         "wave2": "wave.cu", "wave2a": "wave.cu", "chip": "chip.cu", "maxdiff": "maxdiff.cu"}
 ENTRY = {"naive": "naive", "tiled": "tiled", "rows": "march", "vec": "march", "wave": "wave", "wave2": "wave",
-         "maxdiff": "maxdiff"}
+         "wave2a": "wave", "chip": "chip", "maxdiff": "maxdiff"}
 MAXDIFF_BLOCK = (256, 1)  # the convergence / NaN check's reduction (kernels/maxdiff.cu)
 MAX_THREADS = 1024
 MAX_ROWS_PER_THREAD = 32
@@ -65,7 +85,7 @@ MAX_ROWS_PER_THREAD = 32
 def lanes(variant: str, dtype) -> int:
     """Columns per thread: 16 bytes' worth for `vec` and `wave`, 32 for `wave2`, one otherwise."""
     per = 16 // np.dtype(dtype).itemsize
-    return {"vec": per, "wave": per, "wave2": 2 * per}.get(variant, 1)
+    return {"vec": per, "wave": per, "wave2": 2 * per, "wave2a": 2 * per, "chip": CHIP_V}.get(variant, 1)
 
 
 def apron(variant: str, dtype, k: int) -> int:
@@ -73,27 +93,79 @@ def apron(variant: str, dtype, k: int) -> int:
     return -(-k // lanes(variant, dtype))
 
 
-def default_block(variant: str, dtype, interior, sms: int, k: int = DEFAULT_TILE):
-    """The block of `variant` when nothing is tuned or asked: DEFAULT_BLOCK, except that a tiled
-    variant takes the most segment rows of WAVE_ROWS whose warps (strips x segments of the interior)
-    still fill `sms` multiprocessors DEFAULT_WAVES times over (else the fewest): fewer rows mean more
-    recomputed rows at the segment ends, too few warps a launch whose tail idles the GPU. `stencil
-    tune` of `wave2` k = 8 on an H200 (132 SMs), 2026-12-01, found the rows this gives best at 4096^2
-    (32), 8192^2 (64 float32, 128 float64) and 16384^2 (128): BENCHMARKS.md."""
+def default_block(variant: str, dtype, interior, sms: int, k: int = DEFAULT_TILE, warps_per_sm: int = WARPS_PER_SM):
+    """The block of `variant` when nothing is tuned or asked: DEFAULT_BLOCK, except that `chip` holds
+    CHIP_ROWS rows in registers and a tiled variant takes the most segment rows of WAVE_ROWS whose
+    warps (strips x segments of the interior) still fill the GPU's warp slots (`warps_per_sm`: the
+    compiled kernel's resident warps per multiprocessor) DEFAULT_WAVES times over, else the fewest:
+    fewer rows mean more recomputed rows at the segment ends, too few warps a launch whose tail idles
+    the GPU. Measured on an H200 (132 SMs): `stencil tune` of `wave2` k = 8 (2026-12-01) found these
+    rows best at 4096^2, 8192^2 and 16384^2; for `wave2a` (issue 26) they beat launches fitted to one
+    wave of long segments by 17% at 8192^2 and 28-39% at 16384^2, and tie at 4096^2 (BENCHMARKS.md)."""
+    if variant in ON_CHIP:
+        return DEFAULT_BLOCK[variant][0], CHIP_ROWS[np.dtype(dtype).itemsize]
     if variant not in TILED:
         return DEFAULT_BLOCK.get(variant)
     ny, nx = interior
     strips = wave_strips(variant, dtype, k, (1, ny + 1, 1, nx + 1))[2]
-    rows = next((by for by in WAVE_ROWS if strips * -(-ny // by) >= DEFAULT_WAVES * WARPS_PER_SM * sms), WAVE_ROWS[-1])
+    rows = next((by for by in WAVE_ROWS if strips * -(-ny // by) >= DEFAULT_WAVES * warps_per_sm * sms), WAVE_ROWS[-1])
     return DEFAULT_BLOCK[variant][0], rows
+
+
+def launch_facts(variant: str, dtype, block, interior, k: int, sms: int, warps_per_sm: int) -> dict:
+    """What a tiled launch over the whole interior asks of the GPU: warps launched against the warp
+    slots (resident warps x multiprocessors), and the waves that makes (the record's bottleneck)."""
+    ny, nx = interior
+    strips = wave_strips(variant, dtype, k, (1, ny + 1, 1, nx + 1))[2]
+    warps = strips * -(-ny // block[1])
+    slots = sms * warps_per_sm
+    return {"warps": warps, "slots": slots, "warps_per_sm": warps_per_sm, "waves": warps / slots,
+            "segment_rows": block[1], "strips": strips}
+
+
+# chip: the whole field on chip ----------------------------------------------------------------------
+
+def chip_smem_bytes(dtype, rt: int, rr: int, threads: int) -> int:
+    """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
+    vectors, CHIP_V columns a thread), then two copies of each warp's west and east neighbour columns."""
+    item = np.dtype(dtype).itemsize
+    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32) * rt * item
+
+
+def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
+    """(gx, gy, threads, rt, smem bytes) of a `chip` launch holding the whole interior on chip, or None
+    when it does not fit: at most `sms` blocks (one per multiprocessor, all resident), each of at most
+    block[0] threads (CHIP_V columns each) and rt rows (block[1] of them in registers), the rest in
+    at most `smem_limit` bytes of shared memory. As many blocks as fit, so the tiles are as short as
+    they can be."""
+    ny, nx = interior
+    nt, rr = block
+    gx = -(-nx // (nt * CHIP_V))
+    if gx > sms:
+        return None
+    threads = -(-(-(-nx // gx)) // (32 * CHIP_V)) * 32
+    gy = min(sms // gx, -(-ny // rr))
+    rt = max(-(-ny // gy), rr)
+    gy = -(-ny // rt)
+    smem = chip_smem_bytes(dtype, rt, rr, threads)
+    return None if smem > smem_limit else (gx, gy, threads, rt, smem)
+
+
+def chip_buffer_sizes(layout) -> tuple[int, int, int]:
+    """Elements of the halo buffers a `chip` launch exchanges through (rows, columns) and its flags."""
+    gx, gy, threads, rt, _ = layout
+    blocks = gx * gy
+    return 2 * blocks * 2 * threads * CHIP_V, 2 * blocks * 2 * rt, blocks
 
 
 def tile_problem(variant: str, k: int) -> str | None:
     """Why time tile k does not suit `variant` (a message naming the fix), or None. Within MAX_TILE the
     apron (ceil(k / columns per thread) lanes a side, at least 2 columns per thread) leaves the warp
     at least two lanes to store."""
+    if variant in ON_CHIP:
+        return None if 1 <= k <= MAX_CHIP_STEPS else f"{k}: kernel {variant} takes 1 to {MAX_CHIP_STEPS} steps per launch"
     if variant not in TILED:
-        return None if k == 1 else f"{k}: kernel {variant} computes one step per launch; use kernel wave or wave2, or time_tile: 1"
+        return None if k == 1 else f"{k}: kernel {variant} computes one step per launch; use kernel wave2, wave2a or chip, or time_tile: 1"
     if not 1 <= k <= MAX_TILE:
         return f"{k}: kernel {variant} takes 1 to {MAX_TILE} steps per launch"
     return None
@@ -107,8 +179,14 @@ def block_problem(variant: str, block) -> str | None:
     if bx < 1 or by < 1:
         return f"{list(block)}: both entries must be >= 1, e.g. {list(DEFAULT_BLOCK[variant])}"
     if variant in TILED:
-        if bx % 32 or bx > MAX_THREADS:
-            return f"{list(block)}: for kernel {variant} bx is the threads per block and must be a multiple of 32 up to 1024"
+        most = WAVE2A_MAX_THREADS if variant == "wave2a" else MAX_THREADS
+        if bx % 32 or bx > most:
+            return f"{list(block)}: for kernel {variant} bx is the threads per block and must be a multiple of 32 up to {most}"
+        return None
+    if variant in ON_CHIP:
+        if bx % 32 or bx > MAX_THREADS or by > MAX_ROWS_PER_THREAD:
+            return (f"{list(block)}: for kernel {variant} bx is the threads per block (a multiple of 32 up to 1024) and by "
+                    f"the rows each thread holds in registers (at most {MAX_ROWS_PER_THREAD}), e.g. {list(DEFAULT_BLOCK[variant])}")
         return None
     if variant in ("rows", "vec"):
         if bx % 32 or bx > MAX_THREADS:
@@ -144,11 +222,13 @@ def source(variant: str) -> str:
 
 
 def options(variant: str, dtype, block, fmad: bool = False, k: int = 1) -> tuple[str, ...]:
+    """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
+    are launch arguments, so they are not compiled in)."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
-    extra = (f"-DK={k}",) if variant in TILED else ()
-    return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", f"-DBX={bx}", f"-DBY={by}",
-            f"-DV={lanes(variant, dtype)}", *extra)
+    shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"), "chip": (f"-DNT={bx}", f"-DRR={by}")}
+    shape = shape.get(variant, (f"-DBX={bx}", f"-DK={k}") if variant in TILED else (f"-DBX={bx}", f"-DBY={by}"))
+    return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={lanes(variant, dtype)}")
 
 
 MAX_GRID_Y = 65535
@@ -193,6 +273,8 @@ def launch_shape(variant: str, dtype, block, region, k: int = 1) -> tuple[tuple[
     if variant in TILED:
         strips = wave_strips(variant, dtype, k, region)[2]
         return (-(-strips // (bx // 32)), min(tiles_y, MAX_GRID_Y), 1), (bx, 1, 1)
+    if variant in ON_CHIP:
+        raise ValueError("chip launches are laid out by chip_layout")
     if variant in ("rows", "vec"):
         v = lanes(variant, dtype)
         groups = (c1 - 2) // v - (c0 - 1) // v + 1

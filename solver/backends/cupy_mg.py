@@ -180,7 +180,15 @@ class CupyMultigrid:
         return dev
 
     def smooth(self, out, u, g, w, om, region) -> None:
-        self._mg_run(smooth_spec(out, u, g, w, om, region))
+        """With g: kernels/mg.cu's sweep. Without (the finest level of laplace): the backend's own one-step
+        kernel (vec: 99.7% of the copy rate) on the fields' one-layer views, whose column 1 the pitched
+        allocation aligns (multigrid.cycle allocates with the owned block's first column aligned); the same
+        terms in the same order, so the same bits."""
+        if g is not None:
+            return self._mg_run(smooth_spec(out, u, g, w, om, region))
+        r0, r1, c0, c1 = region
+        if r1 > r0 and c1 > c0:
+            self.launch(out[1:-1, 1:-1], u[1:-1, 1:-1], w, (r0 - 1, r1 - 1, c0 - 1, c1 - 1), self._mg_stream())
 
     def residual(self, r, u, g, w, region) -> None:
         self._mg_run(residual_spec(r, u, g, w, region))

@@ -50,12 +50,18 @@ def store_tuned(entries: dict) -> None:
     cache.update(NAME, entries)  # an unwritable cache stores nothing: runs use the defaults
 
 
-def lookup(gpu: str, dtype: str, shape, variant: str | None = None, k: int | None = None):
+def lookup(gpu: str, dtype: str, shape, variant: str | None = None, k: int | None = None, exact: bool = False,
+           skip: tuple = ()):
     """(variant, block, k): the fastest entry stored for this GPU and dtype with this variant and k
-    (None: any), at `shape` or else at the nearest measured shape; None if nothing matches."""
+    (None: any; never one of `skip`), at `shape` or else (unless `exact`) at the nearest measured
+    shape; None if nothing matches."""
     prefix = f"{gpu}|{dtype}|"
     hits = [(key.split("|")[2], v) for key, v in load_tuned().items() if key.startswith(prefix) and key.count("|") == 4
-            and (variant is None or v["kernel"] == variant) and (k is None or v.get("time_tile", 1) == k)]
+            and (variant is None or v["kernel"] == variant) and (k is None or v.get("time_tile", 1) == k)
+            and v["kernel"] not in skip]
+    here = f"{shape[0]}x{shape[1]}"
+    if exact:
+        hits = [(s, v) for s, v in hits if s == here]
     if not hits:
         return None
     points = shape[0] * shape[1]

@@ -5,6 +5,8 @@
     [mpirun -n P] python -m solver.bench.gpu hybrid --json F ... # strong/weak scaling over 1..P GPUs
     python -m solver.bench.gpu ncu-target                       # a few launches for Nsight Compute to profile
     python -m solver.bench.gpu tiling --sizes 4096 16384 --steps 2000 --json F  # time tiling: kernel-only and runs
+    python -m solver.bench.gpu runs --cases 16384:float64 2048:float64 --steps 2400 --json F  # `stencil run`, x copy-bound
+    python -m solver.bench.gpu ncu-launches --cases 2048:float64:chip 16384:float64:wave2a  # one launch each, for ncu
     python -m solver.bench.gpu table DIR                         # the short table the suite prints last
 
 Every timing is a median of repeats measured with CUDA events (single GPU) or with the host clock
@@ -177,6 +179,78 @@ def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
     return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "loop": t["loop"]["max"],
             "sections": {s: t[s]["max"] for s in ("compute", "comm", "wait", "io", "other")},
             "sections_over_loop": sections / t["loop"]["max"], "kernel": kernel, "time_tile": k}
+
+
+def runs(args) -> dict:
+    """`stencil run` (library entry point) of --steps steps for each --cases SIZE:DTYPE, --repeats times,
+    nothing asked of the kernel unless a case names one (SIZE:DTYPE:KERNEL; else the tune's entry for
+    the grid where one is stored, else the default):
+    per run the record's step time, the copy bandwidth the record measured in the same run, the ratio
+    of the update rate to the copy-bound rate (2 x itemsize bytes an update), the kernel choice and
+    the bottleneck line; the row's figures are medians over the repeats."""
+    rows = []
+    for size, dtype, *kernel in _cases(args.cases):
+        got = [run_record(size, dtype, args.steps, *kernel) for _ in range(args.repeats)]
+        free_device_memory()
+        med = {k: float(np.median([g[k] for g in got])) for k in ("seconds_per_step", "gups", "copy_gbs", "x_copy")}
+        row = {"size": size, "dtype": dtype, "steps": args.steps, "repeats": args.repeats, **med, "runs": got,
+               "kernel": got[0]["kernel"], "bottleneck": got[0]["bottleneck"]}
+        rows.append(row)
+        print(runs_line(row), flush=True)
+    return {"rows": rows}
+
+
+def _cases(items) -> list[tuple]:
+    """'16384:float64' -> (16384, 'float64'); a third field (a kernel) is kept."""
+    out = []
+    for item in items:
+        parts = item.split(":")
+        out.append((int(parts[0]), *parts[1:]))
+    return out
+
+
+def run_record(size: int, dtype: str, steps: int, kernel: str | None = None) -> dict:
+    from ..run import Options, run_case
+
+    case = make_case(size, size, dtype, run={"steps": steps, "check_every": 400}, backend={"name": "cupy", "kernel": kernel})
+    rec = run_case(case, options=Options(overwrite=True, quiet=True))
+    tp = rec["throughput"]
+    choice = next(iter(rec["resources"]["devices"][0]["kernels"].values()))
+    return {"seconds_per_step": tp["seconds_per_step"], "gups": tp["mlups"] / 1e3, "copy_gbs": tp["copy_gbs"],
+            "x_copy": tp["fraction_of_copy"], "kernel": {k: v for k, v in choice.items() if k != "launch"},
+            "launch": choice.get("launch"), "bottleneck": rec["bottleneck"],
+            "correct": rec.get("correctness", {}).get("passed")}
+
+
+def runs_line(r: dict) -> str:
+    k = r["kernel"]
+    spread = [x["x_copy"] for x in r["runs"]]
+    return (f"run {r['size']}^2 {r['dtype']} {r['steps']} steps: {k['kernel']} {k['block']} k={k['time_tile']} ({k['source']}) "
+            f"{r['gups']:.0f} G updates/s = {r['x_copy']:.2f}x the copy-bound rate (copy {r['copy_gbs']:.0f} GB/s; "
+            f"{min(spread):.2f}-{max(spread):.2f} over {len(spread)}); {r['bottleneck'][:150]}")
+
+
+def ncu_launches(args) -> dict:
+    """One launch of each --cases SIZE:DTYPE:KERNEL (a time tile of the default k, or a `chip` launch of
+    64 steps) on a random field, nothing else on the GPU (no prepare(): only the launches ncu should see)."""
+    from ..backends.cupy_backend import CupyBackend
+    from ..core.physics import weights
+    from .tune import random_field
+
+    for size, dtype, kernel in _cases(args.cases):
+        case = make_case(size, size, dtype)
+        be = CupyBackend(case.backend, dtype)
+        be.configure(kernel, None, False, 64 if kernel == "chip" else None)
+        be.use_graphs = False  # the launches themselves, not graph nodes
+        u = random_field(be, (size + 2, size + 2))
+        v = be.zeros(u.shape)
+        w = weights(case).cast(dtype)
+        be.advance(u, v, w, be.tile_steps(u.shape) if kernel != "chip" else 64, (1, size + 1, 1, size + 1), False)
+        be.synchronize()
+        print(f"ncu-launches: {size}^2 {dtype} {be.choice(u.shape)[:3]} {be.launch_facts(u.shape)}", flush=True)
+        del be, u, v
+        free_device_memory()
+    return {}
 
 
 def tiling_line(r: dict) -> str:
@@ -367,6 +441,9 @@ def table(directory: Path) -> str:
         if "expr" in best:
             line += f" = {best['expr']['seconds_per_step'] / fastest['seconds_per_step']:.1f}x expr"
         lines.append(line)
+    p = directory / "runs.json"
+    if p.exists():
+        lines += [runs_line(r) for r in json.loads(p.read_text())["rows"]]
     p = directory / "tiling.json"
     if p.exists():
         lines += [tiling_line(r) for r in json.loads(p.read_text())["rows"]]
@@ -412,7 +489,8 @@ def hybrid_lines(directory: Path) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m solver.bench.gpu")
-    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling", "batches"])
+    p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling", "batches", "runs",
+                                     "ncu-launches"])
     p.add_argument("dir", nargs="?", default=".")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--large", type=int, default=16384)
@@ -426,13 +504,14 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch-steps", type=int, nargs="+", default=[48, 400])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cases", nargs="+", default=["16384:float64"], help="runs, ncu-launches: SIZE:DTYPE[:KERNEL]")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     if args.what == "table":
         print(table(Path(args.dir)))
         return 0
     res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target, "tiling": tiling,
-           "batches": batches}[args.what](args)
+           "batches": batches, "runs": runs, "ncu-launches": ncu_launches}[args.what](args)
     from ..parallel.comm import launched_by_mpi
 
     rank0 = not launched_by_mpi() or _rank() == 0

@@ -1,5 +1,8 @@
 """`stencil tune CASE`: time every CuPy kernel variant over a set of block shapes (and, for the
-time-tiled variants, steps per launch) on one GPU.
+time-tiled variants and `chip`, steps per launch) on one GPU.
+
+The tiled variants are also tried with their default block for this grid (cupy_kernels.default_block);
+`chip` only where the field fits on chip, with k from --chip-steps.
 
 Schedule per (variant, block, k): compile; check it against `naive` (k steps from the same random
 field must agree bitwise; k = 1 for the one-step variants); two warm-up batches; `repeats` batches of
@@ -95,7 +98,7 @@ def naive_steps(be, u0, w, region, k: int):
 
 
 def tune(case, variants: list[str] | None = None, blocks: list | None = None, repeats: int = 5, steps: int = 20,
-         save: bool = True, fmad: bool = False, tiles: list[int] | None = None) -> dict:
+         save: bool = True, fmad: bool = False, tiles: list[int] | None = None, chip_steps: list[int] | None = None) -> dict:
     from ..backends import backend_class
     from ..core.physics import weights
 
@@ -108,10 +111,10 @@ def tune(case, variants: list[str] | None = None, blocks: list | None = None, re
     copy = be.copy_bandwidth(u.shape[0] * u.strides[0], repeats)
     references: dict = {}
     rows = []
-    for variant, block, k in configurations(variants, blocks, tiles):
+    for variant, block, k in configurations(variants, blocks, tiles, chip_steps, be, (ny, nx)):
         if k not in references:
             references[k] = naive_steps(be, u0, w, region, k)
-        be.configure(variant, block, fmad, k if variant in gk.TILED else None)
+        be.configure(variant, block, fmad, k if variant in gk.MULTI else None)
         be.prepare(u, v, w)
         same = matches_naive(be, u0, w, region, references[k], k)
         with be.main:
@@ -128,14 +131,28 @@ def tune(case, variants: list[str] | None = None, blocks: list | None = None, re
     return res
 
 
-def configurations(variants, blocks, tiles) -> list[tuple]:
-    """(variant, block, k) in sweep order: each variant's blocks, and k for the tiled ones."""
+def configurations(variants, blocks, tiles, chip_steps=None, be=None, interior=None) -> list[tuple]:
+    """(variant, block, k) in sweep order: each variant's blocks (a tiled variant's also with its
+    default block for this grid, when `be` and `interior` are given), and k for the ones
+    that take several steps per launch; `chip` only where it fits."""
     out = []
     for variant in variants or list(gk.VARIANTS):
-        for block in _blocks_for(variant, blocks):
-            ks = [t for t in (tiles or gk.SWEEP_TILES) if gk.tile_problem(variant, t) is None] if variant in gk.TILED else [1]
-            out += [(variant, block, k) for k in ks]
+        found = _blocks_for(variant, blocks)
+        if be is not None and variant in gk.TILED:
+            fitted = dict.fromkeys(be._default_block(variant, interior, k) for k in _ks(variant, tiles, chip_steps))
+            found += [b for b in fitted if b not in found]
+        if be is not None and variant in gk.ON_CHIP:
+            found = [b for b in found if be.chip_layout(interior, b) is not None]
+        out += [(variant, block, k) for block in found for k in _ks(variant, tiles, chip_steps)]
     return out
+
+
+def _ks(variant: str, tiles, chip_steps) -> list[int]:
+    if variant in gk.ON_CHIP:
+        return list(chip_steps or gk.SWEEP_CHIP_STEPS)
+    if variant in gk.TILED:
+        return [t for t in (tiles or gk.SWEEP_TILES) if gk.tile_problem(variant, t) is None]
+    return [1]
 
 
 def _blocks_for(variant: str, blocks):

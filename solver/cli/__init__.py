@@ -151,7 +151,7 @@ def fail(exc: BaseException, comm) -> None:
 
 @app.command()
 def run(
-    case: Optional[Path] = typer.Argument(None, help="case file (YAML); with --restart DIR alone, the checkpoint's"),
+    case: Optional[Path] = typer.Argument(None, help="case file (YAML); leave it out with --restart DIR to continue with the case saved in the checkpoint"),
     backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
     steps: Optional[int] = typer.Option(None, help="override run.steps (with --restart: may extend the run)"),
     dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
@@ -289,7 +289,8 @@ def tune(
     steps: int = typer.Option(20, min=2, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
-    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2 (default 4 8 12)"),
+    time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2/wave2a (default 4 8 12)"),
+    chip_steps: Optional[list[int]] = typer.Option(None, "--chip-steps", help="steps per launch for chip (default 64 256)"),
 ) -> None:
     """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
     from ..backends.cupy_kernels import VARIANTS, tile_problem
@@ -303,11 +304,15 @@ def tune(
     bad_tile = [t for t in time_tile or [] if tile_problem("wave", t)]
     if bad_tile:
         raise InputError(f"--time-tile: {tile_problem('wave', bad_tile[0])}")
+    bad_tile = [t for t in chip_steps or [] if tile_problem("chip", t)]
+    if bad_tile:
+        raise InputError(f"--chip-steps: {tile_problem('chip', bad_tile[0])}")
     if blocks is not None and not blocks.strip():
         raise InputError("--blocks: '' names no block shape; write e.g. --blocks 32x8,128x16, or leave it out")
     shapes = parse_blocks(blocks)  # the options first, then the case and the GPU
     cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
-    res = run_tune(cfg, kernel or None, shapes, repeats, steps, save, tiles=time_tile or None)
+    res = run_tune(cfg, kernel or None, shapes, repeats, steps, save, tiles=time_tile or None,
+                   chip_steps=chip_steps or None)
     print_tune(res)
     if json_out:
         json_out.write_text(json.dumps(res, indent=1))
@@ -510,12 +515,16 @@ _TIME_TILE = typer.Option(None, "--time-tile", help="override backend.time_tile 
 _VERIFY = typer.Option(None, "--verify/--no-verify", help="default: the case's verify")
 _OVERWRITE = typer.Option(False, help="replace a sweep already in the directory")
 _TIMEOUT = typer.Option(None, min=1, help="seconds before a point is stopped and reported as failed")
+_FIELDS = typer.Option(False, "--fields", help="keep every point's fields.h5 (default: records and timings only)")
+_MODEL = typer.Option(True, "--model/--no-model", help="predict every point with the scaling model (stencil model)")
+_NETWORK = typer.Option(None, help="the model's network between nodes: a preset, 'measured' or a YAML file")
 
 
 def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
     from ..sweep import Settings, exit_code, print_sweep, say_point, sweep
 
-    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point)
+    res = sweep(Settings(kind=kind, case=case, counts=counts, argv=sys.argv[3:], **kw), say=say_point,
+                note=lambda line: print(line, flush=True))
     print_sweep(res)
     code = exit_code(res)
     if code:
@@ -534,12 +543,13 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
         balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE,
+        timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE, fields: bool = _FIELDS,
+        model: bool = _MODEL, network: Optional[str] = _NETWORK,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
-               timeout=timeout, time_tile=time_tile)
+               timeout=timeout, time_tile=time_tile, fields=fields, model=model, network=network)
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)
@@ -557,12 +567,12 @@ def sweep_threads(
     launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
     output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
     dtype: Optional[str] = _DTYPE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-    timeout: Optional[float] = _TIMEOUT,
+    timeout: Optional[float] = _TIMEOUT, fields: bool = _FIELDS,
 ) -> None:
     """Thread scaling: one process, numba threads vary."""
     _sweep("threads", case, _counts(threads, "--threads", [], MAX_THREADS), launcher=launcher, launcher_args=launcher_args,
            repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
-           overwrite=overwrite, timeout=timeout)
+           overwrite=overwrite, timeout=timeout, fields=fields)
 
 
 @app.command()
@@ -575,3 +585,90 @@ def report(
 
     path = make_report(directory, output)
     print(f"report: {path}")
+
+
+@app.command()
+def model(
+    case: Optional[Path] = typer.Argument(None, help="case file (YAML); not needed with --validate"),
+    ranks: Optional[int] = typer.Option(None, min=1, help="MPI ranks (default: nodes x ranks per node, else 1)"),
+    nodes: Optional[int] = typer.Option(None, min=1, help="nodes (default: as many as --ranks needs)"),
+    ranks_per_node: Optional[int] = typer.Option(None, "--ranks-per-node", min=1,
+                                                 help="ranks per node (default: the cores here; with --gpus 1)"),
+    gpus: bool = typer.Option(False, "--gpus", help="one GPU per rank (cupy backend)"),
+    network: Optional[str] = typer.Option(None, help="between nodes: a preset (infiniband-hdr, infiniband-ndr, "
+                                                      "slingshot, ethernet-10g/25g/100g, ...), 'measured', or a YAML file"),
+    time_tile: Optional[int] = typer.Option(None, "--time-tile", min=1, help="override backend.time_tile"),
+    halo: Optional[str] = typer.Option(None, help="override parallel.halo"),
+    decomposition: Optional[str] = typer.Option(None, help="override parallel.decomposition (rows | cart)"),
+    balance: Optional[str] = typer.Option(None, help="override parallel.balance (none | dynamic)"),
+    steps: Optional[int] = typer.Option(None, help="override run.steps"),
+    dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
+    inputs: Optional[Path] = typer.Option(None, "--inputs", help="measured inputs from a file (a model_probe JSON) "
+                                                                  "instead of this machine's own measurements"),
+    validate: Optional[Path] = typer.Option(None, "--validate", help="a sweep directory: error of every point"),
+    launcher: Optional[str] = typer.Option(None, help="the launcher that measures the inputs (default: mpirun)"),
+    launcher_args: str = typer.Option("", "--launcher-args", help="its extra arguments, e.g. '--bind-to core'"),
+    refresh: bool = typer.Option(False, help="measure the inputs again"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the result here"),
+) -> None:
+    """Predicted seconds per step and its parts for any rank and node count (solver/model; docs/scaling_model.md)."""
+    from ..core.errors import InputError
+    from ..model import text
+
+    if validate is not None:
+        from ..model.sweeps import validate as check
+
+        res = check(validate, inputs, network)
+        print("\n".join(text.validation_lines(res)))
+        _write_json(json_out, res)
+        return
+    if case is None:
+        raise InputError("case: give a case file (stencil model CASE), or --validate SWEEP_DIR")
+    from ..config import load_case
+    from ..core.machine import cpu_count
+    from ..model import calibrate
+    from ..model.here import model_case
+    from ..model.inputs import Inputs
+    from ..model.problem import Problem, placement
+
+    over = _overrides(backend="cupy" if gpus else None, time_tile=time_tile, halo=halo, balance=balance,
+                      steps=steps, dtype=dtype, decomposition=decomposition)
+    problem = Problem.from_case(load_case(case, over).model_dump(mode="json"))
+    if problem.outside():
+        raise InputError(problem.outside())
+    cores = Inputs.from_file(inputs).node_ranks() if inputs else cpu_count()  # a node like the one measured
+    place = placement(ranks, nodes, ranks_per_node, cores, gpus)
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    res = model_case(problem, place, cores, network=network, inputs_file=inputs, refresh=refresh, say=say,
+                     launcher=calibrate.launcher(launcher, launcher_args) if (launcher or launcher_args) else None)
+    print("\n".join(text.prediction_lines(res)))
+    _write_json(json_out, res)
+
+
+@bench_app.command("model")
+def bench_model(
+    case: Path = typer.Argument(..., help="case file (YAML): its dtype and halo mode"),
+    ranks: Optional[int] = typer.Option(None, min=1, help="ranks of the probe launch (default: the cores here)"),
+    gpu: Optional[str] = typer.Option(None, help="GPU sizes to measure, e.g. 4096,8192,16384 (square)"),
+    shapes: Optional[str] = typer.Option(None, help="CPU block shapes NYxNX, e.g. 256x4096,1024x1024 (default: a grid)"),
+    time_tile: str = typer.Option("1,8", "--time-tile", help="time tiles to measure"),
+    launcher: Optional[str] = typer.Option(None, help="default: mpirun beside this Python, else on PATH"),
+    launcher_args: str = typer.Option("", "--launcher-args", help="e.g. '--bind-to core'"),
+    refresh: bool = typer.Option(False, help="measure everything again"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the measured inputs here (for --inputs)"),
+) -> None:
+    """Measure the scaling model's inputs (kernel by block and tile, messages, MPI_Allreduce; GPU) and cache them."""
+    from ..bench.model_probe import SHAPES, shapes as parse_shapes
+    from ..config import load_case
+    from ..core.machine import cpu_count
+    from ..model import calibrate
+
+    cfg = load_case(case)
+    n = ranks or cpu_count()
+    sizes = _counts(gpu, "--gpu", [])
+    got = calibrate.measure(calibrate.launcher(launcher, launcher_args), n, cfg.numerics.dtype, cfg.parallel.halo,
+                            parse_shapes(shapes) if shapes else ([] if sizes else list(SHAPES)),
+                            _counts(time_tile, "--time-tile", [1]), [], [(s, s) for s in sizes], refresh,
+                            say=lambda line: print(line, flush=True))
+    print("\n".join(got.describe()))
+    _write_json(json_out, {"entry": got.entry})

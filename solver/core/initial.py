@@ -24,14 +24,24 @@ def initial_block(case, block: Block) -> np.ndarray:
     elif init.kind == "hotspot":
         u = _hotspot(case, rows, cols)
     elif init.kind == "random":
-        u = np.stack([np.random.default_rng([init.seed, i]).uniform(init.low, init.high, case.grid.nx)[cols.start:cols.stop]
-                      for i in rows]).reshape(shape)
+        u = _random(case, rows, cols).reshape(shape)
     else:
         u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols),
                                  dtype=case.numerics.dtype)
         name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset}"
         return _finite(u, name, rows, cols)  # also after the cast: 1e300 is inf in float32
     return np.ascontiguousarray(u, dtype=case.numerics.dtype)
+
+
+def _random(case, rows: range, cols: range) -> np.ndarray:
+    """Row k of cells (cell x cell points each) draws its values from the seed and k alone, so any block of
+    any rank count cuts the same field; cell 1 gives every point its own value."""
+    init, c = case.initial, case.initial.cell
+    per_row = -(-case.grid.nx // c)
+    values = {k: np.random.default_rng([init.seed, k]).uniform(init.low, init.high, per_row)
+              for k in range(rows.start // c, (rows.stop - 1) // c + 1)} if len(rows) else {}
+    j = np.arange(cols.start, cols.stop) // c
+    return np.stack([values[i // c][j] for i in rows]) if len(rows) else np.empty((0, len(cols)))
 
 
 def _hotspot(case, rows: range, cols: range) -> np.ndarray:

@@ -5,7 +5,8 @@ Layout:
     attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
     ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
-    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio).
+    residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio), segments (JSON:
+    the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them).
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -118,6 +119,23 @@ def _attributes(a, p: Path) -> tuple:
     return int(step), time, fingerprint, bool(converged), None if math.isnan(tol) else tol, None if math.isnan(r0) else r0
 
 
+def _segments(a, p: Path, step: int) -> tuple:
+    """The checkpoint's run segments (solver.io.outputs.segment), each an object with its steps checked;
+    a checkpoint written before segments were recorded gets one that says so."""
+    if "segments" not in a:
+        return ({"first_step": None, "last_step": step, "note": "a checkpoint written before segments were recorded"},)
+    segs = json.loads(a["segments"])
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0  # noqa: E731
+    for seg in segs if isinstance(segs, list) else [None]:
+        if not (isinstance(seg, dict) and whole(seg.get("last_step")) and seg["last_step"] <= step
+                and (seg.get("first_step") is None or whole(seg["first_step"]))
+                and (seg.get("seconds") is None or (isinstance(seg["seconds"], (int, float)) and math.isfinite(seg["seconds"])))
+                and isinstance(seg.get("hosts", []), list)):
+            raise InputError(f"--restart: {p} has attribute segments = {str(segs)[:60]!r}, not a list of run "
+                             f"segments up to step {step}: the checkpoint is damaged; restart from an intact copy")
+    return tuple(segs)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path
@@ -128,6 +146,7 @@ class Checkpoint:
     tolerance: float | None
     shape: tuple[int, int]
     r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
+    segments: tuple = ()  # the segments that led to `step` (dicts), oldest first
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -143,7 +162,8 @@ class Checkpoint:
                 if a.get("format") != FORMAT or not isinstance(f.get("u"), h5py.Dataset):
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
                 step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
-                return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0)
+                return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0=r0,
+                           segments=_segments(a, p, step))
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -183,7 +203,7 @@ class Checkpoint:
 
 
 def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
-    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance."""
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, segments."""
     if hdf5_writer(comm) == "mpio":
         return _write_parallel(path, comm, blocks, mine, meta)
     if comm.rank != 0:
@@ -267,5 +287,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "dims": list(meta["dims"]), "converged": bool(meta.get("converged", False)),
                     "tolerance": float("nan") if tol is None else float(tol),
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer})
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
+                    "segments": json.dumps(meta.get("segments", []))})
     return u

@@ -11,7 +11,7 @@ in the number of snapshots). Before each append rank 0 reserves the snapshot's b
 plus RESERVE_SLACK beyond HDF5's end of file (safeio.reserve), so a full disk is found before HDF5 writes anything and
 the file stays readable with every earlier snapshot. Not covered: the process killed (SIGKILL, node
 failure) in the middle of an append; SIGTERM/SIGINT are handled between steps and never interrupt one.
-    /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx)
+    /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx), shuffle + gzip (see compression)
     /step  (snapshots,) int64      /time (snapshots,) float64 (step * dt; laplace: dt = 1)
     attributes: dx, dy, origin [x0, y0], lx, ly, units, dtype, layout, boundary, boundary_sides, case (resolved YAML),
     writer (how the run that last wrote to the file wrote it: see hdf5_writer)
@@ -148,6 +148,13 @@ def allocated_early(dataset) -> bool:
     return dataset.id.get_create_plist().get_alloc_time() == h5py.h5d.ALLOC_TIME_EARLY
 
 
+def compression(writer: str) -> dict:
+    """fields.h5's /u filters beside the checksum: byte shuffle + gzip level 1 (lossless; smooth fields keep
+    half to two thirds of their bytes, uniform regions almost none, at about 0.1 s per 4 MB on one core).
+    Not with parallel HDF5 ("mpio"), whose collective writes into compressed chunks were not tested here."""
+    return {} if writer == "mpio" else {"compression": "gzip", "compression_opts": 1, "shuffle": True}
+
+
 def chunk_rows(nx: int, itemsize: int) -> int:
     return max(1, (1 << 20) // (nx * itemsize))  # about 1 MiB chunks
 
@@ -207,7 +214,8 @@ class FieldFile:
     def _create(self, f, case, spacing, resolved_yaml: str) -> None:
         ny, nx = self.shape
         f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype, fletcher32=True,
-                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=early_allocation())
+                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=early_allocation(),
+                         **compression(self.writer))
         f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", dcpl=early_allocation(), fletcher32=True)
         f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation(), fletcher32=True)
         dx, dy = spacing

@@ -160,21 +160,26 @@ class StopSignals:
 
 class Progress:
     """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
-    anything else (mpirun, srun, a pipe, a log file) gets plain lines `step N/M (P%), T s elapsed, R MLUP/s`
-    at least every LINE_FRACTION of the steps or every LINE_SECONDS, whichever comes first (at the loop's
-    polls, which solver.core.loop spaces at most POLL_SECONDS apart). The loop asks `due(step)` first and
-    waits for a GPU's queued steps when it is, so a line counts the steps computed, not those enqueued.
-    Before a first compilation it says so, since that can take half a minute."""
+    anything else (mpirun, srun, a pipe, a log file, a Jupyter notebook) gets plain lines
+    `step N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every LINE_SECONDS,
+    whichever comes first (at the loop's polls, which solver.core.loop spaces at most POLL_SECONDS apart);
+    with a `callback` (the Python API's progress=), it is called with (step, total, elapsed, mlups) instead of
+    a line. R is the summary's quantity, point updates per second of the steps after the warm-up with the
+    output written inside the loop left out, measured on rank 0 (the summary takes the slowest rank). The loop asks `due(step)` first and waits for a GPU's queued
+    steps when it is, so a line counts the steps computed, not those enqueued. Before a first compilation
+    it says so, since that can take half a minute."""
 
     DELAY = 2.0
     LINE_FRACTION = 0.1
     LINE_SECONDS = 10.0
     BAR_SECONDS = 0.5  # a terminal's bar moves at most this often (each move waits for a GPU)
 
-    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter):
-        self.stream, self.clock = stream or sys.stdout, clock
+    def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter,
+                 callback=None):
+        self.stream, self.clock, self.callback = stream or sys.stdout, clock, callback
         self.total, self.show, self.points = total, enabled, points
-        self.enabled = enabled and self.stream.isatty()  # the bar
+        self.enabled = enabled and callback is None and _isatty(self.stream)  # the bar
+        self.output_seconds = 0.0  # output written inside the loop so far: not stepping
         self.bar = None
         self.start(0)
 
@@ -187,6 +192,12 @@ class Progress:
         """The timed loop begins at `step` (0, or the checkpoint's step): the rate counts from here."""
         self.t0 = self.last_t = self.clock()
         self.first = self.last_step = step
+        self.warmed(step, self.t0)
+
+    def warmed(self, step: int, now: float | None = None) -> None:
+        """The warm-up steps end at `step`: the rate counts from here, as the summary's does."""
+        self.rate_t0, self.rate_first = self.clock() if now is None else now, step
+        self.output_seconds = 0.0
 
     def due(self, step: int, now: float | None = None) -> bool:
         """Would update(step) show something now? (False on other ranks and with --quiet.)"""
@@ -205,6 +216,15 @@ class Progress:
         else:
             self._line(step, now)
 
+    def exclude(self, seconds: float) -> None:
+        """Time spent writing output inside the loop: not part of the rate."""
+        self.output_seconds += seconds
+
+    def rate(self, step: int, now: float) -> float:
+        """MLUP/s of the steps since the warm-up (since start() before it ends), output excluded."""
+        stepping = now - self.rate_t0 - self.output_seconds
+        return self.points * (step - self.rate_first) / stepping / 1e6 if stepping > 0 else 0.0
+
     def iteration(self, step: int, r: float, rel: float) -> None:
         """One line per multigrid cycle (a cycle takes long enough to be worth a line): the residual."""
         if self.show:
@@ -220,10 +240,12 @@ class Progress:
             self.last_step, self.last_t = step, self.clock()
 
     def _line(self, step: int, now: float) -> None:
-        elapsed = now - self.t0
-        rate = self.points * (step - self.first) / elapsed / 1e6 if elapsed > 0 else 0.0
-        print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
-              f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
+        elapsed, rate = now - self.t0, self.rate(step, now)
+        if self.callback is not None:
+            self.callback(step, self.total, elapsed, rate)
+        else:
+            print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
+                  f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
         self.last_step, self.last_t = step, now
 
     def _bar(self, step: int, now: float) -> None:
@@ -240,6 +262,32 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def segment(first_step: int, ranks: int, hosts: list[str], started: float) -> dict:
+    """One stretch of a run in one launch: its steps, ranks, hosts, start and end (the record's run.segments
+    lists every one that led to the result; a checkpoint carries those before it). `started`: time.time()."""
+    return {"first_step": first_step, "last_step": first_step, "ranks": ranks, "hosts": sorted(set(hosts)),
+            "started": _date(started), "ended": None, "seconds": 0.0, "_t0": started}
+
+
+def segment_at(seg: dict, step: int) -> dict:
+    """The segment as it stands at `step` (now), as plain data."""
+    now = time.time()
+    out = {k: v for k, v in seg.items() if not k.startswith("_")}
+    out.update(last_step=step, ended=_date(now), seconds=round(now - seg["_t0"], 3))
+    return out
+
+
+def _date(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 @dataclass(frozen=True)
@@ -265,8 +313,9 @@ class Outputs:
     """
 
     def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
-                 signals: StopSignals | None = None):
+                 segments: tuple = (), current: dict | None = None, progress=None, signals: StopSignals | None = None):
         self.layout, self.comm, self.backend = layout, comm, backend
+        self.segments, self.current = list(segments), current  # earlier segments (a checkpoint's), this one
         self.resume = resume.step
         self.appending = resume.appending
         self.checkpoint_path = layout.outdir / ckpt.NAME
@@ -275,7 +324,7 @@ class Outputs:
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
-                                     layout.case.grid.nx * layout.case.grid.ny)
+                                     layout.case.grid.nx * layout.case.grid.ny, callback=progress)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
@@ -287,7 +336,9 @@ class Outputs:
     def _open_files(self) -> None:
         """Local to each rank (no communication: this runs inside the set-up's agree())."""
         lay, resume = self.layout, self.resume if self.appending else None
-        if self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
+        if not lay.case.output.fields:
+            pass  # output.fields: false: no fields.h5 (sweep points)
+        elif self.hdf5_writer == "mpio":  # every rank holds it; rank 0 alone prepares the file here
             self.fields = ParallelFieldFile(lay.outdir / "fields.h5", lay.case, lay.spacing, lay.resolved_yaml,
                                             self.comm, resume)
         elif self.comm.rank == 0:
@@ -314,9 +365,17 @@ class Outputs:
         """fields.h5 (+ fields.xdmf) and VTK at s.step, unless already written (appending, end == scheduled)."""
         if (self.snapshots and self.snapshots[-1] == s.step) or (self.appending and s.step == self.resume):
             return
+        t0 = time.perf_counter()
+        self._snapshot(s)
+        self.progress_bar.exclude(time.perf_counter() - t0)
+
+    def _snapshot(self, s) -> None:
+        if not self.layout.case.output.fields and self.vtk is None:
+            return  # nothing to write (output.fields: false, no VTK)
         mine = owned(self.backend, s.u)
         t = s.step * self.layout.dt
-        self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
+        if self.layout.case.output.fields:
+            self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
         self.snapshots.append(s.step)
         self.unlisted = True
         self.collective_io(lambda: self._vtk(s.step, t, mine), f"writing the VTK files of step {s.step}")
@@ -369,15 +428,24 @@ class Outputs:
 
     def checkpoint(self, s) -> None:
         """checkpoint.h5 at s.step (collective; the previous one stays until the new one is complete)."""
+        t0 = time.perf_counter()
+        self._checkpoint(s)
+        self.progress_bar.exclude(time.perf_counter() - t0)
+
+    def _checkpoint(self, s) -> None:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance, "r0": s.r0}
+                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step)}
         mine = owned(self.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
+
+    def run_segments(self, step: int) -> list[dict]:
+        """Every segment up to `step`: the checkpoint's earlier ones, then this one as it stands."""
+        return [*self.segments, *([segment_at(self.current, step)] if self.current else [])]
 
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
@@ -400,6 +468,10 @@ class Outputs:
 
     def progress(self, step: int) -> None:
         self.progress_bar.update(step)
+
+    def warmed(self, step: int) -> None:
+        """The loop's warm-up steps end here (the progress rate counts from here)."""
+        self.progress_bar.warmed(step)
 
     def iteration(self, step: int, r: float, rel: float) -> None:
         """A multigrid cycle's line: its residual (rank 0, unless --quiet)."""

@@ -18,7 +18,8 @@ _LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "
 # rank may have the same neighbour on two sides: two ranks in a 1 x 2 grid, or itself when periodic).
 TAGS = {"halo": {"north": 0, "south": 1, "east": 2, "west": 3},
         "gather_block": 7001,  # io.fields: a block's rows on their way to rank 0
-        "vtk_column": 7101, "vtk_row": 7102}  # io.vtk: the shared points of neighbouring pieces
+        "vtk_column": 7101, "vtk_row": 7102,  # io.vtk: the shared points of neighbouring pieces
+        "verify": {"north": 7201, "south": 7202, "compare": 7203}}  # results.verify: the reference's own messages
 
 ABORT_GRACE = 0.5  # seconds; without it mpirun (Hydra) sometimes kills the ranks before their stderr is out
 

@@ -85,8 +85,8 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     (output excluded), so none exceeds 100%."""
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
-    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _cache_reuse,
-                 _overhead):
+    for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _gpu_launch,
+                 _cache_reuse, _overhead):
         line = rule(tp, stats, rows, dtype, on_gpu)
         if line:
             return line
@@ -154,6 +154,38 @@ def _compute(tp, stats, rows, dtype, on_gpu) -> str | None:
             f"({tp['peak_fma_gflops']:.1f} GFLOP/s measured, at the price of bitwise equality with numpy) would help")
 
 
+def _gpu_launch(tp, stats, rows, dtype, on_gpu) -> str | None:
+    """A GPU kernel that computes several steps per pass over memory: what its launch asks of the GPU
+    (the backend's launch facts), since the copy rate is then not the limit."""
+    facts, k = gpu_launch(rows), time_tile(rows)
+    frac = tp.get("fraction_of_copy")
+    if not on_gpu or not facts or k <= 1 or frac is None:
+        return None
+    fields = 2 * facts["field_bytes"]
+    if facts.get("on_chip"):
+        return (f"on chip: the field ({facts['field_bytes'] / 2**20:.0f} MiB) stays in the registers and shared memory of "
+                f"{facts['blocks']} blocks ({facts['threads']} threads, {facts['tile_rows']} rows each; {facts['sms']} "
+                f"multiprocessors) for up to {k} steps per launch, so memory is touched once per launch "
+                f"({frac:.0%} of the copy-bound rate): the limit is on chip, each step's exchange of tile edges "
+                "between blocks through L2 and the arithmetic (Nsight Compute names the unit)")
+    if "warps" not in facts or frac / k >= MEMORY_BOUND:
+        return None
+    l2 = facts.get("l2_bytes") or 0
+    cache = (f"both fields ({fields / 2**20:.0f} MiB) fit in the {l2 / 2**20:.0f} MiB L2" if l2 and fields <= l2 else
+             f"the fields ({fields / 2**20:.0f} MiB) are {fields / l2:.1f}x the {l2 / 2**20:.0f} MiB L2" if l2 else "")
+    regs = f" at {facts['registers']} registers a thread" if facts.get("registers") else ""
+    return (f"latency at low occupancy: {facts['warps']} warps launched for {facts['slots']} warp slots "
+            f"({facts['warps_per_sm']} per multiprocessor{regs}; {facts['waves']:.2f} waves), each one streaming "
+            f"{facts['segment_rows']} rows; a pass of {k} steps moves {frac / k:.0%} of the copy bandwidth "
+            f"({frac:.0%} of the copy-bound rate), so DRAM is not the limit" + (f"; {cache}" if cache else ""))
+
+
+def gpu_launch(rows: list[dict]) -> dict | None:
+    """Rank 0's launch facts for its kernel choice (CupyBackend.launch_facts), or None."""
+    kernels = (rows[0].get("device") or {}).get("kernels") or {}
+    return next((v["launch"] for v in kernels.values() if isinstance(v, dict) and v.get("launch")), None)
+
+
 def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
     frac = tp.get("fraction_of_copy")
     if frac is None or frac <= CACHE_REUSE:
@@ -216,6 +248,26 @@ def oversubscription(rows: list[dict], on_gpu: bool) -> str | None:
             ranks = sum(r["host"] == host for r in rows)
             return f"{ranks} rank(s) with {used} thread(s) in all on {len(cores)} core(s) of {host}"
     return None
+
+
+def check_not_reached(outdir: Path, case) -> None:
+    """A restart into a run directory whose run already reached case.run.steps (or converged) after its last
+    checkpoint would recompute the stretch since then and rewrite its results: an InputError that says so
+    (nothing is changed). Read-only; a directory without a readable record.json is not checked."""
+    from ..core.errors import InputError
+
+    try:
+        rec = json.loads((Path(outdir) / "record.json").read_text())
+        reached, converged = int(rec["run"]["steps"]), bool(rec["run"].get("converged"))
+        tol = rec["case"]["run"].get("tolerance")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+    converged = converged and tol is not None and (case.run.tolerance or 0.0) >= tol  # a lower tolerance goes on
+    if reached >= case.run.steps or converged:
+        why = f"converged at step {reached}" if converged else f"reached step {reached}"
+        raise InputError(f"--restart: the run in {outdir} already {why} (its record.json; run.steps is "
+                         f"{case.run.steps}), after its last checkpoint; nothing was changed: use --steps above "
+                         f"{reached} to extend it, or -o DIR to continue from the checkpoint elsewhere")
 
 
 def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
@@ -341,6 +393,64 @@ def _tiling_line(res: dict) -> str:
             f"{res['messages_per_step']:.2f} halo messages per step (all ranks).")
 
 
+def verdict(passed) -> str:
+    return "PASS" if passed else "FAIL"
+
+
+def check_lines(c: dict) -> list[str]:
+    """record.md's correctness: every check with its figures (the field against its reference, and the
+    conservation of the sum where the sides conserve it)."""
+    if c.get("passed") is None:
+        return [c.get("note", "not verified")]
+    field = (f"- field: {verdict(c['relative_error'] <= c['tolerance'])} against the {c['reference']}: max |u - ref| "
+             f"{c['max_abs_error']:.3e}, relative error {c['relative_error']:.3e} (tolerance {c['tolerance']:.1e})")
+    if "mismatched_points" in c:
+        field += f", {c['mismatched_points']} point(s) differ"
+    lines = [f"{verdict(c['passed'])} after {c['steps']} steps.", "", field + "."]
+    if "conservation" in c:
+        lines.append(f"- conservation: {conservation_text(c['conservation'])}.")
+    if "steady_state" in c:
+        lines.append(f"- steady state: {steady_text(c['steady_state'])}.")
+    return lines
+
+
+def steady_text(k: dict) -> str:
+    """'PASS against the exact solution ...: max |u - u*| e (bound b)'."""
+    return (f"{verdict(k['passed'])} against the {k['reference']}: max |u - u*| {k['max_abs_error']:.3e}, relative "
+            f"{k['relative_error']:.3e} (bound {k['bound']:.3e}: the final residual's, plus rounding)")
+
+
+def conservation_text(k: dict) -> str:
+    """'PASS: sum(u) = S, expected E (initial sum + steps x flux through the Neumann sides), error e (tolerance t)'."""
+    return (f"{verdict(k['passed'])}: sum(u) = {k['sum']:.10g}, expected {k['expected_sum']:.10g} (initial sum + "
+            f"steps x flux through the Neumann sides), error {k['error']:.3e} (tolerance {k['tolerance']:.1e})")
+
+
+def steps_text(run: dict, requested: int) -> str:
+    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).'"""
+    segs = run.get("segments") or []
+    head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    if len(segs) < 2:
+        return head + "."
+    last = segs[-1]
+    return (f"{head}; this segment computed {last['last_step'] - last['first_step']} step(s) (from step "
+            f"{last['first_step']}), {len(segs)} segments in all (below).")
+
+
+def segment_lines(segs: list[dict]) -> list[str]:
+    """record.md's table of the run's segments (one launch each: a restart adds one)."""
+    if not segs:
+        return []
+    lines = ["| segment | steps | ranks | hosts | started | ended | seconds |", "|---|---|---|---|---|---|---|"]
+    for k, s in enumerate(segs):
+        first = "?" if s.get("first_step") is None else s["first_step"]
+        lines.append(f"| {k} | {first}-{s['last_step']} | {s.get('ranks', '?')} | {', '.join(s.get('hosts', [])) or '?'} "
+                     f"| {s.get('started') or '?'} | {s.get('ended') or '?'} | "
+                     f"{'?' if s.get('seconds') is None else format(s['seconds'], '.1f')} |"
+                     + (f" {s['note']}" if s.get("note") else ""))
+    return lines + [""]
+
+
 def markdown(rec: dict) -> str:
     inp, res, tp, c = rec["input"], rec["resources"], rec["throughput"], rec["correctness"]
     env, t = rec["environment"], rec["timings"]
@@ -348,8 +458,8 @@ def markdown(rec: dict) -> str:
              f"**Bottleneck:** {rec['bottleneck']}", "",
              "## Input", "",
              f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
-             f"{inp['initial']}, dt = {inp['dt']:.6g}, {rec['run']['steps']} steps taken "
-             f"({inp['steps_requested']} requested{', converged' if rec['run']['converged'] else ''}).", "",
+             f"{inp['initial']}, dt = {inp['dt']:.6g}; " + steps_text(rec["run"], inp["steps_requested"]), "",
+             *segment_lines(rec["run"].get("segments") or []),
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
@@ -357,11 +467,7 @@ def markdown(rec: dict) -> str:
              + _balance_line(res.get("balance")), "",
              "## Placement", "", *placement_lines(res.get("placement", [])), "",
              "## Correctness", ""]
-    if c.get("passed") is None:
-        lines.append(c.get("note", "not verified"))
-    else:
-        lines.append(f"{'PASS' if c['passed'] else 'FAIL'}: {c['reference']}; relative error "
-                     f"{c['relative_error']:.3e} (tolerance {c['tolerance']:.1e}).")
+    lines += check_lines(c)
     if rec.get("solver"):
         lines += ["", *markdown_lines(rec["solver"])]
     lines += ["", "## Times (s)", "", "| phase | seconds |", "|---|---|"]

@@ -254,9 +254,52 @@ def fig_scaling(res: dict):
         ax.grid(alpha=0.3)
         ax.legend()
     m = res["machine"]
-    fig.suptitle(f"{res['case_name']}: {res['growth']}\n{m['cpu']} ({m['cores_usable']} cores), {res['date']}",
-                 fontsize=8)
+    suptitle(fig, f"{res['case_name']}: {res['growth']}\n{m['cpu']} ({m['cores_usable']} cores), {res['date']}")
     return fig
+
+
+def suptitle(fig, text: str, fontsize: float = 8) -> None:
+    """A figure title wrapped to the figure's width (a long sweep description ran off both edges)."""
+    import textwrap
+
+    width = int(fig.get_figwidth() * 72 / (fontsize * 0.62))
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=fontsize)
+MODEL_PARTS = ("compute", "halo", "waiting", "collective")
+
+
+def fig_model(res: dict):
+    """Measured time per step (points) over the scaling model's prediction (line), and the predicted parts."""
+    rows = [r for r in ok_rows(res) if r.get("predicted_seconds_per_step") is not None]
+    kind = res["kind"]
+    n = [count_of(r, kind) for r in rows]
+    fig, (a, b) = new_figure(2, 5.2)
+    a.plot(n, [r["predicted_seconds_per_step"] * 1e3 for r in rows], "-", label="predicted (stencil model)")
+    a.plot(n, [r["seconds_per_step"] * 1e3 for r in rows], "o", label="measured")
+    a.set(title="Time per step: measured over predicted", xlabel=axis_name(kind), ylabel="ms per step")
+    bottom = [0.0] * len(rows)
+    for part in MODEL_PARTS:
+        v = [r[f"predicted_{part}"] * 1e3 for r in rows]
+        b.bar([str(x) for x in n], v, bottom=bottom, label=part)
+        bottom = [x + y for x, y in zip(bottom, v)]
+    b.plot([str(x) for x in n], [r["seconds_per_step"] * 1e3 for r in rows], "ko", label="measured")
+    b.set(title="Predicted parts", xlabel=axis_name(kind), ylabel="ms per step")
+    _log2_axis(a, n)
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def model_lines(res: dict) -> list[str]:
+    rows = [r for r in ok_rows(res) if r.get("predicted_seconds_per_step") is not None]
+    if not rows:
+        return []
+    lines = ["## Model", "", "The scaling model's prediction beside each point (docs/scaling_model.md):", "",
+             "| n | measured ms | predicted ms | error | compute | halo | waiting | collective |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {count_of(r, res['kind'])} | {r['seconds_per_step'] * 1e3:.4g} | {r['predicted_seconds_per_step'] * 1e3:.4g} | "
+              f"{r['model_error']:+.1%} | " + " | ".join(f"{r[f'predicted_{p}'] * 1e3:.3g}" for p in MODEL_PARTS) + " |"
+              for r in rows]
+    return lines + [""] + [f"- {n}" for n in res.get("model") or []] + [""]
 
 
 def per_step(timings: list[dict], section: str) -> float:
@@ -276,7 +319,7 @@ def fig_breakdown(res: dict):
         ax.bar(labels, v, bottom=bottom, label=label, color=SECTION_COLOURS[s])
         bottom += v
     ax.set(title="Where a step's time goes (mean over ranks)", xlabel=axis_name(kind), ylabel="time per step (ms)")
-    fig.legend(loc="outside right upper")  # beside the axes: inside, it covered the bars
+    fig.legend(loc="outside lower center", ncols=3, fontsize=8)  # below the axes: inside it covered the bars, beside them it squeezed the axes until the title was cut
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -333,7 +376,7 @@ def fig_ranks(timings: list[dict]):
         bottom += v
     ax.plot(labels, [t["loop"] for t in timings], "k_", markersize=20, label="loop wall time")
     ax.set(title="Time per rank in the timed loop", xlabel="rank", ylabel="time (s)")
-    fig.legend(loc="outside right upper")  # beside the axes: inside, it covered the bars
+    fig.legend(loc="outside lower center", ncols=3, fontsize=8)  # below the axes: inside it covered the bars, beside them it squeezed the axes until the title was cut
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -371,6 +414,63 @@ def fig_timeline(trace: dict, steps: int = TIMELINE_STEPS):
     ax.set(title=f"Per-rank timeline, steps {first}-{first + steps - 1}", xlabel=f"time since step {first} began (ms)",
            ylabel="rank", yticks=ranks)
     ax.legend(loc="upper right", fontsize=8)
+    return fig
+
+
+# figures: the field ---------------------------------------------------------------------------------
+
+VIEW_PIXELS = 256  # a "full view": the whole field in this many pixels a side (a window, a thumbnail)
+VISIBLE = 0.05  # a pixel changes visibly when it moves by more than this fraction of the first snapshot's range
+
+
+def full_view(u: np.ndarray, pixels: int = VIEW_PIXELS) -> np.ndarray:
+    """The field as a full view shows it: the mean of each of pixels x pixels blocks (ragged edges dropped)."""
+    by, bx = max(1, u.shape[0] // pixels), max(1, u.shape[1] // pixels)
+    ny, nx = u.shape[0] // by * by, u.shape[1] // bx * bx
+    return u[:ny, :nx].astype(np.float64).reshape(ny // by, by, nx // bx, bx).mean(axis=(1, 3))
+
+
+def visible_change(first: np.ndarray, last: np.ndarray) -> float:
+    """The fraction of a full view's pixels that differ between two snapshots by more than VISIBLE of the
+    first one's range (0 when nothing moves, about 1 when the whole picture changes)."""
+    a, b = full_view(first), full_view(last)
+    span = float(a.max() - a.min()) or 1.0
+    return float(np.mean(np.abs(b - a) > VISIBLE * span))
+
+
+def read_views(path: Path) -> dict:
+    """The first and last snapshots of a fields.h5 at full view, with their steps, times and extent."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            u, steps, times = f["u"], f["step"][()], f["time"][()]
+            if u.ndim != 3 or u.shape[0] == 0 or len(steps) != u.shape[0] or len(times) != u.shape[0]:
+                raise InputError(f"{path}: holds no snapshot series (/u, /step, /time); run the case again")
+            stride = max(1, max(u.shape[1:]) // 1024)  # at most about 1024 points a side are read for the picture
+            first, last = u[0, ::stride, ::stride], u[-1, ::stride, ::stride]
+            dx, dy, (x0, y0) = float(f.attrs["dx"]), float(f.attrs["dy"]), f.attrs["origin"]
+            extent = (x0, x0 + (u.shape[2] - 1) * dx, y0, y0 + (u.shape[1] - 1) * dy)
+    except (OSError, KeyError, ValueError, TypeError) as exc:  # not HDF5, a dataset missing, a checksum
+        raise InputError(f"{path}: cannot be read ({str(exc).splitlines()[0][:80]}); run the case again") from None
+    return {"first": first, "last": last, "steps": (int(steps[0]), int(steps[-1])),
+            "times": (float(times[0]), float(times[-1])), "extent": extent}
+
+
+def fig_fields(views: dict, name: str):
+    """The first and the last snapshot side by side, one colour scale (y up, as in ParaView)."""
+    fig, axes = new_figure(2, 4.6)
+    lo = float(min(views["first"].min(), views["last"].min()))
+    hi = float(max(views["first"].max(), views["last"].max()))
+    for ax, key, k in zip(axes, ("first", "last"), (0, 1)):
+        im = ax.imshow(full_view(views[key], 512), origin="lower", extent=views["extent"], vmin=lo, vmax=hi,
+                       cmap="inferno", interpolation="nearest")
+        ax.set(title=f"step {views['steps'][k]} (t = {views['times'][k]:.3g})", xlabel="x (case units)",
+               ylabel="y (case units)")
+    fig.colorbar(im, ax=axes, label="u (case units)", shrink=0.9)
+    change = visible_change(views["first"], views["last"])
+    suptitle(fig, f"{name}: first and last snapshot; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
+                  f"than {VISIBLE:.0%} of the range", fontsize=9)
     return fig
 
 
@@ -428,7 +528,7 @@ def fig_access(res: dict, backend: str):
            else res["caches"]["gpu"]["name"] + " (CuPy)")
     clock = {"cpu": "CPU time per thread", "wall": "wall clock"}[res.get("clock", "wall")] if backend == "numba" \
         else "CUDA events"
-    fig.suptitle(f"stencil bench access: {who}; median of {res['repeats']}, {clock}; {res['date']}", fontsize=8)
+    suptitle(fig, f"stencil bench access: {who}; median of {res['repeats']}, {clock}; {res['date']}")
     return fig
 
 
@@ -452,8 +552,7 @@ def fig_allreduce(runs: list[dict]):
     ax.legend()
     first = runs[0]
     lib = " ".join((first.get("mpi_library") or "MPI").split())
-    fig.suptitle(f"stencil bench reduction: {lib}; {first['cpu']}; {first['date']}",
-                 fontsize=8)
+    suptitle(fig, f"stencil bench reduction: {lib}; {first['cpu']}; {first['date']}")
     return fig
 
 
@@ -469,6 +568,9 @@ def fig_mpi_scaling(rows: list[dict], where: str):
     fig, axes = new_figure(3, 5.0)
     ranks = sorted({r["ranks"] for r in rows})
     for ax, scaling in zip(axes[:2], ("strong", "weak")):
+        if not any(r["scaling"] == scaling for r in rows):
+            _nothing(ax, f"{scaling} scaling", f"no {scaling}-scaling rows in this file")
+            continue
         ax.plot(ranks, ranks, "k--", label="ideal")
         for (sc, dec, halo), rs in sorted(groups.items()):
             if sc != scaling or halo == "nonblocking" or "+" in halo:  # "+dynamic": see the tables
@@ -486,6 +588,10 @@ def fig_mpi_scaling(rows: list[dict], where: str):
         ax.legend()
     ax = axes[2]
     strong = sorted(groups[("strong", "rows", "overlap")], key=lambda r: r["ranks"])
+    if not strong:
+        _nothing(ax, "strong scaling: bandwidth", "no strong-scaling rows (rows, overlap) in this file")
+        fig.suptitle(f"stencil, numba per-step kernel, float64 - {where}")
+        return fig
     n = [r["ranks"] for r in strong]
     ax.plot(n, [r["copy_gbs"] for r in strong], "k--", marker="s", label="copy, ordinary stores, same ranks (ceiling)")
     if all("memcpy_gbs" in r for r in strong):
@@ -501,6 +607,12 @@ def fig_mpi_scaling(rows: list[dict], where: str):
     ax.legend(fontsize=8)
     fig.suptitle(f"stencil, numba per-step kernel, float64 - {where}")
     return fig
+
+
+def _nothing(ax, title: str, why: str) -> None:
+    """An empty panel that says why it is empty."""
+    ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=9, wrap=True)
+    ax.set(title=title, xticks=[], yticks=[], xlabel="MPI ranks", ylabel="(no data)")
 
 
 def load_scaling_rows(path: Path) -> list[dict] | None:
@@ -628,7 +740,9 @@ def design(rec: dict, launcher: str | None = None) -> list[str]:
 def correctness_line(label: str, c: dict) -> str:
     if c.get("passed") is None:
         return f"| {label} | not verified | | | |"
-    return (f"| {label} | {c['reference']} | {c['relative_error']:.2e} | {c['tolerance']:.1e} | "
+    k = c.get("conservation")
+    also = f"; sum conserved to {k['error']:.2e} (tolerance {k['tolerance']:.1e})" if k else ""
+    return (f"| {label} | {c['reference']}{also} | {c['relative_error']:.2e} | {c['tolerance']:.1e} | "
             f"{'PASS' if c['passed'] else 'FAIL'} |")
 
 
@@ -716,6 +830,7 @@ RUN_CAPTIONS = {
     "ranks.png": "Seconds in each section per rank (timed loop)",
     "bandwidth.png": "Effective bandwidth against the measured copy ceiling, and the roofline view",
     "timeline.png": "Per-rank timeline of the first timed steps (from trace.json)",
+    "fields.png": "The first and the last snapshot of fields.h5 (one colour scale)",
 }
 
 
@@ -750,11 +865,15 @@ def sweep_report(res: dict) -> tuple[dict, str]:
     if not rows:
         raise InputError("sweep: no point succeeded, so there is nothing to plot; see sweep.md for the failures")
     figs = {"scaling.png": fig_scaling(res), "breakdown.png": fig_breakdown(res), "bandwidth.png": fig_bandwidth(res)}
+    captions = dict(SWEEP_CAPTIONS)
+    if any(r.get("predicted_seconds_per_step") is not None for r in rows):
+        figs["model.png"] = fig_model(res)
+        captions["model.png"] = "Measured time per step over the scaling model's prediction, and the predicted parts"
     first = rows[0]["_record"]
     md = [f"# Performance report: {res['case_name']} ({res['kind']} sweep)", "", f"{res['growth']}.", "",
           *problem(first), *hardware(first), *sweep_baseline(rows[0]), *design(rows[-1]["_record"], res["launcher"]),
           *correctness([(f"n = {count_of(r, res['kind'])}", r["_record"]) for r in rows]),
-          *method(res["command"], res["repeats"]), *charts(SWEEP_CAPTIONS), *sweep_analysis(res, rows),
+          *method(res["command"], res["repeats"]), *charts(captions), *sweep_analysis(res, rows), *model_lines(res),
           *limitations(res["notes"], rows, res["repeats"], first["environment"])]
     return figs, "\n".join(md)
 
@@ -770,6 +889,8 @@ def run_report(d: Path) -> tuple[dict, str]:
     figs = {"ranks.png": fig_ranks(timings), "bandwidth.png": fig_run_bandwidth(rec)}
     if (d / "trace.json").exists():
         figs["timeline.png"] = fig_timeline(load_trace(d / "trace.json"))
+    if (d / "fields.h5").exists():
+        figs["fields.png"] = fig_fields(read_views(d / "fields.h5"), rec["input"]["name"])
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]

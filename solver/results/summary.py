@@ -37,7 +37,8 @@ def print_summary(rec: dict) -> None:
                                     "counted)")
     elif tp:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
-        table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s")
+        table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s "
+                                    "(after warm-up, output excluded, as in the progress lines; slowest rank)")
         if "copy_gbs" in tp:
             table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
                                             f"({tp['fraction_of_copy']:.0%} reached)")
@@ -57,8 +58,16 @@ def print_summary(rec: dict) -> None:
                   (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
     c = rec["correctness"]
     if c.get("passed") is not None:
-        table.add_row("verification", f"{'PASS' if c['passed'] else 'FAIL'} rel. error {c['relative_error']:.2e} "
-                                      f"(tol {c['tolerance']:.1e})")
+        table.add_row("verification", f"{'PASS' if c['relative_error'] <= c['tolerance'] else 'FAIL'} rel. error "
+                                      f"{c['relative_error']:.2e} (tol {c['tolerance']:.1e}) against the {c['reference']}")
+        if "conservation" in c:
+            from .record import conservation_text
+
+            table.add_row("conservation", conservation_text(c["conservation"]))
+        if "steady_state" in c:
+            from .record import steady_text
+
+            table.add_row("steady state", steady_text(c["steady_state"]))
     table.add_row("bottleneck", rec["bottleneck"])
     con.print(table)
     con.print(f"results in {rec['case']['output']['dir']}")
@@ -121,14 +130,29 @@ def snapshot_count(case) -> int:
 
 
 def disk_bytes(case) -> dict:
-    """Bytes the output will take: fields.h5 (every snapshot), VTK (the same values again, before its zlib
-    compression, which saves 10-20% on floating-point fields), one checkpoint.h5 (when checkpoints are on)."""
+    """The most bytes the output can take: fields.h5 (every snapshot) and VTK (the same values again), both
+    before their compression (lossless: a smooth field keeps about two thirds of its bytes, a uniform region
+    almost none, noise nearly all), and one checkpoint.h5 (when checkpoints are on; not compressed)."""
     field = case.grid.nx * case.grid.ny * np.dtype(case.numerics.dtype).itemsize
     n = snapshot_count(case)
-    out = {"snapshots": n, "hdf5_bytes": n * field, "vtk_bytes": n * field if case.vtk_enabled else 0,
+    out = {"snapshots": n, "hdf5_bytes": n * field if case.output.fields else 0,
+           "vtk_bytes": n * field if case.vtk_enabled else 0,
            "checkpoint_bytes": field if case.output.checkpoint_every else 0}
     out["disk_bytes"] = out["hdf5_bytes"] + out["vtk_bytes"] + out["checkpoint_bytes"]
     return out
+
+
+def disk_text(p: dict) -> str:
+    """'at most N MB before compression: ...' from disk_bytes (validate and the sweeps print it)."""
+    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"] if p["hdf5_bytes"] else []
+    if p["vtk_bytes"]:
+        parts.append(f"{p['vtk_bytes'] / 1e6:.0f} MB VTK")
+    if p["checkpoint_bytes"]:
+        parts.append(f"{p['checkpoint_bytes'] / 1e6:.0f} MB checkpoint.h5")
+    squeezed = " before compression (fields.h5 and VTK are compressed: smooth fields need less)" \
+        if p["hdf5_bytes"] + p["vtk_bytes"] else ""
+    return f"at most {p['disk_bytes'] / 1e6:.0f} MB{squeezed}: " + (" + ".join(parts) or "no fields (output.fields: "
+                                                                        "false), the record and timings only")
 
 
 def print_plan(case, ranks: int) -> None:
@@ -142,7 +166,12 @@ def print_plan(case, ranks: int) -> None:
     for key, val in case.model_dump(mode="json").items():
         t.add_row(key, escape(str(val)))
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
-    if "stable_dt" in p:
+    if "stable_dt" in p and case.implicit:
+        tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+        t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.4g} x the explicit stability limit {p['stable_dt']:.6g}); "
+                        f"{case.physics.scheme}: each step one multigrid solve to a relative residual of {tol:g}, at "
+                        f"most {case.multigrid.max_cycles} cycles")
+    elif "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
                         f"margin wc = {p['wc']:.4g} >= 0)")
     else:
@@ -154,12 +183,7 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
-    parts = [f"{p['hdf5_bytes'] / 1e6:.0f} MB fields.h5 ({p['snapshots']} snapshots)"]
-    if p["vtk_bytes"]:
-        parts.append(f"up to {p['vtk_bytes'] / 1e6:.0f} MB VTK (zlib-compressed: floats shrink 10-20%)")
-    if p["checkpoint_bytes"]:
-        parts.append(f"{p['checkpoint_bytes'] / 1e6:.0f} MB checkpoint.h5")
-    t.add_row("disk space", f"about {p['disk_bytes'] / 1e6:.0f} MB: " + " + ".join(parts))
+    t.add_row("disk space", disk_text(p))
     con.print(t)
     reason = registry()[case.backend.name].unavailable()
     if reason:

@@ -2,9 +2,11 @@
 
 - initial.kind sine with zero Dirichlet values and zero fluxes (any boundary kinds): each rank compares
   its block with amplitude * factor**steps * mode; the error is max|u - exact| / max|exact| over all ranks.
-- otherwise: rank 0 runs the numpy backend on one process for the same number of steps and
-  compares block by block as they arrive. On the CPU the tolerance is zero (bitwise equality);
-  on a GPU 1e-13 (float64) or 1e-5 (float32) relative.
+- otherwise: a numpy reference runs the same steps on the same ranks, distributed by rows with its own
+  blocking exchange (reference_rows), and every rank compares the run's values with the reference rows
+  they fall in (to_reference_rows: one piece per pair of ranks, never a whole field on one rank). On the
+  CPU the tolerance is zero (bitwise equality); on a GPU 1e-13 (float64) or 1e-5 (float32) relative.
+  Its cost is said before the run starts (cost_note: reference steps timed on the real blocks).
 - multigrid: the numpy backend running the same cycles on one process (bitwise on the CPU).
 - laplace with constant Dirichlet sides, in addition: against the exact solution of the discrete equations
   (solver.core.exact), within the rigorous bound that the final residual gives (steady_state).
@@ -19,8 +21,8 @@ import numpy as np
 
 from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
-from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
 from ..core import exact
+from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
 from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
@@ -112,9 +114,83 @@ def conservation(layout, comm, backend, u, steps: int, solves=None) -> dict:
             "passed": bool(abs(s - expected) <= tol)}
 
 
+# the numpy reference, distributed -------------------------------------------------------------------
+
+STRIP_ROWS = 16  # rows per numpy pass of the reference: its temporaries stay in cache (16 x 4096 x 8 B = 512 kB)
+
+
+def reference_block(case, comm, rank: int | None = None):
+    """A rank's block of the reference (this one's by default): rows split over every rank (decomposition
+    rows), whatever the run's decomposition, balance or halo depth."""
+    from ..core.boundary import periodic_axes
+
+    return decompose(case.shape, (comm.size, 1), comm.rank if rank is None else rank, periodic_axes(case))
+
+
+def reference_rows(case, comm, steps: int, block=None, ticks: list | None = None) -> np.ndarray:
+    """The numpy reference's owned rows after `steps` steps (collective). Independent of the code it checks
+    but for the initial field and the boundary rules: its own row split, the update in the term order of
+    solver.core.physics.update evaluated in row strips (bitwise the same values), and its own plain
+    blocking exchange of one ghost row each way per step (MPI_Sendrecv, tag "verify"). ticks: a list that
+    gets time.perf_counter() after each step."""
+    import time
+
+    from ..core.field import padded_field
+    from ..core.initial import initial_block
+
+    block = block or reference_block(case, comm)
+    w = weights(case).cast(case.numerics.dtype)
+    fill = make_fill(case, block)
+    u = padded_field(case, block, initial_block(case, block))
+    u_new = u.copy()
+    tmp = np.empty((2, STRIP_ROWS, block.nx), dtype=u.dtype)
+    for _ in range(steps):
+        exchange_rows(comm, block, u)
+        strip_step(u_new, u, w, tmp)
+        if not fill.constant:
+            fill.apply(u_new)
+        u, u_new = u_new, u
+        if ticks is not None:
+            ticks.append(time.perf_counter())
+    return u[1:-1, 1:-1]
+
+
+def exchange_rows(comm, block, u: np.ndarray) -> None:
+    """Ghost rows from the ranks before and after (a periodic wrap included): two blocking MPI_Sendrecv."""
+    if comm.size == 1 or (block.north is None and block.south is None):
+        return
+    from ..parallel.comm import TAGS, sendrecv
+
+    sendrecv(comm.mpi, u[-2], block.north, u[0], block.south, TAGS["verify"]["north"])
+    sendrecv(comm.mpi, u[1], block.south, u[-1], block.north, TAGS["verify"]["south"])
+
+
+def strip_step(out: np.ndarray, u: np.ndarray, w, tmp: np.ndarray) -> None:
+    """out = wc*u + wx*(west + east) + wy*(south + north) on the owned points, STRIP_ROWS rows at a time."""
+    ny, nx = u.shape[0] - 2, u.shape[1] - 2
+    for r0 in range(1, ny + 1, STRIP_ROWS):
+        r1 = min(r0 + STRIP_ROWS, ny + 1)
+        a, b, o = tmp[0, :r1 - r0], tmp[1, :r1 - r0], out[r0:r1, 1:nx + 1]
+        np.add(u[r0:r1, 0:nx], u[r0:r1, 2:nx + 2], out=a)
+        np.multiply(a, w.wx, out=a)
+        np.multiply(u[r0:r1, 1:nx + 1], w.wc, out=o)
+        np.add(o, a, out=o)
+        np.add(u[r0 - 1:r1 - 1, 1:nx + 1], u[r0 + 1:r1 + 1, 1:nx + 1], out=b)
+        np.multiply(b, w.wy, out=b)
+        np.add(o, b, out=o)
+
+
 def reference_field(case, steps: int) -> np.ndarray:
-    """The numpy backend on one process, from the initial field, for `steps` steps (implicit: each a
-    multigrid solve) or multigrid cycles (rank 0 only)."""
+    """The numpy reference on one process: the whole field after `steps` steps (implicit heat: each a
+    multigrid solve), or multigrid cycles (the numpy backend running the same solver)."""
+    from ..parallel.comm import Comm
+
+    if case.uses_multigrid:
+        return _multigrid_field(case, steps)
+    return reference_rows(case, Comm(), steps)
+
+
+def _multigrid_field(case, cycles: int) -> np.ndarray:
     from ..backends.numpy_backend import NumpyBackend
     from ..core.boundary import periodic_axes
     from ..core.field import padded_field
@@ -123,11 +199,7 @@ def reference_field(case, steps: int) -> np.ndarray:
     block = decompose(case.shape, (1, 1), 0, periodic_axes(case))
     be = NumpyBackend(case.backend, case.numerics.dtype)
     be.boundary = make_fill(case, block)
-    u = padded_field(case, block, initial_block(case, block))
-    if case.uses_multigrid:
-        return _multigrid_reference(case, block, be, u, steps)
-    u, _ = be.advance(u, u.copy(), weights(case).cast(case.numerics.dtype), steps, block.everything())
-    return u[1:-1, 1:-1]
+    return _multigrid_reference(case, block, be, padded_field(case, block, initial_block(case, block)), cycles)
 
 
 def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
@@ -153,7 +225,86 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
     return np.array(mg.views()[0][1:-1, 1:-1])
 
 
+
+
+COST_STEPS = 4  # reference steps timed before a verified run: the first touches fresh memory, the median of the rest
+
+
+def reference_seconds_per_step(case, comm) -> float:
+    """The reference's time per step on this job's ranks: the median of COST_STEPS - 1 steps of its real
+    blocks after a first one (slowest rank; collective): what `--verify` will cost, said before the run."""
+    import time
+
+    ticks = [time.perf_counter()]
+    reference_rows(case, comm, COST_STEPS, ticks=ticks)
+    return comm.allmax(float(np.median(np.diff(ticks)[1:])))
+
+
+def cost_note(case, comm, steps: int) -> str | None:
+    """The line a verified run prints before it starts: the reference's expected time (None: exact solution)."""
+    if case.uses_multigrid or exact_solution_available(case):
+        return None  # the exact eigenmode costs nothing; multigrid's reference runs on one process (not timed)
+    per_step = reference_seconds_per_step(case, comm)
+    return (f"verify: after the run a numpy reference repeats the {steps} steps on {comm.size} rank(s): about "
+            f"{per_step * steps:.1f} s ({per_step * 1e3:.1f} ms per step, timed now on {COST_STEPS} of its steps)")
+
+
 def _against_reference(layout, comm, backend, u, steps: int) -> dict:
+    case = layout.case
+    if case.uses_multigrid:
+        return _against_one_process(layout, comm, backend, u, steps)
+    block = reference_block(case, comm)
+    ref = reference_rows(case, comm, steps, block)
+    worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}
+
+    def compare(rows: tuple[int, int], cols: tuple[int, int], data: np.ndarray) -> None:
+        r = ref[rows[0] - block.rows[0]:rows[1] - block.rows[0], cols[0]:cols[1]]
+        d = np.abs(data.astype(np.float64) - r)
+        worst["abs"] = max(worst["abs"], float(np.max(d, initial=0.0)))
+        worst["scale"] = max(worst["scale"], float(np.max(np.abs(r), initial=0.0)))
+        worst["mismatched"] += int(np.count_nonzero(data != r))
+
+    to_reference_rows(comm, layout.blocks, owned(backend, u), [reference_block(case, comm, q) for q in range(comm.size)],
+                      compare)
+    err, scale = comm.allmax(worst["abs"]), comm.allmax(worst["scale"])
+    mismatched = comm.allsum(worst["mismatched"])
+    rel = err / scale if scale > 0 else err
+    tol = GPU_RTOL[case.numerics.dtype] if backend.on_gpu else 0.0
+    return {"reference": f"numpy reference on {comm.size} rank(s) (rows, blocking exchange), same steps"
+                         + ("" if tol else " (bitwise)"),
+            "steps": steps, "max_abs_error": err, "relative_error": rel, "mismatched_points": mismatched,
+            "tolerance": tol, "passed": bool(rel <= tol and (tol > 0 or mismatched == 0))}
+
+
+def to_reference_rows(comm, blocks, mine: np.ndarray, ref_blocks, compare) -> None:
+    """Collective: the run's owned block of every rank meets the reference rows it overlaps. In round k each
+    rank sends the part of its block that rank + k's reference rows hold and receives from rank - k the
+    part that its own reference rows hold (MPI_Sendrecv; one piece per pair, never a whole field), then
+    calls compare(rows, cols, data) with global rows and columns."""
+    from ..parallel.comm import TAGS, sendrecv
+
+    me = blocks[comm.rank]
+
+    def overlap(b, q) -> tuple[int, int]:
+        r = ref_blocks[q].rows
+        return max(b.rows[0], r[0]), min(b.rows[1], r[1])
+
+    for k in range(comm.size):
+        dest, src = (comm.rank + k) % comm.size, (comm.rank - k) % comm.size
+        (s0, s1), (g0, g1) = overlap(me, dest), overlap(blocks[src], comm.rank)
+        piece = np.ascontiguousarray(mine[s0 - me.rows[0]:s1 - me.rows[0]]) if s1 > s0 else None
+        got = np.empty((max(g1 - g0, 0), blocks[src].nx), dtype=mine.dtype) if g1 > g0 else None
+        if k == 0:
+            got = piece
+        else:
+            sendrecv(comm.mpi, piece, dest if piece is not None else None, got, src if got is not None else None,
+                     TAGS["verify"]["compare"])
+        if got is not None:
+            compare((g0, g1), blocks[src].cols, got)
+
+
+def _against_one_process(layout, comm, backend, u, steps: int) -> dict:
+    """Multigrid: the numpy backend's cycles on rank 0, compared block by block as they arrive."""
     case = layout.case
     ref = reference_field(case, steps) if comm.rank == 0 else None
     worst = {"abs": 0.0, "scale": 0.0, "mismatched": 0}

@@ -6,7 +6,7 @@
 #include KERNEL_SOURCE
 
 extern "C" void launch(real* out, const real* u, long long pitch, int r0, int r1, int c0, int c1, int o0, int o1,
-                       int p0, int p1, void* resid, real wc, real wx, real wy, unsigned gx, unsigned gy, unsigned bx)
+                       int p0, int p1, int rows, void* resid, real wc, real wx, real wy, unsigned gx, unsigned gy, unsigned bx)
 {
     gridDim = {gx, gy, 1};
     blockDim = {bx, 1, 1};
@@ -20,7 +20,7 @@ extern "C" void launch(real* out, const real* u, long long pitch, int r0, int r1
                         threadIdx = {t, 0, 0};
                         blockIdx = {b, by, 0};
                         this_warp = &warp;
-                        wave(out, u, pitch, r0, r1, c0, c1, o0, o1, p0, p1, (rbits*)resid, wc, wx, wy);
+                        wave(out, u, pitch, r0, r1, c0, c1, o0, o1, p0, p1, rows, (rbits*)resid, wc, wx, wy);
                     });
                 for (auto& l : lanes) l.join();
             }

@@ -1,19 +1,28 @@
-// A CPU stand-in for the few CUDA features the wave kernel uses, so that its index logic, guards and
-// rounding can be checked with g++ where no GPU is (tests/test_wave_emulated.py). One std::thread per
-// lane; a warp's 32 threads meet at a barrier around every shuffle (the kernel keeps shuffles in
-// warp-uniform control flow, which this relies on, as the hardware does with a full mask).
-// Not a GPU: it says nothing about speed, and a real GPU run is still the test that counts.
+// A CPU stand-in for the few CUDA features the wave and chip kernels use, so that their index logic,
+// guards and rounding can be checked with g++ where no GPU is (tests/test_wave_emulated.py,
+// tests/test_chip_emulated.py). One std::thread per lane; a warp's 32 threads meet at a barrier around
+// every shuffle (the kernels keep shuffles in warp-uniform control flow, which this relies on, as the
+// hardware does with a full mask). Blocks: __syncthreads is a barrier of the block's threads, dynamic
+// shared memory one buffer per block (emu_block_shared), static __shared__ arrays one buffer for all
+// (the wave driver runs one warp at a time, and each warp uses its own part); the chip driver runs
+// every thread of every block at once, so flags between blocks (atomics) work as on the GPU.
+// Asynchronous copies (cp.async) happen at once. Not a GPU: it says nothing about speed, nor about
+// the GPU's memory ordering, and a real GPU run is still the test that counts.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cstring>
 #include <mutex>
-#include <algorithm>
+#include <thread>
+#include <vector>
 
 #define __device__
 #define __global__
 #define __forceinline__ inline
 #define __restrict__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
+#define __shared__ static
 
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
@@ -28,6 +37,19 @@ struct warp_sync {
 };
 inline thread_local warp_sync* this_warp = nullptr;
 inline std::mutex atomic_lock;
+
+struct block_sync {
+    explicit block_sync(unsigned threads, size_t smem_bytes) : bar(threads), smem(smem_bytes / 16 + 1) {}
+    std::barrier<> bar;
+    std::vector<double2> smem;  // 16-byte aligned
+};
+inline thread_local block_sync* this_block = nullptr;
+inline void __syncthreads() { this_block->bar.arrive_and_wait(); }
+template <typename T> inline T* emu_block_shared() { return reinterpret_cast<T*>(this_block->smem.data()); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void emu_yield() { std::this_thread::yield(); }
+template <typename T> inline T __ldcg(const T* p) { return *p; }
+template <typename T> inline void __stcg(T* p, T v) { *p = v; }
 
 template <typename T> inline T shfl_idx(T v, int src) {
     const int lane = threadIdx.x & 31;

@@ -1,6 +1,6 @@
 // Shared by every stencil kernel (solver/backends/cupy_kernels.py prepends this file to each variant).
 //
-// Defines injected at compile time: REAL (float | double), BX, BY (block shape), V (march only).
+// Defines injected at compile time: REAL (float | double), BX, BY (block shape), V (columns per thread).
 // Layout: `u` and `out` point at element (0, 0) of a padded (ny + 2) x (nx + 2) field whose rows lie
 // `pitch` elements apart (solver/core/decomp.py documents the index convention); a region is the local
 // index range [r0, r1) x [c0, c1). The allocation (solver/backends/cupy_backend.py) aligns column 1
@@ -46,4 +46,35 @@ __device__ __forceinline__ void warp_max_to(rbits* to, real m)
         if (other > m) m = other;
     }
     if ((threadIdx.x & 31) == 0 && m > real(0)) atomicMax(to, as_bits(m));
+}
+
+// Asynchronous 16-byte copies from global to shared memory (cp.async, sm_80 and later), in groups:
+// copy_async16 queues one (zeros instead where !ok), copy_async_commit closes a group, and
+// copy_async_wait<N> waits until at most N of this thread's groups are pending. Without a GPU
+// (tests/cuda_emu) the copy happens at once.
+template <typename T>
+__device__ __forceinline__ void copy_async16(T* dst, const void* src, const bool ok)
+{
+#ifdef __CUDA_ARCH__
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 16 : 0) : "memory");
+#else
+    if (ok) memcpy(dst, src, 16);
+    else memset(dst, 0, 16);
+#endif
+}
+
+__device__ __forceinline__ void copy_async_commit()
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void copy_async_wait()
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }

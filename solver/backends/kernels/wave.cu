@@ -1,7 +1,9 @@
-// wave (variants `wave`, V = 16 bytes / sizeof(real) columns per thread, and `wave2`, twice that):
+// wave (variants `wave`, V = 16 bytes / sizeof(real) columns per thread, `wave2`, twice that, and
+// `wave2a`, `wave2` with rows streamed in ahead by asynchronous copies, PF rows deep):
 // K steps per launch (time tiling), bitwise equal to K single steps.
 //
-// Scheme: each warp owns a strip of 32 * V columns and a segment of BY output rows; it streams down
+// Scheme: each warp owns a strip of 32 * V columns and a segment of `rows` output rows (a launch
+// argument: the launcher fits it to the grid, cupy_kernels.default_block); it streams down
 // the segment one input row per iteration and keeps, for each level L = 0 .. K-1, the last two rows
 // of that level in registers. On input row i, level L (1 <= L <= K) computes its row i - L from level
 // L-1's rows i-L-1, i-L and i-L+1 (a wavefront skewed by one row per level), so every level advances
@@ -21,6 +23,10 @@
 // beyond it are not loaded (zeros are used instead).
 // Warps whose strip and segment keep at least K rows/columns inside C take a path with no guards;
 // those at C's edges select per point (in C: updated; outside: kept).
+// Prefetch (PF > 0, `wave2a`): row i + PF is copied into a per-warp ring of PF + 1 rows in shared
+// memory (cp.async, 16 bytes a lane and vector, zero-filled where the edge path loads nothing) while
+// row i is computed, so the load's latency is hidden behind PF rows of arithmetic instead of stalling
+// each row; every lane reads back only what it copied itself, so no barrier is needed.
 // Residual: with `resid` non-null, the largest |level K - level K-1| over O (NaN -> +inf) is
 // atomically maxed into *resid as an integer bit pattern (non-negative floats order like integers):
 // the convergence / NaN check of the last step, without storing level K-1.
@@ -31,6 +37,10 @@ static_assert(V % VW == 0, "V must be a multiple of the 16-byte vector width");
 constexpr int A = (K + V - 1) / V;  // apron lanes at each side of the strip
 static_assert(K >= 1 && 2 * A < 32, "K too deep for this V: the apron would fill the warp");
 constexpr int WOUT = (32 - 2 * A) * V;  // columns a strip stores
+#ifndef PF
+#define PF 0
+#endif
+constexpr int SLOTS = PF + 1;  // rows in a warp's prefetch ring
 
 template <typename T> struct vec16;
 template <> struct vec16<float> { typedef float4 type; };
@@ -56,7 +66,41 @@ struct wave_ctx {
     bool in[V];      // column x + m lies in C (edge path)
     bool ld[NV];     // vector q lies on C's ring or inside (edge path)
     real wc, wx, wy;
+    vec* ring;       // this warp's prefetch ring (PF > 0): SLOTS rows of NV vectors per lane
+    int rd, wr;      // ring slots of the row read next and of the row copied next
 };
+
+// The ring's vector q of slot `slot` for this lane: lanes adjacent within a vector (no bank conflict).
+__device__ __forceinline__ vec* ring_at(const wave_ctx& c, const int slot, const int q)
+{
+    return c.ring + (slot * NV + q) * 32 + (threadIdx.x & 31);
+}
+
+// Copy row i into the ring slot c.wr (zeros where nothing is loaded), as one group of async copies.
+template <bool EDGE>
+__device__ __forceinline__ void fetch_row(const int i, wave_ctx& c)
+{
+    const real* p = c.u + (idx)i * c.pitch + c.x;
+#pragma unroll
+    for (int q = 0; q < NV; ++q) {
+        const bool ok = i < c.e && (!EDGE || c.ld[q]);
+        copy_async16(ring_at(c, c.wr, q), ok ? p + q * VW : c.u, ok);
+    }
+    copy_async_commit();
+    c.wr = c.wr + 1 == SLOTS ? 0 : c.wr + 1;
+}
+
+// Row i from the ring (its copy group is complete once at most PF younger groups are pending).
+__device__ __forceinline__ void ring_row(real (&n)[V], wave_ctx& c)
+{
+    copy_async_wait<PF>();
+    row_t r;
+#pragma unroll
+    for (int q = 0; q < NV; ++q) r.v[q] = *ring_at(c, c.rd, q);
+#pragma unroll
+    for (int m = 0; m < V; ++m) n[m] = r.e[m];
+    c.rd = c.rd + 1 == SLOTS ? 0 : c.rd + 1;
+}
 
 template <bool EDGE>
 __device__ __forceinline__ void load_row(real (&n)[V], const int i, const wave_ctx& c)
@@ -118,9 +162,14 @@ __device__ __forceinline__ void store_row(const real (&o)[V], const real (&prev)
 // P, C, N rotate (the caller passes them permuted), so no row is ever copied between registers.
 template <bool EDGE, bool RES>
 __device__ __forceinline__ void wave_row(real (&P)[K][V], real (&C)[K][V], real (&N)[K][V], const int i,
-                                         const wave_ctx& c, real& rmax)
+                                         wave_ctx& c, real& rmax)
 {
-    if (i < c.e) load_row<EDGE>(N[0], i, c);
+    if (PF > 0) {
+        fetch_row<EDGE>(i + PF, c);
+        ring_row(N[0], c);  // rows past c.e were zero-filled and are never used
+    } else if (i < c.e) {
+        load_row<EDGE>(N[0], i, c);
+    }
 #pragma unroll
     for (int L = 1; L <= K; ++L) {
         const int j = i - L;
@@ -142,13 +191,17 @@ __device__ __forceinline__ void wave_row(real (&P)[K][V], real (&C)[K][V], real 
 }
 
 template <bool EDGE, bool RES>
-__device__ __forceinline__ void wave_segment(const int s, const int last, const wave_ctx& c, real& rmax)
+__device__ __forceinline__ void wave_segment(const int s, const int last, wave_ctx& c, real& rmax)
 {
     real b0[K][V], b1[K][V], b2[K][V];
 #pragma unroll
     for (int L = 0; L < K; ++L) {
 #pragma unroll
         for (int m = 0; m < V; ++m) b0[L][m] = b1[L][m] = b2[L][m] = real(0);
+    }
+    if (PF > 0) {  // the first PF rows in flight before the first is needed
+        c.rd = c.wr = 0;
+        for (int d = 0; d < PF; ++d) fetch_row<EDGE>(s + d, c);
     }
     int i = s;
     while (true) {
@@ -159,14 +212,18 @@ __device__ __forceinline__ void wave_segment(const int s, const int last, const 
         if (i > last) break;
         wave_row<EDGE, RES>(b2, b0, b1, i++, c, rmax);
     }
+    if (PF > 0) copy_async_wait<0>();  // no copy may land in the ring after the next segment reuses it
 }
 
 extern "C" __global__ void __launch_bounds__(BX)
 wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
      const int r0, const int r1, const int c0, const int c1,
-     const int o0, const int o1, const int p0, const int p1,
+     const int o0, const int o1, const int p0, const int p1, const int rows,
      rbits* __restrict__ resid, const real wc, const real wx, const real wy)
 {
+#if PF > 0
+    __shared__ vec ring[BX / 32 * SLOTS * NV * 32];
+#endif
     const int lane = threadIdx.x & 31;
     const int strip = blockIdx.x * (BX / 32) + (threadIdx.x >> 5);
     const int xb = 1 + ((p0 - 1) / VW) * VW - A * V;  // first column of strip 0 (16-byte aligned; p0 >= 1)
@@ -181,6 +238,11 @@ wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
     c.wc = wc;
     c.wx = wx;
     c.wy = wy;
+#if PF > 0
+    c.ring = ring + (threadIdx.x >> 5) * (SLOTS * NV * 32);
+#else
+    c.ring = nullptr;
+#endif
     c.x = xs + lane * V;
     const bool stores = lane >= A && lane < 32 - A;
     c.full = stores && c.x >= p0 && c.x + V <= p1;
@@ -196,10 +258,10 @@ wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
     }
     const bool cols_inside = xs >= c0 && xs + 32 * V <= c1;
     real rmax = real(0);
-    const int segments = (o1 - o0 + BY - 1) / BY;
+    const int segments = (o1 - o0 + rows - 1) / rows;
     for (int g = blockIdx.y; g < segments; g += gridDim.y) {
-        const int y0 = o0 + g * BY;
-        const int y1 = min(y0 + BY, o1);
+        const int y0 = o0 + g * rows;
+        const int y1 = min(y0 + rows, o1);
         const int s = max(y0 - K, r0 - 1);  // first input row read
         c.e = min(y1 + K, r1 + 1);
         c.y0 = y0;

@@ -1,0 +1,117 @@
+"""The Python API: a case from a file or a mapping, fields overridden by their dotted path, a run in this
+process (one process, or every rank of an `mpirun` job), and back the final field and the snapshots as
+arrays with their coordinates (an xarray Dataset where xarray is installed), with the run's record.
+
+    from solver import api
+
+    case = api.load_case("cases/quickstart.yaml", {"physics.alpha": 0.5, "output.dir": "output/a05"})
+    result = api.run(case)
+    result.field          # the final field, (ny, nx) numpy array (rank 0; None on the other ranks)
+    result.snapshots      # fields.h5 as an xarray.Dataset u(time, y, x) (a dict of arrays without xarray)
+    result.record         # record.json as a dict (every rank)
+
+The distribution is `stencil`, the package `solver` (docs/python.md). Bad input raises
+solver.core.errors.InputError (the message names the field and the fix) before anything is written; a
+failed --verify raises VerificationError. Nothing here initialises MPI unless the process was started by
+an MPI launcher (or `mpi=True`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .config import Case, case_from_data, load_case  # noqa: F401 - load_case is part of this API
+
+__all__ = ["Case", "Result", "build_case", "load_case", "run", "with_fields"]
+
+
+def build_case(data: dict, overrides: dict[str, Any] | None = None) -> Case:
+    """A case from a mapping laid out as a case file (`grid` required, `name` defaults to "case"), with
+    `overrides` (dotted field paths -> values) applied; validated as a file is."""
+    import copy
+
+    data = copy.deepcopy(dict(data))
+    data.setdefault("name", "case")
+    return case_from_data(data, "case", overrides)
+
+
+def with_fields(case: Case, overrides: dict[str, Any]) -> Case:
+    """A copy of `case` with fields changed by dotted path, e.g. {"physics.alpha": 2.0, "run.steps": 100},
+    validated again (`output.dir` keeps its value unless overridden)."""
+    return case_from_data(case.model_dump(mode="json"), case.name, overrides)
+
+
+@dataclass
+class Result:
+    """What a run gives back. `field` and the snapshots live on rank 0 (None on the other ranks)."""
+
+    record: dict
+    dir: Path
+    field: np.ndarray | None
+    x: np.ndarray  # x of each column (case units): origin + j dx
+    y: np.ndarray  # y of each row: origin + i dy
+    rank: int = 0
+    _snapshots: Any = field(default=None, repr=False)
+
+    @property
+    def snapshots(self):
+        """fields.h5 read back: an xarray.Dataset with u(time, y, x) and step(time) where xarray is installed,
+        else a dict of numpy arrays u, time, step, x, y. None on ranks other than 0, or without fields.h5
+        (output.fields: false)."""
+        if self._snapshots is None and self.rank == 0 and (self.dir / "fields.h5").exists():
+            self._snapshots = read_snapshots(self.dir / "fields.h5")
+        return self._snapshots
+
+
+def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True, verify: bool | None = None,
+        ceiling: bool = True, mpi: bool | None = None, comm=None) -> Result:
+    """Run `case` in this process and return its Result (collective under mpirun: every rank calls it).
+
+    overwrite: replace results already in case.output.dir (refused otherwise, as on the command line).
+    progress: True (rank 0 prints `step N/M` lines, a bar on a terminal), False (silent), or a callable
+      progress(step, total, elapsed_s, mlups) called instead (e.g. to update a notebook widget).
+    verify: check the result (None: the case's `verify`); a failure raises VerificationError.
+    ceiling: look up (measure once, then cached) the copy bandwidth and compute peak for the record.
+    mpi / comm: by default MPI is used when an MPI launcher started this process; or pass a
+      solver.parallel.comm.Comm (e.g. Comm(MPI.COMM_WORLD)).
+    """
+    from .core.errors import VerificationError
+    from .core.physics import origin, spacing
+    from .io.fields import gather_field, owned
+    from .parallel.comm import Comm
+    from .run import Options, Run
+
+    comm = comm or Comm.world(mpi)
+    opts = Options(overwrite=overwrite, quiet=progress is False, verify=verify, ceiling=ceiling,
+                   progress=progress if callable(progress) else None)
+    r = Run(case, comm, opts)
+    record = r.execute()
+    final = gather_field(comm, r.layout.blocks, owned(r.backend, r.state.u))
+    (dx, dy), (x0, y0) = spacing(case), origin(case)
+    result = Result(record, Path(case.output.dir), final, x0 + dx * np.arange(case.grid.nx),
+                    y0 + dy * np.arange(case.grid.ny), comm.rank)
+    c = record["correctness"]
+    if c.get("passed") is False:
+        raise VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
+                                f"{c['tolerance']:.1e} against the {c['reference']}")
+    return result
+
+
+def read_snapshots(path: Path):
+    """fields.h5 as an xarray.Dataset (or a dict of arrays without xarray), with physical coordinates."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        u, steps, times = f["u"][()], f["step"][()], f["time"][()]
+        dx, dy, (x0, y0) = float(f.attrs["dx"]), float(f.attrs["dy"]), f.attrs["origin"]
+    x, y = x0 + dx * np.arange(u.shape[2]), y0 + dy * np.arange(u.shape[1])
+    try:
+        import xarray as xr
+    except ImportError:
+        return {"u": u, "time": times, "step": steps, "x": x, "y": y}
+    return xr.Dataset({"u": (("time", "y", "x"), u), "step": ("time", steps)},
+                      coords={"time": times, "y": y, "x": x}, attrs={"source": str(path)})

@@ -1,0 +1,121 @@
+"""The on-chip kernel `chip` (solver/backends/kernels/chip.cu) compiled for the CPU with g++ and the CUDA
+shim (tests/cuda_emu: one thread per lane, every block's threads at once, __syncthreads and the flags
+between blocks as real barriers and atomics), so that its tiles, the exchange of edges between warps
+and blocks, the ghost ring, the guards and the rounding are checked on every machine: n steps in one
+launch are bitwise equal to n numpy steps on odd, non-square grids with random (non-zero) ghost
+layers, both dtypes, with tiles split across several blocks in both directions, shared-memory rows or
+none, and the fused residual of the last step. Also the launch layout (cupy_kernels.chip_layout)
+without any kernel. The GPU itself is tested by tests/test_gpu_chip.py; this says nothing about speed
+or about the GPU's memory ordering."""
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_wave_emulated import HERE, field, numpy_steps, pitched
+
+from solver.backends import cupy_kernels as gk
+from solver.core.physics import Weights
+
+_LIBS: dict = {}
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
+
+
+def chip_lib(tmp_dir, dtype, nt, rr):
+    key = (dtype, nt, rr)
+    if key not in _LIBS:
+        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}.cu"
+        src.write_text(gk.source("chip"))
+        defines = [o for o in gk.options("chip", dtype, (nt, rr)) if o.startswith("-D")]
+        lib = src.with_suffix(".so")
+        res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
+                              f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
+                              "-o", str(lib)], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        _LIBS[key] = ctypes.CDLL(str(lib))
+    return _LIBS[key]
+
+
+def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
+    """One launch of `steps` steps over the whole interior; returns (out, residual, layout)."""
+    ny, nx = host.shape[0] - 2, host.shape[1] - 2
+    layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30)
+    gx, gy, threads, rt, smem = layout
+    lib = chip_lib(tmp_dir, dtype, *block)
+    u = pitched(host)
+    out = pitched(np.full_like(host, np.nan))
+    rows, cols, nflags = gk.chip_buffer_sizes(layout)
+    hrow, hcol = np.full(rows, np.nan, dtype), np.full(cols, np.nan, dtype)
+    flags = np.zeros(nflags, np.uint32)
+    w = Weights(0.1, 0.2, 0.25).cast(dtype)
+    real = ctypes.c_float if dtype == "float32" else ctypes.c_double
+    rbits = (ctypes.c_uint32 if dtype == "float32" else ctypes.c_uint64)(0)
+    ptr = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
+    lib.launch(ptr(out), ptr(u), ctypes.c_longlong(u.strides[0] // u.itemsize), ctypes.c_int(ny), ctypes.c_int(nx),
+               ctypes.c_int(rt), ctypes.c_int(steps), ptr(hrow), ptr(hcol), ptr(flags),
+               ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy), ctypes.c_uint(gx),
+               ctypes.c_uint(gy), ctypes.c_uint(threads), ctypes.c_ulonglong(smem))
+    value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
+    assert (flags == steps).all(), "every block published every level"
+    return np.array(out), value, layout
+
+
+CASES = [  # dtype, (threads at most, rows in registers), multiprocessors, (ny, nx), steps
+    ("float64", (64, 2), 6, (37, 300), 6),    # 2 x 3 blocks of 2 warps, 11 shared-memory rows each
+    ("float32", (64, 4), 8, (40, 130), 5),    # 8 blocks down, 2 warps each (the last partly past nx)
+    ("float64", (64, 2), 6, (5, 3), 3),       # tiles of exactly the register rows: no shared-memory row
+    ("float32", (32, 2), 4, (1, 1), 4),       # a tile taller than the grid
+    ("float64", (64, 1), 9, (21, 520), 7),    # 3 x 3 blocks: every block has neighbours on some side
+    ("float32", (32, 3), 5, (64, 33), 1),     # one step
+]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype,block,sms,shape,steps", CASES, ids=str)
+def test_chip_equals_n_numpy_steps(tmp_path, dtype, block, sms, shape, steps):
+    ny, nx = shape
+    host = field(shape, dtype, steps)
+    got, res, layout = run_chip(tmp_path, dtype, block, sms, host, steps)
+    want, prev = numpy_steps(host, steps, (1, ny + 1, 1, nx + 1), dtype)
+    inside = np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    np.testing.assert_array_equal(got[inside], want[inside], err_msg=f"layout {layout}")
+    assert np.isnan(got[~inside]).all(), "stored outside the interior"
+    assert res == np.max(np.abs(want - prev)[inside])  # the fused residual of the last step
+
+
+@needs_gxx
+def test_chip_residual_flags_nan(tmp_path):
+    host = field((12, 70), "float64", 3)
+    host[5, 30] = np.nan
+    _, res, _ = run_chip(tmp_path, "float64", (64, 2), 4, host, 2)
+    assert res == np.inf
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=st.sampled_from(["float32", "float64"]), nt=st.sampled_from([32, 64, 256, 512]),
+       rr=st.integers(1, 8), sms=st.integers(1, 140), ny=st.integers(1, 5000), nx=st.integers(1, 5000))
+def test_chip_layout_covers_the_interior_within_the_limits(dtype, nt, rr, sms, ny, nx):
+    limit = 227 * 1024
+    layout = gk.chip_layout(dtype, (ny, nx), sms, (nt, rr), limit)
+    if layout is None:
+        return
+    gx, gy, threads, rt, smem = layout
+    assert gx * gy <= sms and threads % 32 == 0 and threads <= nt and rt >= rr and smem <= limit
+    assert gx * threads * gk.CHIP_V >= nx and (gx - 1) * threads * gk.CHIP_V < nx  # every column, no idle block
+    assert gy * rt >= ny and (gy - 1) * rt < ny  # every row, no block past the grid
+    assert smem == gk.chip_smem_bytes(dtype, rt, rr, threads)
+
+
+def test_chip_layout_of_the_issue_sizes_on_an_h200():
+    """2048^2 float64 (32 MiB) fits the 132 multiprocessors of an H200 (128 blocks of 16 rows, 200 KiB
+    of shared memory each); 4096^2 float64 does not, nor does 4096^2 float32."""
+    h200 = dict(sms=132, smem_limit=232448)
+    block64 = gk.default_block("chip", "float64", (2048, 2048), 132)
+    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 204800)
+    assert gk.chip_layout("float64", (4096, 4096), block=block64, **h200) is None
+    assert gk.chip_layout("float32", (4096, 4096), block=gk.default_block("chip", "float32", (1, 1), 132), **h200) is None
