@@ -66,7 +66,8 @@ class StopSignals:
       its files; a stop already under way still ends with 75, otherwise the run exits with its own code
       and a note says the signal came after the last step.
     - A second SIGINT (Ctrl-C twice) stops at once: the lock is released (`at_abort`), one line said,
-      and the process exits 130 where it stands, without a checkpoint (the last one stays intact).
+      and the process exits 130 where it stands, without a checkpoint (the last one stays intact). In a
+      library call of run_case (a notebook) it raises KeyboardInterrupt instead, Python's own way.
 
     `held()` gives the instance installed in this process: the CLI installs one for the process's
     lifetime (`install`); a library call of run_case installs one for the run and restores the previous
@@ -77,8 +78,9 @@ class StopSignals:
 
     _current: StopSignals | None = None  # the instance installed in this process
 
-    def __init__(self):
+    def __init__(self, process: bool = False):
         self.received: int | None = None
+        self.process = process  # installed for the process's lifetime (the CLI), not for one library call
         self._old = {}
         self._at_abort: list = []  # what a second Ctrl-C does before the process ends (release the lock)
 
@@ -86,7 +88,7 @@ class StopSignals:
     def install(cls) -> StopSignals:
         """The policy for the rest of this process (the CLI): installed once, never restored."""
         if cls._current is None:
-            cls._current = cls().__enter__()
+            cls._current = cls(process=True).__enter__()
         return cls._current
 
     @classmethod
@@ -124,6 +126,8 @@ class StopSignals:
 
     def _handle(self, signum, frame):
         if self.received is not None and signum == signal.SIGINT:
+            if not self.process:
+                raise KeyboardInterrupt  # a library call (a notebook): Python's own way; the run's finally releases the lock
             self._abort()
         self.received = signum
 
