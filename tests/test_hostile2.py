@@ -54,7 +54,7 @@ def test_higher_eigenmodes_verify_and_a_wrong_field_still_fails(tmp_path):
     res = stencil(["run", str(slow), "-q", "--verify"])
     assert res.returncode == 0, res.stderr
     c = record(tmp_path / "out_k33")["correctness"]
-    assert c["passed"] and c["reference"].startswith("numpy backend") and c["mismatched_points"] == 0
+    assert c["passed"] and c["reference"].startswith("numpy") and "bitwise" in c["reference"]
     fast = write_case(tmp_path / "n54.yaml", grid={"nx": 23, "ny": 17}, initial={"kind": "sine", "k": [5, 4]},
                       boundary={side: {"kind": "neumann"} for side in ("left", "right", "bottom", "top")},
                       run={"steps": 60},

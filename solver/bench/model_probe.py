@@ -364,10 +364,40 @@ def here_key(dtype: str, halo: str) -> str:
 
 
 def load_entry(key: str) -> dict | None:
+    """The cached entry for `key`, or None (also when it is invalid: it is said, and measured again)."""
     from ..core import cache
 
-    entry = cache.load(CACHE).get(key)
-    return entry if isinstance(entry, dict) else None
+    return cache.load(CACHE, entry_problem, "it is measured again").get(key)
+
+
+def entry_problem(key: str, entry) -> str | None:
+    """Why a model.json entry cannot be used (what missing_kernels, needs_messages and solver.model.inputs
+    read: kernel points with their shape, occupancy, hosts and per-rank tile seconds; message tables), or None."""
+    from ..core.cache import positive, problem, whole
+
+    def table(v) -> bool:  # [[size, seconds], ...]
+        return isinstance(v, list) and all(isinstance(r, list) and len(r) == 2 and all(positive(x) for x in r) for r in v)
+
+    def rows(v) -> bool:  # per rank: a list of positive seconds
+        return isinstance(v, list) and v != [] and all(isinstance(r, list) and r and all(positive(x) for x in r) for r in v)
+
+    count, listed = (whole(1), "a whole number >= 1"), (lambda v: isinstance(v, list), "a list")
+    point = [("ny", *count), ("nx", *count), ("k", *count), ("occupancy", *count), ("tile_seconds", rows,
+             "a list of positive seconds per rank"), ("hosts", *listed), ("node_ranks", *listed)]
+    why = problem(entry, [("kernel", *listed), ("gpu", *listed), ("messages", lambda v: isinstance(v, dict), "an object")],
+                  optional=("gpu", "messages"))
+    for i, p in enumerate([] if why else entry["kernel"]):
+        why = why or (f"kernel[{i}]: {w}" if (w := problem(p, point)) else None)
+    for i, p in enumerate([] if why else entry.get("gpu") or []):
+        why = why or (f"gpu[{i}]: {w}" if (w := problem(p, [("ny", *count), ("nx", *count)])) else None)
+    m = None if why else entry.get("messages")
+    if m:
+        tables = [(name, table, "a table of [size, seconds] rows") for name in ("exchange", "allreduce")]
+        why = problem(m, [("ranks", *count), ("per_node", *count), ("pingpong", lambda v: isinstance(v, dict)
+                          and all(table(v.get(n) or []) for n in ("intra", "inter")), "intra and inter tables"),
+                          *tables], optional=("exchange", "allreduce"))
+        why = f"messages: {why}" if why else None
+    return why
 
 
 def point_id(p: dict) -> tuple:
