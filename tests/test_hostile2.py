@@ -378,6 +378,26 @@ def test_an_invalid_tuned_kernel_entry_is_said_and_ignored(tmp_path, monkeypatch
     assert err.count("is invalid") == 4 and "the default kernel is used" in err
 
 
+def test_an_invalid_model_entry_is_said_and_measured_again(tmp_path, monkeypatch, capsys):
+    """model.json (the cluster model's measured inputs): an entry whose tile seconds or message tables are
+    not numbers reads as missing (the probe measures it again), with a note; a valid one is used."""
+    from solver.bench import model_probe
+
+    monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
+    point = {"ny": 16, "nx": 32, "k": 1, "occupancy": 1, "pattern": "serial", "hosts": ["h"], "node_ranks": [0],
+             "tile_seconds": [[1e-5, 2e-5]]}
+    messages = {"ranks": 2, "per_node": 2, "pingpong": {"intra": [[8, 3e-6]], "inter": []}, "exchange": [[512, 2e-5]]}
+    entries = {"good": {"kernel": [point], "gpu": [], "messages": messages},
+               "seconds": {"kernel": [{**point, "tile_seconds": [[1e-5, "slow"]]}]},
+               "tables": {"kernel": [point], "messages": {**messages, "pingpong": {"intra": [[8]]}}},
+               "shape": {"kernel": [{**point, "ny": -16}]}}
+    (tmp_path / "model.json").write_text(json.dumps(entries))
+    assert model_probe.load_entry("good")["kernel"] == [point]
+    assert [model_probe.load_entry(k) for k in ("seconds", "tables", "shape")] == [None] * 3
+    err = capsys.readouterr().err
+    assert err.count("is invalid") == 3 and "it is measured again" in err and "tile_seconds" in err
+
+
 @pytest.mark.parametrize("var", ["OMP_NUM_THREADS", "NUMBA_NUM_THREADS"])
 def test_a_thread_count_from_the_environment_is_checked_naming_the_variable(tmp_path, var):
     case = write_case(tmp_path / "c.yaml", backend={"name": "numba"}, output={"dir": str(tmp_path / "out")})
