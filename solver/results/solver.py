@@ -185,7 +185,7 @@ def markdown_lines(s: dict) -> list[str]:
     hist = s["history"]
     if hist and "scheme" in s:
         shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
-        lines += ["", "| step | cycles | unit: max abs(g) + norm(A) max abs(u) | relative residual reached |",
+        lines += ["", "| step | cycles | initial residual max abs(g - A u^n) | relative residual reached |",
                   "|---|---|---|---|"]
         lines += [f"| {h['step']} | {h['cycles']} | {h['unit']:.3e} | {h['relative']:.3e} |" for h in shown]
     elif hist:
