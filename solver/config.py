@@ -260,6 +260,9 @@ class Output(Section):
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
     checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)
     trace: bool = False
+    residual: bool = Field(False, description=(
+        "laplace: also write the final residual g - A u (unit diagonal: what one Jacobi sweep would add) to "
+        "residual.h5, laid out as fields.h5 (one snapshot), for ParaView or h5py"))
 
 
 class Case(Section):
@@ -323,6 +326,9 @@ class Case(Section):
                 raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
         if self.physics.solver == "multigrid" or self.implicit:
             self._check_multigrid()
+        if self.output.residual and self.physics.equation != "laplace":
+            raise ValueError("output.residual: applies to equation laplace (the steady state's residual); remove it "
+                             "or set physics.equation: laplace")
         if self.physics.equation == "heat" and self.run.tolerance is not None and not self.implicit:
             raise ValueError("run.tolerance: applies to equation laplace and to implicit heat schemes; remove it or "
                              "set physics.equation: laplace or physics.scheme: backward-euler")

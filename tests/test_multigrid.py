@@ -3,6 +3,8 @@ solution, every backend bitwise against numpy, convergence that does not grow wi
 tests (relative residual, rounding floor), and what the record says. MPI: tests/test_multigrid_mpi.py."""
 
 import json
+
+import h5py
 from fractions import Fraction
 
 import numpy as np
@@ -138,8 +140,6 @@ def run(tmp_path, name, **sections):
     res = stencil(["run", str(path), "-q"])
     assert res.returncode == 0, res.stderr
     out = tmp_path / f"out_{name}"
-    import h5py
-
     with h5py.File(out / "fields.h5") as f:
         return f["u"][-1], json.loads((out / "record.json").read_text())
 
@@ -222,3 +222,19 @@ def test_validate_explains_what_the_tolerance_means(case_file):
     res = stencil(["validate", str(case_file("v", physics={"equation": "laplace", "solver": "multigrid"},
                                             run={"tolerance": 1e-8}))])
     assert res.returncode == 0 and "relative residual" in res.stdout and "multigrid V(2,2)" in res.stdout
+
+
+@pytest.mark.parametrize("solver", ["multigrid", "jacobi"])
+def test_residual_field_written_when_asked(tmp_path, solver):
+    """output.residual: residual.h5 holds the final residual field, whose largest value is the record's."""
+    u, rec = run(tmp_path, solver, physics={"solver": solver}, output={"residual": True},
+                 run={"steps": 4 if solver == "multigrid" else 200, "check_every": 50})
+    with h5py.File(tmp_path / f"out_{solver}" / "residual.h5") as f:
+        r = f["u"][-1]
+        assert r.shape == u.shape and f["step"][-1] == rec["run"]["steps"]
+    assert np.abs(r).max() == rec["run"]["residuals"][-1][1]
+
+
+def test_residual_output_is_refused_for_heat(case_file):
+    res = stencil(["run", str(case_file("h", output={"residual": True}))])
+    assert res.returncode == 2 and "output.residual" in res.stderr and len(res.stderr.strip().splitlines()) == 1

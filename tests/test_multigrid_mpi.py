@@ -83,3 +83,15 @@ def test_sigterm_stops_between_cycles_with_a_checkpoint_and_exit_75(tmp_path):
     assert again.returncode == 0, again.stderr
     s = json.loads((tmp_path / "s" / "record.json").read_text())["solver"]
     assert s["first_iteration"] == stopped and s["iterations"] == 2
+
+
+def test_residual_field_from_three_ranks_equals_one_process(tmp_path):
+    fields = []
+    for n in (1, 3):
+        case = write_case(tmp_path / f"r{n}.yaml", **MG, parallel={"decomposition": "cart"},
+                          output={"dir": str(tmp_path / f"r{n}"), "vtk": False, "residual": True})
+        res = mpirun(n, ["run", str(case), "-q", "--steps", "4"])
+        assert res.returncode == 0, res.stderr
+        with h5py.File(tmp_path / f"r{n}" / "residual.h5") as f:
+            fields.append(f["u"][-1])
+    assert fields[0].tobytes() == fields[1].tobytes() and np.abs(fields[0]).max() > 0

@@ -35,7 +35,7 @@ class LoopState:
     converged: bool = False
     stopped_by: str | None = None  # "signal" when a stop request ended the loop early; "floor": the residual stalled
     r0: float | None = None  # laplace: max |residual| of the initial field, the unit of run.tolerance
-    solves: list[tuple[int, int, float, float]] = field(default_factory=list)  # implicit heat: (step, cycles, r0, relative)
+    solves: list[tuple[int, int, float, float]] = field(default_factory=list)  # implicit heat: (step, cycles, max|g|, relative)
 
     def relative(self, r: float) -> float:
         """A residual in units of the initial one (0 when the initial field already solves the problem)."""
@@ -148,8 +148,8 @@ class TimeLoop:
         from .physics import IMPLICIT_TOLERANCE
 
         tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
-        cycles, r0, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
-        s.solves.append((s.step + 1, cycles, r0, rel))
+        cycles, scale, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
+        s.solves.append((s.step + 1, cycles, scale, rel))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)
 

@@ -28,7 +28,7 @@ from .fields import FieldFile, ParallelFieldFile, for_each_block, hdf5_writer, o
 from .safeio import collective, describe
 from .timings import write_timings_table
 
-RESULT_FILES = ("record.json", "record.md", "fields.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
+RESULT_FILES = ("record.json", "record.md", "fields.h5", "residual.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
                 "trace.json", "checkpoint.h5", "u.pvd", "timings.h5")
 LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
@@ -456,6 +456,24 @@ class Outputs:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         if s.stopped_by == "signal" or (self.layout.case.output.checkpoint_every and s.step != self.last_checkpoint):
             self.checkpoint(s)
+
+    def residual(self, s, mine: np.ndarray) -> None:
+        """residual.h5: the final residual field (this rank's owned block `mine`), one snapshot laid out as
+        fields.h5 (collective; blocks streamed to rank 0)."""
+        lay = self.layout
+
+        def write() -> None:
+            f = FieldFile(lay.outdir / "residual.h5", lay.case, lay.spacing, lay.resolved_yaml) if self.comm.rank == 0 else None
+            try:
+                k = f.append(s.step, float(s.step)) if f else None
+                for_each_block(self.comm, lay.blocks, mine, (lambda b, data: f.put(k, b, data)) if f else None)
+                if f:
+                    f.commit()
+            finally:
+                if f:
+                    f.close()
+
+        self.collective_io(write, "writing residual.h5")
 
     def interrupted(self, s) -> Interrupted:
         err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.case.run.steps}; "

@@ -64,7 +64,7 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
 
 
 def implicit_record(facts: dict, rows: list[dict]) -> dict:
-    """Implicit heat: each step's solve (cycles, initial residual, relative residual reached)."""
+    """Implicit heat: each step's solve (cycles, the residual's unit, relative residual reached)."""
     solves = facts["solves"]
     cycles = [c for _, c, _, _ in solves]
     worst = max((rel for *_, rel in solves), default=None)
@@ -73,7 +73,7 @@ def implicit_record(facts: dict, rows: list[dict]) -> dict:
            "cycles_per_step": {"min": min(cycles), "mean": sum(cycles) / len(cycles), "max": max(cycles)} if cycles else None,
            "worst_relative": worst,
            "unconverged_steps": [k for k, _, _, rel in solves if not rel < facts["tolerance"]],
-           "history": [{"step": k, "cycles": c, "initial_residual": r0, "relative": rel} for k, c, r0, rel in solves],
+           "history": [{"step": k, "cycles": c, "unit": g, "relative": rel} for k, c, g, rel in solves],
            "levels": level_table(facts["levels"], rows)}
     bad = out["unconverged_steps"]
     out["ended"] = (f"{len(solves)} {facts['scheme']} steps, {out['cycles']} cycles "
@@ -185,8 +185,9 @@ def markdown_lines(s: dict) -> list[str]:
     hist = s["history"]
     if hist and "scheme" in s:
         shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
-        lines += ["", "| step | cycles | initial residual | relative residual reached |", "|---|---|---|---|"]
-        lines += [f"| {h['step']} | {h['cycles']} | {h['initial_residual']:.3e} | {h['relative']:.3e} |" for h in shown]
+        lines += ["", "| step | cycles | initial residual max abs(g - A u^n) | relative residual reached |",
+                  "|---|---|---|---|"]
+        lines += [f"| {h['step']} | {h['cycles']} | {h['unit']:.3e} | {h['relative']:.3e} |" for h in shown]
     elif hist:
         shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
         lines += ["", "| iteration | max residual | relative |", "|---|---|---|"]

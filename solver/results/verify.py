@@ -32,7 +32,7 @@ CONSERVATION_ULPS = 8.0  # per step, relative to sum |u|
 def verify(layout, comm, backend, u, steps: int, residual: float | None = None, solves=None) -> dict:
     """layout: solver.core.layout.Layout; u: this rank's padded field after `steps` steps (collective);
     residual: laplace, the final max |g - A u| (for the steady-state check); solves: implicit heat, each
-    step's (step, cycles, initial residual, relative residual reached) (the tolerances allow for them)."""
+    step's (step, cycles, the residual's unit, relative residual reached) (the tolerances allow for them)."""
     case = layout.case
     if exact_solution_available(case) and case.physics.solver == "jacobi":
         result = _against_exact(layout, comm, backend, u, steps, solves)
@@ -49,9 +49,10 @@ def verify(layout, comm, backend, u, steps: int, residual: float | None = None, 
 
 def solve_allowance(case, solves) -> float:
     """Implicit heat: what the solves' residuals allow the eigenmode's relative error to grow by. A step
-    solved to relative residual rho leaves a relative error of about rho dt alpha lambda in the mode (its
-    residual is that share of the mode; other modes' errors decay faster than it), so the allowance is
-    10 sum(rho_n max(1, dt alpha lambda)), lambda the mode's 5-point eigenvalue."""
+    solved to relative residual rho (its initial residual the unit) leaves a relative error of about rho
+    dt alpha lambda in the mode (its residual is that share of the mode; other modes' errors decay faster
+    than it), so the allowance is 10 sum(rho_n max(1, dt alpha lambda)), lambda the mode's 5-point
+    eigenvalue, measured against the initial amplitude (the errors of slower modes stay)."""
     if not solves:
         return 0.0
     from ..core.physics import mode_eigenvalue, time_step
@@ -109,7 +110,7 @@ def conservation(layout, comm, backend, u, steps: int, solves=None) -> dict:
 
         (dx, dy), (_, kappa) = spacing(case), implicit_operator(case)
         d = 1.0 + kappa * (2.0 / dx**2 + 2.0 / dy**2)
-        tol += sum(r0 * rel for _, _, r0, rel in solves) * d * case.grid.nx * case.grid.ny
+        tol += sum(g * rel for _, _, g, rel in solves) * d * case.grid.nx * case.grid.ny
     return {"sum": s, "expected_sum": expected, "error": abs(s - expected), "tolerance": tol,
             "passed": bool(abs(s - expected) <= tol)}
 
