@@ -238,3 +238,10 @@ def test_residual_field_written_when_asked(tmp_path, solver):
 def test_residual_output_is_refused_for_heat(case_file):
     res = stencil(["run", str(case_file("h", output={"residual": True}))])
     assert res.returncode == 2 and "output.residual" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_report_draws_a_multigrid_run(tmp_path):
+    run(tmp_path, "rep")
+    res = stencil(["report", str(tmp_path / "out_rep")])
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out_rep" / "bandwidth.png").stat().st_size > 0

@@ -344,7 +344,13 @@ def roofline(ax, points: list[tuple[str, dict]]) -> None:
     """Memory roofs (copy ceiling x intensity) for the smallest and largest ceiling, the compute roofs
     measured with the same ranks and threads (solver.bench.peak: multiply + add, as the stencil is
     compiled, and fused multiply-add), and the achieved points."""
-    tps = [tp for _, tp in points if tp]
+    points = [(label, tp) for label, tp in points if tp and "flops_per_update" in tp]
+    tps = [tp for _, tp in points]
+    if not tps:  # multigrid: its levels and verbs have no single intensity (docs/multigrid.md)
+        ax.text(0.5, 0.5, "no roofline: a multigrid cycle mixes\nkernels of different intensity\n(record.md: "
+                "time per level)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
     ai = tps[0]["flops_per_update"] / tps[0]["bytes_per_update"]
     x = np.logspace(-2, 2, 50)
     ceilings = sorted({tp["copy_gbs"] for tp in tps if tp.get("copy_gbs")})
