@@ -60,9 +60,9 @@ class Optional_:
         self.spec = spec
 
 
-THROUGHPUT = {"effective_gbs": NUM, "seconds_per_step": NUM, "mlups": NUM, "gflops": NUM, "flops_per_update": NUM,
-              "bytes_per_update": NUM, **{k: Optional_(NUM) for k in ("copy_gbs", "fraction_of_copy",
-                                                                     "peak_mul_add_gflops", "peak_fma_gflops")}}
+THROUGHPUT = {"effective_gbs": NUM, "seconds_per_step": NUM, "mlups": NUM,  # the rest: not in multigrid records
+              **{k: Optional_(NUM) for k in ("gflops", "flops_per_update", "bytes_per_update", "copy_gbs",
+                                             "fraction_of_copy", "peak_mul_add_gflops", "peak_fma_gflops")}}
 RECORD = {  # what the report reads of a record.json
     "input": {"name": ANY, "equation": TEXT, "nx": INT, "ny": INT, "dtype": ANY, "initial": ANY,
               "weights": {"wc": NUM, "wx": NUM, "wy": NUM}},
@@ -150,7 +150,12 @@ def load_json(path: Path, spec=None, again: str = "run the sweep or the case aga
 
 
 def load_record(path: Path, again: str = "run the case again") -> dict:
-    return load_json(path, RECORD, again)
+    rec = load_json(path, RECORD, again)
+    tp = rec.get("throughput") or {}
+    if "flops_per_update" in tp and not all(_number(tp.get(k)) for k in ("gflops", "bytes_per_update")):
+        raise InputError(f"{path}: throughput has flops_per_update without gflops and bytes_per_update (the roofline "
+                         f"needs all three); it is damaged or not stencil's: {again}")
+    return rec
 
 
 def load_trace(path: Path) -> dict:
