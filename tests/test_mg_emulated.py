@@ -441,7 +441,7 @@ def run_fields(tmp_path, name, dtype, cycle, sides, monkeypatch=None, emulator=N
                        "output": {"dir": str(tmp_path / name), "vtk": False}})
     if emulator is not None:
         cls = type("Emulated", (EmulatedBackend,), {"emulator": emulator})
-        monkeypatch.setattr(solver.run, "backend_class", lambda name: cls)
+        monkeypatch.setattr(solver.run, "backend_class", lambda name, threads=None: cls)
     rec = run_case(c, options=Options(ceiling=False))
     with h5py.File(tmp_path / name / "fields.h5") as f:
         return f["u"][-1], rec["run"]["residuals"]

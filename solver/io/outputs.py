@@ -81,6 +81,7 @@ class StopSignals:
     def __init__(self, process: bool = False):
         self.received: int | None = None
         self.process = process  # installed for the process's lifetime (the CLI), not for one library call
+        self.served = False  # held() has given it to a run already
         self._old = {}
         self._at_abort: list = []  # what a second Ctrl-C does before the process ends (release the lock)
 
@@ -105,8 +106,14 @@ class StopSignals:
     @classmethod
     @contextmanager
     def held(cls):
-        """The installed policy, or one installed for the duration of the block."""
+        """The installed policy, or one installed for the duration of the block. An installed policy that
+        already served a run starts the next one with no signal received (a process that runs several cases,
+        the Python API or a test session: one run's stop request is not the next one's); the first run keeps
+        a signal that came before it (the CLI installs the policy before it reads the case)."""
         if cls._current is not None:
+            if cls._current.served:
+                cls._current.received = None
+            cls._current.served = True
             yield cls._current
             return
         with cls() as signals:
