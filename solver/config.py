@@ -324,7 +324,7 @@ class Case(Section):
                 raise ValueError("parallel.balance: dynamic moves whole rows; set decomposition: rows or balance: none")
             if self.backend.name == "cupy":
                 raise ValueError("parallel.balance: dynamic applies to CPU backends; use backend numba or balance: none")
-        if self.physics.solver == "multigrid" or self.implicit:
+        if self.uses_multigrid:
             self._check_multigrid()
         if self.output.residual and self.physics.equation != "laplace":
             raise ValueError("output.residual: applies to equation laplace (the steady state's residual); remove it "

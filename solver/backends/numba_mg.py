@@ -5,17 +5,18 @@ import numpy as np
 from numba import njit, prange
 
 
+@njit(inline="always")
+def _rows(u, i, c0, c1):
+    """Row i's centre, west, east, south and north slices over columns [c0, c1) (unit stride: vectorised)."""
+    return u[i, c0:c1], u[i, c0 - 1:c1 - 1], u[i, c0 + 1:c1 + 1], u[i - 1, c0:c1], u[i + 1, c0:c1]
+
+
 @njit(parallel=True, cache=True)
 def smooth(out, u, g, wc, wx, wy, om, r0, r1, c0, c1):
     m = c1 - c0
     for i in prange(r0, r1):
-        o = out[i, c0:c1]
-        c = u[i, c0:c1]
-        w = u[i, c0 - 1:c1 - 1]
-        e = u[i, c0 + 1:c1 + 1]
-        s = u[i - 1, c0:c1]
-        n = u[i + 1, c0:c1]
-        f = g[i, c0:c1]
+        o, f = out[i, c0:c1], g[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
         for j in range(m):
             o[j] = wc * c[j] + wx * (w[j] + e[j]) + wy * (s[j] + n[j]) + om * f[j]
 
@@ -25,11 +26,7 @@ def residual(r, u, wx, wy, r0, r1, c0, c1):
     m = c1 - c0
     for i in prange(r0, r1):
         o = r[i, c0:c1]
-        c = u[i, c0:c1]
-        w = u[i, c0 - 1:c1 - 1]
-        e = u[i, c0 + 1:c1 + 1]
-        s = u[i - 1, c0:c1]
-        n = u[i + 1, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
         for j in range(m):
             o[j] = (wx * (w[j] + e[j]) + wy * (s[j] + n[j])) - c[j]
 
@@ -38,13 +35,8 @@ def residual(r, u, wx, wy, r0, r1, c0, c1):
 def residual_g(r, u, g, wx, wy, r0, r1, c0, c1):
     m = c1 - c0
     for i in prange(r0, r1):
-        o = r[i, c0:c1]
-        c = u[i, c0:c1]
-        w = u[i, c0 - 1:c1 - 1]
-        e = u[i, c0 + 1:c1 + 1]
-        s = u[i - 1, c0:c1]
-        n = u[i + 1, c0:c1]
-        f = g[i, c0:c1]
+        o, f = r[i, c0:c1], g[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
         for j in range(m):
             o[j] = ((wx * (w[j] + e[j]) + wy * (s[j] + n[j])) + f[j]) - c[j]
 

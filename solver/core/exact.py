@@ -30,36 +30,31 @@ def available(case) -> bool:
 
 
 def laplace_dirichlet(nx: int, ny: int, dx: float, dy: float, top: float, bottom: float, left: float,
-                      right: float) -> np.ndarray:
-    """The (ny, nx) solution of the 5-point Laplace equations with these side values (float64)."""
-    u = np.zeros((ny, nx))
-    if top or bottom:
-        along, across = _side(nx, ny, dx, dy)
-        if top:
-            u += across @ (top * along)
-        if bottom:
-            u += across[::-1] @ (bottom * along)
-    if left or right:
-        along, across = _side(ny, nx, dy, dx)  # along y, across x: rows are x here
-        if right:
-            u += (across @ (right * along)).T
-        if left:
-            u += (across[::-1] @ (left * along)).T
+                      right: float, rows: range | None = None, cols: range | None = None) -> np.ndarray:
+    """The solution of the 5-point Laplace equations with these side values on global rows x cols (all of
+    them by default), float64: each rank sums the series for its own block only."""
+    i = np.arange(ny)[rows or slice(None)]
+    j = np.arange(nx)[cols or slice(None)]
+    u = np.zeros((len(i), len(j)))
+    for value, across, along, n, m, h, k_h, far in ((top, i, j, nx, ny, dx, dy, False),
+                                                    (bottom, i, j, nx, ny, dx, dy, True),
+                                                    (right, j, i, ny, nx, dy, dx, False),
+                                                    (left, j, i, ny, nx, dy, dx, True)):
+        if value:
+            part = value * _side(n, m, h, k_h, along, (m - 1 - across) if far else across)
+            u += part if across is i else part.T
     return u
 
 
-def _side(n: int, m: int, h: float, k_h: float):
-    """For a side of n points (spacing h) facing m points across (spacing k_h): (along, across) with
-    along[k, j] = c_k sin(k pi (j+1)/(n+1)) for unit V, and across[i, k] = sinh(mu_k (i+1)) / sinh(mu_k (m+1))."""
+def _side(n: int, m: int, h: float, k_h: float, along: np.ndarray, across: np.ndarray) -> np.ndarray:
+    """One side at unit value, n points along it (spacing h), m across (spacing k_h): at the `across`
+    distances from the opposite side and the `along` points, sum_k c_k sin(k pi (j+1)/(n+1)) sinh(mu_k (i+1))
+    / sinh(mu_k (m+1)), as an (across, along) matrix product."""
     k = np.arange(1, n + 1)
-    j = np.arange(n)
-    theta = np.pi * k / (n + 1)
-    sines = np.sin(np.outer(k, j + 1) * np.pi / (n + 1))  # (k, j)
-    coeff = 2.0 / (n + 1) * sines.sum(axis=1)  # unit V
-    mu = np.arccosh(1.0 + (k_h / h) ** 2 * (1.0 - np.cos(theta)))
-    i = np.arange(m)
-    across = _sinh_ratio(mu[None, :], (i + 1)[:, None], m + 1)  # (i, k)
-    return coeff[:, None] * sines, across
+    coeff = 2.0 / (n + 1) * np.sin(np.outer(k, np.arange(n) + 1) * np.pi / (n + 1)).sum(axis=1)  # unit V
+    sines = np.sin(np.outer(k, along + 1) * np.pi / (n + 1))  # (k, along)
+    mu = np.arccosh(1.0 + (k_h / h) ** 2 * (1.0 - np.cos(np.pi * k / (n + 1))))
+    return _sinh_ratio(mu[None, :], (across + 1)[:, None], m + 1) @ (coeff[:, None] * sines)
 
 
 def _sinh_ratio(mu, a, b):
@@ -67,13 +62,14 @@ def _sinh_ratio(mu, a, b):
     return np.exp(mu * (a - b)) * (-np.expm1(-2 * mu * a)) / (-np.expm1(-2 * mu * b))
 
 
-def of_case(case) -> np.ndarray:
-    """The exact discrete solution of a case that `available` accepts."""
+def of_case(case, rows: range | None = None, cols: range | None = None) -> np.ndarray:
+    """The exact discrete solution of a case that `available` accepts, on global rows x cols."""
     from .physics import spacing
 
     dx, dy = spacing(case)
     b, g = case.boundary, case.grid
-    return laplace_dirichlet(g.nx, g.ny, dx, dy, b.top.value, b.bottom.value, b.left.value, b.right.value)
+    return laplace_dirichlet(g.nx, g.ny, dx, dy, b.top.value, b.bottom.value, b.left.value, b.right.value,
+                             rows, cols)
 
 
 def inverse_bound(case) -> float:

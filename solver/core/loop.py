@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import NumericalError
+from .physics import IMPLICIT_TOLERANCE, implicit_rhs_weights
 from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
@@ -73,8 +74,6 @@ class TimeLoop:
         self.iterate = iterate  # multigrid (solver.multigrid.cycle.Multigrid): a step is one cycle, checked every cycle
         self.laplace = layout.case.physics.equation == "laplace"
         if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
-            from .physics import implicit_rhs_weights
-
             self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
@@ -145,8 +144,6 @@ class TimeLoop:
 
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
-        from .physics import IMPLICIT_TOLERANCE
-
         tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
         cycles, scale, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
         s.solves.append((s.step + 1, cycles, scale, rel))

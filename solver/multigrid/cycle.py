@@ -34,16 +34,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core.boundary import Fill, Rule, make_fill
+from ..core.boundary import Fill, Rule, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
 from ..parallel.deep import DeepLayout
 from ..parallel.exchange import exchanger, transport_for
 from .grids import DEPTH, Place, down_tables, places, up_tables
 from .levels import Level, Settings, coarsest_inverse, hierarchy
-
-CYCLES = ("V", "W", "F")
-
 
 @dataclass
 class Grid:
@@ -92,8 +89,6 @@ class Multigrid:
         self._tables()
         self.minv = backend.table(comm.bcast(coarsest_inverse(self.places[-1].level) if comm.rank == 0 else None),
                                   weights=True)
-        self.exchange = self.grids[0].ex  # the finest level's one-layer exchanger: the record's halo facts
-        self.gather_bytes = 0
         self.last = None  # implicit heat: the relative residual the last step's solve reached
 
     # construction ------------------------------------------------------------------------------------
@@ -234,7 +229,6 @@ class Multigrid:
         for b, data in zip(coarse.place.gather, parts):
             if data is not None:
                 full[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
-                self.gather_bytes += data.nbytes
         be.put(coarse.g, coarse.owned, full)
         timer.add("comm", t)
 
@@ -359,19 +353,13 @@ def warm_up(case, backend, settings: Settings, cycle: str, fine_g: bool) -> None
     from ..parallel.comm import Comm
 
     tiny = case.model_copy(update={"grid": case.grid.model_copy(update={"nx": 9, "ny": 7})})
-    block = decompose(tiny.shape, (1, 1), 0, _periodic(case))
+    block = decompose(tiny.shape, (1, 1), 0, periodic_axes(case))
     lay = Layout(case=tiny, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
     mg = Multigrid(lay, Comm(), backend, replace(settings, coarsest=9), cycle, fine_g=fine_g)
     timer = Timer()
     mg.cycle(timer)
     mg.residual_norm(timer)
     backend.synchronize()
-
-
-def _periodic(case):
-    from ..core.boundary import periodic_axes
-
-    return periodic_axes(case)
 
 
 def _stalled(history: list[float], checks: int = 3) -> bool:

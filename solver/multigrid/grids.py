@@ -95,7 +95,7 @@ def _reach(fine: Block, coarse: Block, lev: Level) -> bool:
 
 
 # deriving a coarse block -------------------------------------------------------------------------
-def anchors(fine: Axis, coarse: Axis, t: Transfer) -> np.ndarray:
+def anchors(fine: Axis, coarse: Axis) -> np.ndarray:
     """For each coarse point, the fine point nearest to it (ties to the lower one): coarse J lies at fine
     index s = ((a + 2J) f2 - a c2) / (2 c2) (levels._scaled's integers), the anchor is ceil(s - 1/2)."""
     if fine.n == coarse.n:
@@ -107,8 +107,8 @@ def anchors(fine: Axis, coarse: Axis, t: Transfer) -> np.ndarray:
 
 def coarse_block(block: Block, fine: Level, coarse: Level) -> Block:
     """The coarse points whose nearest fine point this block owns; same place in the process grid."""
-    rows = _owned(anchors(fine.y, coarse.y, coarse.ty), block.rows)
-    cols = _owned(anchors(fine.x, coarse.x, coarse.tx), block.cols)
+    rows = _owned(anchors(fine.y, coarse.y), block.rows)
+    cols = _owned(anchors(fine.x, coarse.x), block.cols)
     return replace(block, shape=coarse.shape, rows=rows, cols=cols)
 
 

@@ -169,7 +169,7 @@ def operator(hx: float, hy: float, sigma: float, kappa: float) -> tuple[float, f
 def hierarchy(case, settings: Settings) -> list[Level]:
     """Every level, finest first (module docstring)."""
     x, y = axes_of(case)
-    levels = [_level(0, x, y, settings, None, None, None, coarsened=_coarsening(x, y))]
+    levels = [_level(0, x, y, settings, None, None, None)]
     while levels[-1].points > settings.coarsest and len(levels) < MAX_LEVELS:
         fine = levels[-1]
         cx, cy = _coarsening(fine.x, fine.y)
@@ -178,7 +178,7 @@ def hierarchy(case, settings: Settings) -> list[Level]:
         x = fine.x.coarse() if cx else fine.x
         y = fine.y.coarse() if cy else fine.y
         levels.append(_level(len(levels), x, y, settings, fine, transfer(fine.x, x) if cx else identity(fine.x.n),
-                             transfer(fine.y, y) if cy else identity(fine.y.n), coarsened=_coarsening(x, y)))
+                             transfer(fine.y, y) if cy else identity(fine.y.n)))
     return _with_smoothers(levels, settings)
 
 
@@ -190,7 +190,7 @@ def _coarsening(x: Axis, y: Axis) -> tuple[bool, bool]:
     return cx, cy
 
 
-def _level(index: int, x: Axis, y: Axis, settings: Settings, fine, tx, ty, coarsened) -> Level:
+def _level(index: int, x: Axis, y: Axis, settings: Settings, fine, tx, ty) -> Level:
     wx, wy, d = operator(x.h, y.h, settings.sigma, settings.kappa)
     scale = fine.diag / d if fine is not None else 1.0
     return Level(index, x, y, wx, wy, d, tx, ty, scale, pre=(), post=())
@@ -212,8 +212,8 @@ def _with_smoothers(levels: list[Level], settings: Settings) -> list[Level]:
 
 def split_weights(weights: tuple[float, ...], pre: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The weights of one polynomial of degree pre + post, dealt alternately to the sweeps before and after
-    the coarse correction (so the pair together damps as the whole polynomial does; measured on the 255^2 lid:
-    V(2,2) factor 0.124 against 0.139 for the same degree-2 polynomial on each side)."""
+    the coarse correction (so the pair together damps as the whole polynomial does; development runs on the
+    255^2 lid, docs/multigrid.md: V(2,2) factor 0.124 against 0.139 for one degree-2 polynomial each side)."""
     order = list(range(0, len(weights), 2)) + list(range(1, len(weights), 2))
     dealt = [weights[k] for k in order]
     return tuple(dealt[:pre]), tuple(dealt[pre:])
@@ -224,7 +224,10 @@ def smoothing_weights(wx: float, wy: float, coarsened: tuple[bool, bool], settin
     """The omegas of nu smoothing sweeps. The iteration matrix of a sweep is I - omega D^-1 A, and
     D^-1 A has eigenvalues 1 - 2 wx cos(theta_x) - 2 wy cos(theta_y); those the coarse level cannot
     represent (theta >= pi/2 along a coarsened axis) lie in [a, b] with a = 1 - 2 max(w of the other axis)
-    and b = 1 + 2 (wx + wy). Chebyshev: 1/omega_i are the Chebyshev nodes of degree nu on [a, b]."""
+    and b = 1 + 2 (wx + wy). Chebyshev: 1/omega_i are the Chebyshev nodes of degree nu on [LOW_REACH a, b]:
+    reaching below a also damps the frequencies near pi/2, which the coarse level represents poorly
+    (development runs on the 255^2 lid, V(2,2), docs/multigrid.md: factor 0.124 with a itself, 0.105 with
+    0.7 a, 0.12 with 0.5 a)."""
     if nu == 0:
         return ()
     if settings.smoother == "jacobi":

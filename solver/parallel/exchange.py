@@ -176,17 +176,12 @@ def make_exchange(mode: str, block: Block, mpi, backend, timer, transport: str =
     layers, over the same transport."""
     if block.is_serial or mpi is None:
         return Exchange(block, mpi, backend, timer)
-    cls = MODES[mode]
-    tx = None
-    if backend.on_gpu:
-        from .gpu_exchange import gpu_transport
-
-        tx = gpu_transport(transport, mpi, backend, cls.overlap)
+    tx = transport_for(mode, mpi, backend, transport)
     if depth > 1 and hasattr(backend, "tiled"):
         from .deep import DeepTiles
 
-        return DeepTiles(cls, block, blocks or [block], mpi, backend, timer, depth, fill, transport=tx)
-    return cls(block, mpi, backend, timer, transport=tx)
+        return DeepTiles(MODES[mode], block, blocks or [block], mpi, backend, timer, depth, fill, transport=tx)
+    return exchanger(mode, block, mpi, backend, timer, tx=tx)
 
 
 def transport_for(mode: str, mpi, backend, transport: str = "auto"):
