@@ -32,7 +32,9 @@
 #           fused residual of a check: python -m solver.bench.gpu batches, 16384^2).
 #   mgbench multigrid and implicit heat figures (tools/mg_bench.py): the sweeps against the copy rate at
 #           8192^2 and 16384^2, the lid to 1e-10 at 4097^2-16384^2 float64, implicit against explicit heat to
-#           t = 0.01 at 4096^2, and 1-16 CPU ranks at 4096^2 (not in all; MGBENCH="gpu" or "cpu" for one part).
+#           t = 0.01 at 4096^2, and 1-16 CPU ranks at 4096^2 (not in all; MGBENCH="gpu" or "cpu" for one part);
+#           MGBENCH="same": explicit against Crank-Nicolson to t = 0.01 at 4096^2 float64 at the same accuracy
+#           (tools/mg_bench.py same, medians of 3).
 #   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
 #           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
 #           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
@@ -209,6 +211,8 @@ if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures
     step mg_solve_gpu 150 "${MGB[@]}" solve 4097 8193 16384 --backend cupy --dtype float64 --repeats 3
     step mg_heat_gpu 90 "${MGB[@]}" heat 4096 --backend cupy --dtype float32 --t-end 0.01 --dt 1e-4
   }
+  [[ ${MGBENCH:-gpu cpu} == *same* ]] && \
+    step mg_same_gpu ${MG_SAME_S:-300} "${MGB[@]}" same 4096 --backend cupy --dtype float64 --t-end 0.01 --repeats 3
   [[ ${MGBENCH:-gpu cpu} == *cpu* ]] && \
     step mg_solve_cpu 200 "${MGB[@]}" solve 4096 --backend numba --ranks 1 2 4 8 16 --repeats 1 --launcher mpirun \
       --launcher-args "$LARGS"

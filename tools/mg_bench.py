@@ -15,6 +15,11 @@ itself; each prints one JSON line per measurement and a short table at the end.
     python tools/mg_bench.py heat 4096 --t-end 0.01 --dt 1e-4    implicit (backward Euler, Crank-Nicolson) to
         t_end against explicit steps to t_end, and the largest difference between the final fields
     python tools/mg_bench.py growth 1024 --ratios 1 10 100 1000 10000    cycles per implicit step as dt grows
+    python tools/mg_bench.py same 4096 --t-end 0.01    explicit against Crank-Nicolson to t_end at the same
+        accuracy: both measured against the exact solution of the space-discrete problem, exp(-alpha lambda t)
+        times the initial eigenmode (lambda its 5-point eigenvalue); the implicit steps are the fewest whose
+        closed-form time error, |((1 - z/2) / (1 + z/2))^k / exp(-alpha lambda t) - 1|, is at most half the
+        explicit run's, |(1 - z_e)^N / exp(-alpha lambda t) - 1| (the other half left to the solves)
 
 --out DIR keeps every run's directory (records); --launcher/--launcher-args as `stencil sweep`.
 """
@@ -241,6 +246,75 @@ def cmd_heat(args) -> list[dict]:
     return rows
 
 
+def mode_error(out: Path, decay: float) -> float:
+    """max |u(t) - exp(-alpha lambda t) u(0)| / max |exp(-alpha lambda t) u(0)| over the run's fields."""
+    import h5py
+
+    with h5py.File(out / "run" / "fields.h5") as f:
+        u0, u1, t = f["u"][0].astype(np.float64), f["u"][-1].astype(np.float64), float(f["time"][-1])
+    exact = np.exp(-decay * t) * u0
+    return float(np.abs(u1 - exact).max() / np.abs(exact).max())
+
+
+def cn_error(zt: float, k: int) -> float:
+    """|((1 - z/2) / (1 + z/2))^k e^{z_t} - 1| for k Crank-Nicolson steps to z_t = alpha lambda t (z = z_t / k)."""
+    return float(abs(np.expm1(k * (np.log1p(-zt / (2 * k)) - np.log1p(zt / (2 * k))) + zt)))
+
+
+def explicit_error(zt: float, steps: int) -> float:
+    """|(1 - z)^N e^{z_t} - 1| for N explicit steps to z_t = alpha lambda t (z = z_t / N)."""
+    return float(abs(np.expm1(steps * np.log1p(-zt / steps) + zt)))
+
+
+def fewest_cn_steps(zt: float, bound: float) -> int:
+    """The fewest Crank-Nicolson steps whose cn_error is at most bound (it falls as k grows)."""
+    err = lambda k: cn_error(zt, k)
+    hi = 1
+    while err(hi) > bound:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if err(mid) <= bound else (mid, hi)
+    return hi
+
+
+def cmd_same(args) -> list[dict]:
+    from solver.config import validate_case
+    from solver.core.physics import mode_eigenvalue, stable_dt
+
+    rows = []
+    for n in args.sizes:
+        case = validate_case(heat_case(n, args))
+        limit, decay = stable_dt(case), case.physics.alpha * mode_eigenvalue(case)
+        steps = int(np.ceil(args.t_end / (0.9 * limit)))
+        predicted = explicit_error(decay * args.t_end, steps)
+        k = fewest_cn_steps(decay * args.t_end, predicted / 2)
+        runs = {"explicit": (heat_case(n, args, physics={"dt": args.t_end / steps}, run={"steps": steps}), steps),
+                "crank_nicolson": (heat_case(n, args, physics={"scheme": "crank-nicolson", "dt": args.t_end / k},
+                                             run={"steps": k, "tolerance": args.tol}), k)}
+        out = {"what": "same", "n": n, "dtype": args.dtype, "backend": args.backend, "t_end": args.t_end,
+               "repeats": args.repeats}
+        seconds: dict = {name: [] for name in runs}
+        for i in range(args.repeats):  # alternately, so that a slow spell of the machine falls on both
+            for name, (c, count) in runs.items():
+                rec = stencil_run(c, args.out / f"same-{name}{n}-{i}", args)
+                seconds[name].append(rec["times"]["solve"] + rec["times"].get("warmup", 0.0))
+                if i == 0:
+                    closed = explicit_error if name == "explicit" else cn_error
+                    out[name] = {"steps": count, "dt_over_limit": args.t_end / count / limit,
+                                 "error_closed_form": closed(decay * args.t_end, count),
+                                 "error": mode_error(args.out / f"same-{name}{n}-{i}", decay)}
+                    if name == "crank_nicolson":
+                        out[name].update(tolerance=args.tol, cycles=rec["solver"]["cycles"])
+        for name in runs:
+            out[name].update(seconds=statistics.median(seconds[name]), seconds_all=seconds[name])
+        out["speedup"] = out["explicit"]["seconds"] / out["crank_nicolson"]["seconds"]
+        rows.append(out)
+        emit(out)
+    return rows
+
+
 def cmd_growth(args) -> list[dict]:
     from solver.config import validate_case
     from solver.core.physics import stable_dt
@@ -267,7 +341,7 @@ def emit(row: dict) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["solve", "pyamg", "jacobi", "kernels", "heat", "growth"])
+    p.add_argument("what", choices=["solve", "pyamg", "jacobi", "kernels", "heat", "same", "growth"])
     p.add_argument("sizes", type=int, nargs="+")
     p.add_argument("--backend", default="numba")
     p.add_argument("--dtype", default="float64")
@@ -286,7 +360,7 @@ def main() -> None:
     args = p.parse_args()
     args.out = args.out or Path(tempfile.mkdtemp(prefix="mg_bench-"))
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.what == "heat" and args.tol == 1e-10:
+    if args.what in ("heat", "same") and args.tol == 1e-10:
         args.tol = 1e-8 if args.dtype == "float64" else 1e-5
     if args.what == "growth" and args.tol == 1e-10:
         args.tol = 1e-8
