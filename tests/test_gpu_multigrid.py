@@ -209,7 +209,8 @@ def test_whole_runs_equal_numpy_bitwise(tmp_path, dtype, cycle, sides):
     assert sum(t["compute"] for t in levels.values()) == pytest.approx(run.timer.seconds["compute"])
 
 
-IMPLICIT = [("float64", "backward-euler", "example"), ("float32", "crank-nicolson", "neumann-periodic")]
+IMPLICIT = [("float64", "backward-euler", "example"), ("float64", "crank-nicolson", "neumann-periodic"),
+            ("float32", "crank-nicolson", "neumann-periodic"), ("float32", "backward-euler", "example")]
 
 
 @pytest.mark.parametrize("dtype,scheme,sides", IMPLICIT, ids=lambda x: str(x))

@@ -16,7 +16,8 @@
 #           wave kernel (its limiting unit) and vec.
 #   chip    issue 26 (on-chip `chip`, launches fitted to the GPU, `wave2a`'s row prefetch): a chip smoke
 #           test; `stencil tune` A/B per size (CHIP_TUNE: SIZE DTYPE KERNELS BLOCKS: the old default block
-#           beside the fitted one, wave2 beside wave2a, chip where the field fits), stored; then
+#           beside the fitted one, wave2 beside wave2a, chip where the field fits; CHIP_TT: the wave time
+#           tiles, 8), stored; then
 #           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
 #           rate, the copy measured in each run); Nsight Compute on one launch of each CHIP_NCU kernel
 #           (limiting unit, stall reasons); the GPU tests of the touched files last.
@@ -145,7 +146,7 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
     [[ -z $n ]] && continue
     K=$(case_file "k$n" $n $n)
     step "tune26_${n}_${dt}_${kernels//,/_}" 120 $PY -m solver tune "$K" --dtype $dt $(printf -- '--kernel %s ' ${kernels//,/ }) \
-      --blocks $blocks --time-tile 8 --chip-steps 256 --repeats 5 --steps 48 --json "$W/tune_26_${n}_${dt}_${kernels//,/_}.json"
+      --blocks $blocks $(printf -- '--time-tile %s ' ${CHIP_TT:-8}) --chip-steps 256 --repeats 5 --steps 48 --json "$W/tune_26_${n}_${dt}_${kernels//,/_}.json"
   done <<< "$CHIP_TUNE"
   step runs26 ${CHIP_RUNS_S:-330} $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
     8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 --json "$W/runs.json"
