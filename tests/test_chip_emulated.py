@@ -25,12 +25,13 @@ _LIBS: dict = {}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 
 
-def chip_lib(tmp_dir, dtype, nt, rr):
-    key = (dtype, nt, rr)
+def chip_lib(tmp_dir, dtype, nt, rr, rt):
+    """The kernel compiled as the backend compiles it for a layout: its threads and tile rows compiled in."""
+    key = (dtype, nt, rr, rt)
     if key not in _LIBS:
-        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}.cu"
+        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}.cu"
         src.write_text(gk.source("chip"))
-        defines = [o for o in gk.options("chip", dtype, (nt, rr)) if o.startswith("-D")]
+        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt) if o.startswith("-D")]
         lib = src.with_suffix(".so")
         res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
                               f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
@@ -45,7 +46,7 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
     layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30)
     gx, gy, threads, rt, smem = layout
-    lib = chip_lib(tmp_dir, dtype, *block)
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout)
@@ -60,7 +61,11 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
                ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy), ctypes.c_uint(gx),
                ctypes.c_uint(gy), ctypes.c_uint(threads), ctypes.c_ulonglong(smem))
     value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
-    assert (flags == steps).all(), "every block published every level"
+    blocks, nw = gx * gy, threads // 32
+    assert (flags[:blocks * nw] == steps + 1).all(), "every warp published every level"
+    sides = flags[blocks * nw:].reshape(gy, gx, 2)
+    assert (sides[:, 1:, 0] == steps + 1).all() and (sides[:, :-1, 1] == steps + 1).all(), "every column published"
+    assert (sides[:, 0, 0] == 0).all() and (sides[:, -1, 1] == 0).all(), "no column flag at a physical side"
     return np.array(out), value, layout
 
 
@@ -71,6 +76,11 @@ CASES = [  # dtype, (threads at most, rows in registers), multiprocessors, (ny, 
     ("float32", (32, 2), 4, (1, 1), 4),       # a tile taller than the grid
     ("float64", (64, 1), 9, (21, 520), 7),    # 3 x 3 blocks: every block has neighbours on some side
     ("float32", (32, 3), 5, (64, 33), 1),     # one step
+    ("float64", (32, 1), 8, (8, 128), 5),     # tiles of one row (top row = bottom row), every block without mask
+    ("float32", (32, 1), 6, (12, 128), 4),    # tiles of two rows: no interior row
+    ("float64", (32, 1), 5, (15, 128), 6),    # three rows: one interior row, the edge rows first
+    ("float64", (64, 2), 4, (40, 256), 9),    # ten rows: interior rows before and after the edge rows, no mask
+    ("float32", (32, 4), 3, (60, 200), 3),    # two blocks side by side, one row of blocks, 60 rows a tile
 ]
 
 
@@ -112,10 +122,10 @@ def test_chip_layout_covers_the_interior_within_the_limits(dtype, nt, rr, sms, n
 
 
 def test_chip_layout_of_the_issue_sizes_on_an_h200():
-    """2048^2 float64 (32 MiB) fits the 132 multiprocessors of an H200 (128 blocks of 16 rows, 200 KiB
+    """2048^2 float64 (32 MiB) fits the 132 multiprocessors of an H200 (128 blocks of 16 rows, 201 KiB
     of shared memory each); 4096^2 float64 does not, nor does 4096^2 float32."""
     h200 = dict(sms=132, smem_limit=232448)
     block64 = gk.default_block("chip", "float64", (2048, 2048), 132)
-    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 204800)
+    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 205824)
     assert gk.chip_layout("float64", (4096, 4096), block=block64, **h200) is None
     assert gk.chip_layout("float32", (4096, 4096), block=gk.default_block("chip", "float32", (1, 1), 132), **h200) is None

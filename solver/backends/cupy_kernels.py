@@ -60,6 +60,7 @@ CHIP_V = 4  # columns per thread of `chip`
 CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most without spills at 512 threads (ptxas)
 CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
 MAX_CHIP_STEPS = 1 << 20
+CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -127,9 +128,10 @@ def launch_facts(variant: str, dtype, block, interior, k: int, sms: int, warps_p
 
 def chip_smem_bytes(dtype, rt: int, rr: int, threads: int) -> int:
     """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
-    vectors, CHIP_V columns a thread), then two copies of each warp's west and east neighbour columns."""
+    vectors, CHIP_V columns a thread), then two copies of each warp's west and east neighbour columns
+    and of the block's west and east outboxes."""
     item = np.dtype(dtype).itemsize
-    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32) * rt * item
+    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32 + 2) * rt * item
 
 
 def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
@@ -152,10 +154,11 @@ def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
 
 
 def chip_buffer_sizes(layout) -> tuple[int, int, int]:
-    """Elements of the halo buffers a `chip` launch exchanges through (rows, columns) and its flags."""
+    """Elements of the halo buffers a `chip` launch exchanges through (rows, columns) and its flags (one
+    per warp, then two per block: kernels/chip.cu)."""
     gx, gy, threads, rt, _ = layout
     blocks = gx * gy
-    return 2 * blocks * 2 * threads * CHIP_V, 2 * blocks * 2 * rt, blocks
+    return 2 * blocks * 2 * threads * CHIP_V, 2 * blocks * 2 * rt, blocks * (threads // 32 + 2)
 
 
 def tile_problem(variant: str, k: int) -> str | None:
@@ -221,12 +224,14 @@ def source(variant: str) -> str:
     return (root / "common.cu").read_text() + "\n" + (root / FILES[variant]).read_text()
 
 
-def options(variant: str, dtype, block, fmad: bool = False, k: int = 1) -> tuple[str, ...]:
+def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
-    are launch arguments, so they are not compiled in)."""
+    are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
+    block[0], and tile rows, rt)."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
-    shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"), "chip": (f"-DNT={bx}", f"-DRR={by}")}
+    shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"),
+             "chip": (f"-DNT={bx}", f"-DRR={by}", f"-DRT={rt}")}
     shape = shape.get(variant, (f"-DBX={bx}", f"-DK={k}") if variant in TILED else (f"-DBX={bx}", f"-DBY={by}"))
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={lanes(variant, dtype)}")
 
