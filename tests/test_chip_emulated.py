@@ -126,6 +126,6 @@ def test_chip_layout_of_the_issue_sizes_on_an_h200():
     of shared memory each); 4096^2 float64 does not, nor does 4096^2 float32."""
     h200 = dict(sms=132, smem_limit=232448)
     block64 = gk.default_block("chip", "float64", (2048, 2048), 132)
-    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 205824)
+    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 205952)
     assert gk.chip_layout("float64", (4096, 4096), block=block64, **h200) is None
     assert gk.chip_layout("float32", (4096, 4096), block=gk.default_block("chip", "float32", (1, 1), 132), **h200) is None

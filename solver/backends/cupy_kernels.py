@@ -129,9 +129,9 @@ def launch_facts(variant: str, dtype, block, interior, k: int, sms: int, warps_p
 def chip_smem_bytes(dtype, rt: int, rr: int, threads: int) -> int:
     """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
     vectors, CHIP_V columns a thread), then two copies of each warp's west and east neighbour columns
-    and of the block's west and east outboxes."""
+    and of the block's west and east outboxes, then two progress words a warp."""
     item = np.dtype(dtype).itemsize
-    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32 + 2) * rt * item
+    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32 + 2) * rt * item + 8 * (threads // 32)
 
 
 def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
