@@ -538,9 +538,10 @@ class CupyBackend(CupyMultigrid, Backend):
     def _chip_function(self, block, interior):
         """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in."""
         gx, gy, threads, rt, smem = self.chip_layout(interior, block)
-        key = ("chip", (threads, block[1]), self.fmad, rt)
+        v = gk.chip_columns(block[0])
+        key = ("chip", (threads, block[1]), self.fmad, rt, v)
         if key not in self._kernels:
-            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt)
+            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v)
             self._kernels[key] = self.cp.RawModule(code=gk.source("chip"), options=opts).get_function(gk.ENTRY["chip"])
         return self._kernels[key]
 
@@ -561,7 +562,8 @@ class CupyBackend(CupyMultigrid, Backend):
                  "sms": self.sms}
         if variant in gk.ON_CHIP and not self.refills:
             gx, gy, threads, rt, smem = self.chip_layout(interior, block)
-            facts.update(on_chip=True, blocks=gx * gy, threads=threads, tile_rows=rt, shared_bytes=smem,
+            facts.update(on_chip=True, blocks=gx * gy, threads=threads, columns=gk.chip_columns(block[0]), tile_rows=rt,
+                         shared_bytes=smem,
                          registers=getattr(self._chip_function(block, interior), "num_regs", None))
         elif variant in gk.TILED and not self.refills:
             facts.update(gk.launch_facts(variant, self.dtype, block, interior, k, self.sms, self._warps_per_sm(variant, k)))
@@ -571,13 +573,15 @@ class CupyBackend(CupyMultigrid, Backend):
     def _chip_scratch(self, shape):
         """The halo buffers and flags of the chip layout for this padded shape (allocated once)."""
         interior = (shape[0] - 2, shape[1] - 2)
-        layout = self.chip_layout(interior, self.choice(shape)[1])
-        if layout not in self._chip:
-            rows, cols, flags = gk.chip_buffer_sizes(layout)
+        block = self.choice(shape)[1]
+        layout = self.chip_layout(interior, block)
+        v = gk.chip_columns(block[0])
+        if (layout, v) not in self._chip:
+            rows, cols, flags = gk.chip_buffer_sizes(layout, v)
             with self.main:
-                self._chip[layout] = (self.cp.zeros(rows, self.dtype), self.cp.zeros(cols, self.dtype),
-                                      self.cp.zeros(flags, np.uint32))
-        return self._chip[layout]
+                self._chip[(layout, v)] = (self.cp.zeros(rows, self.dtype), self.cp.zeros(cols, self.dtype),
+                                           self.cp.zeros(flags, np.uint32))
+        return self._chip[(layout, v)]
 
     def _advance_tiled(self, u, u_new, w, n: int, region, k: int, resid: bool = True):
         depths = self._depths(n, k)

@@ -48,15 +48,8 @@ constexpr int NV = V / VW;                  // 16-byte vectors per thread and ro
 constexpr int NW = NT / 32;                 // warps per block
 constexpr int NS = NW + 2;                  // column slots: one per warp, and the block's west and east outboxes
 constexpr int RG = RR < RT ? RR : RT;       // tile rows in registers
-#ifndef PRE
-#define PRE 1  // interior rows marched before the top and bottom rows
-#endif
-#ifndef REL
-#define REL 4  // interior rows between publishing them and releasing the flag
-#endif
-#ifndef CHIP_LOCAL
-#define CHIP_LOCAL 1  // warps meet their neighbour warps only (shared-memory flags), not the whole block
-#endif
+constexpr int PRE = 1;                      // interior rows marched before the top and bottom rows
+constexpr int REL = 4;                      // interior rows between publishing them and releasing the flag
 static_assert(V % VW == 0, "V must be a multiple of the 16-byte vector width");
 static_assert(RR >= 1 && RT >= 1, "at least one tile row, one in registers");
 static_assert(NT % 32 == 0, "whole warps");
@@ -97,28 +90,6 @@ __device__ __forceinline__ unsigned flag_acquire(const unsigned* f)
 #endif
 }
 
-// Block scope, shared memory: the neighbouring warps' progress (CHIP_LOCAL).
-__device__ __forceinline__ void progress_set(unsigned* f, const unsigned v)
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("st.release.cta.shared.u32 [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(f)), "r"(v) : "memory");
-#else
-    __atomic_store_n(f, v, __ATOMIC_RELEASE);
-#endif
-}
-
-__device__ __forceinline__ void progress_wait(const unsigned* f, const unsigned v)
-{
-#ifdef __CUDA_ARCH__
-    unsigned got;
-    do {
-        asm volatile("ld.acquire.cta.shared.u32 %0, [%1];\n" : "=r"(got) : "r"((unsigned)__cvta_generic_to_shared(f)) : "memory");
-    } while (got < v);
-#else
-    while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < v) emu_yield();
-#endif
-}
-
 __device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)
 {
     while (flag_acquire(f) < v) {
@@ -137,8 +108,6 @@ struct chip_ctx {
     vec* rows;        // shared: this thread's tile rows RG .. RT-1 (slot ((r - RG) * NV + q) * NT + tid)
     real* col_w;      // shared: [2][NS][RT] slot w + 1: the value west of warp w's lane 0, per row
     real* col_e;      // shared: [2][NS][RT] slot w + 1: the value east of warp w's lane 31, per row
-    unsigned* done_w; // shared: [NW] steps done by each warp's lane 0 (CHIP_LOCAL)
-    unsigned* done_e; // shared: [NW] steps done by each warp's lane 31
     vec* hrow;        // global: [2][blocks][2 (top, bottom)][NT * NV], this thread's first vector; where a
                       // side is physical, its slot holds the ghost row instead (both copies)
     real* hcol;       // global: [2][blocks][2 (west, east)][RT]
@@ -336,7 +305,6 @@ __device__ __forceinline__ void step(real (&reg)[RG][V], const int t,
 {
     const int p = t & 1, q = p ^ 1;
     // 1. the neighbours' level t
-#ifndef CHIP_EXP_NOWAIT
     if (c.up >= 0 || c.down >= 0) {
         const unsigned* f = (c.lane & 1) ? (c.down >= 0 ? row_flag(c, c.down, c.warp) : nullptr)
                                          : (c.up >= 0 ? row_flag(c, c.up, c.warp) : nullptr);
@@ -349,13 +317,6 @@ __device__ __forceinline__ void step(real (&reg)[RG][V], const int t,
         } while (!__all_sync(FULL, ready));
         __syncwarp();
     }
-#endif
-#if CHIP_LOCAL && !defined(CHIP_EXP_NOSYNC)
-    // the lanes exchanging columns with the next warp wait for its lane that reads what they overwrite
-    // (copy 1 - p, read in step t - 1) and wrote what they read (copy p, written in step t - 1)
-    if (c.lane == 0 && c.warp > 0) progress_wait(c.done_e + c.warp - 1, (unsigned)t);
-    if (c.lane == 31 && c.warp < NW - 1) progress_wait(c.done_w + c.warp + 1, (unsigned)t);
-#endif
     // (a physical side's ghost row waits in this block's own slot for that side, loaded once)
     real north[V], south[V];
     load_vecs(north, c.hrow + (idx)(p * blocks() * 2 + c.north) * (NT * NV));
@@ -497,8 +458,6 @@ __device__ __forceinline__ void load_tile(real (&reg)[RG][V], const real* u, con
         for (int r = 0; r < RT; ++r)
             col_slot(c.col_e, 0, NW)[r] = col_slot(c.col_e, 1, NW)[r] = field_at(u, pitch, c.y0 + r, c.x + V, c);
     }
-    if (c.lane == 0) c.done_w[c.warp] = 0;
-    if (c.lane == 31) c.done_e[c.warp] = 0;
     __syncthreads();
     if (c.lane == 0) flag_release(row_flag(c, c.b, c.warp), 1u);
     send_columns(c, 0, 1u);
@@ -515,12 +474,7 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
     for (int t = 0; t < steps; ++t) {
         if (t < plain) step<FAST, false>(reg, t, c, rmax);
         else step<false, true>(reg, t, c, rmax);  // the masked code: equal where FAST, and one copy fewer
-#if CHIP_LOCAL
-        if (c.lane == 0) progress_set(c.done_w + c.warp, (unsigned)t + 1);
-        if (c.lane == 31) progress_set(c.done_e + c.warp, (unsigned)t + 1);
-#elif !defined(CHIP_EXP_NOSYNC)
         __syncthreads();
-#endif
         send_columns(c, (t + 1) & 1, (unsigned)t + 2);
     }
     store_tile<FAST>(out, pitch, reg, c);
@@ -557,8 +511,6 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
     c.rows = shm + c.tid;
     c.col_w = reinterpret_cast<real*>(shm + (RT - RG) * NV * NT);
     c.col_e = c.col_w + 2 * NS * RT;
-    c.done_w = reinterpret_cast<unsigned*>(c.col_e + 2 * NS * RT);
-    c.done_e = c.done_w + NW;
     c.hrow = reinterpret_cast<vec*>(hrow) + c.tid * NV;
     c.hcol = hcol;
     c.flags = flags;
