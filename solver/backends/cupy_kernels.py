@@ -21,7 +21,8 @@ Variants (`backend.kernel`):
          (`backend.time_tile`) keeps every block's tile in registers and shared memory, one block per
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
-         in registers by each thread].
+         in registers by each thread]; a block of at most 256 threads holds 8 columns a thread, a
+         larger one 4 (chip_columns). Compiled per layout (threads, tile rows).
 For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
