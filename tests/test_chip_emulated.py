@@ -25,12 +25,14 @@ _LIBS: dict = {}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 
 
-def chip_lib(tmp_dir, dtype, nt, rr):
-    key = (dtype, nt, rr)
+def chip_lib(tmp_dir, dtype, nt, rr, rt, v):
+    """The kernel compiled as the backend compiles it for a layout: its threads, tile rows and columns a
+    thread compiled in."""
+    key = (dtype, nt, rr, rt, v)
     if key not in _LIBS:
-        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}.cu"
+        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}.cu"
         src.write_text(gk.source("chip"))
-        defines = [o for o in gk.options("chip", dtype, (nt, rr)) if o.startswith("-D")]
+        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v) if o.startswith("-D")]
         lib = src.with_suffix(".so")
         res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
                               f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
@@ -45,10 +47,11 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
     layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30)
     gx, gy, threads, rt, smem = layout
-    lib = chip_lib(tmp_dir, dtype, *block)
+    v = gk.chip_columns(block[0])
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
-    rows, cols, nflags = gk.chip_buffer_sizes(layout)
+    rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
     hrow, hcol = np.full(rows, np.nan, dtype), np.full(cols, np.nan, dtype)
     flags = np.zeros(nflags, np.uint32)
     w = Weights(0.1, 0.2, 0.25).cast(dtype)
@@ -60,17 +63,30 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
                ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy), ctypes.c_uint(gx),
                ctypes.c_uint(gy), ctypes.c_uint(threads), ctypes.c_ulonglong(smem))
     value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
-    assert (flags == steps).all(), "every block published every level"
+    blocks, nw = gx * gy, threads // 32
+    assert (flags[:blocks * nw] == steps + 1).all(), "every warp published every level"
+    sides = flags[blocks * nw:].reshape(gy, gx, 2)
+    assert (sides[:, 1:, 0] == steps + 1).all() and (sides[:, :-1, 1] == steps + 1).all(), "every column published"
+    assert (sides[:, 0, 0] == 0).all() and (sides[:, -1, 1] == 0).all(), "no column flag at a physical side"
     return np.array(out), value, layout
 
 
 CASES = [  # dtype, (threads at most, rows in registers), multiprocessors, (ny, nx), steps
+    # blocks of at most 256 threads: 8 columns a thread (gk.chip_columns)
     ("float64", (64, 2), 6, (37, 300), 6),    # 2 x 3 blocks of 2 warps, 11 shared-memory rows each
     ("float32", (64, 4), 8, (40, 130), 5),    # 8 blocks down, 2 warps each (the last partly past nx)
     ("float64", (64, 2), 6, (5, 3), 3),       # tiles of exactly the register rows: no shared-memory row
     ("float32", (32, 2), 4, (1, 1), 4),       # a tile taller than the grid
     ("float64", (64, 1), 9, (21, 520), 7),    # 3 x 3 blocks: every block has neighbours on some side
     ("float32", (32, 3), 5, (64, 33), 1),     # one step
+    ("float64", (32, 1), 8, (8, 128), 5),     # tiles of one row (top row = bottom row), every block without mask
+    ("float32", (32, 1), 6, (12, 128), 4),    # tiles of two rows: no interior row
+    ("float64", (32, 1), 5, (15, 128), 6),    # three rows: one interior row, the edge rows first
+    ("float64", (64, 2), 4, (40, 256), 9),    # ten rows: interior rows before and after the edge rows, no mask
+    ("float32", (32, 4), 3, (60, 200), 3),    # two blocks side by side, one row of blocks, 60 rows a tile
+    # more threads: 4 columns a thread
+    ("float64", (288, 2), 3, (20, 1000), 4),  # 3 blocks down of 256 threads (fitted), the last columns past nx
+    ("float32", (320, 4), 4, (30, 1280), 3),  # 4 blocks down of 10 warps, the last partly past ny
 ]
 
 
@@ -106,16 +122,19 @@ def test_chip_layout_covers_the_interior_within_the_limits(dtype, nt, rr, sms, n
         return
     gx, gy, threads, rt, smem = layout
     assert gx * gy <= sms and threads % 32 == 0 and threads <= nt and rt >= rr and smem <= limit
-    assert gx * threads * gk.CHIP_V >= nx and (gx - 1) * threads * gk.CHIP_V < nx  # every column, no idle block
+    v = gk.chip_columns(nt)
+    assert gx * threads * v >= nx and (gx - 1) * threads * v < nx  # every column, no idle block
     assert gy * rt >= ny and (gy - 1) * rt < ny  # every row, no block past the grid
-    assert smem == gk.chip_smem_bytes(dtype, rt, rr, threads)
+    assert smem == gk.chip_smem_bytes(dtype, rt, rr, threads, v)
 
 
 def test_chip_layout_of_the_issue_sizes_on_an_h200():
-    """2048^2 float64 (32 MiB) fits the 132 multiprocessors of an H200 (128 blocks of 16 rows, 200 KiB
+    """2048^2 float64 (32 MiB) fits the 132 multiprocessors of an H200 (128 blocks of 16 rows, 201 KiB
     of shared memory each); 4096^2 float64 does not, nor does 4096^2 float32."""
     h200 = dict(sms=132, smem_limit=232448)
     block64 = gk.default_block("chip", "float64", (2048, 2048), 132)
-    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 204800)
+    assert gk.chip_layout("float64", (2048, 2048), block=block64, **h200) == (1, 128, 512, 16, 205824)
     assert gk.chip_layout("float64", (4096, 4096), block=block64, **h200) is None
     assert gk.chip_layout("float32", (4096, 4096), block=gk.default_block("chip", "float32", (1, 1), 132), **h200) is None
+    # 256 threads of 8 columns a thread: the same strips, 6 rows of 16 in registers
+    assert gk.chip_layout("float64", (2048, 2048), block=(256, 6), **h200) == (1, 128, 256, 16, 168960)

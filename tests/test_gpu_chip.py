@@ -49,7 +49,7 @@ def numpy_steps(u, w, n):
     return a, b
 
 
-@pytest.mark.parametrize("block", [None, (64, 2), (256, 8)], ids=str)
+@pytest.mark.parametrize("block", [None, (64, 2), (256, 6), (288, 2)], ids=str)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_chip_equals_numpy_steps_over_several_launches(dtype, block):
     """12 steps as launches of 5, 5 and 2 (flags reset each time), then 12 more: bitwise, and the

@@ -427,7 +427,7 @@ class CupyBackend(CupyMultigrid, Backend):
             self.tile(u_new, u, w, k, (1, 2, 1, 2))
         if variant in gk.ON_CHIP and not self.refills:
             self._chip_scratch(u.shape)
-            self._chip_function(block)
+            self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2))
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
         self.synchronize()
@@ -521,7 +521,7 @@ class CupyBackend(CupyMultigrid, Backend):
         interior = (u.shape[0] - 2, u.shape[1] - 2)
         gx, gy, threads, rt, smem = self.chip_layout(interior, block)
         hrow, hcol, flags = self._chip_scratch(u.shape)
-        fn = self._chip_function(block)
+        fn = self._chip_function(block, interior)
         rt_ = self.cp.cuda.runtime
         rt_.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
         if resid:
@@ -535,8 +535,15 @@ class CupyBackend(CupyMultigrid, Backend):
             fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main)
         self._resid = None
 
-    def _chip_function(self, block):
-        return self._function("chip", block)
+    def _chip_function(self, block, interior):
+        """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in."""
+        gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+        v = gk.chip_columns(block[0])
+        key = ("chip", (threads, block[1]), self.fmad, rt, v)
+        if key not in self._kernels:
+            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v)
+            self._kernels[key] = self.cp.RawModule(code=gk.source("chip"), options=opts).get_function(gk.ENTRY["chip"])
+        return self._kernels[key]
 
     def _allow_shared(self, fn, nbytes: int) -> None:
         """Let `fn` take `nbytes` of dynamic shared memory (more than 48 KiB must be asked for)."""
@@ -555,8 +562,9 @@ class CupyBackend(CupyMultigrid, Backend):
                  "sms": self.sms}
         if variant in gk.ON_CHIP and not self.refills:
             gx, gy, threads, rt, smem = self.chip_layout(interior, block)
-            facts.update(on_chip=True, blocks=gx * gy, threads=threads, tile_rows=rt, shared_bytes=smem,
-                         registers=getattr(self._chip_function(block), "num_regs", None))
+            facts.update(on_chip=True, blocks=gx * gy, threads=threads, columns=gk.chip_columns(block[0]), tile_rows=rt,
+                         shared_bytes=smem,
+                         registers=getattr(self._chip_function(block, interior), "num_regs", None))
         elif variant in gk.TILED and not self.refills:
             facts.update(gk.launch_facts(variant, self.dtype, block, interior, k, self.sms, self._warps_per_sm(variant, k)))
             facts["registers"] = getattr(self._function(variant, block, k), "num_regs", None)
@@ -565,13 +573,15 @@ class CupyBackend(CupyMultigrid, Backend):
     def _chip_scratch(self, shape):
         """The halo buffers and flags of the chip layout for this padded shape (allocated once)."""
         interior = (shape[0] - 2, shape[1] - 2)
-        layout = self.chip_layout(interior, self.choice(shape)[1])
-        if layout not in self._chip:
-            rows, cols, flags = gk.chip_buffer_sizes(layout)
+        block = self.choice(shape)[1]
+        layout = self.chip_layout(interior, block)
+        v = gk.chip_columns(block[0])
+        if (layout, v) not in self._chip:
+            rows, cols, flags = gk.chip_buffer_sizes(layout, v)
             with self.main:
-                self._chip[layout] = (self.cp.zeros(rows, self.dtype), self.cp.zeros(cols, self.dtype),
-                                      self.cp.zeros(flags, np.uint32))
-        return self._chip[layout]
+                self._chip[(layout, v)] = (self.cp.zeros(rows, self.dtype), self.cp.zeros(cols, self.dtype),
+                                           self.cp.zeros(flags, np.uint32))
+        return self._chip[(layout, v)]
 
     def _advance_tiled(self, u, u_new, w, n: int, region, k: int, resid: bool = True):
         depths = self._depths(n, k)

@@ -21,7 +21,8 @@ Variants (`backend.kernel`):
          (`backend.time_tile`) keeps every block's tile in registers and shared memory, one block per
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
-         in registers by each thread].
+         in registers by each thread]; a block of at most 256 threads holds 8 columns a thread, a
+         larger one 4 (chip_columns). Compiled per layout (threads, tile rows).
 For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
@@ -56,10 +57,13 @@ DEFAULT_WAVES = 4  # a default tiled block's warps fill the GPU's warp slots at 
 WAVE_PREFETCH = 3  # rows `wave2a` has in flight ahead of the one it computes (kernels/wave.cu, PF)
 WAVE2A_MAX_THREADS = 256  # its ring is static shared memory: 8 warps x 4 rows x 1 KiB at most
 MAX_TILE = 16  # deeper tiles need more registers than a thread has (spills)
-CHIP_V = 4  # columns per thread of `chip`
+CHIP_V = 4  # columns per thread of `chip` (a block of more than CHIP_WIDE_THREADS threads)
+CHIP_V_WIDE = 8  # columns per thread of a `chip` block of at most CHIP_WIDE_THREADS threads (255 registers each)
+CHIP_WIDE_THREADS = 256
 CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most without spills at 512 threads (ptxas)
 CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
 MAX_CHIP_STEPS = 1 << 20
+CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -69,7 +73,7 @@ SWEEP = {  # block shapes `stencil tune` tries by default
     "wave": [(32, 64), (32, 128), (64, 256)],
     "wave2": [(32, 64), (32, 128), (64, 256)],
     "wave2a": [(32, 64), (32, 128), (64, 256)],
-    "chip": [(512, 4), (512, 8), (256, 8)],
+    "chip": [(512, 4), (512, 8), (256, 6), (256, 8), (256, 12)],
 }
 SWEEP_TILES = (4, 8, 12)  # time tiles `stencil tune` tries for the tiled variants
 SWEEP_CHIP_STEPS = (64, 256)  # steps per launch it tries for `chip`
@@ -125,37 +129,47 @@ def launch_facts(variant: str, dtype, block, interior, k: int, sms: int, warps_p
 
 # chip: the whole field on chip ----------------------------------------------------------------------
 
-def chip_smem_bytes(dtype, rt: int, rr: int, threads: int) -> int:
+def chip_columns(threads: int) -> int:
+    """Columns per thread of a `chip` block of `threads` threads at most (block[0]): CHIP_V_WIDE for
+    CHIP_WIDE_THREADS or fewer (fewer threads, more registers each: more rows in registers, fewer
+    shuffles a point), else CHIP_V."""
+    return CHIP_V_WIDE if threads <= CHIP_WIDE_THREADS else CHIP_V
+
+
+def chip_smem_bytes(dtype, rt: int, rr: int, threads: int, v: int = CHIP_V) -> int:
     """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
-    vectors, CHIP_V columns a thread), then two copies of each warp's west and east neighbour columns."""
+    vectors, v columns a thread), then two copies of each warp's west and east neighbour columns
+    and of the block's west and east outboxes."""
     item = np.dtype(dtype).itemsize
-    return max(rt - rr, 0) * CHIP_V * item * threads + 4 * (threads // 32) * rt * item
+    return max(rt - rr, 0) * v * item * threads + 4 * (threads // 32 + 2) * rt * item
 
 
 def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
     """(gx, gy, threads, rt, smem bytes) of a `chip` launch holding the whole interior on chip, or None
     when it does not fit: at most `sms` blocks (one per multiprocessor, all resident), each of at most
-    block[0] threads (CHIP_V columns each) and rt rows (block[1] of them in registers), the rest in
+    block[0] threads (chip_columns(block[0]) columns each) and rt rows (block[1] of them in registers), the rest in
     at most `smem_limit` bytes of shared memory. As many blocks as fit, so the tiles are as short as
     they can be."""
     ny, nx = interior
     nt, rr = block
-    gx = -(-nx // (nt * CHIP_V))
+    v = chip_columns(nt)
+    gx = -(-nx // (nt * v))
     if gx > sms:
         return None
-    threads = -(-(-(-nx // gx)) // (32 * CHIP_V)) * 32
+    threads = -(-(-(-nx // gx)) // (32 * v)) * 32
     gy = min(sms // gx, -(-ny // rr))
     rt = max(-(-ny // gy), rr)
     gy = -(-ny // rt)
-    smem = chip_smem_bytes(dtype, rt, rr, threads)
+    smem = chip_smem_bytes(dtype, rt, rr, threads, v)
     return None if smem > smem_limit else (gx, gy, threads, rt, smem)
 
 
-def chip_buffer_sizes(layout) -> tuple[int, int, int]:
-    """Elements of the halo buffers a `chip` launch exchanges through (rows, columns) and its flags."""
+def chip_buffer_sizes(layout, v: int = CHIP_V) -> tuple[int, int, int]:
+    """Elements of the halo buffers a `chip` launch (v columns a thread) exchanges through (rows,
+    columns) and its flags (one per warp, then two per block: kernels/chip.cu)."""
     gx, gy, threads, rt, _ = layout
     blocks = gx * gy
-    return 2 * blocks * 2 * threads * CHIP_V, 2 * blocks * 2 * rt, blocks
+    return 2 * blocks * 2 * threads * v, 2 * blocks * 2 * rt, blocks * (threads // 32 + 2)
 
 
 def tile_problem(variant: str, k: int) -> str | None:
@@ -221,14 +235,18 @@ def source(variant: str) -> str:
     return (root / "common.cu").read_text() + "\n" + (root / FILES[variant]).read_text()
 
 
-def options(variant: str, dtype, block, fmad: bool = False, k: int = 1) -> tuple[str, ...]:
+def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT,
+            v: int | None = None) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
-    are launch arguments, so they are not compiled in)."""
+    are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
+    block[0], tile rows, rt, and columns a thread, v: chip_columns of the block asked for)."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
-    shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"), "chip": (f"-DNT={bx}", f"-DRR={by}")}
+    shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"),
+             "chip": (f"-DNT={bx}", f"-DRR={by}", f"-DRT={rt}")}
     shape = shape.get(variant, (f"-DBX={bx}", f"-DK={k}") if variant in TILED else (f"-DBX={bx}", f"-DBY={by}"))
-    return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={lanes(variant, dtype)}")
+    v = v or (chip_columns(bx) if variant in ON_CHIP else lanes(variant, dtype))
+    return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={v}")
 
 
 MAX_GRID_Y = 65535

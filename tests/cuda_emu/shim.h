@@ -75,6 +75,17 @@ template <typename T> inline T __shfl_xor_sync(unsigned, T v, int m) {
     const int lane = threadIdx.x & 31;
     return shfl_idx(v, lane ^ m);
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { this_warp->bar.arrive_and_wait(); }
+inline bool __all_sync(unsigned, bool v)
+{
+    const int lane = threadIdx.x & 31;
+    this_warp->slot[lane] = v;
+    this_warp->bar.arrive_and_wait();
+    bool all = true;
+    for (int i = 0; i < 32; ++i) all = all && this_warp->slot[i] != 0;
+    this_warp->bar.arrive_and_wait();
+    return all;
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }

@@ -1,38 +1,58 @@
 // chip (variant `chip`): the whole field on chip for a whole batch of steps, one persistent launch.
 //
 // Defines: REAL, V (columns per thread), RR (tile rows each thread holds in registers), NT (threads per
-// block at most: the launch bounds, one block per multiprocessor).
+// block, exactly: the launch's blockDim.x), RT (rows per tile: the launch's layout, compiled in so that
+// the march is unrolled and every row's registers and shared-memory offsets are constants).
 //
 // Tiles: a gx x gy grid of blocks, every block resident at once (cooperative launch; at most one per
 // multiprocessor). Block (bx, by) owns interior rows y0 = 1 + by * RT .. y0 + RT - 1 and columns
-// x0 = 1 + bx * CT .. x0 + CT - 1 (CT = blockDim.x * V; column 1 is 128-byte aligned, so every
-// thread's V columns are 16-byte aligned). Thread t holds columns x0 + t * V .. + V - 1 of every tile
-// row: rows 0 .. RR-1 in registers, rows RR .. RT-1 in its own slots of shared memory (nobody else
-// reads them). Points outside the interior [1, ny] x [1, nx] keep their value: the ghost ring where a
-// tile reaches it (loaded once), else zero; such points beyond the ring are never a neighbour of an
-// interior point.
+// x0 = 1 + bx * NT * V .. (column 1 is 128-byte aligned, so every thread's V columns are 16-byte
+// aligned). Thread t holds columns x0 + t * V .. + V - 1 of every tile row: rows 0 .. RG-1 in
+// registers, rows RG .. RT-1 in its own slots of shared memory (nobody else reads them). Points
+// outside the interior [1, ny] x [1, nx] keep their value: the ghost ring where a tile reaches it
+// (loaded once), else zero; such points beyond the ring are never a neighbour of an interior point.
+// A block whose rows and columns are all interior (every block of 2048^2) runs a copy of the code
+// without the interior mask (FAST).
 //
-// One step, level t -> t + 1 (p = t % 2 selects one of two copies of everything exchanged):
-//  1. publish level t: the tile's top and bottom rows and left and right columns to global memory (for
-//     the neighbouring blocks), and each warp's outer columns to shared memory (for the next warp);
-//  2. barrier; one thread releases the block's flag (= t + 1, levels published); threads 0..3 wait
-//     for the up / down / left / right neighbours' flags to reach t + 1; barrier;
-//  3. read the neighbours' level-t rows (north / south halo, per thread) and columns (west / east, by
-//     the block's first / last thread into shared memory), through L2 (__ldcg: L1 is not coherent);
-//  4. march down the tile rows: row r from rows r - 1, r, r + 1 (level t) and the west / east
-//     neighbours by warp shuffles (across warps and blocks: what was published), in place.
-// A block's neighbours wait for its flag before reading, and it waits for theirs before overwriting
-// what it published two steps ago, so two copies suffice and no grid-wide barrier is needed. A
-// physical side's halo is the field's ghost row or column (constant: loaded once, into both copies).
+// One step, level t -> t + 1 (p = t % 2: the copy of everything exchanged that holds level t; level
+// t + 1 goes to copy 1 - p):
+//  1. each warp waits for the warps above and below it (same columns, blocks up / down) to have
+//     published level t (their flag >= t + 1: even lanes poll up, odd lanes down, one acquire load
+//     each), then reads their rows through L2 (__ldcg: L1 is not coherent). The first / last thread
+//     of a block with a block to the left / right waits for that block's column flag and copies its
+//     level-t column into shared memory (it alone reads it).
+//  2. march down the tile, rows PRE first (1 .. PRE), then the tile's top and bottom rows (they need
+//     the neighbours' rows), which are published at once (level t + 1, to global memory), then the
+//     rest; REL rows later the warp releases its flag (= t + 2): the stores have reached L2 by then,
+//     so the release's fence costs little. The bottom row's new values wait in registers until the
+//     march has used its old ones. In the march each row's west / east neighbour comes by a warp
+//     shuffle; a warp's lane 0 / 31 takes it from shared memory (what the neighbouring warp or the
+//     block beside published) and publishes its own first / last column there (copy 1 - p).
+//  3. one barrier (the columns exchanged between warps in shared memory); the threads publishing a
+//     column to a block beside release that block-side column flag (= t + 2).
+// Two copies suffice: a warp overwrites copy 1 - p of its rows (level t - 1 there) only after it
+// waited for the neighbouring warps' flag t + 1, which they release after reading level t - 1; in
+// shared memory, every access of step t comes before the barrier ending step t, and copy 1 - p is read
+// only in step t + 1; the columns to blocks beside are written and waited for by the same threads.
+// A physical side's halo is the field's ghost row or column (constant: loaded once, into both copies).
 //
 // The update and its term order are common.cu's (bitwise equal to numpy with --fmad=false). After
 // the last step the interior is stored to `out`; with `resid` non-null the largest |level n - level
 // n-1| over the interior is folded into *resid (the check's fused residual, as in wave.cu).
+//
+// Flags (unsigned, zeroed before each launch): [blocks][NW] one per warp (its rows), then [blocks][2]
+// one per block side (its west / east column). Each ends at steps + 1 (level 0 is published first).
 
 constexpr int VW = 16 / (int)sizeof(real);  // elements per 16-byte vector
 constexpr int NV = V / VW;                  // 16-byte vectors per thread and row
+constexpr int NW = NT / 32;                 // warps per block
+constexpr int NS = NW + 2;                  // column slots: one per warp, and the block's west and east outboxes
+constexpr int RG = RR < RT ? RR : RT;       // tile rows in registers
+constexpr int PRE = 1;                      // interior rows marched before the top and bottom rows
+constexpr int REL = 4;                      // interior rows between publishing them and releasing the flag
 static_assert(V % VW == 0, "V must be a multiple of the 16-byte vector width");
-static_assert(RR >= 1, "at least one tile row in registers");
+static_assert(RR >= 1 && RT >= 1, "at least one tile row, one in registers");
+static_assert(NT % 32 == 0, "whole warps");
 
 template <typename T> struct chip_vec;
 template <> struct chip_vec<float> { typedef float4 type; };
@@ -59,82 +79,159 @@ __device__ __forceinline__ void flag_release(unsigned* f, const unsigned v)
 #endif
 }
 
-__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)
+__device__ __forceinline__ unsigned flag_acquire(const unsigned* f)
 {
 #ifdef __CUDA_ARCH__
     unsigned got;
-    do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(got) : "l"(f) : "memory");
-    } while (got < v);
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(got) : "l"(f) : "memory");
+    return got;
 #else
-    while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < v) emu_yield();
+    return __atomic_load_n(f, __ATOMIC_ACQUIRE);
 #endif
 }
 
+__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)
+{
+    while (flag_acquire(f) < v) {
+#ifndef __CUDA_ARCH__
+        emu_yield();
+#endif
+    }
+}
+
 struct chip_ctx {
-    int ny, nx, rt;   // interior rows and columns; tile rows
+    int ny, nx;       // interior rows and columns
     int y0, x;        // first tile row; this thread's first column
-    int tid, lane, warp, nt, nw;
+    int tid, lane, warp;
     int b, up, down, left, right;  // this block and its neighbours (-1: none, a physical side)
     bool col_in[V];   // column x + m is interior
-    vec* rows;        // shared: this thread's tile rows RR .. rt-1 (slot ((r - RR) * NV + q) * nt + tid)
-    real* col_w;      // shared: [2][nw][rt] the value west of each warp's lane 0, per row
-    real* col_e;      // shared: [2][nw][rt] the value east of each warp's lane 31, per row
-    real* hrow;       // global: [2][blocks][2 (top, bottom)][nt * V]
-    real* hcol;       // global: [2][blocks][2 (left, right)][rt]
+    vec* rows;        // shared: this thread's tile rows RG .. RT-1 (slot ((r - RG) * NV + q) * NT + tid)
+    real* col_w;      // shared: [2][NS][RT] slot w + 1: the value west of warp w's lane 0, per row
+    real* col_e;      // shared: [2][NS][RT] slot w + 1: the value east of warp w's lane 31, per row
+    vec* hrow;        // global: [2][blocks][2 (top, bottom)][NT * NV], this thread's first vector; where a
+                      // side is physical, its slot holds the ghost row instead (both copies)
+    real* hcol;       // global: [2][blocks][2 (west, east)][RT]
+    unsigned* flags;  // global: [blocks][NW] warps' row flags, then [blocks][2] column flags
+    int north, south; // the slots (block * 2 + side) of the rows above and below the tile in hrow
     real wc, wx, wy;
 };
 
-__device__ __forceinline__ vec* smem_row(const chip_ctx& c, const int r, const int q)
+__device__ __forceinline__ real* col_slot(real* base, const int copy, const int slot)
 {
-    return c.rows + ((r - RR) * NV + q) * c.nt + c.tid;
+    return base + (copy * NS + slot) * RT;
 }
 
-// Tile row r >= RR (shared memory).
-__device__ __forceinline__ void smem_get(real (&o)[V], const int r, const chip_ctx& c)
+// Lanes 0 / 31: where the value west / east of this thread's columns is (copy p: level p's parity)...
+__device__ __forceinline__ const real* edge_in(const chip_ctx& c, const int p)
 {
-    row_t t;
-#pragma unroll
-    for (int q = 0; q < NV; ++q) t.v[q] = *smem_row(c, r, q);
+    return col_slot(c.lane == 31 ? c.col_e : c.col_w, p, c.warp + 1);
+}
+
+// ... and where this thread's first / last column goes (the block's outbox west of warp 0 / east of the last).
+__device__ __forceinline__ real* edge_out(const chip_ctx& c, const int q)
+{
+    return c.lane == 0 ? col_slot(c.col_e, q, c.warp) : col_slot(c.col_w, q, c.warp + 2);
+}
+
+__device__ __forceinline__ int blocks() { return gridDim.x * gridDim.y; }
+
+__device__ __forceinline__ vec* hrow_at(const chip_ctx& c, const int p, const int b, const int side)
+{
+    return c.hrow + ((idx)(p * blocks() + b) * 2 + side) * (NT * NV);
+}
+
+__device__ __forceinline__ real* hcol_at(const chip_ctx& c, const int p, const int b, const int side)
+{
+    return c.hcol + ((idx)(p * blocks() + b) * 2 + side) * RT;
+}
+
+__device__ __forceinline__ unsigned* row_flag(const chip_ctx& c, const int b, const int w)
+{
+    return c.flags + b * NW + w;
+}
+
+__device__ __forceinline__ unsigned* col_flag(const chip_ctx& c, const int b, const int side)
+{
+    return c.flags + blocks() * NW + b * 2 + side;
+}
+
+// The first / last thread sends the block's outbox (copy q) to its west / east column in global memory
+// and releases that column's flag.
+__device__ __forceinline__ void send_columns(const chip_ctx& c, const int q, const unsigned v)
+{
+    if (c.tid == 0 && c.left >= 0) {
+        const real* from = col_slot(c.col_e, q, 0);
+        real* to = hcol_at(c, q, c.b, 0);
+#pragma unroll 4
+        for (int r = 0; r < RT; ++r) __stcg(to + r, from[r]);
+        flag_release(col_flag(c, c.b, 0), v);
+    }
+    if (c.tid == NT - 1 && c.right >= 0) {
+        const real* from = col_slot(c.col_w, q, NW + 1);
+        real* to = hcol_at(c, q, c.b, 1);
+#pragma unroll 4
+        for (int r = 0; r < RT; ++r) __stcg(to + r, from[r]);
+        flag_release(col_flag(c, c.b, 1), v);
+    }
+}
+
+__device__ __forceinline__ void unpack(real (&o)[V], const row_t& t)
+{
 #pragma unroll
     for (int m = 0; m < V; ++m) o[m] = t.e[m];
 }
 
-// Tile row r, any r: registers are selected by constant indices (a run-time index would move them to
-// local memory), so this is for the few per-step accesses outside the march.
-__device__ __forceinline__ void any_row(real (&o)[V], const real (&reg)[RR][V], const int r, const chip_ctx& c)
+__device__ __forceinline__ void copy_row(real (&o)[V], const real (&a)[V])
 {
-    if (r >= RR) return smem_get(o, r, c);
 #pragma unroll
-    for (int k = 0; k < RR; ++k)
-        if (k == r) {
-#pragma unroll
-            for (int j = 0; j < V; ++j) o[j] = reg[k][j];
-        }
+    for (int m = 0; m < V; ++m) o[m] = a[m];
 }
 
-__device__ __forceinline__ void put_smem_row(const real (&o)[V], const int r, const chip_ctx& c)
+// Tile row r (a constant after unrolling: registers by constant index, shared memory at a constant offset).
+__device__ __forceinline__ void get_row(real (&o)[V], const real (&reg)[RG][V], const int r, const chip_ctx& c)
+{
+    if (r < RG) {
+#pragma unroll
+        for (int k = 0; k < RG; ++k)
+            if (k == r) copy_row(o, reg[k]);
+    } else {
+        row_t t;
+#pragma unroll
+        for (int q = 0; q < NV; ++q) t.v[q] = c.rows[((r - RG) * NV + q) * NT];
+        unpack(o, t);
+    }
+}
+
+__device__ __forceinline__ void put_row(real (&reg)[RG][V], const real (&o)[V], const int r, const chip_ctx& c)
+{
+    if (r < RG) {
+#pragma unroll
+        for (int k = 0; k < RG; ++k)
+            if (k == r) copy_row(reg[k], o);
+    } else {
+        row_t t;
+#pragma unroll
+        for (int m = 0; m < V; ++m) t.e[m] = o[m];
+#pragma unroll
+        for (int q = 0; q < NV; ++q) c.rows[((r - RG) * NV + q) * NT] = t.v[q];
+    }
+}
+
+__device__ __forceinline__ void load_vecs(real (&o)[V], const vec* h)
+{
+    row_t t;
+#pragma unroll
+    for (int q = 0; q < NV; ++q) t.v[q] = __ldcg(h + q);
+    unpack(o, t);
+}
+
+__device__ __forceinline__ void store_vecs(vec* h, const real (&o)[V])
 {
     row_t t;
 #pragma unroll
     for (int m = 0; m < V; ++m) t.e[m] = o[m];
 #pragma unroll
-    for (int q = 0; q < NV; ++q) *smem_row(c, r, q) = t.v[q];
-}
-
-__device__ __forceinline__ real* hrow_at(const chip_ctx& c, const int p, const int b, const int side)
-{
-    return c.hrow + ((idx)(p * gridDim.x * gridDim.y + b) * 2 + side) * (c.nt * V) + c.tid * V;
-}
-
-__device__ __forceinline__ real* hcol_at(const chip_ctx& c, const int p, const int b, const int side)
-{
-    return c.hcol + ((idx)(p * gridDim.x * gridDim.y + b) * 2 + side) * c.rt;
-}
-
-__device__ __forceinline__ real* col_at(real* base, const chip_ctx& c, const int p, const int w)
-{
-    return base + (p * c.nw + w) * c.rt;
+    for (int q = 0; q < NV; ++q) __stcg(h + q, t.v[q]);
 }
 
 // A row of the field (ghosts included) for this thread's columns: zeros beyond the ghost ring.
@@ -151,8 +248,7 @@ __device__ __forceinline__ void load_field_row(real (&o)[V], const real* u, cons
             for (int m = 0; m < VW; ++m) t.e[q * VW + m] = real(0);
         }
     }
-#pragma unroll
-    for (int m = 0; m < V; ++m) o[m] = t.e[m];
+    unpack(o, t);
 }
 
 __device__ __forceinline__ real field_at(const real* u, const idx pitch, const int y, const int x, const chip_ctx& c)
@@ -160,162 +256,164 @@ __device__ __forceinline__ real field_at(const real* u, const idx pitch, const i
     return y <= c.ny + 1 && x <= c.nx + 1 ? u[(idx)y * pitch + x] : real(0);
 }
 
-// 1. Publish level t (copy p) for the neighbouring warps and blocks.
-__device__ __forceinline__ void publish(const real (&reg)[RR][V], const int p, const chip_ctx& c)
+// This thread's published column value of a row: lane 0 its first column, lane 31 its last.
+__device__ __forceinline__ real edge_of(const real (&o)[V], const chip_ctx& c)
 {
-    if (c.up >= 0) {
-        real* h = hrow_at(c, p, c.b, 0);
-#pragma unroll
-        for (int m = 0; m < V; ++m) __stcg(h + m, reg[0][m]);
-    }
-    if (c.down >= 0) {
-        real o[V];
-        any_row(o, reg, c.rt - 1, c);
-        real* h = hrow_at(c, p, c.b, 1);
-#pragma unroll
-        for (int m = 0; m < V; ++m) __stcg(h + m, o[m]);
-    }
-    const bool west = c.lane == 0 && (c.warp > 0 || c.left >= 0);  // someone needs this thread's column x
-    const bool east = c.lane == 31 && (c.warp < c.nw - 1 || c.right >= 0);
-    if (!west && !east) return;
-    real* to = nullptr;
-    if (west) to = c.warp > 0 ? col_at(c.col_e, c, p, c.warp - 1) : hcol_at(c, p, c.b, 0);
-    else to = c.warp < c.nw - 1 ? col_at(c.col_w, c, p, c.warp + 1) : hcol_at(c, p, c.b, 1);
-    const int m = west ? 0 : V - 1;
-    const bool global = west ? c.warp == 0 : c.warp == c.nw - 1;
-    for (int r = 0; r < c.rt; ++r) {
-        real o[V];
-        any_row(o, reg, r, c);
-        real v = o[0];
-#pragma unroll
-        for (int j = 1; j < V; ++j)
-            if (j == m) v = o[j];
-        if (global) __stcg(to + r, v);
-        else to[r] = v;
-    }
+    return c.lane == 0 ? o[0] : o[V - 1];
 }
 
-// 2. Release this block's level t; wait for the neighbours' (threads 0..3, one neighbour each).
-__device__ __forceinline__ void meet(unsigned* flags, const unsigned t1, const chip_ctx& c)
-{
-    __syncthreads();
-    if (c.tid == 0) {
-        __threadfence();
-        flag_release(flags + c.b, t1);
-    }
-    if (c.tid < 4) {
-        const int nb = c.tid == 0 ? c.up : c.tid == 1 ? c.down : c.tid == 2 ? c.left : c.right;
-        if (nb >= 0) {
-            flag_wait(flags + nb, t1);
-            __threadfence();
-        }
-    }
-    __syncthreads();
-}
-
-// 3. The neighbours' level t: north / south rows (every thread), west / east columns (first / last thread).
-__device__ __forceinline__ void receive(real (&north)[V], real (&south)[V], const int p, const chip_ctx& c)
-{
-    if (c.up >= 0) {
-        const real* h = hrow_at(c, p, c.up, 1);
-#pragma unroll
-        for (int m = 0; m < V; ++m) north[m] = __ldcg(h + m);
-    }
-    if (c.down >= 0) {
-        const real* h = hrow_at(c, p, c.down, 0);
-#pragma unroll
-        for (int m = 0; m < V; ++m) south[m] = __ldcg(h + m);
-    }
-    if (c.tid == 0 && c.left >= 0) {
-        const real* h = hcol_at(c, p, c.left, 1);
-        real* to = col_at(c.col_w, c, p, 0);
-        for (int r = 0; r < c.rt; ++r) to[r] = __ldcg(h + r);
-    }
-    if (c.tid == c.nt - 1 && c.right >= 0) {
-        const real* h = hcol_at(c, p, c.right, 0);
-        real* to = col_at(c.col_e, c, p, c.nw - 1);
-        for (int r = 0; r < c.rt; ++r) to[r] = __ldcg(h + r);
-    }
-}
-
-// Row r of level t + 1 from rows s (r - 1), m (r) and n (r + 1) of level t; kept where not interior.
-template <bool RES>
+// Row r of level t + 1 from rows s (r - 1), m (r) and n (r + 1) of level t (kept where not interior);
+// lanes 0 / 31 publish their first / last column of it.
+template <bool FAST, bool RES>
 __device__ __forceinline__ void update_row(real (&o)[V], const real (&s)[V], const real (&m)[V], const real (&n)[V],
-                                           const int r, const int p, const chip_ctx& c, real& rmax)
+                                           const int r, const real* ein, real* eout, const chip_ctx& c, real& rmax)
 {
+    real edge = real(0);
+    if (c.lane == 0 || c.lane == 31) edge = ein[r];
     real w0 = __shfl_up_sync(FULL, m[V - 1], 1);
     real e0 = __shfl_down_sync(FULL, m[0], 1);
-    if (c.lane == 0) w0 = col_at(c.col_w, c, p, c.warp)[r];
-    if (c.lane == 31) e0 = col_at(c.col_e, c, p, c.warp)[r];
-    const bool row_in = c.y0 + r <= c.ny;
+    if (c.lane == 0) w0 = edge;
+    if (c.lane == 31) e0 = edge;
+    const bool row_in = FAST || c.y0 + r <= c.ny;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
         const real wj = j == 0 ? w0 : m[j - 1];
         const real ej = j == V - 1 ? e0 : m[j + 1];
         const real v = update(m[j], wj, ej, s[j], n[j], c.wc, c.wx, c.wy);
-        const bool in = row_in && c.col_in[j];
-        o[j] = in ? v : m[j];
-        if (RES && in) rmax = max_abs_diff(rmax, v, m[j]);
+        if (FAST) {
+            o[j] = v;
+            if (RES) rmax = max_abs_diff(rmax, v, m[j]);
+        } else {
+            const bool in = row_in && c.col_in[j];
+            o[j] = in ? v : m[j];
+            if (RES && in) rmax = max_abs_diff(rmax, v, m[j]);
+        }
     }
+    if (c.lane == 0 || c.lane == 31) eout[r] = edge_of(o, c);
 }
 
-// 4. One step in place: registers rows first, then the shared-memory rows.
-template <bool RES>
-__device__ __forceinline__ void march(real (&reg)[RR][V], const real (&north)[V], const real (&south)[V], const int p,
-                                      const chip_ctx& c, real& rmax)
+__device__ __forceinline__ void release_rows(const chip_ctx& c, const unsigned v)
 {
-    real s[V], m[V], n[V], o[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-        s[j] = north[j];
-        m[j] = reg[0][j];
-    }
-#pragma unroll
-    for (int r = 0; r < RR; ++r) {
-        if (r + 1 < RR) {
-#pragma unroll
-            for (int j = 0; j < V; ++j) n[j] = reg[r + 1][j];
-        } else if (c.rt > RR) {
-            smem_get(n, RR, c);
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j) n[j] = south[j];
-        }
-        update_row<RES>(o, s, m, n, r, p, c, rmax);
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-            s[j] = m[j];
-            m[j] = n[j];
-            reg[r][j] = o[j];
-        }
-    }
-    for (int r = RR; r < c.rt; ++r) {
-        if (r + 1 < c.rt) {
-            smem_get(n, r + 1, c);
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j) n[j] = south[j];
-        }
-        update_row<RES>(o, s, m, n, r, p, c, rmax);
-        put_smem_row(o, r, c);
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-            s[j] = m[j];
-            m[j] = n[j];
-        }
-    }
+    __syncwarp();
+    if (c.lane == 0) flag_release(row_flag(c, c.b, c.warp), v);
 }
 
-__device__ __forceinline__ void store_tile(real* out, const idx pitch, const real (&reg)[RR][V], const chip_ctx& c)
+// One step in place, level t -> t + 1 (see the top of the file).
+template <bool FAST, bool RES>
+__device__ __forceinline__ void step(real (&reg)[RG][V], const int t,
+                                     const chip_ctx& c, real& rmax)
+{
+    const int p = t & 1, q = p ^ 1;
+    // 1. the neighbours' level t
+    if (c.up >= 0 || c.down >= 0) {
+        const unsigned* f = (c.lane & 1) ? (c.down >= 0 ? row_flag(c, c.down, c.warp) : nullptr)
+                                         : (c.up >= 0 ? row_flag(c, c.up, c.warp) : nullptr);
+        bool ready;
+        do {
+            ready = f == nullptr || flag_acquire(f) >= (unsigned)t + 1;
+#ifndef __CUDA_ARCH__
+            if (!ready) emu_yield();
+#endif
+        } while (!__all_sync(FULL, ready));
+        __syncwarp();
+    }
+    // (a physical side's ghost row waits in this block's own slot for that side, loaded once)
+    real north[V], south[V];
+    load_vecs(north, c.hrow + (idx)(p * blocks() * 2 + c.north) * (NT * NV));
+    load_vecs(south, c.hrow + (idx)(p * blocks() * 2 + c.south) * (NT * NV));
+    if (c.tid == 0 && c.left >= 0) {
+        flag_wait(col_flag(c, c.left, 1), (unsigned)t + 1);
+        const real* h = hcol_at(c, p, c.left, 1);
+        real* to = col_slot(c.col_w, p, 1);
+#pragma unroll 4
+        for (int r = 0; r < RT; ++r) to[r] = __ldcg(h + r);
+    }
+    if (c.tid == NT - 1 && c.right >= 0) {
+        flag_wait(col_flag(c, c.right, 0), (unsigned)t + 1);
+        const real* h = hcol_at(c, p, c.right, 0);
+        real* to = col_slot(c.col_e, p, NW);
+#pragma unroll 4
+        for (int r = 0; r < RT; ++r) to[r] = __ldcg(h + r);
+    }
+    const real* ein = edge_in(c, p);
+    real* eout = edge_out(c, q);
+
+    // 2. the march
+    // interior rows marched before the top and bottom rows (row RT-2 must still be old then), and before
+    // the release; at least one iteration, for the edge rows
+    constexpr int pre = RT >= 3 ? (PRE < RT - 3 ? PRE : RT - 3) : 0;
+    constexpr int rel = pre + REL < RT - 2 ? pre + REL : RT - 2;
+    constexpr int last = RT >= 3 ? RT - 2 : 1;
+    real s[V], m[V], n[V], o[V], old1[V], bottom[V];
+    bool released = false;
+    if (RT >= 3) {
+        get_row(s, reg, 0, c);
+        get_row(m, reg, 1, c);
+        copy_row(old1, m);
+    }
+#pragma unroll
+    for (int r = 1; r <= last; ++r) {
+        if (r == 1 + pre) {  // the top and bottom rows, published at once
+            real a[V], b0[V];
+            get_row(a, reg, 0, c);
+            if (RT >= 3) copy_row(b0, old1);
+            else if (RT == 2) get_row(b0, reg, 1, c);
+            else copy_row(b0, south);
+            update_row<FAST, RES>(o, north, a, b0, 0, ein, eout, c, rmax);
+            put_row(reg, o, 0, c);
+            if (c.up >= 0) store_vecs(hrow_at(c, q, c.b, 0), o);
+            if (RT >= 2) {
+                real a2[V], s2[V];
+                get_row(s2, reg, RT >= 2 ? RT - 2 : 0, c);  // old: the march has not reached it
+                if (RT == 2) copy_row(s2, a);               // (RT == 2: row 0, just overwritten)
+                get_row(a2, reg, RT - 1, c);
+                update_row<FAST, RES>(bottom, s2, a2, south, RT - 1, ein, eout, c, rmax);
+            }
+            if (c.down >= 0) store_vecs(hrow_at(c, q, c.b, 1), RT >= 2 ? bottom : o);
+        }
+        if (r > RT - 2) break;
+        get_row(n, reg, r + 1, c);  // old (row RT-1 is written after the march)
+        update_row<FAST, RES>(o, s, m, n, r, ein, eout, c, rmax);
+        put_row(reg, o, r, c);
+        copy_row(s, m);
+        copy_row(m, n);
+        if (r == rel) {
+            release_rows(c, (unsigned)t + 2);
+            released = true;
+        }
+    }
+    if (RT >= 2) put_row(reg, bottom, RT - 1, c);
+    if (!released) release_rows(c, (unsigned)t + 2);
+}
+
+// p + n (elements), hidden from the optimiser: the addresses of the tile's rows are recomputed where they
+// are used instead of being kept in registers (spilled) across the steps from load_tile to store_tile.
+template <typename T> __device__ __forceinline__ T* opaque_add(T* p, const idx n)
+{
+    T* q = p + n;
+#ifdef __CUDA_ARCH__
+    asm volatile("" : "+l"(q));
+#endif
+    return q;
+}
+
+template <bool FAST>
+__device__ __forceinline__ void store_tile(real* out, const idx pitch, const real (&reg)[RG][V], const chip_ctx& c)
 {
     bool all = true;
 #pragma unroll
     for (int m = 0; m < V; ++m) all = all && c.col_in[m];
-    for (int r = 0; r < c.rt && c.y0 + r <= c.ny; ++r) {
+    int y0 = c.y0;
+#ifdef __CUDA_ARCH__
+    asm volatile("" : "+r"(y0));  // (nor y0 * pitch, from load_tile)
+#endif
+    real* q = opaque_add(out, (idx)y0 * pitch + c.x);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+        if (!FAST && c.y0 + r > c.ny) break;
         real o[V];
-        any_row(o, reg, r, c);
-        real* q = out + (idx)(c.y0 + r) * pitch + c.x;
-        if (all) {
+        get_row(o, reg, r, c);
+        if (FAST || all) {
             row_t t;
 #pragma unroll
             for (int m = 0; m < V; ++m) t.e[m] = o[m];
@@ -326,30 +424,61 @@ __device__ __forceinline__ void store_tile(real* out, const idx pitch, const rea
             for (int m = 0; m < V; ++m)
                 if (c.col_in[m]) q[m] = o[m];
         }
+        q = opaque_add(q, pitch);
     }
 }
 
-__device__ __forceinline__ void load_tile(real (&reg)[RR][V], real (&north)[V], real (&south)[V], const real* u,
-                                          const idx pitch, const chip_ctx& c)
+// The tile, the ghost columns (both copies) where no block is left / right; then level 0 published and
+// the flags released (= 1).
+__device__ __forceinline__ void load_tile(real (&reg)[RG][V], const real* u, const idx pitch, const chip_ctx& c)
 {
+    const real* row = opaque_add(u, (idx)c.y0 * pitch);
 #pragma unroll
-    for (int r = 0; r < RR; ++r) load_field_row(reg[r], u, pitch, c.y0 + r, c);
-    for (int r = RR; r < c.rt; ++r) {
+    for (int r = 0; r < RT; ++r) {
         real o[V];
-        load_field_row(o, u, pitch, c.y0 + r, c);
-        put_smem_row(o, r, c);
+        load_field_row(o, row, 0, c.y0 + r, c);
+        row = opaque_add(row, pitch);
+        put_row(reg, o, r, c);
+        if (c.lane == 0 || c.lane == 31) edge_out(c, 0)[r] = edge_of(o, c);
+        if (r == 0 && c.up >= 0) store_vecs(hrow_at(c, 0, c.b, 0), o);
+        if (r == RT - 1 && c.down >= 0) store_vecs(hrow_at(c, 0, c.b, 1), o);
     }
-    load_field_row(north, u, pitch, c.y0 - 1, c);  // kept where there is no block above: the ghost row
-    load_field_row(south, u, pitch, c.y0 + c.rt, c);
-    if (c.tid == 0 && c.left < 0) {  // the ghost column (or zeros), both copies
-        for (int r = 0; r < c.rt; ++r)
-            col_at(c.col_w, c, 0, 0)[r] = col_at(c.col_w, c, 1, 0)[r] = field_at(u, pitch, c.y0 + r, c.x - 1, c);
+    for (int side = 0; side < 2; ++side) {  // a physical side's ghost row (or zeros) in the slot no one reads
+        if ((side == 0 ? c.up : c.down) >= 0) continue;
+        real o[V];
+        load_field_row(o, u, pitch, side == 0 ? c.y0 - 1 : c.y0 + RT, c);
+        store_vecs(hrow_at(c, 0, c.b, side), o);
+        store_vecs(hrow_at(c, 1, c.b, side), o);
     }
-    if (c.tid == c.nt - 1 && c.right < 0) {
-        for (int r = 0; r < c.rt; ++r)
-            col_at(c.col_e, c, 0, c.nw - 1)[r] = col_at(c.col_e, c, 1, c.nw - 1)[r] =
-                field_at(u, pitch, c.y0 + r, c.x + V, c);
+    if (c.tid == 0 && c.left < 0) {
+        for (int r = 0; r < RT; ++r)
+            col_slot(c.col_w, 0, 1)[r] = col_slot(c.col_w, 1, 1)[r] = field_at(u, pitch, c.y0 + r, c.x - 1, c);
     }
+    if (c.tid == NT - 1 && c.right < 0) {
+        for (int r = 0; r < RT; ++r)
+            col_slot(c.col_e, 0, NW)[r] = col_slot(c.col_e, 1, NW)[r] = field_at(u, pitch, c.y0 + r, c.x + V, c);
+    }
+    __syncthreads();
+    if (c.lane == 0) flag_release(row_flag(c, c.b, c.warp), 1u);
+    send_columns(c, 0, 1u);
+}
+
+template <bool FAST>
+__device__ __forceinline__ void run(real* out, const real* u, const idx pitch, const int steps, rbits* resid,
+                                    const chip_ctx& c)
+{
+    real reg[RG][V];
+    load_tile(reg, u, pitch, c);
+    real rmax = real(0);
+    const int plain = resid ? steps - 1 : steps;  // steps without the residual
+    for (int t = 0; t < steps; ++t) {
+        if (t < plain) step<FAST, false>(reg, t, c, rmax);
+        else step<false, true>(reg, t, c, rmax);  // the masked code: equal where FAST, and one copy fewer
+        __syncthreads();
+        send_columns(c, (t + 1) & 1, (unsigned)t + 2);
+    }
+    store_tile<FAST>(out, pitch, reg, c);
+    if (resid) warp_max_to(resid, rmax);
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
@@ -357,46 +486,37 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
      const int steps, real* __restrict__ hrow, real* __restrict__ hcol, unsigned* __restrict__ flags,
      rbits* __restrict__ resid, const real wc, const real wx, const real wy)
 {
+    (void)rt;  // == RT (compiled in)
     BLOCK_SHARED(vec, shm);
     chip_ctx c;
     c.ny = ny;
     c.nx = nx;
-    c.rt = rt;
     c.wc = wc;
     c.wx = wx;
     c.wy = wy;
     c.tid = threadIdx.x;
     c.lane = c.tid & 31;
     c.warp = c.tid >> 5;
-    c.nt = blockDim.x;
-    c.nw = c.nt >> 5;
     const int bx = blockIdx.x, by = blockIdx.y;
     c.b = by * gridDim.x + bx;
     c.up = by > 0 ? c.b - gridDim.x : -1;
     c.down = by + 1 < (int)gridDim.y ? c.b + gridDim.x : -1;
     c.left = bx > 0 ? c.b - 1 : -1;
     c.right = bx + 1 < (int)gridDim.x ? c.b + 1 : -1;
-    c.y0 = 1 + by * rt;
-    c.x = 1 + bx * c.nt * V + c.tid * V;
+    c.y0 = 1 + by * RT;
+    const int x0 = 1 + bx * NT * V;
+    c.x = x0 + c.tid * V;
 #pragma unroll
     for (int m = 0; m < V; ++m) c.col_in[m] = c.x + m <= nx;
-    c.rows = shm;
-    c.col_w = reinterpret_cast<real*>(shm + (rt > RR ? rt - RR : 0) * NV * c.nt);
-    c.col_e = c.col_w + 2 * c.nw * rt;
-    c.hrow = hrow;
+    c.rows = shm + c.tid;
+    c.col_w = reinterpret_cast<real*>(shm + (RT - RG) * NV * NT);
+    c.col_e = c.col_w + 2 * NS * RT;
+    c.hrow = reinterpret_cast<vec*>(hrow) + c.tid * NV;
     c.hcol = hcol;
-
-    real reg[RR][V], north[V], south[V];
-    load_tile(reg, north, south, u, pitch, c);
-    real rmax = real(0);
-    for (int t = 0; t < steps; ++t) {
-        const int p = t & 1;
-        publish(reg, p, c);
-        meet(flags, (unsigned)t + 1, c);
-        receive(north, south, p, c);
-        if (resid && t == steps - 1) march<true>(reg, north, south, p, c, rmax);
-        else march<false>(reg, north, south, p, c, rmax);
-    }
-    store_tile(out, pitch, reg, c);
-    if (resid) warp_max_to(resid, rmax);
+    c.flags = flags;
+    c.north = c.up >= 0 ? c.up * 2 + 1 : c.b * 2;  // a physical side: this block's own slot
+    c.south = c.down >= 0 ? c.down * 2 : c.b * 2 + 1;
+    const bool fast = c.y0 + RT - 1 <= ny && x0 + NT * V - 1 <= nx;
+    if (fast) run<true>(out, u, pitch, steps, resid, c);
+    else run<false>(out, u, pitch, steps, resid, c);
 }
