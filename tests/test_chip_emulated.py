@@ -25,14 +25,16 @@ _LIBS: dict = {}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 
 
-def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1):
+def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False):
     """The kernel compiled as the backend compiles it for a layout: its threads, tile rows, columns a
-    thread and levels a pass compiled in."""
-    key = (dtype, nt, rr, rt, v, levels)
+    thread and levels a pass compiled in (at levels 2 also the residual's pass or not, and only the
+    code without the mask where every tile is interior)."""
+    key = (dtype, nt, rr, rt, v, levels, resid, allfast)
     if key not in _LIBS:
-        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}_{levels}.cu"
+        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}_{levels}_{int(resid)}{int(allfast)}.cu"
         src.write_text(gk.source("chip"))
-        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v, levels=levels) if o.startswith("-D")]
+        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v, levels=levels, resid=resid,
+                                         allfast=allfast) if o.startswith("-D")]
         lib = src.with_suffix(".so")
         res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
                               f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
@@ -50,7 +52,8 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1):
     assert layout is not None, "the case fits"
     gx, gy, threads, rt, smem = layout
     v = gk.chip_columns(block[0])
-    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels)
+    allfast = levels == 2 and gk.chip_all_interior(layout, (ny, nx), v)
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid, allfast)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
@@ -140,6 +143,15 @@ def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms
     assert np.isnan(got[~inside]).all(), "stored outside the interior"
     if resid:
         assert res == np.max(np.abs(want - prev)[inside])
+
+
+def test_all_interior_layouts():
+    h200 = dict(sms=132, smem_limit=232448)
+    layout = gk.chip_layout("float64", (2048, 2048), block=(512, 4), levels=2, **h200)
+    assert layout == (1, 128, 512, 16, 217344) and gk.chip_all_interior(layout, (2048, 2048), 4)
+    assert not gk.chip_all_interior(gk.chip_layout("float64", (2001, 2048), block=(512, 4), **h200), (2001, 2048), 4)
+    assert "-DCHIP_ALLFAST=1" in gk.options("chip", "float64", (512, 4), levels=2, allfast=True)
+    assert not any("CHIP" in o for o in gk.options("chip", "float64", (512, 4)))  # v6: as before
 
 
 def test_two_levels_need_one_block_across_and_two_rows():

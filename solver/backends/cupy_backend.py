@@ -439,6 +439,7 @@ class CupyBackend(CupyMultigrid, Backend):
         if variant in gk.ON_CHIP and not self.refills:
             self._chip_scratch(u.shape)
             self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2))
+            self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2), True)  # (v7: the residual's module)
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
         self.synchronize()
@@ -532,7 +533,7 @@ class CupyBackend(CupyMultigrid, Backend):
         interior = (u.shape[0] - 2, u.shape[1] - 2)
         gx, gy, threads, rt, smem = self.chip_layout(interior, block)
         hrow, hcol, flags = self._chip_scratch(u.shape)
-        fn = self._chip_function(block, interior)
+        fn = self._chip_function(block, interior, resid)
         rt_ = self.cp.cuda.runtime
         rt_.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
         if resid:
@@ -546,14 +547,21 @@ class CupyBackend(CupyMultigrid, Backend):
             fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main)
         self._resid = None
 
-    def _chip_function(self, block, interior):
-        """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in."""
-        gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+    def _chip_function(self, block, interior, resid: bool = False):
+        """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in; at
+        two levels a pass (v7) one module without the residual's pass and one with it (`resid`), and
+        only the code without the mask where every tile is interior."""
+        layout = self.chip_layout(interior, block)
+        gx, gy, threads, rt, smem = layout
         v = gk.chip_columns(block[0])
         levels = self.chip_levels(interior, block)
-        key = ("chip", (threads, block[1]), self.fmad, rt, v, levels)
+        if levels == 2:
+            extra = dict(resid=resid, allfast=gk.chip_all_interior(layout, interior, v))
+        else:
+            extra = {}
+        key = ("chip", (threads, block[1]), self.fmad, rt, v, levels, tuple(extra.items()))
         if key not in self._kernels:
-            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v, levels=levels)
+            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v, levels=levels, **extra)
             self._kernels[key] = self.cp.RawModule(code=gk.source("chip"), options=opts).get_function(gk.ENTRY["chip"])
         return self._kernels[key]
 

@@ -179,6 +179,13 @@ def chip_layout(dtype, interior, sms: int, block, smem_limit: int, levels: int =
     return None if smem > smem_limit else (gx, gy, threads, rt, smem)
 
 
+def chip_all_interior(layout, interior, v: int) -> bool:
+    """Every tile of a `chip` layout lies inside the interior (no point to keep: the code without the
+    mask serves every block)."""
+    gx, gy, threads, rt, _ = layout
+    return gy * rt == interior[0] and gx * threads * v == interior[1]
+
+
 def chip_buffer_sizes(layout, v: int = CHIP_V) -> tuple[int, int, int]:
     """Elements of the halo buffers a `chip` launch (v columns a thread) exchanges through (rows,
     columns) and its flags (one per warp, then two per block: kernels/chip.cu). The rows hold four a
@@ -252,16 +259,20 @@ def source(variant: str) -> str:
 
 
 def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT,
-            v: int | None = None, levels: int = 1) -> tuple[str, ...]:
+            v: int | None = None, levels: int = 1, resid: bool = True, allfast: bool = False) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
     are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
-    block[0], tile rows, rt, columns a thread, v: chip_columns of the block asked for, and levels a pass)."""
+    block[0], tile rows, rt, columns a thread, v: chip_columns of the block asked for, and levels a pass;
+    at levels 2 also whether the residual's pass is compiled in, `resid`, and whether only the code
+    without the interior mask is, `allfast`: chip_all_interior)."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
     shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"),
              "chip": (f"-DNT={bx}", f"-DRR={by}", f"-DRT={rt}", f"-DLEVELS={levels}")}
     shape = shape.get(variant, (f"-DBX={bx}", f"-DK={k}") if variant in TILED else (f"-DBX={bx}", f"-DBY={by}"))
     v = v or (chip_columns(bx) if variant in ON_CHIP else lanes(variant, dtype))
+    if variant in ON_CHIP and levels == 2:
+        shape = (*shape, f"-DCHIP_RESID={int(resid)}", f"-DCHIP_ALLFAST={int(allfast)}")
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={v}")
 
 

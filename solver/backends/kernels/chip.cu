@@ -519,8 +519,17 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
 // the block above released k + 1, i.e. after it read them (as its rows RT, RT + 1 in pass k - 1); the
 // bottom rows only after the wait for the block below, likewise.
 // An odd step count ends with one single-level pass (pass1) from the same published data. With `resid`
-// the last pass is the masked one and folds max |level n - level n-1| (both levels are at hand there).
+// the last pass folds max |level n - level n-1| (both levels are at hand there). Compile-time options
+// (the backend's): CHIP_RESID 0 leaves the residual's pass out (a second module serves the launches
+// with `resid`), CHIP_ALLFAST 1 compiles only the code without the mask (every tile interior); both
+// keep the hot module's registers (float64: 128) from spilling into the march.
 constexpr int PR = RT + 2;  // rows of a column slot: -1 .. RT
+#ifndef CHIP_RESID
+#define CHIP_RESID 1  // 0: compiled without the residual's pass (the backend compiles one module of each)
+#endif
+#ifndef CHIP_ALLFAST
+#define CHIP_ALLFAST 0  // 1: the layout's tiles are all interior, only the code without the mask is compiled
+#endif
 #ifndef SPRE
 #define SPRE 2  // rows before needing rows RT and RT + 1 that the block below is waited for and they are loaded
 #endif
@@ -767,9 +776,17 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
     real rmax = real(0);
     const int passes = steps / 2;
     const bool odd = steps & 1;
+#if CHIP_RESID
+    const bool res = resid != nullptr;
+#else
+    const bool res = false;  // (compiled without the residual: `resid` is ignored)
+#endif
     for (int k = 0; k < passes; ++k) {
-        if (resid && !odd && k == passes - 1) pass2<false, true>(reg, k, c, rmax);
-        else pass2<FAST, false>(reg, k, c, rmax);
+#if CHIP_RESID
+        if (res && !odd && k == passes - 1) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
+        else
+#endif
+            pass2<FAST, false>(reg, k, c, rmax);
         __syncthreads();
         if (c.tid == 0) {
             __threadfence();
@@ -777,12 +794,15 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
         }
     }
     if (odd) {
-        if (resid) pass1<false, true>(reg, passes, c, rmax);
-        else pass1<FAST, false>(reg, passes, c, rmax);
+#if CHIP_RESID
+        if (res) pass1<FAST && CHIP_ALLFAST, true>(reg, passes, c, rmax);
+        else
+#endif
+            pass1<FAST, false>(reg, passes, c, rmax);
         if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)passes + 2);  // (nothing published: the count)
     }
     store_tile<FAST>(out, pitch, reg, c);
-    if (resid) warp_max_to(resid, rmax);
+    if (res) warp_max_to(resid, rmax);
 }
 #endif
 
@@ -824,8 +844,13 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
     const bool fast = c.y0 + RT - 1 <= ny && x0 + NT * V - 1 <= nx;
 #if LEVELS == 2
     setup2(c, shm);
+#if CHIP_ALLFAST
+    (void)fast;  // every block's rows and columns are interior (the layout's)
+    run2<true>(out, u, pitch, steps, resid, c);
+#else
     if (fast) run2<true>(out, u, pitch, steps, resid, c);
     else run2<false>(out, u, pitch, steps, resid, c);
+#endif
 #else
     if (fast) run<true>(out, u, pitch, steps, resid, c);
     else run<false>(out, u, pitch, steps, resid, c);
