@@ -154,6 +154,15 @@ def test_all_interior_layouts():
     assert not any("CHIP" in o for o in gk.options("chip", "float64", (512, 4)))  # v6: as before
 
 
+def test_two_levels_by_default_in_float64_only(monkeypatch):
+    monkeypatch.delenv("STENCIL_CHIP_LEVELS", raising=False)
+    assert gk.chip_levels_wanted("float64") == 2 and gk.chip_levels_wanted("float32") == 1
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", "1")
+    assert gk.chip_levels_wanted("float64") == 1
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", "2")
+    assert gk.chip_levels_wanted("float32") == 2
+
+
 def test_two_levels_need_one_block_across_and_two_rows():
     assert gk.chip_layout("float64", (21, 520), 9, (64, 1), 1 << 30, levels=2) is None  # 2 blocks across
     assert gk.chip_layout("float64", (8, 128), 8, (32, 1), 1 << 30, levels=2) is None  # tiles of one row

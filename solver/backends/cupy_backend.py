@@ -278,10 +278,10 @@ class CupyBackend(CupyMultigrid, Backend):
                               self.chip_levels(interior, block))
 
     def chip_levels(self, interior, block=None) -> int:
-        """Levels a pass of `chip` advances: 2 (v7) where gk.chip_levels_wanted() asks for it and its
+        """Levels a pass of `chip` advances: 2 (v7) where gk.chip_levels_wanted asks for it and its
         layout fits (one block across, tiles of 2 rows or more, its shared memory), else 1 (v6)."""
         block = block or gk.default_block("chip", self.dtype, interior, self.sms)
-        if gk.chip_levels_wanted() == 2 and gk.chip_layout(self.dtype, interior, self.sms, block,
+        if gk.chip_levels_wanted(self.dtype) == 2 and gk.chip_layout(self.dtype, interior, self.sms, block,
                                                            self.smem_optin or 48 * 1024, 2) is not None:
             return 2
         return 1

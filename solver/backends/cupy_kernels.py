@@ -22,7 +22,9 @@ Variants (`backend.kernel`):
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
          in registers by each thread]; a block of at most 256 threads holds 8 columns a thread, a
-         larger one 4 (chip_columns). Compiled per layout (threads, tile rows).
+         larger one 4 (chip_columns). Compiled per layout (threads, tile rows). In float64, where one
+         block spans the grid's columns and tiles have 2+ rows, each pass advances two levels (v7,
+         CHIP_LEVELS; the env STENCIL_CHIP_LEVELS=1 or 2 picks v6 or v7 for comparisons).
 For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
@@ -65,7 +67,8 @@ CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most 
 CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
 MAX_CHIP_STEPS = 1 << 20
 CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
-CHIP_LEVELS = 1  # levels a `chip` pass advances where the layout allows 2 (v7; STENCIL_CHIP_LEVELS overrides)
+CHIP_LEVELS = {8: 2, 4: 1}  # levels a `chip` pass advances where the layout allows 2 (v7), by itemsize: v7 measured
+# faster in float64 only (docs/gpu_tiling_notes.md, Issue 26 v7); STENCIL_CHIP_LEVELS overrides
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -150,11 +153,11 @@ def chip_smem_bytes(dtype, rt: int, rr: int, threads: int, v: int = CHIP_V, leve
     return tile + 4 * (threads // 32 + 2) * rt * item
 
 
-def chip_levels_wanted() -> int:
+def chip_levels_wanted(dtype) -> int:
     """Levels a pass of `chip` advances where its layout allows two (chip_layout): CHIP_LEVELS, or the
     environment's STENCIL_CHIP_LEVELS (1 or 2; for comparing v6 and v7 with `stencil tune` / run)."""
     value = os.environ.get("STENCIL_CHIP_LEVELS")
-    return int(value) if value in ("1", "2") else CHIP_LEVELS
+    return int(value) if value in ("1", "2") else CHIP_LEVELS[np.dtype(dtype).itemsize]
 
 
 def chip_layout(dtype, interior, sms: int, block, smem_limit: int, levels: int = 1):
