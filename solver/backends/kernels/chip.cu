@@ -2,7 +2,8 @@
 //
 // Defines: REAL, V (columns per thread), RR (tile rows each thread holds in registers), NT (threads per
 // block, exactly: the launch's blockDim.x), RT (rows per tile: the launch's layout, compiled in so that
-// the march is unrolled and every row's registers and shared-memory offsets are constants).
+// the march is unrolled and every row's registers and shared-memory offsets are constants), LEVELS (levels a
+// pass: 1, v6, described here; 2, v7, `run2` below, with its own options CHIP_RESID, CHIP_ALLFAST, SPRE).
 //
 // Tiles: a gx x gy grid of blocks, every block resident at once (cooperative launch; at most one per
 // multiprocessor). Block (bx, by) owns interior rows y0 = 1 + by * RT .. y0 + RT - 1 and columns
