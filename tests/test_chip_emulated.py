@@ -25,14 +25,16 @@ _LIBS: dict = {}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 
 
-def chip_lib(tmp_dir, dtype, nt, rr, rt, v):
-    """The kernel compiled as the backend compiles it for a layout: its threads, tile rows and columns a
-    thread compiled in."""
-    key = (dtype, nt, rr, rt, v)
+def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False):
+    """The kernel compiled as the backend compiles it for a layout: its threads, tile rows, columns a
+    thread and levels a pass compiled in (at levels 2 also the residual's pass or not, and only the
+    code without the mask where every tile is interior)."""
+    key = (dtype, nt, rr, rt, v, levels, resid, allfast)
     if key not in _LIBS:
-        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}.cu"
+        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}_{levels}_{int(resid)}{int(allfast)}.cu"
         src.write_text(gk.source("chip"))
-        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v) if o.startswith("-D")]
+        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v, levels=levels, resid=resid,
+                                         allfast=allfast) if o.startswith("-D")]
         lib = src.with_suffix(".so")
         res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
                               f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
@@ -42,13 +44,16 @@ def chip_lib(tmp_dir, dtype, nt, rr, rt, v):
     return _LIBS[key]
 
 
-def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
-    """One launch of `steps` steps over the whole interior; returns (out, residual, layout)."""
+def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1):
+    """One launch of `steps` steps over the whole interior (levels a pass: 1, v6, or 2, v7); returns
+    (out, residual, layout)."""
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
-    layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30)
+    layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30, levels)
+    assert layout is not None, "the case fits"
     gx, gy, threads, rt, smem = layout
     v = gk.chip_columns(block[0])
-    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v)
+    allfast = levels == 2 and gk.chip_all_interior(layout, (ny, nx), v)
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid, allfast)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
@@ -64,6 +69,10 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True):
                ctypes.c_uint(gy), ctypes.c_uint(threads), ctypes.c_ulonglong(smem))
     value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
     blocks, nw = gx * gy, threads // 32
+    if levels == 2:
+        assert (flags[:blocks] == steps // 2 + steps % 2 + 1).all(), "every block ended every pass"
+        assert (flags[blocks:] == 0).all()
+        return np.array(out), value, layout
     assert (flags[:blocks * nw] == steps + 1).all(), "every warp published every level"
     sides = flags[blocks * nw:].reshape(gy, gx, 2)
     assert (sides[:, 1:, 0] == steps + 1).all() and (sides[:, :-1, 1] == steps + 1).all(), "every column published"
@@ -104,11 +113,68 @@ def test_chip_equals_n_numpy_steps(tmp_path, dtype, block, sms, shape, steps):
     assert res == np.max(np.abs(want - prev)[inside])  # the fused residual of the last step
 
 
+CASES2 = [  # v7 (two levels a pass): one block across, tiles of 2 rows or more; dtype, block, sms, shape, steps
+    ("float64", (64, 2), 6, (37, 128), 6),    # 6 blocks down of one warp (8 columns a thread), the last past ny
+    ("float64", (64, 2), 4, (24, 512), 6),    # 4 blocks down of 2 warps, all interior (no mask)
+    ("float64", (96, 3), 5, (30, 768), 5),    # 5 x 3 warps, no mask, an odd count: a last single-level pass
+    ("float32", (64, 4), 8, (40, 300), 5),    # 2 warps, the second's columns partly past nx (masked code)
+    ("float64", (96, 1), 9, (18, 700), 4),    # 9 tiles of two rows (top rows = bottom rows), 3 warps, odd nx
+    ("float32", (64, 1), 6, (18, 250), 9),    # tiles of three rows
+    ("float64", (64, 2), 6, (5, 3), 3),       # a tile of five rows holding the whole grid, past nx
+    ("float32", (32, 2), 4, (2, 1), 4),       # one tile of two rows, one column
+    ("float64", (64, 2), 3, (40, 256), 10),   # 3 tiles of 14 rows (12 in shared memory), the last past ny
+    ("float32", (32, 4), 3, (60, 200), 1),    # one step only: the single-level pass alone
+    ("float64", (288, 2), 3, (20, 1000), 2),  # 3 blocks of 8 warps (4 columns a thread), the last columns past nx
+    ("float32", (320, 4), 4, (30, 1280), 8),  # 10 warps, 4 columns a thread, all columns interior
+]
+
+
 @needs_gxx
-def test_chip_residual_flags_nan(tmp_path):
+@pytest.mark.parametrize("dtype,block,sms,shape,steps", CASES2, ids=str)
+@pytest.mark.parametrize("resid", [True, False])
+def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms, shape, steps, resid):
+    ny, nx = shape
+    host = field(shape, dtype, steps)
+    got, res, layout = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels=2)
+    want, prev = numpy_steps(host, steps, (1, ny + 1, 1, nx + 1), dtype)
+    inside = np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    np.testing.assert_array_equal(got[inside], want[inside], err_msg=f"layout {layout}")
+    assert np.isnan(got[~inside]).all(), "stored outside the interior"
+    if resid:
+        assert res == np.max(np.abs(want - prev)[inside])
+
+
+def test_all_interior_layouts():
+    h200 = dict(sms=132, smem_limit=232448)
+    layout = gk.chip_layout("float64", (2048, 2048), block=(512, 4), levels=2, **h200)
+    assert layout == (1, 128, 512, 16, 217344) and gk.chip_all_interior(layout, (2048, 2048), 4)
+    assert not gk.chip_all_interior(gk.chip_layout("float64", (2001, 2048), block=(512, 4), **h200), (2001, 2048), 4)
+    assert "-DCHIP_ALLFAST=1" in gk.options("chip", "float64", (512, 4), levels=2, allfast=True)
+    assert not any("CHIP" in o for o in gk.options("chip", "float64", (512, 4)))  # v6: as before
+
+
+def test_two_levels_by_default_in_float64_only(monkeypatch):
+    monkeypatch.delenv("STENCIL_CHIP_LEVELS", raising=False)
+    assert gk.chip_levels_wanted("float64") == 2 and gk.chip_levels_wanted("float32") == 1
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", "1")
+    assert gk.chip_levels_wanted("float64") == 1
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", "2")
+    assert gk.chip_levels_wanted("float32") == 2
+
+
+def test_two_levels_need_one_block_across_and_two_rows():
+    assert gk.chip_layout("float64", (21, 520), 9, (64, 1), 1 << 30, levels=2) is None  # 2 blocks across
+    assert gk.chip_layout("float64", (8, 128), 8, (32, 1), 1 << 30, levels=2) is None  # tiles of one row
+    assert gk.chip_layout("float64", (8, 128), 8, (32, 1), 1 << 30, levels=1) is not None
+
+
+@needs_gxx
+@pytest.mark.parametrize("levels", [1, 2])
+def test_chip_residual_flags_nan(tmp_path, levels):
     host = field((12, 70), "float64", 3)
     host[5, 30] = np.nan
-    _, res, _ = run_chip(tmp_path, "float64", (64, 2), 4, host, 2)
+    _, res, _ = run_chip(tmp_path, "float64", (64, 2), 4, host, 2, levels=levels)
     assert res == np.inf
 
 

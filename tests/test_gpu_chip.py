@@ -49,12 +49,15 @@ def numpy_steps(u, w, n):
     return a, b
 
 
+@pytest.mark.parametrize("levels", [1, 2])
 @pytest.mark.parametrize("block", [None, (64, 2), (256, 6), (288, 2)], ids=str)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_chip_equals_numpy_steps_over_several_launches(dtype, block):
-    """12 steps as launches of 5, 5 and 2 (flags reset each time), then 12 more: bitwise, and the
-    check's residual is the last step's max |update|, twice in a row. A block on which a grid does not
-    fit on chip skips that grid (the default block fits them all)."""
+def test_chip_equals_numpy_steps_over_several_launches(dtype, block, levels, monkeypatch):
+    """12 steps as launches of 5, 5 and 2 (flags reset each time; odd counts end with a single-level
+    pass at levels 2), then 12 more: bitwise, and the check's residual is the last step's max |update|,
+    twice in a row. A block on which a grid does not fit on chip skips that grid (the default block fits
+    them all). levels 2 (v7) where the layout allows it (one block across), else v6."""
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", str(levels))
     w = Weights(0.1, 0.2, 0.25).cast(dtype)
     be = gpu(dtype, "chip", block, 5)
     for seed, (ny, nx) in enumerate(SHAPES):

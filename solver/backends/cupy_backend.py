@@ -271,9 +271,20 @@ class CupyBackend(CupyMultigrid, Backend):
         return min(64, 65536 // (-(-regs // 8) * 8 * 32)) if regs else gk.WARPS_PER_SM
 
     def chip_layout(self, interior, block=None):
-        """chip_layout for this GPU: (gx, gy, threads, rows per tile, shared memory bytes) or None."""
+        """chip_layout for this GPU: (gx, gy, threads, rows per tile, shared memory bytes) or None; for
+        two levels a pass (v7) where chip_levels says so."""
         block = block or gk.default_block("chip", self.dtype, interior, self.sms)
-        return gk.chip_layout(self.dtype, interior, self.sms, block, self.smem_optin or 48 * 1024)
+        return gk.chip_layout(self.dtype, interior, self.sms, block, self.smem_optin or 48 * 1024,
+                              self.chip_levels(interior, block))
+
+    def chip_levels(self, interior, block=None) -> int:
+        """Levels a pass of `chip` advances: 2 (v7) where gk.chip_levels_wanted asks for it and its
+        layout fits (one block across, tiles of 2 rows or more, its shared memory), else 1 (v6)."""
+        block = block or gk.default_block("chip", self.dtype, interior, self.sms)
+        if gk.chip_levels_wanted(self.dtype) == 2 and gk.chip_layout(self.dtype, interior, self.sms, block,
+                                                           self.smem_optin or 48 * 1024, 2) is not None:
+            return 2
+        return 1
 
     def step_choice(self, shape) -> tuple[str, tuple | None]:
         """(variant, block) for single steps: the choice itself unless it takes several steps per
@@ -428,6 +439,7 @@ class CupyBackend(CupyMultigrid, Backend):
         if variant in gk.ON_CHIP and not self.refills:
             self._chip_scratch(u.shape)
             self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2))
+            self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2), True)  # (v7: the residual's module)
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
         self.synchronize()
@@ -521,7 +533,7 @@ class CupyBackend(CupyMultigrid, Backend):
         interior = (u.shape[0] - 2, u.shape[1] - 2)
         gx, gy, threads, rt, smem = self.chip_layout(interior, block)
         hrow, hcol, flags = self._chip_scratch(u.shape)
-        fn = self._chip_function(block, interior)
+        fn = self._chip_function(block, interior, resid)
         rt_ = self.cp.cuda.runtime
         rt_.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
         if resid:
@@ -535,13 +547,21 @@ class CupyBackend(CupyMultigrid, Backend):
             fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main)
         self._resid = None
 
-    def _chip_function(self, block, interior):
-        """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in."""
-        gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+    def _chip_function(self, block, interior, resid: bool = False):
+        """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in; at
+        two levels a pass (v7) one module without the residual's pass and one with it (`resid`), and
+        only the code without the mask where every tile is interior."""
+        layout = self.chip_layout(interior, block)
+        gx, gy, threads, rt, smem = layout
         v = gk.chip_columns(block[0])
-        key = ("chip", (threads, block[1]), self.fmad, rt, v)
+        levels = self.chip_levels(interior, block)
+        if levels == 2:
+            extra = dict(resid=resid, allfast=gk.chip_all_interior(layout, interior, v))
+        else:
+            extra = {}
+        key = ("chip", (threads, block[1]), self.fmad, rt, v, levels, tuple(extra.items()))
         if key not in self._kernels:
-            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v)
+            opts = gk.options("chip", self.dtype, (threads, block[1]), self.fmad, rt=rt, v=v, levels=levels, **extra)
             self._kernels[key] = self.cp.RawModule(code=gk.source("chip"), options=opts).get_function(gk.ENTRY["chip"])
         return self._kernels[key]
 
@@ -563,7 +583,7 @@ class CupyBackend(CupyMultigrid, Backend):
         if variant in gk.ON_CHIP and not self.refills:
             gx, gy, threads, rt, smem = self.chip_layout(interior, block)
             facts.update(on_chip=True, blocks=gx * gy, threads=threads, columns=gk.chip_columns(block[0]), tile_rows=rt,
-                         shared_bytes=smem,
+                         shared_bytes=smem, levels_a_pass=self.chip_levels(interior, block),
                          registers=getattr(self._chip_function(block, interior), "num_regs", None))
         elif variant in gk.TILED and not self.refills:
             facts.update(gk.launch_facts(variant, self.dtype, block, interior, k, self.sms, self._warps_per_sm(variant, k)))

@@ -22,7 +22,9 @@ Variants (`backend.kernel`):
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
          in registers by each thread]; a block of at most 256 threads holds 8 columns a thread, a
-         larger one 4 (chip_columns). Compiled per layout (threads, tile rows).
+         larger one 4 (chip_columns). Compiled per layout (threads, tile rows). In float64, where one
+         block spans the grid's columns and tiles have 2+ rows, each pass advances two levels (v7,
+         CHIP_LEVELS; the env STENCIL_CHIP_LEVELS=1 or 2 picks v6 or v7 for comparisons).
 For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
@@ -36,6 +38,7 @@ measured cost of this choice).
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 
 import numpy as np
@@ -64,6 +67,8 @@ CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most 
 CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
 MAX_CHIP_STEPS = 1 << 20
 CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
+CHIP_LEVELS = {8: 2, 4: 1}  # levels a `chip` pass advances where the layout allows 2 (v7), by itemsize: v7 measured
+# faster in float64 only (docs/gpu_tiling_notes.md, Issue 26 v7); STENCIL_CHIP_LEVELS overrides
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -136,20 +141,31 @@ def chip_columns(threads: int) -> int:
     return CHIP_V_WIDE if threads <= CHIP_WIDE_THREADS else CHIP_V
 
 
-def chip_smem_bytes(dtype, rt: int, rr: int, threads: int, v: int = CHIP_V) -> int:
+def chip_smem_bytes(dtype, rt: int, rr: int, threads: int, v: int = CHIP_V, levels: int = 1) -> int:
     """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
-    vectors, v columns a thread), then two copies of each warp's west and east neighbour columns
-    and of the block's west and east outboxes."""
+    vectors, v columns a thread), then (levels 1) two copies of each warp's west and east neighbour
+    columns and of the block's west and east outboxes, or (levels 2) two copies of each warp's first
+    and last two columns, rows -1 .. rt, with a ghost slot at each side."""
     item = np.dtype(dtype).itemsize
-    return max(rt - rr, 0) * v * item * threads + 4 * (threads // 32 + 2) * rt * item
+    tile = max(rt - rr, 0) * v * item * threads
+    if levels == 2:
+        return tile + 2 * 2 * (threads // 32 + 2) * (rt + 2) * 2 * item
+    return tile + 4 * (threads // 32 + 2) * rt * item
 
 
-def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
+def chip_levels_wanted(dtype) -> int:
+    """Levels a pass of `chip` advances where its layout allows two (chip_layout): CHIP_LEVELS, or the
+    environment's STENCIL_CHIP_LEVELS (1 or 2; for comparing v6 and v7 with `stencil tune` / run)."""
+    value = os.environ.get("STENCIL_CHIP_LEVELS")
+    return int(value) if value in ("1", "2") else CHIP_LEVELS[np.dtype(dtype).itemsize]
+
+
+def chip_layout(dtype, interior, sms: int, block, smem_limit: int, levels: int = 1):
     """(gx, gy, threads, rt, smem bytes) of a `chip` launch holding the whole interior on chip, or None
     when it does not fit: at most `sms` blocks (one per multiprocessor, all resident), each of at most
     block[0] threads (chip_columns(block[0]) columns each) and rt rows (block[1] of them in registers), the rest in
     at most `smem_limit` bytes of shared memory. As many blocks as fit, so the tiles are as short as
-    they can be."""
+    they can be. levels 2 (v7: two levels a pass) also needs one block across and tiles of 2 rows or more."""
     ny, nx = interior
     nt, rr = block
     v = chip_columns(nt)
@@ -160,16 +176,26 @@ def chip_layout(dtype, interior, sms: int, block, smem_limit: int):
     gy = min(sms // gx, -(-ny // rr))
     rt = max(-(-ny // gy), rr)
     gy = -(-ny // rt)
-    smem = chip_smem_bytes(dtype, rt, rr, threads, v)
+    if levels == 2 and (gx > 1 or rt < 2):
+        return None
+    smem = chip_smem_bytes(dtype, rt, rr, threads, v, levels)
     return None if smem > smem_limit else (gx, gy, threads, rt, smem)
+
+
+def chip_all_interior(layout, interior, v: int) -> bool:
+    """Every tile of a `chip` layout lies inside the interior (no point to keep: the code without the
+    mask serves every block)."""
+    gx, gy, threads, rt, _ = layout
+    return gy * rt == interior[0] and gx * threads * v == interior[1]
 
 
 def chip_buffer_sizes(layout, v: int = CHIP_V) -> tuple[int, int, int]:
     """Elements of the halo buffers a `chip` launch (v columns a thread) exchanges through (rows,
-    columns) and its flags (one per warp, then two per block: kernels/chip.cu)."""
+    columns) and its flags (one per warp, then two per block: kernels/chip.cu). The rows hold four a
+    block (v7 publishes two at each side; v6 uses half)."""
     gx, gy, threads, rt, _ = layout
     blocks = gx * gy
-    return 2 * blocks * 2 * threads * v, 2 * blocks * 2 * rt, blocks * (threads // 32 + 2)
+    return 2 * blocks * 4 * threads * v, 2 * blocks * 2 * rt, blocks * (threads // 32 + 2)
 
 
 def tile_problem(variant: str, k: int) -> str | None:
@@ -236,16 +262,20 @@ def source(variant: str) -> str:
 
 
 def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT,
-            v: int | None = None) -> tuple[str, ...]:
+            v: int | None = None, levels: int = 1, resid: bool = True, allfast: bool = False) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
     are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
-    block[0], tile rows, rt, and columns a thread, v: chip_columns of the block asked for)."""
+    block[0], tile rows, rt, columns a thread, v: chip_columns of the block asked for, and levels a pass;
+    at levels 2 also whether the residual's pass is compiled in, `resid`, and whether only the code
+    without the interior mask is, `allfast`: chip_all_interior)."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
     shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"),
-             "chip": (f"-DNT={bx}", f"-DRR={by}", f"-DRT={rt}")}
+             "chip": (f"-DNT={bx}", f"-DRR={by}", f"-DRT={rt}", f"-DLEVELS={levels}")}
     shape = shape.get(variant, (f"-DBX={bx}", f"-DK={k}") if variant in TILED else (f"-DBX={bx}", f"-DBY={by}"))
     v = v or (chip_columns(bx) if variant in ON_CHIP else lanes(variant, dtype))
+    if variant in ON_CHIP and levels == 2:
+        shape = (*shape, f"-DCHIP_RESID={int(resid)}", f"-DCHIP_ALLFAST={int(allfast)}")
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={v}")
 
 

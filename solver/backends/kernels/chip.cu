@@ -2,7 +2,8 @@
 //
 // Defines: REAL, V (columns per thread), RR (tile rows each thread holds in registers), NT (threads per
 // block, exactly: the launch's blockDim.x), RT (rows per tile: the launch's layout, compiled in so that
-// the march is unrolled and every row's registers and shared-memory offsets are constants).
+// the march is unrolled and every row's registers and shared-memory offsets are constants), LEVELS (levels a
+// pass: 1, v6, described here; 2, v7, `run2` below, with its own options CHIP_RESID, CHIP_ALLFAST, SPRE).
 //
 // Tiles: a gx x gy grid of blocks, every block resident at once (cooperative launch; at most one per
 // multiprocessor). Block (bx, by) owns interior rows y0 = 1 + by * RT .. y0 + RT - 1 and columns
@@ -43,6 +44,9 @@
 // Flags (unsigned, zeroed before each launch): [blocks][NW] one per warp (its rows), then [blocks][2]
 // one per block side (its west / east column). Each ends at steps + 1 (level 0 is published first).
 
+#ifndef LEVELS
+#define LEVELS 1  // levels a pass advances: 1 (v6, below) or 2 (v7, `run2`: one block across, tiles of 2+ rows)
+#endif
 constexpr int VW = 16 / (int)sizeof(real);  // elements per 16-byte vector
 constexpr int NV = V / VW;                  // 16-byte vectors per thread and row
 constexpr int NW = NT / 32;                 // warps per block
@@ -99,6 +103,10 @@ __device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)
     }
 }
 
+struct alignas(2 * sizeof(real)) pair2 {  // two neighbouring columns of a row (v7's published warp edges)
+    real x, y;
+};
+
 struct chip_ctx {
     int ny, nx;       // interior rows and columns
     int y0, x;        // first tile row; this thread's first column
@@ -114,6 +122,11 @@ struct chip_ctx {
     unsigned* flags;  // global: [blocks][NW] warps' row flags, then [blocks][2] column flags
     int north, south; // the slots (block * 2 + side) of the rows above and below the tile in hrow
     real wc, wx, wy;
+#if LEVELS == 2
+    const pair2* pin0;  // lanes 0 / 31: the neighbour's published column pairs (copy 0; copy 1 PCOPY later)
+    pair2* pout0;       // lanes 0 / 31: where this thread's first / last two columns go (copy 0)
+    bool apron_in;               // lanes 0 / 31: the column just outside the warp's band is interior
+#endif
 };
 
 __device__ __forceinline__ real* col_slot(real* base, const int copy, const int slot)
@@ -481,6 +494,319 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
     if (resid) warp_max_to(resid, rmax);
 }
 
+#if LEVELS == 2
+// ---- v7: two levels a pass (LEVELS == 2) ------------------------------------------------------------
+// Layouts of one block across (gx == 1: every block's row strip spans the grid, neighbours only above
+// and below) and tiles of at least 2 rows. Pass k advances level 2k to 2k + 2 (p = k % 2: the copy of
+// everything exchanged that holds level 2k); a thread reads each tile row once and writes it once a
+// pass, as a wavefront down the tile: at step r (r = -1 .. RT) level 2k + 1 of row r from level 2k
+// rows r - 1 .. r + 1, then level 2k + 2 of row r - 1 from level 2k + 1 rows r - 2 .. r (in registers),
+// stored over row r - 1 (whose level 2k is no longer needed).
+// Overlapped aprons, so that nothing is exchanged inside a pass:
+//  - rows: each block publishes its top two and bottom two rows of level 2k (hrow, [2][blocks][4]:
+//    rows 0, 1, RT - 2, RT - 1); the blocks below / above read them as rows -2, -1 / RT, RT + 1 and
+//    compute level 2k + 1 of rows -1 and RT themselves (redundantly; kept where not interior).
+//  - columns: lanes 0 / 31 of each warp publish the warp's first / last two columns of every row into
+//    shared memory (pub, [2 copies][W, E][NW + 2 slots][RT + 2 rows]); in the next pass the neighbouring
+//    warps' lanes 31 / 0 compute level 2k + 1 of the column just outside their band from them (again
+//    redundantly), so level 2k + 2 of the band needs nothing from the neighbour during the pass. The
+//    value at rows -1 and RT just outside the band comes from the published row in global memory (the
+//    neighbouring thread's columns), at a physical side from the ghost slots (0 of E, NW + 1 of W),
+//    filled once with the ghost columns.
+// Synchronisation: one barrier a pass (the pub copies), then thread 0 releases the block's flag
+// (flags[b] = k + 2: level 2k + 2 published). Every lane waits (acquire) for the block above (flag >=
+// k + 1) at the start of pass k and for the block below a few rows before the end (SPRE rows before it
+// needs rows RT and RT + 1). Two copies suffice: the top rows of copy 1 - p are overwritten only after
+// the block above released k + 1, i.e. after it read them (as its rows RT, RT + 1 in pass k - 1); the
+// bottom rows only after the wait for the block below, likewise.
+// An odd step count ends with one single-level pass (pass1) from the same published data. With `resid`
+// the last pass folds max |level n - level n-1| (both levels are at hand there). Compile-time options
+// (the backend's): CHIP_RESID 0 leaves the residual's pass out (a second module serves the launches
+// with `resid`), CHIP_ALLFAST 1 compiles only the code without the mask (every tile interior); both
+// keep the hot module's registers (float64: 128) from spilling into the march.
+constexpr int PR = RT + 2;  // rows of a column slot: -1 .. RT
+#ifndef CHIP_RESID
+#define CHIP_RESID 1  // 0: compiled without the residual's pass (the backend compiles one module of each)
+#endif
+#ifndef CHIP_ALLFAST
+#define CHIP_ALLFAST 0  // 1: the layout's tiles are all interior, only the code without the mask is compiled
+#endif
+#ifndef SPRE
+#define SPRE 2  // rows before needing rows RT and RT + 1 that the block below is waited for and they are loaded
+#endif
+static_assert(RT >= 2, "v7 needs tiles of at least two rows");
+static_assert(V >= 2, "v7 publishes two columns a side");
+
+constexpr int PCOPY = 2 * (NW + 2) * PR;  // pairs a copy of pub
+
+__device__ __forceinline__ pair2* pub_at(pair2* base, const int copy, const int side, const int slot)
+{
+    return base + copy * PCOPY + (side * (NW + 2) + slot) * PR;
+}
+
+__device__ __forceinline__ const pair2* pin(const chip_ctx& c, const int copy) { return c.pin0 + copy * PCOPY; }
+__device__ __forceinline__ pair2* pout(const chip_ctx& c, const int copy) { return c.pout0 + copy * PCOPY; }
+
+__device__ __forceinline__ void setup2(chip_ctx& c, vec* shm)
+{
+    pair2* pub = reinterpret_cast<pair2*>(shm + (RT - RG) * NV * NT);
+    c.pin0 = c.lane == 0 ? pub_at(pub, 0, 1, c.warp) : pub_at(pub, 0, 0, c.warp + 2);
+    c.pout0 = c.lane == 0 ? pub_at(pub, 0, 0, c.warp + 1) : pub_at(pub, 0, 1, c.warp + 1);
+    c.apron_in = c.lane == 0 ? c.x - 1 >= 1 : c.x + V <= c.nx;
+    c.north = c.up >= 0 ? c.up * 4 + 2 : c.b * 4;     // rows -2, -1: the block above's bottom rows, or own (unread)
+    c.south = c.down >= 0 ? c.down * 4 : c.b * 4 + 2; // rows RT, RT + 1
+}
+
+__device__ __forceinline__ vec* hrow2(const chip_ctx& c, const int copy, const int slot)
+{
+    return c.hrow + (idx)(copy * blocks() * 4 + slot) * (NT * NV);
+}
+
+// Lanes 0 / 31: the value just outside the band (west / east) of a published pair, and two outside.
+__device__ __forceinline__ real near_of(const pair2& q, const chip_ctx& c) { return c.lane == 0 ? q.y : q.x; }
+__device__ __forceinline__ real far_of(const pair2& q, const chip_ctx& c) { return c.lane == 0 ? q.x : q.y; }
+
+// Lanes 0 / 31: the value just outside the band in a halo row (row -1 or RT, slot index i = 0 or PR - 1)
+// of copy p, whose vectors for this thread start at h.
+__device__ __forceinline__ real halo_near(const chip_ctx& c, const vec* h, const int p, const int i)
+{
+    real v = real(0);
+    if (c.lane == 0) v = c.tid > 0 ? __ldcg(reinterpret_cast<const real*>(h) - 1) : pin(c, p)[i].y;
+    if (c.lane == 31) v = c.tid < NT - 1 ? __ldcg(reinterpret_cast<const real*>(h) + V) : pin(c, p)[i].x;
+    return v;
+}
+
+__device__ __forceinline__ bool row_ok(const chip_ctx& c, const int r) { return c.y0 + r >= 1 && c.y0 + r <= c.ny; }
+
+// One level of row r in the band: o from s (r - 1), m (r), n (r + 1); lanes 0 / 31 take the value just
+// outside the band from `near`. Kept where the row (rin) or column is not interior.
+template <bool FAST, bool RES>
+__device__ __forceinline__ void level_row(real (&o)[V], const real (&s)[V], const real (&m)[V], const real (&n)[V],
+                                          const real near, const bool rin, const chip_ctx& c, real& rmax)
+{
+    real w0 = __shfl_up_sync(FULL, m[V - 1], 1);
+    real e0 = __shfl_down_sync(FULL, m[0], 1);
+    if (c.lane == 0) w0 = near;
+    if (c.lane == 31) e0 = near;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        const real wj = j == 0 ? w0 : m[j - 1];
+        const real ej = j == V - 1 ? e0 : m[j + 1];
+        const real v = update(m[j], wj, ej, s[j], n[j], c.wc, c.wx, c.wy);
+        const bool in = FAST ? rin : rin && c.col_in[j];
+        o[j] = in ? v : m[j];
+        if (RES && in) rmax = max_abs_diff(rmax, v, m[j]);
+    }
+}
+
+// Lanes 0 / 31: level 2k + 1 just outside the band at row r, from level 2k there (cm), two outside (cf),
+// above / below it (cs, cn) and this thread's first / last column (m).
+__device__ __forceinline__ real apron_point(const real cs, const real cm, const real cn, const real cf, const real (&m)[V],
+                                            const bool rin, const chip_ctx& c)
+{
+    const real w = c.lane == 0 ? cf : m[V - 1];
+    const real e = c.lane == 0 ? m[0] : cf;
+    const real v = update(cm, w, e, cs, cn, c.wc, c.wx, c.wy);
+    return rin && c.apron_in ? v : cm;
+}
+
+template <bool FAST, bool RES>
+__device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chip_ctx& c, real& rmax)
+{
+    const int p = k & 1, q = p ^ 1;
+    const bool edge = c.lane == 0 || c.lane == 31;
+    if (c.up >= 0) flag_wait(c.flags + c.up, (unsigned)k + 1);
+    const vec* hn1 = hrow2(c, p, c.north + 1);
+    real s[V], m[V], n[V];         // level 2k: rows r - 1, r, r + 1
+    real a[V], b[V], l1[V];        // level 2k + 1: rows r - 2, r - 1, r
+    real sth[V], sth2[V];          // level 2k: rows RT, RT + 1
+    load_vecs(s, hrow2(c, p, c.north));
+    load_vecs(m, hn1);
+    real es = real(0), em = real(0), en = real(0), fm = real(0), fn = real(0);  // edge lanes: near (r - 1, r, r + 1), far (r, r + 1)
+    real apb = real(0), apc = real(0);  // edge lanes: level 2k + 1 just outside the band, rows r - 1, r
+    real esth = real(0);                // edge lanes: level 2k just outside the band, row RT
+    em = halo_near(c, hn1, p, 0);
+    constexpr int sload = RT - 1 - SPRE > -1 ? RT - 1 - SPRE : -1;
+#pragma unroll
+    for (int r = -1; r <= RT; ++r) {
+        if (r == sload) {
+            if (c.down >= 0) flag_wait(c.flags + c.down, (unsigned)k + 1);
+            const vec* hs = hrow2(c, p, c.south);
+            load_vecs(sth, hs);
+            load_vecs(sth2, hrow2(c, p, c.south + 1));
+            esth = halo_near(c, hs, p, PR - 1);  // row RT
+        }
+        // level 2k of row r + 1
+        if (r + 1 <= RT - 1) {
+            get_row(n, reg, r + 1, c);
+            if (edge) {
+                const pair2 pr = pin(c, p)[r + 2];
+                en = near_of(pr, c);
+                fn = far_of(pr, c);
+            }
+        } else if (r + 1 == RT) {
+            copy_row(n, sth);
+            en = esth;
+        } else {
+            copy_row(n, sth2);
+        }
+        // level 2k + 1 of row r (rows -1 and RT: the aprons; interior only where a block is beside)
+        const bool rin = (r >= 0 && r <= RT - 1 && FAST) || row_ok(c, r);
+        level_row<FAST, false>(l1, s, m, n, em, rin, c, rmax);
+        if (r >= 0 && r <= RT - 1 && edge) apc = apron_point(es, em, en, fm, m, rin, c);
+        // level 2k + 2 of row r - 1, stored over it and published
+        if (r >= 1) {
+            real o[V];
+            const bool rin1 = FAST || row_ok(c, r - 1);
+            level_row<FAST, RES>(o, a, b, l1, apb, rin1, c, rmax);
+            put_row(reg, o, r - 1, c);
+            if (edge) {
+                pair2 e;
+                e.x = c.lane == 0 ? o[0] : o[V - 2];
+                e.y = c.lane == 0 ? o[1] : o[V - 1];
+                pout(c, q)[r] = e;
+            }
+            if (r - 1 <= 1 && c.up >= 0) store_vecs(hrow2(c, q, c.b * 4 + (r - 1)), o);
+            if (r - 1 >= RT - 2 && c.down >= 0) store_vecs(hrow2(c, q, c.b * 4 + 2 + (r - 1 - (RT - 2))), o);
+        }
+        copy_row(s, m);
+        copy_row(m, n);
+        copy_row(a, b);
+        copy_row(b, l1);
+        es = em;
+        em = en;
+        fm = fn;
+        apb = apc;
+    }
+}
+
+// One level (the last of an odd count), level 2k -> 2k + 1, from the data pass k would use.
+template <bool FAST, bool RES>
+__device__ __forceinline__ void pass1(real (&reg)[RG][V], const int k, const chip_ctx& c, real& rmax)
+{
+    const int p = k & 1;
+    const bool edge = c.lane == 0 || c.lane == 31;
+    if (c.up >= 0) flag_wait(c.flags + c.up, (unsigned)k + 1);
+    if (c.down >= 0) flag_wait(c.flags + c.down, (unsigned)k + 1);
+    real s[V], m[V], n[V];
+    load_vecs(s, hrow2(c, p, c.north + 1));
+    get_row(m, reg, 0, c);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+        if (r + 1 <= RT - 1) get_row(n, reg, r + 1, c);
+        else load_vecs(n, hrow2(c, p, c.south));
+        real em = real(0);
+        if (edge) em = near_of(pin(c, p)[r + 1], c);
+        real o[V];
+        level_row<FAST, RES>(o, s, m, n, em, FAST || row_ok(c, r), c, rmax);
+        put_row(reg, o, r, c);
+        copy_row(s, m);
+        copy_row(m, n);
+    }
+}
+
+// The tile, level 0 published (rows to hrow copy 0, column pairs to pub copy 0), physical sides' ghost
+// rows in the block's own unread slots and the ghost columns in the ghost slots (both copies); flag = 1.
+__device__ __forceinline__ void load_tile2(real (&reg)[RG][V], const real* u, const idx pitch, const chip_ctx& c)
+{
+    const real* row = opaque_add(u, (idx)c.y0 * pitch);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+        real o[V];
+        load_field_row(o, row, 0, c.y0 + r, c);
+        row = opaque_add(row, pitch);
+        put_row(reg, o, r, c);
+        if (c.lane == 0 || c.lane == 31) {
+            pair2 e;
+            e.x = c.lane == 0 ? o[0] : o[V - 2];
+            e.y = c.lane == 0 ? o[1] : o[V - 1];
+            pout(c, 0)[r + 1] = e;
+        }
+        if (r <= 1 && c.up >= 0) store_vecs(hrow2(c, 0, c.b * 4 + r), o);
+        if (r >= RT - 2 && c.down >= 0) store_vecs(hrow2(c, 0, c.b * 4 + 2 + (r - (RT - 2))), o);
+    }
+    for (int j = 0; j < 2; ++j) {  // a physical side's rows -2, -1 / RT, RT + 1 (zeros beyond the ring)
+        real o[V];
+        if (c.up < 0) {
+            if (j == 0) {
+#pragma unroll
+                for (int m = 0; m < V; ++m) o[m] = real(0);
+            } else {
+                load_field_row(o, u, pitch, c.y0 - 1, c);
+            }
+            store_vecs(hrow2(c, 0, c.b * 4 + j), o);
+            store_vecs(hrow2(c, 1, c.b * 4 + j), o);
+        }
+        if (c.down < 0) {
+            load_field_row(o, u, pitch, c.y0 + RT + j, c);
+            store_vecs(hrow2(c, 0, c.b * 4 + 2 + j), o);
+            store_vecs(hrow2(c, 1, c.b * 4 + 2 + j), o);
+        }
+    }
+    if (c.tid == 0) {  // the ghost column west of the block (x0 - 1), rows -1 .. RT
+        for (int i = 0; i < PR; ++i) {
+            pair2 e;
+            e.x = real(0);
+            e.y = field_at(u, pitch, c.y0 - 1 + i, c.x - 1, c);
+            const_cast<pair2*>(pin(c, 0))[i] = e;
+            const_cast<pair2*>(pin(c, 1))[i] = e;
+        }
+    }
+    if (c.tid == NT - 1) {  // east of the block (x0 + NT * V)
+        for (int i = 0; i < PR; ++i) {
+            pair2 e;
+            e.x = field_at(u, pitch, c.y0 - 1 + i, c.x + V, c);
+            e.y = real(0);
+            const_cast<pair2*>(pin(c, 0))[i] = e;
+            const_cast<pair2*>(pin(c, 1))[i] = e;
+        }
+    }
+    __syncthreads();
+    if (c.tid == 0) {
+        __threadfence();
+        flag_release(c.flags + c.b, 1u);
+    }
+}
+
+template <bool FAST>
+__device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, const int steps, rbits* resid,
+                                     const chip_ctx& c)
+{
+    real reg[RG][V];
+    load_tile2(reg, u, pitch, c);
+    real rmax = real(0);
+    const int passes = steps / 2;
+    const bool odd = steps & 1;
+#if CHIP_RESID
+    const bool res = resid != nullptr;
+#else
+    const bool res = false;  // (compiled without the residual: `resid` is ignored)
+#endif
+    for (int k = 0; k < passes; ++k) {
+#if CHIP_RESID
+        if (res && !odd && k == passes - 1) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
+        else
+#endif
+            pass2<FAST, false>(reg, k, c, rmax);
+        __syncthreads();
+        if (c.tid == 0) {
+            __threadfence();
+            flag_release(c.flags + c.b, (unsigned)k + 2);
+        }
+    }
+    if (odd) {
+#if CHIP_RESID
+        if (res) pass1<FAST && CHIP_ALLFAST, true>(reg, passes, c, rmax);
+        else
+#endif
+            pass1<FAST, false>(reg, passes, c, rmax);
+        if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)passes + 2);  // (nothing published: the count)
+    }
+    store_tile<FAST>(out, pitch, reg, c);
+    if (res) warp_max_to(resid, rmax);
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(NT, 1)
 chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const int ny, const int nx, const int rt,
      const int steps, real* __restrict__ hrow, real* __restrict__ hcol, unsigned* __restrict__ flags,
@@ -517,6 +843,17 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
     c.north = c.up >= 0 ? c.up * 2 + 1 : c.b * 2;  // a physical side: this block's own slot
     c.south = c.down >= 0 ? c.down * 2 : c.b * 2 + 1;
     const bool fast = c.y0 + RT - 1 <= ny && x0 + NT * V - 1 <= nx;
+#if LEVELS == 2
+    setup2(c, shm);
+#if CHIP_ALLFAST
+    (void)fast;  // every block's rows and columns are interior (the layout's)
+    run2<true>(out, u, pitch, steps, resid, c);
+#else
+    if (fast) run2<true>(out, u, pitch, steps, resid, c);
+    else run2<false>(out, u, pitch, steps, resid, c);
+#endif
+#else
     if (fast) run<true>(out, u, pitch, steps, resid, c);
     else run<false>(out, u, pitch, steps, resid, c);
+#endif
 }
