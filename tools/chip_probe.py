@@ -1,6 +1,13 @@
-"""Kernel-only time per step of `chip` at 2048^2, v6 (STENCIL_CHIP_LEVELS=1) against v7 (2), and v7 with
-parts compiled out (CHIP_EXP_NOWAIT: no wait for the blocks above / below; CHIP_EXP_NOSYNC: no barrier
-a pass; results wrong by design, only their time counts) or SPRE changed. Not part of the project."""
+#!/usr/bin/env python3
+"""Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v7):
+median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
+is one kernel: LEVELS 1 (v6) or 2 (v7, STENCIL_CHIP_LEVELS), DEFINEs added to the compile, among them parts
+compiled out of v7's two-level pass: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below),
+-DCHIP_EXP_NOSYNC (no barrier a pass); those compute wrong results on purpose, only their time counts.
+
+    python3 tools/chip_probe.py float64:512x4:1 float64:512x4:2 float64:256x5:2:-DCHIP_EXP_NOWAIT,-DCHIP_EXP_NOSYNC
+
+One JSON line per kernel; all of them in $OUT/kt.json (or ./kt.json)."""
 import json
 import os
 import sys
@@ -57,15 +64,17 @@ def run(dtype, block, levels, extra, steps=256, launches=8):
     return row
 
 
+def parse(item: str):
+    dtype, shape, levels, *extra = item.split(":")
+    return dtype, tuple(int(x) for x in shape.split("x")), int(levels), extra[0].split(",") if extra else []
+
+
 if __name__ == "__main__":
     out = []
-    for dtype, block, levels, extra in (("float64", (512, 4), 1, []), ("float64", (512, 4), 2, []),
-                                        ("float32", (512, 8), 1, []), ("float32", (512, 8), 2, []),
-                                        ("float64", (512, 4), 2, ["-DCHIP_EXP_NOWAIT"]),
-                                        ("float64", (512, 4), 2, ["-DCHIP_EXP_NOWAIT", "-DCHIP_EXP_NOSYNC"]),
-                                        ("float64", (512, 4), 2, ["-DSPRE=0"]), ("float64", (512, 4), 2, ["-DSPRE=5"])):
+    for item in sys.argv[1:]:
         try:
-            out.append(run(dtype, block, levels, extra))
-        except Exception as e:  # noqa: BLE001
-            print("FAILED", dtype, block, levels, extra, repr(e)[:300], flush=True)
-        json.dump(out, open(os.path.join(os.environ.get("OUT", "."), "kt.json"), "w"), indent=1)
+            out.append(run(*parse(item)))
+        except Exception as e:  # noqa: BLE001 - one kernel's failure (e.g. too many registers) ends only its row
+            print("FAILED", item, repr(e)[:300], flush=True)
+        with open(os.path.join(os.environ.get("OUT", "."), "kt.json"), "w") as f:
+            json.dump(out, f, indent=1)

@@ -1,4 +1,9 @@
-"""One `chip` launch of 64 steps per DTYPE:THREADSxROWS argument at 2048^2, for ncu (not part of the project)."""
+#!/usr/bin/env python3
+"""One `chip` launch of 64 steps per DTYPE:THREADSxROWS argument at 2048^2, for Nsight Compute (issue 26):
+
+    ncu --clock-control none -k regex:^chip$ --section SpeedOfLight ... python3 tools/chip_ncu.py float64:512x4 float32:512x8
+
+STENCIL_CHIP_LEVELS=1 or 2 picks v6 or v7 (docs/gpu_tiling_notes.md)."""
 import sys
 
 from solver.backends.cupy_backend import CupyBackend
