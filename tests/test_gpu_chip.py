@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from conftest import stencil, write_case
+from test_gpu_wave import _own_tune_cache, gpu  # noqa: F401 - the same GPU backend and per-test tune cache
 
 from solver.backends import cupy_kernels as gk
 from solver.backends import registry
@@ -21,18 +22,6 @@ from solver.core.physics import Weights
 REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]
 SHAPES = [(1000, 777), (33, 65), (5, 3), (1, 1), (67, 1), (130, 2600), (2049, 2047)]
-
-
-@pytest.fixture(autouse=True)
-def _own_tune_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def gpu(dtype, kernel=None, block=None, k=None):
-    from solver.backends.cupy_backend import CupyBackend
-
-    return CupyBackend(BackendSettings(name="cupy", kernel=kernel, block=list(block) if block else None, time_tile=k),
-                       dtype)
 
 
 def field(shape, dtype, seed=0):
