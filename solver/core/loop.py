@@ -179,7 +179,7 @@ class TimeLoop:
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
-            elapsed = time.perf_counter() - t0
+            elapsed = timer.add("other", time.perf_counter()) - t0  # the batch's tail too: the sections end where the loop does
             if not self.poll_fitted:
                 self.fit_poll(elapsed / max(n, 1), s.step, end, warm_end)
             if warm:
