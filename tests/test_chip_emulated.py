@@ -148,17 +148,17 @@ def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms
 def test_all_interior_layouts():
     h200 = dict(sms=132, smem_limit=232448)
     layout = gk.chip_layout("float64", (2048, 2048), block=(512, 4), levels=2, **h200)
-    assert layout == (1, 128, 512, 16, 217344) and gk.chip_all_interior(layout, (2048, 2048), 4)
+    assert layout == (1, 128, 512, 16, 221440) and gk.chip_all_interior(layout, (2048, 2048), 4)
     assert not gk.chip_all_interior(gk.chip_layout("float64", (2001, 2048), block=(512, 4), **h200), (2001, 2048), 4)
     assert "-DCHIP_ALLFAST=1" in gk.options("chip", "float64", (512, 4), levels=2, allfast=True)
     assert not any("CHIP" in o for o in gk.options("chip", "float64", (512, 4)))  # v6: as before
 
 
-def test_two_levels_by_default_in_float64_only(monkeypatch):
+def test_two_levels_by_default_in_both_dtypes(monkeypatch):
     monkeypatch.delenv("STENCIL_CHIP_LEVELS", raising=False)
-    assert gk.chip_levels_wanted("float64") == 2 and gk.chip_levels_wanted("float32") == 1
+    assert gk.chip_levels_wanted("float64") == 2 and gk.chip_levels_wanted("float32") == 2
     monkeypatch.setenv("STENCIL_CHIP_LEVELS", "1")
-    assert gk.chip_levels_wanted("float64") == 1
+    assert gk.chip_levels_wanted("float64") == 1 and gk.chip_levels_wanted("float32") == 1
     monkeypatch.setenv("STENCIL_CHIP_LEVELS", "2")
     assert gk.chip_levels_wanted("float32") == 2
 

@@ -22,9 +22,9 @@ Variants (`backend.kernel`):
          multiprocessor, neighbouring blocks exchanging their edges through L2 at every step; chosen
          when nothing is asked or tuned and the field fits (chip_layout). block = [threads, rows held
          in registers by each thread]; a block of at most 256 threads holds 8 columns a thread, a
-         larger one 4 (chip_columns). Compiled per layout (threads, tile rows). In float64, where one
-         block spans the grid's columns and tiles have 2+ rows, each pass advances two levels (v7,
-         CHIP_LEVELS; the env STENCIL_CHIP_LEVELS=1 or 2 picks v6 or v7 for comparisons).
+         larger one 4 (chip_columns). Compiled per layout (threads, tile rows). Where one block spans
+         the grid's columns and tiles have 2+ rows, each pass advances two levels (v7-v8, CHIP_LEVELS;
+         the env STENCIL_CHIP_LEVELS=1 or 2 picks one or two for comparisons).
 For the tiled variants `by` (the rows of a warp's segment) is a launch argument, not compiled in.
 `backend.kernel: null` takes the fastest variant stored by `stencil tune` for this GPU, dtype and
 grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned block, else the
@@ -67,8 +67,8 @@ CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most 
 CHIP_STEPS = 256  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter)
 MAX_CHIP_STEPS = 1 << 20
 CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
-CHIP_LEVELS = {8: 2, 4: 1}  # levels a `chip` pass advances where the layout allows 2 (v7), by itemsize: v7 measured
-# faster in float64 only (docs/gpu_tiling_notes.md, Issue 26 v7); STENCIL_CHIP_LEVELS overrides
+CHIP_LEVELS = {8: 2, 4: 2}  # levels a `chip` pass advances where the layout allows 2, by itemsize: v7 was faster in
+# float64 only, v8 (aprons by the whole warp) in both (docs/gpu_tiling_notes.md, Issue 26 v7, v8); STENCIL_CHIP_LEVELS overrides
 SWEEP = {  # block shapes `stencil tune` tries by default
     "naive": [(32, 4), (32, 8), (32, 16), (64, 4), (128, 2), (256, 1)],
     "tiled": [(32, 4), (32, 8), (32, 16), (64, 4), (64, 8), (128, 4)],
@@ -145,11 +145,11 @@ def chip_smem_bytes(dtype, rt: int, rr: int, threads: int, v: int = CHIP_V, leve
     """Dynamic shared memory of a `chip` block (kernels/chip.cu): its tile rows rr .. rt-1 (16-byte
     vectors, v columns a thread), then (levels 1) two copies of each warp's west and east neighbour
     columns and of the block's west and east outboxes, or (levels 2) two copies of each warp's first
-    and last two columns, rows -1 .. rt, with a ghost slot at each side."""
+    and last two columns, rows -1 .. rt, with a ghost slot at each side, and each warp's aprons."""
     item = np.dtype(dtype).itemsize
     tile = max(rt - rr, 0) * v * item * threads
-    if levels == 2:
-        return tile + 2 * 2 * (threads // 32 + 2) * (rt + 2) * 2 * item
+    if levels == 2:  # the pairs, then each warp's aprons: level 2k + 1 just outside its band, rows 0 .. rt-1, both sides
+        return tile + 2 * 2 * (threads // 32 + 2) * (rt + 2) * 2 * item + threads // 32 * 2 * rt * item
     return tile + 4 * (threads // 32 + 2) * rt * item
 
 

@@ -125,7 +125,10 @@ struct chip_ctx {
 #if LEVELS == 2
     const pair2* pin0;  // lanes 0 / 31: the neighbour's published column pairs (copy 0; copy 1 PCOPY later)
     pair2* pout0;       // lanes 0 / 31: where this thread's first / last two columns go (copy 0)
-    bool apron_in;               // lanes 0 / 31: the column just outside the warp's band is interior
+    pair2* pub;         // shared: the published pairs of every warp (pub_at)
+    const real* near0;  // every lane: lane 0's / 31's value just outside the band in pin0's pairs (lanes 1-30: lane 31's)
+    real* apr;          // shared: [2 (W, E)][RT] this warp's level 2k + 1 just outside its band (aprons)
+    const real* apr_own; // every lane: lane 0's / 31's side of apr (lanes 1-30: lane 0's)
 #endif
 };
 
@@ -495,7 +498,7 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
 }
 
 #if LEVELS == 2
-// ---- v7: two levels a pass (LEVELS == 2) ------------------------------------------------------------
+// ---- v7 (v8: aprons by the whole warp): two levels a pass (LEVELS == 2) ---------------------------------
 // Layouts of one block across (gx == 1: every block's row strip spans the grid, neighbours only above
 // and below) and tiles of at least 2 rows. Pass k advances level 2k to 2k + 2 (p = k % 2: the copy of
 // everything exchanged that holds level 2k); a thread reads each tile row once and writes it once a
@@ -507,9 +510,12 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
 //    rows 0, 1, RT - 2, RT - 1); the blocks below / above read them as rows -2, -1 / RT, RT + 1 and
 //    compute level 2k + 1 of rows -1 and RT themselves (redundantly; kept where not interior).
 //  - columns: lanes 0 / 31 of each warp publish the warp's first / last two columns of every row into
-//    shared memory (pub, [2 copies][W, E][NW + 2 slots][RT + 2 rows]); in the next pass the neighbouring
-//    warps' lanes 31 / 0 compute level 2k + 1 of the column just outside their band from them (again
-//    redundantly), so level 2k + 2 of the band needs nothing from the neighbour during the pass. The
+//    shared memory (pub, [2 copies][W, E][NW + 2 slots][RT + 2 rows]); at the start of the next pass each
+//    warp computes level 2k + 1 of the column just outside its band on both sides from them, all rows at
+//    once, a lane a point (`aprons`, again redundantly; v8: v7 had lanes 0 / 31 compute it row by row, a
+//    whole warp instruction a point), so level 2k + 2 of the band needs nothing from the neighbour during
+//    the pass. Inside the march every lane reads these values with unconditional shared loads (no
+//    divergent branch in the unrolled rows). The
 //    value at rows -1 and RT just outside the band comes from the published row in global memory (the
 //    neighbouring thread's columns), at a physical side from the ghost slots (0 of E, NW + 1 of W),
 //    filled once with the ghost columns.
@@ -550,9 +556,12 @@ __device__ __forceinline__ pair2* pout(const chip_ctx& c, const int copy) { retu
 __device__ __forceinline__ void setup2(chip_ctx& c, vec* shm)
 {
     pair2* pub = reinterpret_cast<pair2*>(shm + (RT - RG) * NV * NT);
+    c.pub = pub;
     c.pin0 = c.lane == 0 ? pub_at(pub, 0, 1, c.warp) : pub_at(pub, 0, 0, c.warp + 2);
     c.pout0 = c.lane == 0 ? pub_at(pub, 0, 0, c.warp + 1) : pub_at(pub, 0, 1, c.warp + 1);
-    c.apron_in = c.lane == 0 ? c.x - 1 >= 1 : c.x + V <= c.nx;
+    c.near0 = reinterpret_cast<const real*>(c.pin0) + (c.lane == 0 ? 1 : 0);  // lane 0: pair.y, else pair.x
+    c.apr = reinterpret_cast<real*>(pub + 2 * PCOPY) + c.warp * 2 * RT;
+    c.apr_own = c.apr + (c.lane == 31 ? RT : 0);
     c.north = c.up >= 0 ? c.up * 4 + 2 : c.b * 4;     // rows -2, -1: the block above's bottom rows, or own (unread)
     c.south = c.down >= 0 ? c.down * 4 : c.b * 4 + 2; // rows RT, RT + 1
 }
@@ -561,10 +570,6 @@ __device__ __forceinline__ vec* hrow2(const chip_ctx& c, const int copy, const i
 {
     return c.hrow + (idx)(copy * blocks() * 4 + slot) * (NT * NV);
 }
-
-// Lanes 0 / 31: the value just outside the band (west / east) of a published pair, and two outside.
-__device__ __forceinline__ real near_of(const pair2& q, const chip_ctx& c) { return c.lane == 0 ? q.y : q.x; }
-__device__ __forceinline__ real far_of(const pair2& q, const chip_ctx& c) { return c.lane == 0 ? q.x : q.y; }
 
 // Lanes 0 / 31: the value just outside the band in a halo row (row -1 or RT, slot index i = 0 or PR - 1)
 // of copy p, whose vectors for this thread start at h.
@@ -599,22 +604,44 @@ __device__ __forceinline__ void level_row(real (&o)[V], const real (&s)[V], cons
     }
 }
 
-// Lanes 0 / 31: level 2k + 1 just outside the band at row r, from level 2k there (cm), two outside (cf),
-// above / below it (cs, cn) and this thread's first / last column (m).
-__device__ __forceinline__ real apron_point(const real cs, const real cm, const real cn, const real cf, const real (&m)[V],
-                                            const bool rin, const chip_ctx& c)
+// Level 2k + 1 just outside the warp's band (west of lane 0's columns, east of lane 31's) at tile rows
+// r0 .. r1 - 1, one point a lane, into apr (kept where the row or that column is not interior). From level
+// 2k: the neighbour's published pairs (the column just outside and the one beyond it), the warp's own (its
+// first / last column) and, at rows -1 and RT, the halo rows (hm1: this thread's vectors of row -1, hrt: of
+// row RT; the value just outside the band is the thread beside lane 0's / 31's, or the ghost slot).
+template <bool FAST>
+__device__ __forceinline__ void aprons(const chip_ctx& c, const int p, const int r0, const int r1, const vec* hm1,
+                                       const vec* hrt)
 {
-    const real w = c.lane == 0 ? cf : m[V - 1];
-    const real e = c.lane == 0 ? m[0] : cf;
-    const real v = update(cm, w, e, cs, cn, c.wc, c.wx, c.wy);
-    return rin && c.apron_in ? v : cm;
+    const int n = r1 - r0;
+    for (int i = c.lane; i < 2 * n; i += 32) {
+        const bool east = i >= n;
+        const int r = r0 + (east ? i - n : i);
+        const int vt = c.warp * 32 + (east ? 31 : 0);  // the thread whose band edge this point is beside
+        const pair2* nb = east ? pub_at(c.pub, p, 0, c.warp + 2) : pub_at(c.pub, p, 1, c.warp);
+        const pair2* own = east ? pub_at(c.pub, p, 1, c.warp + 1) : pub_at(c.pub, p, 0, c.warp + 1);
+        const pair2 q = nb[r + 1];
+        const real cm = east ? q.x : q.y, cf = east ? q.y : q.x;
+        real cs, cn;
+        if (r > 0) cs = east ? nb[r].x : nb[r].y;
+        else if (east) cs = vt < NT - 1 ? __ldcg(reinterpret_cast<const real*>(hm1 + (vt - c.tid) * NV) + V) : nb[0].x;
+        else cs = vt > 0 ? __ldcg(reinterpret_cast<const real*>(hm1 + (vt - c.tid) * NV) - 1) : nb[0].y;
+        if (r < RT - 1) cn = east ? nb[r + 2].x : nb[r + 2].y;
+        else if (east) cn = vt < NT - 1 ? __ldcg(reinterpret_cast<const real*>(hrt + (vt - c.tid) * NV) + V) : nb[PR - 1].x;
+        else cn = vt > 0 ? __ldcg(reinterpret_cast<const real*>(hrt + (vt - c.tid) * NV) - 1) : nb[PR - 1].y;
+        const real ov = east ? own[r + 1].y : own[r + 1].x;
+        const real v = update(cm, east ? ov : cf, east ? cf : ov, cs, cn, c.wc, c.wx, c.wy);
+        const int xe = c.x + (vt - c.tid) * V + (east ? V : -1);  // the point's column
+        const bool in = (FAST || row_ok(c, r)) && xe >= 1 && xe <= c.nx;
+        c.apr[(east ? RT : 0) + r] = in ? v : cm;
+    }
+    __syncwarp();
 }
 
 template <bool FAST, bool RES>
 __device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chip_ctx& c, real& rmax)
 {
     const int p = k & 1, q = p ^ 1;
-    const bool edge = c.lane == 0 || c.lane == 31;
     if (c.up >= 0) flag_wait(c.flags + c.up, (unsigned)k + 1);
     const vec* hn1 = hrow2(c, p, c.north + 1);
     real s[V], m[V], n[V];         // level 2k: rows r - 1, r, r + 1
@@ -622,10 +649,10 @@ __device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chi
     real sth[V], sth2[V];          // level 2k: rows RT, RT + 1
     load_vecs(s, hrow2(c, p, c.north));
     load_vecs(m, hn1);
-    real es = real(0), em = real(0), en = real(0), fm = real(0), fn = real(0);  // edge lanes: near (r - 1, r, r + 1), far (r, r + 1)
-    real apb = real(0), apc = real(0);  // edge lanes: level 2k + 1 just outside the band, rows r - 1, r
-    real esth = real(0);                // edge lanes: level 2k just outside the band, row RT
-    em = halo_near(c, hn1, p, 0);
+    real em = halo_near(c, hn1, p, 0), en = real(0);  // edge lanes: level 2k just outside the band, rows r, r + 1
+    real esth = real(0);                               // edge lanes: the same, row RT
+    const real* near = c.near0 + p * PCOPY * 2;        // (pairs of two reals)
+    aprons<FAST>(c, p, 0, RT - 1, hn1, hn1);           // rows 0 .. RT - 2 (row RT - 1 needs the block below)
     constexpr int sload = RT - 1 - SPRE > -1 ? RT - 1 - SPRE : -1;
 #pragma unroll
     for (int r = -1; r <= RT; ++r) {
@@ -635,15 +662,12 @@ __device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chi
             load_vecs(sth, hs);
             load_vecs(sth2, hrow2(c, p, c.south + 1));
             esth = halo_near(c, hs, p, PR - 1);  // row RT
+            aprons<FAST>(c, p, RT - 1, RT, hn1, hs);
         }
         // level 2k of row r + 1
         if (r + 1 <= RT - 1) {
             get_row(n, reg, r + 1, c);
-            if (edge) {
-                const pair2 pr = pin(c, p)[r + 2];
-                en = near_of(pr, c);
-                fn = far_of(pr, c);
-            }
+            en = near[2 * (r + 2)];  // every lane loads (lanes 1-30 lane 31's): no branch
         } else if (r + 1 == RT) {
             copy_row(n, sth);
             en = esth;
@@ -653,19 +677,14 @@ __device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chi
         // level 2k + 1 of row r (rows -1 and RT: the aprons; interior only where a block is beside)
         const bool rin = (r >= 0 && r <= RT - 1 && FAST) || row_ok(c, r);
         level_row<FAST, false>(l1, s, m, n, em, rin, c, rmax);
-        if (r >= 0 && r <= RT - 1 && edge) apc = apron_point(es, em, en, fm, m, rin, c);
         // level 2k + 2 of row r - 1, stored over it and published
         if (r >= 1) {
             real o[V];
             const bool rin1 = FAST || row_ok(c, r - 1);
-            level_row<FAST, RES>(o, a, b, l1, apb, rin1, c, rmax);
+            level_row<FAST, RES>(o, a, b, l1, c.apr_own[r - 1], rin1, c, rmax);
             put_row(reg, o, r - 1, c);
-            if (edge) {
-                pair2 e;
-                e.x = c.lane == 0 ? o[0] : o[V - 2];
-                e.y = c.lane == 0 ? o[1] : o[V - 1];
-                pout(c, q)[r] = e;
-            }
+            if (c.lane == 0) pout(c, q)[r] = pair2{o[0], o[1]};
+            if (c.lane == 31) pout(c, q)[r] = pair2{o[V - 2], o[V - 1]};
             if (r - 1 <= 1 && c.up >= 0) store_vecs(hrow2(c, q, c.b * 4 + (r - 1)), o);
             if (r - 1 >= RT - 2 && c.down >= 0) store_vecs(hrow2(c, q, c.b * 4 + 2 + (r - 1 - (RT - 2))), o);
         }
@@ -673,10 +692,7 @@ __device__ __forceinline__ void pass2(real (&reg)[RG][V], const int k, const chi
         copy_row(m, n);
         copy_row(a, b);
         copy_row(b, l1);
-        es = em;
         em = en;
-        fm = fn;
-        apb = apc;
     }
 }
 
@@ -685,9 +701,9 @@ template <bool FAST, bool RES>
 __device__ __forceinline__ void pass1(real (&reg)[RG][V], const int k, const chip_ctx& c, real& rmax)
 {
     const int p = k & 1;
-    const bool edge = c.lane == 0 || c.lane == 31;
     if (c.up >= 0) flag_wait(c.flags + c.up, (unsigned)k + 1);
     if (c.down >= 0) flag_wait(c.flags + c.down, (unsigned)k + 1);
+    const real* near = c.near0 + p * PCOPY * 2;
     real s[V], m[V], n[V];
     load_vecs(s, hrow2(c, p, c.north + 1));
     get_row(m, reg, 0, c);
@@ -695,8 +711,7 @@ __device__ __forceinline__ void pass1(real (&reg)[RG][V], const int k, const chi
     for (int r = 0; r < RT; ++r) {
         if (r + 1 <= RT - 1) get_row(n, reg, r + 1, c);
         else load_vecs(n, hrow2(c, p, c.south));
-        real em = real(0);
-        if (edge) em = near_of(pin(c, p)[r + 1], c);
+        const real em = near[2 * (r + 1)];  // lanes 0 / 31: just outside the band (every lane loads)
         real o[V];
         level_row<FAST, RES>(o, s, m, n, em, FAST || row_ok(c, r), c, rmax);
         put_row(reg, o, r, c);
