@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v7):
 median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
-is one kernel: LEVELS 1 (v6) or 2 (v7, STENCIL_CHIP_LEVELS), DEFINEs added to the compile, among them parts
-compiled out of v7's two-level pass: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below),
--DCHIP_EXP_NOSYNC (no barrier a pass); those compute wrong results on purpose, only their time counts.
+is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile, among
+them parts compiled out of the two-level pass: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below),
+-DCHIP_EXP_NOSYNC (no barrier a pass); those compute wrong results on purpose, only their time counts. A suffix
+@PATH compiles another chip.cu instead of the package's (an earlier version, to compare in the same call).
 
     python3 tools/chip_probe.py float64:512x4:1 float64:512x4:2 float64:256x5:2:-DCHIP_EXP_NOWAIT,-DCHIP_EXP_NOSYNC
+    python3 tools/chip_probe.py float64:512x4:2@old/chip.cu float64:512x4:2
 
 One JSON line per kernel; all of them in $OUT/kt.json (or ./kt.json)."""
 import json
@@ -25,14 +27,21 @@ _opts = gk.options
 EXTRA = []
 gk.options = lambda *a, **k: _opts(*a, **k) + tuple(EXTRA)
 root = resources.files("solver.backends") / "kernels"
-src = (root / "chip.cu").read_text()
-src = src.replace("__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{",
+
+
+def probe_source(src: str) -> str:
+    """chip.cu with the switches that compile out the neighbour waits and the barrier of a pass."""
+    src = src.replace("__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{",
                   "__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{\n#ifdef CHIP_EXP_NOWAIT\n    return;\n#endif")
-old = "pass2<FAST, false>(reg, k, c, rmax);\n        __syncthreads();"
-assert old in src and "{\n#ifdef CHIP_EXP_NOWAIT" in src
-src = src.replace(old, "pass2<FAST, false>(reg, k, c, rmax);\n#ifndef CHIP_EXP_NOSYNC\n        __syncthreads();\n#endif")
+    old = "pass2<FAST, false>(reg, k, c, rmax);\n        __syncthreads();"
+    assert old in src and "{\n#ifdef CHIP_EXP_NOWAIT" in src
+    return src.replace(old, "pass2<FAST, false>(reg, k, c, rmax);\n#ifndef CHIP_EXP_NOSYNC\n        __syncthreads();\n#endif")
+
+
+SRC = [probe_source((root / "chip.cu").read_text())]  # the chip.cu compiled now
+SOURCE = ["package"]  # where it came from (the row says)
 _src = gk.source
-gk.source = lambda v: (root / "common.cu").read_text() + "\n" + src if v == "chip" else _src(v)
+gk.source = lambda v: (root / "common.cu").read_text() + "\n" + SRC[0] if v == "chip" else _src(v)
 
 
 def run(dtype, block, levels, extra, steps=256, launches=8):
@@ -58,13 +67,16 @@ def run(dtype, block, levels, extra, steps=256, launches=8):
         e.synchronize()
         ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / (steps * launches))
     fn = be._chip_function(block, (2048, 2048))
-    row = {"dtype": dtype, "block": block, "levels": levels, "extra": extra, "us_per_step": float(np.median(ts)) * 1e6,
+    row = {"dtype": dtype, "block": block, "levels": levels, "extra": extra, "source": SOURCE[0], "us_per_step": float(np.median(ts)) * 1e6,
            "registers": getattr(fn, "num_regs", None), "local_bytes": getattr(fn, "local_size_bytes", None)}
     print(json.dumps(row), flush=True)
     return row
 
 
 def parse(item: str):
+    item, _, path = item.partition("@")
+    SRC[0] = probe_source(open(path).read() if path else (root / "chip.cu").read_text())
+    SOURCE[0] = path or "package"
     dtype, shape, levels, *extra = item.split(":")
     return dtype, tuple(int(x) for x in shape.split("x")), int(levels), extra[0].split(",") if extra else []
 

@@ -20,7 +20,8 @@
 #           tiles, 8), stored; then
 #           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
 #           rate, the copy measured in each run); Nsight Compute on one launch of each CHIP_NCU kernel
-#           (limiting unit, stall reasons); the GPU tests of the touched files last.
+#           (limiting unit, stall reasons). The GPU tests of the touched files come first (CHIP_TESTS_K
+#           picks), then CHIP_PROBE, when set: tools/chip_probe.py's kernel-only timings of its arguments.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
@@ -137,6 +138,9 @@ fi
 
 if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
   [[ -z ${SKIP_SMOKE:-} ]] && step chip_smoke 60 $PY -m pytest -q -x -p no:cacheprovider tests/test_gpu_chip.py -k "several_launches and float64 and None"
+  step chip_tests ${CHIP_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 16 tests/test_gpu_chip.py \
+    tests/test_gpu_wave.py tests/test_gpu_kernels.py tests/test_gpu_boundary.py -k "${CHIP_TESTS_K:-chip or wave2a or default or record or tune}"
+  [[ -n ${CHIP_PROBE:-} ]] && step probe26 ${CHIP_PROBE_S:-90} $PY tools/chip_probe.py $CHIP_PROBE
   CHIP_TUNE=${CHIP_TUNE-"16384 float64 wave2,wave2a 32x256
 16384 float32 wave2,wave2a 32x128
 8192 float64 wave2,wave2a 32x128
@@ -155,8 +159,6 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
     --section LaunchStats --section WarpStateStats --section SchedulerStats \
     $PY -m solver.bench.gpu ncu-launches --cases ${CHIP_NCU:-16384:float64:wave2 16384:float64:wave2a 4096:float64:wave2a \
     2048:float64:chip}
-  step chip_tests ${CHIP_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 16 tests/test_gpu_chip.py \
-    tests/test_gpu_wave.py tests/test_gpu_kernels.py tests/test_gpu_boundary.py -k "${CHIP_TESTS_K:-chip or wave2a or default or record or tune}"
 fi
 
 if [[ $SECTIONS == *" hybrid "* ]]; then
