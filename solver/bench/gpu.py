@@ -175,10 +175,15 @@ def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
                      run={"steps": steps, "check_every": 400})
     rec = run_case(case, options=Options(overwrite=True, quiet=True))
     t = rec["timings"]
-    sections = sum(t[s]["max"] for s in ("compute", "comm", "wait", "io", "other"))
+    sections = record_sections(t)
     return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "loop": t["loop"]["max"],
-            "sections": {s: t[s]["max"] for s in ("compute", "comm", "wait", "io", "other")},
-            "sections_over_loop": sections / t["loop"]["max"], "kernel": kernel, "time_tile": k}
+            "sections": sections, "sections_over_loop": sum(sections.values()) / t["loop"]["max"], "kernel": kernel,
+            "time_tile": k}
+
+
+def record_sections(timings: dict) -> dict:
+    """A record's sections of the loop, slowest rank's seconds each."""
+    return {s: timings[s]["max"] for s in ("compute", "comm", "wait", "io", "other")}
 
 
 def runs(args) -> dict:
@@ -214,12 +219,13 @@ def run_record(size: int, dtype: str, steps: int, kernel: str | None = None) -> 
 
     case = make_case(size, size, dtype, run={"steps": steps, "check_every": 400}, backend={"name": "cupy", "kernel": kernel})
     rec = run_case(case, options=Options(overwrite=True, quiet=True))
-    tp = rec["throughput"]
+    tp, t = rec["throughput"], rec["timings"]
     choice = next(iter(rec["resources"]["devices"][0]["kernels"].values()))
     return {"seconds_per_step": tp["seconds_per_step"], "gups": tp["mlups"] / 1e3, "copy_gbs": tp["copy_gbs"],
             "x_copy": tp["fraction_of_copy"], "kernel": {k: v for k, v in choice.items() if k != "launch"},
             "launch": choice.get("launch"), "bottleneck": rec["bottleneck"],
-            "correct": rec.get("correctness", {}).get("passed")}
+            "correct": rec.get("correctness", {}).get("passed"), "loop": t["loop"]["max"],
+            "sections": record_sections(t)}  # where the run path's time goes
 
 
 def runs_line(r: dict) -> str:
