@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v7):
+"""Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v8):
 median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
 is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile, among
 them parts compiled out of the two-level pass: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below),
@@ -32,7 +32,7 @@ root = resources.files("solver.backends") / "kernels"
 def probe_source(src: str) -> str:
     """chip.cu with the switches that compile out the neighbour waits and the barrier of a pass."""
     src = src.replace("__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{",
-                  "__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{\n#ifdef CHIP_EXP_NOWAIT\n    return;\n#endif")
+                      "__device__ __forceinline__ void flag_wait(const unsigned* f, const unsigned v)\n{\n#ifdef CHIP_EXP_NOWAIT\n    return;\n#endif")
     old = "pass2<FAST, false>(reg, k, c, rmax);\n        __syncthreads();"
     assert old in src and "{\n#ifdef CHIP_EXP_NOWAIT" in src
     return src.replace(old, "pass2<FAST, false>(reg, k, c, rmax);\n#ifndef CHIP_EXP_NOSYNC\n        __syncthreads();\n#endif")
