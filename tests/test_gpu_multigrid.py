@@ -216,7 +216,7 @@ IMPLICIT = [("float64", "backward-euler", "example"), ("float64", "crank-nicolso
 @pytest.mark.parametrize("dtype,scheme,sides", IMPLICIT, ids=lambda x: str(x))
 def test_implicit_heat_steps_equal_numpy_bitwise(tmp_path, dtype, scheme, sides):
     """Implicit heat (issue 23) on the GPU: the right-hand side through the one-step kernel, every solve's
-    cycles and the field bitwise equal to numpy's. Written after the last device call: not yet run on a GPU."""
+    cycles and the field bitwise equal to numpy's."""
     def heat(name, backend):
         data = case_data(tmp_path, name, dtype, "V", sides, backend)
         data["physics"] = {"equation": "heat", "scheme": scheme, "dt": 2e-3}

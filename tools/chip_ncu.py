@@ -3,7 +3,7 @@
 
     ncu --clock-control none -k regex:^chip$ --section SpeedOfLight ... python3 tools/chip_ncu.py float64:512x4 float32:512x8
 
-STENCIL_CHIP_LEVELS=1 or 2 picks v6 or v7 (docs/gpu_tiling_notes.md)."""
+STENCIL_CHIP_LEVELS=1 or 2 picks one or two levels a pass (v6, or v8; docs/gpu_tiling_notes.md)."""
 import sys
 
 from solver.backends.cupy_backend import CupyBackend

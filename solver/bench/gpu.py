@@ -183,7 +183,9 @@ def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
 
 def record_sections(timings: dict) -> dict:
     """A record's sections of the loop, slowest rank's seconds each."""
-    return {s: timings[s]["max"] for s in ("compute", "comm", "wait", "io", "other")}
+    from ..core.timing import SECTIONS
+
+    return {s: timings[s]["max"] for s in SECTIONS}
 
 
 def runs(args) -> dict:

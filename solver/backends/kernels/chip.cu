@@ -571,13 +571,24 @@ __device__ __forceinline__ vec* hrow2(const chip_ctx& c, const int copy, const i
     return c.hrow + (idx)(copy * blocks() * 4 + slot) * (NT * NV);
 }
 
-// Lanes 0 / 31: the value just outside the band in a halo row (row -1 or RT, slot index i = 0 or PR - 1)
-// of copy p, whose vectors for this thread start at h.
+// The value just outside thread t's columns (west of its first, or east of its last) in a halo row (row -1
+// or RT, pair slot i = 0 or PR - 1) whose vectors for thread t start at h: the thread beside's value, published
+// to L2, or at the block's side the ghost slot of nb (the neighbour's pairs, copy p).
+__device__ __forceinline__ real halo_beside(const vec* h, const int t, const bool east, const pair2* nb, const int i)
+{
+    if (east) return t < NT - 1 ? __ldcg(reinterpret_cast<const real*>(h) + V) : nb[i].x;
+    return t > 0 ? __ldcg(reinterpret_cast<const real*>(h) - 1) : nb[i].y;
+}
+
+// The value just outside a published pair's band (the column beside it): .y west of the band, .x east.
+__device__ __forceinline__ real near_in(const pair2& q, const bool east) { return east ? q.x : q.y; }
+
+// Lanes 0 / 31: halo_beside for this thread (copy p; h: its vectors of the halo row).
 __device__ __forceinline__ real halo_near(const chip_ctx& c, const vec* h, const int p, const int i)
 {
     real v = real(0);
-    if (c.lane == 0) v = c.tid > 0 ? __ldcg(reinterpret_cast<const real*>(h) - 1) : pin(c, p)[i].y;
-    if (c.lane == 31) v = c.tid < NT - 1 ? __ldcg(reinterpret_cast<const real*>(h) + V) : pin(c, p)[i].x;
+    if (c.lane == 0) v = halo_beside(h, c.tid, false, pin(c, p), i);
+    if (c.lane == 31) v = halo_beside(h, c.tid, true, pin(c, p), i);
     return v;
 }
 
@@ -621,14 +632,9 @@ __device__ __forceinline__ void aprons(const chip_ctx& c, const int p, const int
         const pair2* nb = east ? pub_at(c.pub, p, 0, c.warp + 2) : pub_at(c.pub, p, 1, c.warp);
         const pair2* own = east ? pub_at(c.pub, p, 1, c.warp + 1) : pub_at(c.pub, p, 0, c.warp + 1);
         const pair2 q = nb[r + 1];
-        const real cm = east ? q.x : q.y, cf = east ? q.y : q.x;
-        real cs, cn;
-        if (r > 0) cs = east ? nb[r].x : nb[r].y;
-        else if (east) cs = vt < NT - 1 ? __ldcg(reinterpret_cast<const real*>(hm1 + (vt - c.tid) * NV) + V) : nb[0].x;
-        else cs = vt > 0 ? __ldcg(reinterpret_cast<const real*>(hm1 + (vt - c.tid) * NV) - 1) : nb[0].y;
-        if (r < RT - 1) cn = east ? nb[r + 2].x : nb[r + 2].y;
-        else if (east) cn = vt < NT - 1 ? __ldcg(reinterpret_cast<const real*>(hrt + (vt - c.tid) * NV) + V) : nb[PR - 1].x;
-        else cn = vt > 0 ? __ldcg(reinterpret_cast<const real*>(hrt + (vt - c.tid) * NV) - 1) : nb[PR - 1].y;
+        const real cm = near_in(q, east), cf = east ? q.y : q.x;
+        const real cs = r > 0 ? near_in(nb[r], east) : halo_beside(hm1 + (vt - c.tid) * NV, vt, east, nb, 0);
+        const real cn = r < RT - 1 ? near_in(nb[r + 2], east) : halo_beside(hrt + (vt - c.tid) * NV, vt, east, nb, PR - 1);
         const real ov = east ? own[r + 1].y : own[r + 1].x;
         const real v = update(cm, east ? ov : cf, east ? cf : ov, cs, cn, c.wc, c.wx, c.wy);
         const int xe = c.x + (vt - c.tid) * V + (east ? V : -1);  // the point's column
