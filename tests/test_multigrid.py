@@ -129,6 +129,13 @@ def test_exact_solution_solves_the_discrete_equations():
     assert np.abs(lap).max() * dx**2 < 1e-13
 
 
+def test_exact_solution_of_a_block_is_that_block_of_the_whole():
+    whole = exact.laplace_dirichlet(9, 6, 0.1, 0.1, 1.0, 0.5, -0.25, 2.0)
+    part = exact.laplace_dirichlet(9, 6, 0.1, 0.1, 1.0, 0.5, -0.25, 2.0, range(2, 5), range(3, 9))
+    np.testing.assert_allclose(part, whole[2:5, 3:9], rtol=0, atol=1e-15)
+    assert exact.laplace_dirichlet(9, 6, 0.1, 0.1, 1.0, 0.5, -0.25, 2.0, range(4, 4), range(0, 9)).shape == (0, 9)
+
+
 # whole runs -----------------------------------------------------------------------------------------
 def run(tmp_path, name, **sections):
     data = {"physics": {"equation": "laplace", "solver": "multigrid"}, "grid": {"nx": 45, "ny": 31},

@@ -33,8 +33,8 @@ def laplace_dirichlet(nx: int, ny: int, dx: float, dy: float, top: float, bottom
                       right: float, rows: range | None = None, cols: range | None = None) -> np.ndarray:
     """The solution of the 5-point Laplace equations with these side values on global rows x cols (all of
     them by default), float64: each rank sums the series for its own block only."""
-    i = np.arange(ny)[rows or slice(None)]
-    j = np.arange(nx)[cols or slice(None)]
+    i = np.arange(ny)[slice(None) if rows is None else rows]  # (an empty range is a block of no rows, not all)
+    j = np.arange(nx)[slice(None) if cols is None else cols]
     u = np.zeros((len(i), len(j)))
     for value, across, along, n, m, h, k_h, far in ((top, i, j, nx, ny, dx, dy, False),
                                                     (bottom, i, j, nx, ny, dx, dy, True),
