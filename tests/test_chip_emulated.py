@@ -126,6 +126,8 @@ CASES2 = [  # v7 (two levels a pass): one block across, tiles of 2 rows or more;
     ("float32", (32, 4), 3, (60, 200), 1),    # one step only: the single-level pass alone
     ("float64", (288, 2), 3, (20, 1000), 2),  # 3 blocks of 8 warps (4 columns a thread), the last columns past nx
     ("float32", (320, 4), 4, (30, 1280), 8),  # 10 warps, 4 columns a thread, all columns interior
+    ("float64", (64, 2), 6, (60, 256), 15),   # 6 tiles of 10 rows, 7 passes (each L2 copy of the rows used often) + 1
+    ("float32", (128, 2), 4, (44, 1024), 8),  # 4 tiles of 11 rows, 4 warps, 4 passes
 ]
 
 

@@ -20,7 +20,8 @@
 #           tiles, 8), stored; then
 #           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
 #           rate, the copy measured in each run); Nsight Compute on one launch of each CHIP_NCU kernel
-#           (limiting unit, stall reasons). The GPU tests of the touched files come first (CHIP_TESTS_K
+#           (limiting unit, stall reasons); CHIP_NCU_SRC (e.g. 2048:float64:chip): one launch's stall
+#           reasons, whole and by SASS instruction (chip_sass.csv). The GPU tests of the touched files come first (CHIP_TESTS_K
 #           picks), then CHIP_PROBE, when set: tools/chip_probe.py's kernel-only timings of its arguments.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
@@ -154,6 +155,14 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
   done <<< "$CHIP_TUNE"
   step runs26 ${CHIP_RUNS_S:-330} $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
     8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 --json "$W/runs.json"
+  if command -v ncu > /dev/null && [[ -n ${CHIP_NCU_SRC:-} ]]; then  # where chip's warps stall, instruction by instruction
+    step ncu26src ${CHIP_NCU_SRC_S:-120} ncu --clock-control none -k "regex:^chip$" --section WarpStateStats --section SourceCounters \
+      --metrics "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$" -f -o "$W/chipsrc" \
+      $PY -m solver.bench.gpu ncu-launches --cases $CHIP_NCU_SRC
+    [[ -f $W/chipsrc.ncu-rep ]] && ncu -i "$W/chipsrc.ncu-rep" --page details --print-details all > "$W/ncu26src_details.log" 2>&1
+    [[ -f $W/chipsrc.ncu-rep ]] && ncu -i "$W/chipsrc.ncu-rep" --page source --csv --print-source sass > "$W/chip_sass.csv" 2>&1
+    [[ -f $W/chipsrc.ncu-rep ]] && ncu -i "$W/chipsrc.ncu-rep" --page raw --csv --metrics "regex:stalled" > "$W/ncu26src_stalls.csv" 2>&1
+  fi
   command -v ncu > /dev/null && [[ -z ${SKIP_NCU:-} ]] && step ncu26 ${CHIP_NCU_S:-150} ncu --clock-control none -k "regex:^(wave|chip)$" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section MemoryWorkloadAnalysis \
     --section LaunchStats --section WarpStateStats --section SchedulerStats \
@@ -301,6 +310,7 @@ fi
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
+  [[ -f $W/ncu26src_stalls.csv ]] && python3 -c "import csv,sys; r=list(csv.reader(open(sys.argv[1]))); [print('stall', h.replace('smsp__average_warps_issue_stalled_', ''), v) for h, v in zip(r[0], r[-1]) if 'stalled' in h and v not in ('', '0')]" "$W/ncu26src_stalls.csv" 2>&1 | head -40
   [[ -f $W/ncu26.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|FP64|stalled|One or More" "$W/ncu26.log" | cut -c1-220 | head -80
   [[ -f $W/ncu_wave.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|One or More" "$W/ncu_wave.log" | head -40
 } > "$OUT/summary.txt" 2>&1

@@ -41,6 +41,7 @@ anchor event recorded in prepare().
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,6 +98,7 @@ class CupyBackend(CupyMultigrid, Backend):
         self.smem_optin = props.get("sharedMemPerBlockOptin") or _attribute(rt, 97, self.device_index)  # a block's most
         self.l2_bytes = props.get("l2CacheSize", 0)
         self._chip: dict = {}  # chip layout -> (row halos, column halos, flags): device scratch of `chip`
+        self._plans: dict = {}  # padded shape -> ChipPlan: what a `chip` launch needs, worked out once
         self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
 
@@ -205,6 +207,7 @@ class CupyBackend(CupyMultigrid, Backend):
         self._choice.clear()
         self._step.clear()
         self._graphs.clear()
+        self._plans.clear()
 
     def choice(self, shape: tuple[int, int]) -> tuple[str, tuple | None, int, str]:
         """(variant, block, steps per launch, source) for a padded array of this shape; source: case,
@@ -216,8 +219,10 @@ class CupyBackend(CupyMultigrid, Backend):
 
     def tile_steps(self, shape) -> int:
         """Steps one launch of advance() computes for a padded array of this shape (1: untiled, and with
-        ghosts that change between steps: the tiled kernels keep ghost layers constant)."""
-        return 1 if self.refills else self.choice(shape)[2]
+        ghosts that change between steps: the tiled kernels keep ghost layers constant; 1 for `chip`,
+        whose launches take any number of steps, so the loop's polls need not fall on multiples of k)."""
+        variant, _, k, _ = self.choice(shape)
+        return 1 if self.refills or variant in gk.ON_CHIP else k
 
     def _resolve(self, interior: tuple[int, int]):
         """What the case fixes, else the tune's entry for this grid, else `chip` where the field fits
@@ -437,9 +442,7 @@ class CupyBackend(CupyMultigrid, Backend):
         if variant in gk.TILED and k > 1:
             self.tile(u_new, u, w, k, (1, 2, 1, 2))
         if variant in gk.ON_CHIP and not self.refills:
-            self._chip_scratch(u.shape)
-            self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2))
-            self._chip_function(block, (u.shape[0] - 2, u.shape[1] - 2), True)  # (v7: the residual's module)
+            self._chip_plan(u.shape)  # scratch, both modules (the plain passes', the residual's)
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
         self.synchronize()
@@ -519,7 +522,7 @@ class CupyBackend(CupyMultigrid, Backend):
 
     def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool):
         """n steps as persistent launches of at most k steps each (kernels/chip.cu); the last folds the
-        check's residual when `resid`."""
+        check's residual when `resid` (a separate short launch for it measured no faster: docs/gpu_tiling_notes.md v9)."""
         depths = [k] * (n // k) + ([n % k] if n % k else [])
         for i, d in enumerate(depths):
             self._chip_launch(u_new, u, w, d, resid and i == len(depths) - 1)
@@ -529,23 +532,34 @@ class CupyBackend(CupyMultigrid, Backend):
         return u, u_new
 
     def _chip_launch(self, out, u, w, steps: int, resid: bool) -> None:
-        _, block, _, _ = self.choice(u.shape)
-        interior = (u.shape[0] - 2, u.shape[1] - 2)
-        gx, gy, threads, rt, smem = self.chip_layout(interior, block)
-        hrow, hcol, flags = self._chip_scratch(u.shape)
-        fn = self._chip_function(block, interior, resid)
-        rt_ = self.cp.cuda.runtime
-        rt_.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
+        p = self._chip_plan(u.shape)
+        fn = p.resid if resid else p.plain
+        hrow, hcol, flags = p.scratch
+        self.cp.cuda.runtime.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
         if resid:
             self._zero_word(self.main)
-        args = (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(interior[0]), np.int32(interior[1]), np.int32(rt),
-                np.int32(steps), hrow, hcol, flags, self._word if resid else np.uint64(0), w.wc, w.wx, w.wy)
-        self._allow_shared(fn, smem)
+        args = (out, u, np.int64(u.strides[0] // u.itemsize), *p.args, np.int32(steps), hrow, hcol, flags,
+                self._word if resid else np.uint64(0), w.wc, w.wx, w.wy)
+        self._allow_shared(fn, p.smem)
         try:  # cooperative: every block resident at once, or an error instead of a hang
-            fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main, enable_cooperative_groups=True)
+            fn(p.grid, p.threads, args, shared_mem=p.smem, stream=self.main, enable_cooperative_groups=True)
         except TypeError:  # a CuPy without the keyword: the grid is at most one block per multiprocessor
-            fn((gx, gy, 1), (threads, 1, 1), args, shared_mem=smem, stream=self.main)
+            fn(p.grid, p.threads, args, shared_mem=p.smem, stream=self.main)
         self._resid = None
+
+    def _chip_plan(self, shape) -> ChipPlan:
+        """What a `chip` launch on a padded array of this shape needs, worked out at its first launch (the
+        layout, the scratch, both modules): a launch then costs the host no layout arithmetic."""
+        if shape not in self._plans:
+            _, block, _, _ = self.choice(shape)
+            interior = (shape[0] - 2, shape[1] - 2)
+            gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+            self._plans[shape] = ChipPlan(
+                grid=(gx, gy, 1), threads=(threads, 1, 1), smem=smem, args=(np.int32(interior[0]), np.int32(interior[1]),
+                                                                          np.int32(rt)),
+                scratch=self._chip_scratch(shape), plain=self._chip_function(block, interior),
+                resid=self._chip_function(block, interior, True))
+        return self._plans[shape]
 
     def _chip_function(self, block, interior, resid: bool = False):
         """`chip` compiled for its layout on this grid: the threads and tile rows are compiled in; at
@@ -775,6 +789,19 @@ class CupyBackend(CupyMultigrid, Backend):
             self._events += [e0, e1]
         del a, b
         return 2 * n / float(np.median(times[1:]))
+
+
+@dataclass(frozen=True)
+class ChipPlan:
+    """A `chip` launch's fixed part for one padded shape: grid, block, shared bytes, (ny, nx, rows a tile),
+    (row halos, column halos, flags), the module of plain launches and the one that folds the residual."""
+    grid: tuple
+    threads: tuple
+    smem: int
+    args: tuple
+    scratch: tuple
+    plain: object
+    resid: object
 
 
 def _attribute(rt, attr: int, device: int) -> int:

@@ -197,10 +197,11 @@ def runs(args) -> dict:
     the bottleneck line; the row's figures are medians over the repeats."""
     rows = []
     for size, dtype, *kernel in _cases(args.cases):
-        got = [run_record(size, dtype, args.steps, *kernel) for _ in range(args.repeats)]
+        got = [run_record(size, dtype, args.steps, *kernel, check_every=args.check_every) for _ in range(args.repeats)]
         free_device_memory()
         med = {k: float(np.median([g[k] for g in got])) for k in ("seconds_per_step", "gups", "copy_gbs", "x_copy")}
-        row = {"size": size, "dtype": dtype, "steps": args.steps, "repeats": args.repeats, **med, "runs": got,
+        row = {"size": size, "dtype": dtype, "steps": args.steps, "check_every": args.check_every, "repeats": args.repeats,
+               **med, "runs": got,
                "kernel": got[0]["kernel"], "bottleneck": got[0]["bottleneck"]}
         rows.append(row)
         print(runs_line(row), flush=True)
@@ -216,10 +217,11 @@ def _cases(items) -> list[tuple]:
     return out
 
 
-def run_record(size: int, dtype: str, steps: int, kernel: str | None = None) -> dict:
+def run_record(size: int, dtype: str, steps: int, kernel: str | None = None, check_every: int = 400) -> dict:
     from ..run import Options, run_case
 
-    case = make_case(size, size, dtype, run={"steps": steps, "check_every": 400}, backend={"name": "cupy", "kernel": kernel})
+    case = make_case(size, size, dtype, run={"steps": steps, "check_every": check_every},
+                     backend={"name": "cupy", "kernel": kernel})
     rec = run_case(case, options=Options(overwrite=True, quiet=True))
     tp, t = rec["throughput"], rec["timings"]
     choice = next(iter(rec["resources"]["devices"][0]["kernels"].values()))
@@ -233,7 +235,10 @@ def run_record(size: int, dtype: str, steps: int, kernel: str | None = None) -> 
 def runs_line(r: dict) -> str:
     k = r["kernel"]
     spread = [x["x_copy"] for x in r["runs"]]
-    return (f"run {r['size']}^2 {r['dtype']} {r['steps']} steps: {k['kernel']} {k['block']} k={k['time_tile']} ({k['source']}) "
+    sec = r["runs"][len(r["runs"]) // 2]  # one run's loop and its nonzero sections, ms
+    parts = ", ".join(f"{s} {v * 1e3:.2f}" for s, v in sec["sections"].items() if v)
+    return (f"run {r['size']}^2 {r['dtype']} {r['steps']} steps, check every {r['check_every']}: {k['kernel']} {k['block']} "
+            f"k={k['time_tile']} ({k['source']}) loop {sec['loop'] * 1e3:.2f} ms ({parts}); "
             f"{r['gups']:.0f} G updates/s = {r['x_copy']:.2f}x the copy-bound rate (copy {r['copy_gbs']:.0f} GB/s; "
             f"{min(spread):.2f}-{max(spread):.2f} over {len(spread)}); {r['bottleneck'][:150]}")
 
@@ -512,6 +517,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch-steps", type=int, nargs="+", default=[48, 400])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--check-every", type=int, default=400, help="runs: the case's run.check_every")
     p.add_argument("--cases", nargs="+", default=["16384:float64"], help="runs, ncu-launches: SIZE:DTYPE[:KERNEL]")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)

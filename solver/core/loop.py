@@ -22,7 +22,8 @@ from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
 SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
-GPU_POLL_EVERY = 200  # one process on a GPU: a batch costs about 0.08 ms beyond its steps, 6% of 50 steps at 4096^2
+GPU_POLL_EVERY = 1000  # one process on a GPU: a batch costs 0.03-0.1 ms beyond its steps (a launch's fill and drain,
+# `chip`'s 40 us at 2048^2, 4% of 256 steps); polls still come every POLL_SECONDS at most (fit_poll)
 STALL_CHECKS = 3  # multigrid: checks in a row that do not halve the best residual before it end the run ("floor")
 POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
 
@@ -56,10 +57,11 @@ def halo_step(ex, u, compute) -> None:
     compute(ex.after)
 
 
-def poll_period(default: int, steps: int) -> int:
-    """Steps between polls: `default`, or less on short runs so that progress shows at least every 10% of
-    the steps (a round number, so the polls fall on round steps)."""
-    return next(p for p in (200, 100, 50, 25, 10, 5, 2, 1) if p <= default and p <= max(1, steps // 10))
+def poll_period(default: int, steps: int, lines: bool = True) -> int:
+    """Steps between polls: `default`, or less on short runs so that progress lines (`lines`: not --quiet)
+    show at least every 10% of the steps (a round number, so the polls fall on round steps)."""
+    most = max(1, steps // 10) if lines else max(1, steps)
+    return next(p for p in (1000, 500, 200, 100, 50, 25, 10, 5, 2, 1) if p <= default and p <= most)
 
 
 class TimeLoop:
@@ -81,7 +83,8 @@ class TimeLoop:
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         serial = GPU_POLL_EVERY if getattr(backend, "on_gpu", False) else SERIAL_POLL_EVERY
-        poll = poll_period(serial if exchange.trivial else POLL_EVERY, self.case.run.steps)
+        lines = getattr(hooks, "lines", False)  # progress lines at 10% of the steps: polls there
+        poll = poll_period(serial if exchange.trivial else POLL_EVERY, self.case.run.steps, lines)
         if iterate is not None:
             tile, poll = 1, 1  # a cycle is long: signals and progress after every one
         self.tile = tile

@@ -336,6 +336,7 @@ class Outputs:
         self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
                                      layout.case.grid.nx * layout.case.grid.ny, callback=progress)
+        self.lines = not quiet or progress is not None  # progress at 10% of the steps (the same on every rank)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:

@@ -810,10 +810,7 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
 #endif
             pass2<FAST, false>(reg, k, c, rmax);
         __syncthreads();
-        if (c.tid == 0) {
-            __threadfence();
-            flag_release(c.flags + c.b, (unsigned)k + 2);
-        }
+        if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)k + 2);  // (release: cumulative over the barrier)
     }
     if (odd) {
 #if CHIP_RESID
