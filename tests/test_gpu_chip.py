@@ -3,7 +3,8 @@ batch of steps) on a real GPU: n steps in one or several persistent launches bit
 steps on odd, non-square grids (tiles split across blocks in both directions, a grid wider than one
 block, shared-memory rows or none), both dtypes, random non-zero ghost layers; the fused residual of
 the last step; the automatic choice (chip where the field fits, else the tiled kernel); a chip asked
-for where the field does not fit is a one-line error; `stencil run` with the exact eigenmode."""
+for where the field does not fit is a one-line error; `stencil run` with the exact eigenmode; an Inf
+caught by a heat run's check (which needs no fused residual)."""
 
 import json
 
@@ -15,9 +16,10 @@ from test_gpu_wave import _own_tune_cache, gpu  # noqa: F401 - the same GPU back
 from solver.backends import cupy_kernels as gk
 from solver.backends import registry
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings
-from solver.core.errors import InputError
+from solver.config import BackendSettings, load_case
+from solver.core.errors import InputError, NumericalError
 from solver.core.physics import Weights
+from solver.run import Options, run_case
 
 REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]
@@ -91,3 +93,16 @@ def test_exact_eigenmode_through_stencil_run_on_chip(tmp_path, dtype):
     choice = rec["resources"]["devices"][0]["kernels"]["203x301"]
     assert choice["kernel"] == "chip" and choice["launch"]["on_chip"]
     assert "memory bandwidth" not in rec["bottleneck"]  # a grid this small: launch gaps (the line's first rule)
+
+
+def test_an_inf_on_chip_is_caught_at_the_next_check(tmp_path):
+    """A heat run on chip checks with the fast module (no fused residual: max |u - the launch's input|):
+    an Inf that appears in the field still ends the run at the check after it, as on the CPU."""
+    field = np.zeros((19, 31))
+    field[6:9, 10:13] = 3e38  # finite in float32, but u + u is inf
+    np.save(tmp_path / "bad.npy", field)
+    case = write_case(tmp_path / "bad.yaml", grid={"nx": 29, "ny": 17}, backend={"name": "cupy"},
+                      initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
+                      run={"steps": 40, "check_every": 10}, output={"vtk": False})
+    with pytest.raises(NumericalError, match="step 10"):
+        run_case(load_case(case), options=Options(ceiling=False))
