@@ -72,15 +72,6 @@ def test_inf_that_appears_in_the_field_is_caught_at_the_next_check(tmp_path):
         run_case(c, options=Options(ceiling=False))
 
 
-def test_heat_checks_look_for_nan_only_and_jacobi_checks_its_residual(tmp_path):
-    """The loop tells the backend what its checks need (backend.finite_checks): explicit heat only a NaN or
-    Inf (a GPU's on-chip launches may then skip folding the last step's update), Jacobi its residual."""
-    for physics, want in (({"equation": "heat"}, True), ({"equation": "laplace"}, False)):
-        r = Run(case(tmp_path / physics["equation"], physics=physics, run={"steps": 20}), options=Options(ceiling=False))
-        r.execute()
-        assert r.backend.finite_checks is want
-
-
 def test_nan_in_the_initial_file_is_refused_before_anything_is_written(tmp_path):
     field = np.zeros((19, 31))
     field[7, 11] = np.nan

@@ -51,8 +51,6 @@ class Backend:
     summary: ClassVar[str] = ""
     on_gpu: ClassVar[bool] = False
     boundary = None  # solver.core.boundary.Fill of this rank's physical sides (set by the run); None: nothing to refill
-    finite_checks = False  # set by the loop for explicit heat: its checks use max_update(a, b) only to find a NaN or
-    # Inf, so b may be any earlier field, not the one a step before (`chip` then keeps its check in its fast module)
 
     def __init__(self, settings, dtype: str, threads: int = 1, local_rank: int = 0, local_size: int = 1):
         """local_rank/local_size: this rank's place among the ranks on its node (GPU choice)."""
@@ -151,8 +149,7 @@ class Backend:
         their work with events); host backends have nothing queued."""
 
     def max_update(self, a, b, region: Region) -> float:
-        """max |a - b| over the region; inf when any value there is NaN or Inf (b: the field a step before a,
-        or with finite_checks possibly earlier)."""
+        """max |a - b| over the region; inf when any value there is NaN or Inf."""
         r0, r1, c0, c1 = region
         m = float(np.max(np.abs(a[r0:r1, c0:c1] - b[r0:r1, c0:c1]), initial=0.0))
         return m if np.isfinite(m) else float("inf")

@@ -522,11 +522,8 @@ class CupyBackend(CupyMultigrid, Backend):
 
     def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool):
         """n steps as persistent launches of at most k steps each (kernels/chip.cu); the last folds the
-        check's residual when `resid`, in the residual's module (slower in its plain passes), except with
-        finite_checks (heat): then max_update compares the result with the launch's input instead (any
-        earlier field will do to find a NaN or Inf). docs/gpu_tiling_notes.md v9."""
+        check's residual when `resid` (a separate short launch for it measured no faster: docs/gpu_tiling_notes.md v9)."""
         depths = [k] * (n // k) + ([n % k] if n % k else [])
-        resid = resid and not self.finite_checks
         for i, d in enumerate(depths):
             self._chip_launch(u_new, u, w, d, resid and i == len(depths) - 1)
             u, u_new = u_new, u

@@ -78,7 +78,6 @@ class TimeLoop:
         if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
             self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
-        backend.finite_checks = not self.laplace and iterate is None  # explicit heat: a check looks for NaN / Inf only
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step), warmed(step)
         depth = getattr(exchange, "depth", 1)  # deep halos: polls on tile boundaries
