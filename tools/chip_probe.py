@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v8):
+"""Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v9):
 median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
-is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile (two
-are the probe's own: steps=N, launches of N steps instead of 256, 2048 steps in all; resid, every launch folds
-the check's residual, in the module a check's batch runs), among them parts compiled out of the two-level
-pass: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below),
--DCHIP_EXP_NOSYNC (no barrier a pass); those compute wrong results on purpose, only their time counts;
--DCHIP_EXP_NOFENCE (v8 and before: no __threadfence before a pass's release, st.release alone as since v9). A suffix
-@PATH compiles another chip.cu instead of the package's (an earlier version, to compare in the same call).
+is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile. Two
+are the probe's own: steps=N (launches of N steps instead of 256, 2048 steps in all) and resid (every launch
+folds the check's residual, in the module a check's batch runs). Others compile parts of the two-level pass
+out: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below), -DCHIP_EXP_NOSYNC (no barrier a pass): those
+compute wrong results on purpose, only their time counts; -DCHIP_EXP_NOFENCE (a chip.cu up to cbe2efe: no
+__threadfence before a pass's release, as the package's kernel releases since a0e581e). A suffix @PATH
+compiles another chip.cu instead of the package's (an earlier version, to compare in the same call).
 
     python3 tools/chip_probe.py float64:512x4:1 float64:512x4:2 float64:256x5:2:-DCHIP_EXP_NOWAIT,-DCHIP_EXP_NOSYNC
-    python3 tools/chip_probe.py float64:512x4:2@old/chip.cu float64:512x4:2
+    python3 tools/chip_probe.py float64:512x4:2@old/chip.cu float64:512x4:2 float64:512x4:2:steps=1024
 
 One JSON line per kernel; all of them in $OUT/kt.json (or ./kt.json)."""
 import json

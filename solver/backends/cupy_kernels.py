@@ -64,8 +64,8 @@ CHIP_V = 4  # columns per thread of `chip` (a block of more than CHIP_WIDE_THREA
 CHIP_V_WIDE = 8  # columns per thread of a `chip` block of at most CHIP_WIDE_THREADS threads (255 registers each)
 CHIP_WIDE_THREADS = 256
 CHIP_ROWS = {4: 8, 8: 4}  # rows in registers per thread, by itemsize: the most without spills at 512 threads (ptxas)
-CHIP_STEPS = 1024  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter): a launch
-# costs about 40 us of fill and drain at 2048^2 float64 (docs/gpu_tiling_notes.md v9), 1024 steps 3.73 us a step, 256 4.06
+CHIP_STEPS = 1024  # steps per launch of `chip` when nothing is tuned or asked (stops cut batches shorter): at 2048^2
+# float64 1024 steps a launch ran 3.75 us a step, 400 3.88, 256 4.00 (docs/gpu_tiling_notes.md v9)
 MAX_CHIP_STEPS = 1 << 20
 CHIP_RT = 16  # tile rows `chip` is compiled for when no layout is given (2048^2 on 132 multiprocessors)
 CHIP_LEVELS = {8: 2, 4: 2}  # levels a `chip` pass advances where the layout allows 2, by itemsize: v7 was faster in

@@ -22,8 +22,9 @@ from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
 SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch of steps (GPU graphs, time tiles)
-GPU_POLL_EVERY = 1000  # one process on a GPU: a batch costs 0.03-0.1 ms beyond its steps (a launch's fill and drain,
-# `chip`'s 40 us at 2048^2, 4% of 256 steps); polls still come every POLL_SECONDS at most (fit_poll)
+GPU_POLL_EVERY = 1000  # one process on a GPU: a batch costs 0.03-0.1 ms beyond its steps (a launch's fill and drain:
+# `chip` at 2048^2 float64, 3.88 us a step in launches of 400 against 3.75 in 1024); polls still come every POLL_SECONDS
+# at most (fit_poll), and every 10% of the steps where progress lines are shown (poll_period)
 STALL_CHECKS = 3  # multigrid: checks in a row that do not halve the best residual before it end the run ("floor")
 POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
 
