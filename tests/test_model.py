@@ -1,6 +1,8 @@
 """The scaling model's parts without MPI: networks, interpolation, the schedule, the lockstep simulation and
 the prediction from constructed inputs (the measured path is in tests/test_model_mpi.py)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import stencil, write_case
@@ -99,6 +101,7 @@ def test_batches_cover_every_step_once_and_check_where_the_case_says():
     long = problem(steps=2000)
     assert schedule.poll_every(long, 8, serial=False) == 16 and schedule.poll_every(long, 8, serial=True) == 56
     assert schedule.poll_every(p, 8, serial=True) == 16
+    assert schedule.poll_every(replace(p, lines=False), 8, serial=True) == 56  # --quiet (sweeps): no 10% cap
 
 
 # the simulation -------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ class Problem:
     periodic: tuple[bool, bool]
     equation: str = "heat"
     method: str = "explicit"  # physics.scheme for heat, physics.solver for laplace ("jacobi" is a plain step)
+    lines: bool = True  # progress lines shown (not --quiet): polls at least every 10% of the steps (core.loop)
 
     @classmethod
     def from_case(cls, data: dict) -> Problem:

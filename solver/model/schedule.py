@@ -25,7 +25,7 @@ class Batch:
 
 
 def poll_every(problem: Problem, tile: int, serial: bool) -> int:
-    poll = poll_period(SERIAL_POLL_EVERY if serial else POLL_EVERY, problem.steps)
+    poll = poll_period(SERIAL_POLL_EVERY if serial else POLL_EVERY, problem.steps, problem.lines)
     return -(-poll // tile) * tile
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ def point(rec: dict) -> tuple[Problem, Placement]:
     place = Placement(rec["resources"]["ranks"], per_host[places[0]["host"]], rec["stencil"]["backend"] == "cupy")
     case = dict(rec["case"])
     case["parallel"] = {**case["parallel"], "dims": rec["resources"]["dims"]}
-    return Problem.from_case(case), place
+    return replace(Problem.from_case(case), lines=False), place  # sweep points run --quiet
 
 
 def why_not(rec: dict) -> str | None:
