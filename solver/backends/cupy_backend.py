@@ -540,7 +540,6 @@ class CupyBackend(CupyMultigrid, Backend):
             self._zero_word(self.main)
         args = (out, u, np.int64(u.strides[0] // u.itemsize), *p.args, np.int32(steps), hrow, hcol, flags,
                 self._word if resid else np.uint64(0), w.wc, w.wx, w.wy)
-        self._allow_shared(fn, p.smem)
         try:  # cooperative: every block resident at once, or an error instead of a hang
             fn(p.grid, p.threads, args, shared_mem=p.smem, stream=self.main, enable_cooperative_groups=True)
         except TypeError:  # a CuPy without the keyword: the grid is at most one block per multiprocessor
@@ -549,16 +548,19 @@ class CupyBackend(CupyMultigrid, Backend):
 
     def _chip_plan(self, shape) -> ChipPlan:
         """What a `chip` launch on a padded array of this shape needs, worked out at its first launch (the
-        layout, the scratch, both modules): a launch then costs the host no layout arithmetic."""
+        layout, the scratch, both modules allowed their shared memory): a launch then costs the host no
+        layout arithmetic."""
         if shape not in self._plans:
             _, block, _, _ = self.choice(shape)
             interior = (shape[0] - 2, shape[1] - 2)
             gx, gy, threads, rt, smem = self.chip_layout(interior, block)
+            plain, resid = self._chip_function(block, interior), self._chip_function(block, interior, True)
+            for fn in (plain, resid):
+                self._allow_shared(fn, smem)
             self._plans[shape] = ChipPlan(
                 grid=(gx, gy, 1), threads=(threads, 1, 1), smem=smem, args=(np.int32(interior[0]), np.int32(interior[1]),
                                                                           np.int32(rt)),
-                scratch=self._chip_scratch(shape), plain=self._chip_function(block, interior),
-                resid=self._chip_function(block, interior, True))
+                scratch=self._chip_scratch(shape), plain=plain, resid=resid)
         return self._plans[shape]
 
     def _chip_function(self, block, interior, resid: bool = False):

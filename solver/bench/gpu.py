@@ -168,17 +168,10 @@ def batches(args) -> dict:
 
 
 def run_once(size: int, dtype: str, kernel, block, k, steps: int) -> dict:
-    """One `stencil run` (library entry point) of the heat eigenmode: its record's step time and sections."""
-    from ..run import Options, run_case
-
-    case = make_case(size, size, dtype, backend={"name": "cupy", "kernel": kernel, "block": block, "time_tile": k},
-                     run={"steps": steps, "check_every": 400})
-    rec = run_case(case, options=Options(overwrite=True, quiet=True))
-    t = rec["timings"]
-    sections = record_sections(t)
-    return {"seconds_per_step": rec["throughput"]["seconds_per_step"], "loop": t["loop"]["max"],
-            "sections": sections, "sections_over_loop": sum(sections.values()) / t["loop"]["max"], "kernel": kernel,
-            "time_tile": k}
+    """One `stencil run` (run_record) of this kernel, block and time tile: its step time and sections."""
+    r = run_record(size, dtype, steps, kernel, block=block, time_tile=k)
+    return {"seconds_per_step": r["seconds_per_step"], "loop": r["loop"], "sections": r["sections"],
+            "sections_over_loop": sum(r["sections"].values()) / r["loop"], "kernel": kernel, "time_tile": k}
 
 
 def record_sections(timings: dict) -> dict:
@@ -217,11 +210,14 @@ def _cases(items) -> list[tuple]:
     return out
 
 
-def run_record(size: int, dtype: str, steps: int, kernel: str | None = None, check_every: int = 400) -> dict:
+def run_record(size: int, dtype: str, steps: int, kernel: str | None = None, check_every: int = 400,
+               block=None, time_tile: int | None = None) -> dict:
+    """One `stencil run` (library entry point) of the heat eigenmode, nothing asked of the kernel but what is
+    given: the record's step time, rates, kernel choice, bottleneck line, loop and sections."""
     from ..run import Options, run_case
 
     case = make_case(size, size, dtype, run={"steps": steps, "check_every": check_every},
-                     backend={"name": "cupy", "kernel": kernel})
+                     backend={"name": "cupy", "kernel": kernel, "block": block, "time_tile": time_tile})
     rec = run_case(case, options=Options(overwrite=True, quiet=True))
     tp, t = rec["throughput"], rec["timings"]
     choice = next(iter(rec["resources"]["devices"][0]["kernels"].values()))
