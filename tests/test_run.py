@@ -145,3 +145,17 @@ def test_the_distributed_reference_meets_every_block_and_finds_one_wrong_point(n
     res = mpi_script(n, "check_verify.py", tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"verify ok on {n} rank(s)" in res.stdout
+
+
+def test_a_lagged_check_is_read_before_the_next_snapshot_and_names_its_own_step(tmp_path):
+    """Heat checks are read one check later (a GPU keeps computing meanwhile), but always before fields are
+    written: the Inf found by the check at step 10 ends the run before the snapshot due at step 15."""
+    field = np.zeros((19, 31))
+    field[6:9, 10:13] = 3e38
+    np.save(tmp_path / "bad.npy", field)
+    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
+             run={"steps": 1000, "check_every": 10}, output={"every": 15})
+    with pytest.raises(NumericalError, match="at step 10 "):
+        run_case(c, options=Options(ceiling=False))
+    with h5py.File(tmp_path / "out" / "fields.h5") as f:
+        assert list(f["step"][:]) == [0]

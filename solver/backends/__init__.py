@@ -154,6 +154,18 @@ class Backend:
         m = float(np.max(np.abs(a[r0:r1, c0:c1] - b[r0:r1, c0:c1]), initial=0.0))
         return m if np.isfinite(m) else float("inf")
 
+    def start_max_update(self, a, b, region: Region):
+        """max_update, started: returns a function that gives its value. A device backend enqueues the
+        reduction and its copy to the host and returns at once (the function waits for them); a host
+        backend reduces now."""
+        value = self.max_update(a, b, region)
+        return lambda: value
+
+    def charge_host(self, timer, section: str, start: float) -> None:
+        """Host work since `start`, charged to `section` (a device backend charges none while its
+        kernels, which events time, run all along)."""
+        timer.add(section, start)
+
     def synchronize(self) -> None:
         pass
 

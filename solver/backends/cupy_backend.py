@@ -101,6 +101,9 @@ class CupyBackend(CupyMultigrid, Backend):
         self._plans: dict = {}  # padded shape -> ChipPlan: what a `chip` launch needs, worked out once
         self._word = cupy.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)  # max |a - b| bits
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
+        self._tail = cupy.cuda.Event(disable_timing=True)  # the end of the last batch (advance_timed): busy()
+        self._tailed = False
+        self._pinned: list = []  # (event, pinned host memory) of word copies in flight: freed once the event is done
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -471,8 +474,24 @@ class CupyBackend(CupyMultigrid, Backend):
         e0 = self._record(self.main)
         u, u_new = self.advance(u, u_new, w, n, region, previous)
         self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
-        timer.add("other", t)
+        self.charge_host(timer, "other", t)
+        self._tail.record(self.main)
+        self._tailed = True
         return u, u_new
+
+    def busy(self) -> bool:
+        """Whether the GPU still runs the batch advance_timed() enqueued last (the host's work now hides
+        behind it)."""
+        return self._tailed and not self._tail.done
+
+    def charge_host(self, timer, section: str, start: float) -> None:
+        """Host work since `start`: charged to `section`, or to none when the GPU ran the last batch all
+        along (the batch's events count the interval as compute; the loop enqueues the next batch and
+        starts a check while one runs, core.loop's lagged checks)."""
+        if self.busy():
+            timer.cursor = time.perf_counter()
+        else:
+            timer.add(section, start)
 
     def plan(self, lengths) -> None:
         """Before the timed loop: compile the tile depths advance(n) will need for these n (a graph is
@@ -691,15 +710,39 @@ class CupyBackend(CupyMultigrid, Backend):
     def max_update(self, a, b, region) -> float:
         """max |a - b| over region (inf for NaN/Inf); after a time tile that produced (a, b), the tile's
         fused residual."""
+        return self.start_max_update(a, b, region)()
+
+    def start_max_update(self, a, b, region):
+        """max_update enqueued on `main`, with the copy of its word to the host: returns a function that
+        waits for the copy and gives the value."""
         self.join()
         if self._resid != (a.data.ptr, b.data.ptr, tuple(region)):
             self._zero_word(self.main)
             fn = self._function("maxdiff", gk.MAXDIFF_BLOCK)
             pa, pb = (np.int64(x.strides[0] // x.itemsize) for x in (a, b))
             fn(*gk.maxdiff_shape(region), (self._word, a, b, pa, pb, *map(np.int32, region)), stream=self.main)
-        value = float(self._word.get(stream=self.main).view(self.dtype)[0])
-        self.flush()
-        return value if np.isfinite(value) else float("inf")
+        read = self._read_later(self._word, 1)
+        return lambda: read(0)
+
+    def _read_later(self, words, count: int):
+        """Copy `count` words (max |update| bits) to pinned host memory after the work enqueued on `main`
+        so far; returns value(j): waits for the copy, then word j as a value (inf for NaN/Inf)."""
+        rt = self.cp.cuda.runtime
+        while self._pinned and self._pinned[0][0].done:  # copies done: their memory goes back to the pool
+            self._pinned.pop(0)
+        mem = self.cp.cuda.alloc_pinned_memory(count * words.itemsize)
+        host = np.frombuffer(mem, words.dtype, count)
+        rt.memcpyAsync(host.ctypes.data, words.data.ptr, count * words.itemsize, rt.memcpyDeviceToHost, self.main.ptr)
+        done = self.cp.cuda.Event(disable_timing=True)
+        done.record(self.main)
+        self._pinned.append((done, mem))
+
+        def value(j: int) -> float:
+            done.synchronize()
+            self.flush()
+            v = float(host[j:j + 1].view(self.dtype)[0])
+            return v if np.isfinite(v) else float("inf")
+        return value
 
     def settle(self, timer) -> None:
         """Wait for the GPU without charging the wait to a host section (the CUDA events count that

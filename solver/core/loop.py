@@ -7,7 +7,9 @@ between two stops go to the backend in one call (backend.advance), which GPUs ba
 deep halos (exchange.depth > 1) to the exchanger's time tiles (solver.parallel.deep), which end at
 the same stops. Polls (signals, progress) fall at multiples of the tile: the deep halo's depth, or the
 k steps a GPU computes per launch; GPU batch lengths are planned before the loop so that no tile depth
-is compiled inside it.
+is compiled inside it. Heat checks without neighbours are lagged: a check's reduction is started at its
+stop and read at the next check (or before any output, checkpoint, progress line or the end), so a GPU
+computes the next batch while the host waits; a NaN/Inf is reported with the step of the check that saw it.
 """
 
 from __future__ import annotations
@@ -97,6 +99,10 @@ class TimeLoop:
         self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
         self.balancer, self.connect = balancer, connect  # solver.parallel.balance.Balancer, or None
         self.fail_at = _injected_failure(comm.rank)
+        # heat without neighbours: a check's value is read one check later, with the next batch enqueued (a GPU
+        # keeps computing while the host waits for it), and at the latest before outputs, checkpoints and the end
+        self.lagged = exchange.trivial and iterate is None and not self.laplace
+        self.pending: list[tuple[int, object]] = []  # lagged checks: (step, function giving the local value)
         self.slow = _injected_slowness(comm.rank)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
@@ -165,6 +171,7 @@ class TimeLoop:
             self._converged(s, s.r0)
         try:
             self._run(s, end, warm_end)
+            self._resolve(self.timer)  # a stop request ended the loop with a lagged check unread
         finally:  # the last poll's vote ends with the loop (also when it raised: no MPI request is left behind)
             if self.vote is not None:
                 self.vote.result()
@@ -249,14 +256,18 @@ class TimeLoop:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
         if self._checks(step) or step == end:
             self._check(s, timer)
+        if step == end:
+            self._resolve(timer)
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
+            self._resolve(timer)
             self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
         if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+            self._resolve(timer)
             self.backend.settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
@@ -268,6 +279,7 @@ class TimeLoop:
             if stop:
                 s.stopped_by = "signal"
             if self.hooks.progress_due(step):
+                self._resolve(timer)
                 self.backend.settle(timer)  # GPU: the line counts the steps computed, not those enqueued
                 t = time.perf_counter()
             self.hooks.progress(step)  # shows something only when due
@@ -281,7 +293,14 @@ class TimeLoop:
 
     def _check(self, s: LoopState, timer: Timer) -> None:
         """The residual (multigrid: max |g - A u|; otherwise max |update| of the last step, which for Jacobi is
-        the residual of the field before it), reduced over ranks: convergence and NaN/Inf detection."""
+        the residual of the field before it), reduced over ranks: convergence and NaN/Inf detection.
+        Lagged (heat without neighbours): started here, read at the next check (_resolve)."""
+        if self.lagged:
+            t = time.perf_counter()
+            self.pending.append((s.step, self.backend.start_max_update(s.u, s.u_new, self.layout.block.everything())))
+            self.backend.charge_host(timer, "other", t)
+            self._resolve(timer, keep=1)
+            return
         self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
         if self.iterate is not None and not self.laplace:  # implicit heat: the last solve's (reduced) residual
@@ -295,9 +314,7 @@ class TimeLoop:
             t = timer.add("other", t)
         r = self.comm.allmax(local)
         timer.add("wait", t)
-        if r == float("inf") or r != r:
-            raise NumericalError(f"NaN or Inf in the field at step {s.step} (checked every {self.check_every} "
-                                 "steps); reduce physics.dt or check the initial and boundary values")
+        self._finite(r, s.step)
         if not self.laplace:
             return
         if s.r0 is None:  # Jacobi's first step: its update is the initial field's residual
@@ -306,6 +323,23 @@ class TimeLoop:
         self._converged(s, r)
         if self.hooks is not None and self.iterate is not None:
             self.hooks.iteration(s.step, r, s.relative(r))
+
+    def _resolve(self, timer: Timer, keep: int = 0) -> None:
+        """Read the lagged checks but the last `keep`. Each one's value was copied to the host after its
+        batch, so a GPU is still busy with the next batch while the host waits here (the wait is charged to
+        no section: the batches' events count it)."""
+        while len(self.pending) > keep:
+            step, value = self.pending.pop(0)
+            local = value()
+            t = timer.cursor = time.perf_counter()
+            r = self.comm.allmax(local)
+            timer.add("wait", t)
+            self._finite(r, step)
+
+    def _finite(self, r: float, step: int) -> None:
+        if r == float("inf") or r != r:
+            raise NumericalError(f"NaN or Inf in the field at step {step} (checked every {self.check_every} "
+                                 "steps); reduce physics.dt or check the initial and boundary values")
 
     def _converged(self, s: LoopState, r: float) -> None:
         """The stop tests: the relative residual below run.tolerance; multigrid also stops when the residual
