@@ -44,16 +44,17 @@ def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False)
     return _LIBS[key]
 
 
-def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1):
+def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1, inner=None):
     """One launch of `steps` steps over the whole interior (levels a pass: 1, v6, or 2, v7); returns
-    (out, residual, layout)."""
+    (out, residual, layout); with inner=(first, every, count) also the checks inside the launch:
+    (out, residual, layout, their values)."""
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
     layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30, levels)
     assert layout is not None, "the case fits"
     gx, gy, threads, rt, smem = layout
     v = gk.chip_columns(block[0])
     allfast = levels == 2 and gk.chip_all_interior(layout, (ny, nx), v)
-    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid, allfast)
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid or inner is not None, allfast)  # the module
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
@@ -62,12 +63,18 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1):
     w = Weights(0.1, 0.2, 0.25).cast(dtype)
     real = ctypes.c_float if dtype == "float32" else ctypes.c_double
     rbits = (ctypes.c_uint32 if dtype == "float32" else ctypes.c_uint64)(0)
+    words = np.dtype(np.uint32 if dtype == "float32" else np.uint64)
+    first, every, count = inner or (0, 0, 0)
+    checks = np.zeros(max(count, 1), words)
     ptr = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
     lib.launch(ptr(out), ptr(u), ctypes.c_longlong(u.strides[0] // u.itemsize), ctypes.c_int(ny), ctypes.c_int(nx),
                ctypes.c_int(rt), ctypes.c_int(steps), ptr(hrow), ptr(hcol), ptr(flags),
-               ctypes.byref(rbits) if resid else None, real(w.wc), real(w.wx), real(w.wy), ctypes.c_uint(gx),
+               ctypes.byref(rbits) if resid else None, ptr(checks) if inner else None, ctypes.c_int(first),
+               ctypes.c_int(every), real(w.wc), real(w.wx), real(w.wy), ctypes.c_uint(gx),
                ctypes.c_uint(gy), ctypes.c_uint(threads), ctypes.c_ulonglong(smem))
-    value = np.array([rbits.value], dtype=np.uint32 if dtype == "float32" else np.uint64).view(dtype)[0]
+    value = np.array([rbits.value], dtype=words).view(dtype)[0]
+    if inner:
+        return np.array(out), value, layout, checks[:count].view(dtype)
     blocks, nw = gx * gy, threads // 32
     if levels == 2:
         assert (flags[:blocks] == steps // 2 + steps % 2 + 1).all(), "every block ended every pass"
@@ -143,6 +150,35 @@ def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms
     inside[1:-1, 1:-1] = True
     np.testing.assert_array_equal(got[inside], want[inside], err_msg=f"layout {layout}")
     assert np.isnan(got[~inside]).all(), "stored outside the interior"
+    if resid:
+        assert res == np.max(np.abs(want - prev)[inside])
+
+
+INNER = [  # checks inside one launch: dtype, block, sms, shape, steps, (first, every, count)
+    ("float64", (64, 2), 4, (24, 512), 12, (2, 4, 3)),   # levels 2, 6, 10 of 12 (no mask), and the last one
+    ("float32", (64, 4), 8, (40, 300), 11, (4, 2, 4)),   # 4, 6, 8, 10 of an odd count (masked code)
+    ("float64", (96, 1), 9, (18, 700), 8, (2, 2, 3)),    # every pass but the last: 2, 4, 6
+]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype,block,sms,shape,steps,inner", INNER, ids=str)
+@pytest.mark.parametrize("resid", [True, False])
+def test_checks_inside_a_launch_are_the_residuals_of_their_levels(tmp_path, dtype, block, sms, shape, steps, inner,
+                                                                   resid):
+    """checks[j] = max |level L - level L-1| at L = first + j * every (core.loop reads the checks of a batch
+    that spans several of them from one launch), the field and the last level's residual unchanged."""
+    ny, nx = shape
+    host = field(shape, dtype, steps)
+    got, res, layout, values = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels=2, inner=inner)
+    region, inside = (1, ny + 1, 1, nx + 1), np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    first, every, count = inner
+    for j in range(count):
+        level, before = numpy_steps(host, first + j * every, region, dtype)
+        assert values[j] == np.max(np.abs(level - before)[inside]), (j, layout)
+    want, prev = numpy_steps(host, steps, region, dtype)
+    np.testing.assert_array_equal(got[inside], want[inside], err_msg=f"layout {layout}")
     if resid:
         assert res == np.max(np.abs(want - prev)[inside])
 

@@ -67,6 +67,34 @@ def test_chip_equals_numpy_steps_over_several_launches(dtype, block, levels, mon
             assert be.max_update(u, v, region) == np.max(np.abs(want - prev)[1:-1, 1:-1])
 
 
+@pytest.mark.parametrize("levels", [1, 2])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_checks_inside_chip_launches_are_the_residuals_of_their_steps(dtype, levels, monkeypatch):
+    """advance_checked: 30 steps in launches of at most 9 with checks every 4 (core.loop's checks inside a
+    batch): folded inside a launch where they fall on a pass's second level (4, 8, 16, 20), else where a
+    launch is cut for them (12, 24, 28; v6 cuts at every one), each the max |update| of its step, the field
+    bitwise equal to numpy and the batch's own check (the last step) as before."""
+    from solver.core.timing import Timer
+
+    monkeypatch.setenv("STENCIL_CHIP_LEVELS", str(levels))
+    w = Weights(0.1, 0.2, 0.25).cast(dtype)
+    be = gpu(dtype, "chip", None, 9)
+    for seed, (ny, nx) in enumerate([(1000, 777), (130, 2600), (33, 65)]):
+        host = field((ny, nx), dtype, seed)
+        region = (1, ny + 1, 1, nx + 1)
+        u, v = be.asarray(host), be.asarray(host)
+        be.prepare(u, v, w)
+        checks = list(range(4, 30, 4))
+        u, v, values = be.advance_checked(u, v, w, 30, region, Timer(), True, checks)
+        got = [f() for f in values]
+        for c, value in zip(checks, got):
+            level, before = numpy_steps(host, w, c)
+            assert value == np.max(np.abs(level - before)[1:-1, 1:-1]), (ny, nx, c)
+        want, prev = numpy_steps(host, w, 30)
+        np.testing.assert_array_equal(be.to_host(u), want)
+        assert be.max_update(u, v, region) == np.max(np.abs(want - prev)[1:-1, 1:-1])
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_default_is_chip_where_the_field_fits_else_the_tiled_kernel(dtype):
     be = gpu(dtype)
@@ -95,14 +123,17 @@ def test_exact_eigenmode_through_stencil_run_on_chip(tmp_path, dtype):
     assert "memory bandwidth" not in rec["bottleneck"]  # a grid this small: launch gaps (the line's first rule)
 
 
-def test_an_inf_on_chip_is_caught_at_the_next_check(tmp_path):
-    """An Inf that appears in the field on chip ends the run at the check after it (the residual folded
-    into the check batch's last launch), as on the CPU (tests/test_run.py)."""
+@pytest.mark.parametrize("steps", [40, 1000])
+def test_an_inf_on_chip_is_caught_at_the_next_check(tmp_path, steps):
+    """An Inf that appears in the field on chip ends the run at the check after it, as on the CPU
+    (tests/test_run.py): 40 steps with progress lines, batches of 2 (the polls), the check at 10 a batch's
+    last level; 1000 quiet steps, one batch from 1 (after the warm-up step) to 1000 with the checks inside
+    it, its first launch cut at 10 (an odd offset: the check is that launch's last level)."""
     field = np.zeros((19, 31))
     field[6:9, 10:13] = 3e38  # finite in float32, but u + u is inf
     np.save(tmp_path / "bad.npy", field)
     case = write_case(tmp_path / "bad.yaml", grid={"nx": 31, "ny": 19}, backend={"name": "cupy"},
                       initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
-                      run={"steps": 40, "check_every": 10}, output={"vtk": False})
-    with pytest.raises(NumericalError, match="step 10"):
-        run_case(load_case(case), options=Options(ceiling=False))
+                      run={"steps": steps, "check_every": 10}, output={"vtk": False, "every": steps})
+    with pytest.raises(NumericalError, match="at step 10 "):
+        run_case(load_case(case), options=Options(ceiling=False, quiet=steps > 40))

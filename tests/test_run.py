@@ -159,3 +159,45 @@ def test_a_lagged_check_is_read_before_the_next_snapshot_and_names_its_own_step(
         run_case(c, options=Options(ceiling=False))
     with h5py.File(tmp_path / "out" / "fields.h5") as f:
         assert list(f["step"][:]) == [0]
+
+
+@pytest.fixture
+def checks_inside(monkeypatch):
+    """The numba backend as if it folded checks into its launches (as a GPU's `chip` does), through the base
+    class's advance_checked (one batch a check): the loop's side of checks inside a batch, on any machine.
+    Yields the (steps, checks) of each batch handed over."""
+    from solver.backends import Backend
+    from solver.backends.numba_backend import NumbaBackend
+
+    calls = []
+
+    def spy(self, u, u_new, w, n, region, timer, previous, checks):
+        calls.append((n, list(checks)))
+        return Backend.advance_checked(self, u, u_new, w, n, region, timer, previous, checks)
+
+    monkeypatch.setattr(NumbaBackend, "checks_inside", lambda self, shape: True)
+    monkeypatch.setattr(NumbaBackend, "advance_checked", spy)
+    yield calls
+
+
+def test_checks_inside_batches_end_none_and_leave_the_field_bitwise_equal(tmp_path, checks_inside):
+    c = case(tmp_path, run={"steps": 120, "check_every": 10}, output={"every": 1000}, initial={"kind": "random", "seed": 3})
+    r = Run(c, options=Options(ceiling=False, quiet=True))
+    r.execute()
+    # the warm-up step, then batches to the polls at 50 and 100 and the end: checks 10 .. 40, 60 .. 90, 110 inside
+    assert checks_inside == [(1, []), (49, [9, 19, 29, 39]), (50, [10, 20, 30, 40]), (20, [10])]
+    plain = Run(case(tmp_path / "b", run={"steps": 120, "check_every": 10}, output={"every": 1000},
+                     initial={"kind": "random", "seed": 3}), options=Options(ceiling=False, quiet=True))
+    plain.execute()
+    np.testing.assert_array_equal(r.state.u, plain.state.u)
+
+
+def test_an_inf_found_inside_a_batch_names_its_check_step(tmp_path, checks_inside):
+    field = np.zeros((19, 31))
+    field[6:9, 10:13] = 3e38
+    np.save(tmp_path / "bad.npy", field)
+    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
+             run={"steps": 1000, "check_every": 10}, output={"every": 1000})
+    with pytest.raises(NumericalError, match="at step 10 "):
+        run_case(c, options=Options(ceiling=False, quiet=True))
+    assert any(10 - 1 in checks for _, checks in checks_inside)  # step 10 was a check inside a batch

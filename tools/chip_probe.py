@@ -2,8 +2,9 @@
 """Kernel-only time per step of `chip` at 2048^2 (one GPU; issue 26's diagnosis, docs/gpu_tiling_notes.md v6-v9):
 median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
 is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile. Two
-are the probe's own: steps=N (launches of N steps instead of 256, 2048 steps in all) and resid (every launch
-folds the check's residual, in the module a check's batch runs). Others compile parts of the two-level pass
+are the probe's own: steps=N (launches of N steps instead of 256, 2048 steps in all), resid (every launch
+folds the check's residual, in the module a check's batch runs) and every=N (each launch also folds the
+residuals of checks every N steps inside it, as core.loop's checks inside a batch). Others compile parts of the two-level pass
 out: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below), -DCHIP_EXP_NOSYNC (no barrier a pass): those
 compute wrong results on purpose, only their time counts; -DCHIP_EXP_NOFENCE (a chip.cu up to cbe2efe: no
 __threadfence before a pass's release, as the package's kernel releases since a0e581e). A suffix @PATH
@@ -52,8 +53,10 @@ gk.source = lambda v: (root / "common.cu").read_text() + "\n" + SRC[0] if v == "
 
 def run(dtype, block, levels, extra, total=2048):
     steps = next((int(e[6:]) for e in extra if e.startswith("steps=")), 256)
+    every = next((int(e[6:]) for e in extra if e.startswith("every=")), 0)
+    checks = list(range(every, steps, every)) if every else []
     resid = "resid" in extra
-    EXTRA[:] = [e for e in extra if e != "resid" and not e.startswith("steps=")]
+    EXTRA[:] = [e for e in extra if e != "resid" and not e.startswith(("steps=", "every="))]
     os.environ["STENCIL_CHIP_LEVELS"] = str(levels)
     case = make_case(2048, 2048, dtype)
     be = CupyBackend(case.backend, dtype)
@@ -64,19 +67,19 @@ def run(dtype, block, levels, extra, total=2048):
     a, b = random_field(be, shape), be.zeros(shape)
     w = weights(case).cast(dtype)
     region = (1, 2049, 1, 2049)
-    a, b = be.advance(a, b, w, steps, region, resid)  # compiled and loaded before the timing
+    a, b = be.advance(a, b, w, steps, region, resid, checks)  # compiled and loaded before the timing
     be.synchronize()
     ts = []
     for _ in range(5):
         s, e = cp.cuda.Event(), cp.cuda.Event()
         s.record(be.main)
         for _ in range(total // steps):  # one advance a launch: with `resid` each launch folds the residual
-            a, b = be.advance(a, b, w, steps, region, resid)
+            a, b = be.advance(a, b, w, steps, region, resid, checks)
         e.record(be.main)
         e.synchronize()
         ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / (total // steps * steps))
     fn = be._chip_function(block, (2048, 2048), resid)
-    row = {"dtype": dtype, "block": block, "levels": levels, "extra": extra, "steps_a_launch": steps, "resid": resid, "source": SOURCE[0], "us_per_step": float(np.median(ts)) * 1e6,
+    row = {"dtype": dtype, "block": block, "levels": levels, "extra": extra, "steps_a_launch": steps, "resid": resid, "checks_inside": len(checks), "source": SOURCE[0], "us_per_step": float(np.median(ts)) * 1e6,
            "registers": getattr(fn, "num_regs", None), "local_bytes": getattr(fn, "local_size_bytes", None)}
     print(json.dumps(row), flush=True)
     return row

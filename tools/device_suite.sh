@@ -19,7 +19,7 @@
 #           beside the fitted one, wave2 beside wave2a, chip where the field fits; CHIP_TT: the wave time
 #           tiles, 8), stored; then
 #           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
-#           rate, the copy measured in each run); Nsight Compute on one launch of each CHIP_NCU kernel
+#           rate, the copy measured in each run; CHIP_RUNS_ARGS: more options, e.g. --check-every 2400); Nsight Compute on one launch of each CHIP_NCU kernel
 #           (limiting unit, stall reasons); CHIP_NCU_SRC (e.g. 2048:float64:chip): one launch's stall
 #           reasons, whole and by SASS instruction (chip_sass.csv). The GPU tests of the touched files come first (CHIP_TESTS_K
 #           picks), then CHIP_PROBE, when set: tools/chip_probe.py's kernel-only timings of its arguments.
@@ -154,7 +154,7 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
       --blocks $blocks $(printf -- '--time-tile %s ' ${CHIP_TT:-8}) --chip-steps 256 --repeats 5 --steps 48 --json "$W/tune_26_${n}_${dt}_${kernels//,/_}.json"
   done <<< "$CHIP_TUNE"
   step runs26 ${CHIP_RUNS_S:-330} $PY -m solver.bench.gpu runs --cases ${CHIP_RUNS:-16384:float64 15312:float64 16384:float32 15708:float32 \
-    8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 --json "$W/runs.json"
+    8192:float64 4096:float64 2048:float64} --steps 2400 --repeats 3 ${CHIP_RUNS_ARGS:-} --json "$W/runs.json"
   if command -v ncu > /dev/null && [[ -n ${CHIP_NCU_SRC:-} ]]; then  # where chip's warps stall, instruction by instruction
     step ncu26src ${CHIP_NCU_SRC_S:-120} ncu --clock-control none -k "regex:^chip$" --section WarpStateStats --section SourceCounters \
       --metrics "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$" -f -o "$W/chipsrc" \

@@ -114,6 +114,22 @@ class Backend:
         timer.add("compute", t)
         return u, u_new
 
+    def checks_inside(self, shape) -> bool:
+        """Whether advance_checked() computes a batch's checks inside its launches (a GPU's `chip`): the
+        loop then ends batches at the other stops only."""
+        return False
+
+    def advance_checked(self, u, u_new, w, n: int, region: Region, timer, previous: bool, checks):
+        """advance_timed(), with max |update| at the steps `checks` (offsets in (0, n)): returns (current,
+        previous, a function giving each check's value). Here one batch a check."""
+        values, done = [], 0
+        for c in checks:
+            u, u_new = self.advance_timed(u, u_new, w, c - done, region, timer)
+            values.append(self.start_max_update(u, u_new, region))
+            done = c
+        u, u_new = self.advance_timed(u, u_new, w, n - done, region, timer, previous)
+        return u, u_new, values
+
     def advance(self, u, u_new, w, n: int, region: Region):
         """n steps with no halo exchange (one process); returns (current, previous)."""
         for _ in range(n):

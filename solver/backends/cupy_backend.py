@@ -40,6 +40,7 @@ anchor event recorded in prepare().
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -103,6 +104,7 @@ class CupyBackend(CupyMultigrid, Backend):
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
         self._tail = cupy.cuda.Event(disable_timing=True)  # the end of the last batch (advance_timed): busy()
         self._tailed = False
+        self._check_words = cupy.zeros(0, dtype=self._word.dtype)  # residuals of the checks inside a `chip` batch
         self._pinned: list = []  # (event, pinned host memory) of word copies in flight: freed once the event is done
 
     @classmethod
@@ -469,15 +471,28 @@ class CupyBackend(CupyMultigrid, Backend):
         self._track(timer.charge, "compute", e0, self._record(s), timer, "gpu")
         timer.add("other", t)  # host time spent launching
 
-    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True):
+    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True, checks=()):
         t = time.perf_counter()
         e0 = self._record(self.main)
-        u, u_new = self.advance(u, u_new, w, n, region, previous)
+        u, u_new = self.advance(u, u_new, w, n, region, previous, checks)
         self._track(timer.charge, "compute", e0, self._record(self.main), timer, "gpu")
         self.charge_host(timer, "other", t)
         self._tail.record(self.main)
         self._tailed = True
         return u, u_new
+
+    def checks_inside(self, shape) -> bool:
+        return self.choice(shape)[0] in gk.ON_CHIP and not self.refills
+
+    def advance_checked(self, u, u_new, w, n: int, region, timer, previous: bool, checks):
+        """`chip`: the checks inside the batch folded by its launches (_advance_chip), their words copied to
+        the host after it."""
+        if not (checks and self._on_chip(u, u_new, region)):
+            return super().advance_checked(u, u_new, w, n, region, timer, previous, checks)
+        checks = list(checks)
+        u, u_new = self.advance_timed(u, u_new, w, n, region, timer, previous, checks)
+        read = self._read_later(self._check_words, len(checks))
+        return u, u_new, [functools.partial(read, j) for j in range(len(checks))]
 
     def busy(self) -> bool:
         """Whether the GPU still runs the batch advance_timed() enqueued last (the host's work now hides
@@ -503,15 +518,16 @@ class CupyBackend(CupyMultigrid, Backend):
             for n in {n for n in lengths if n >= 2}:
                 self._compile(self._shape, variant, block, self._depths(n, k))
 
-    def advance(self, u, u_new, w, n: int, region, previous: bool = True):
+    def advance(self, u, u_new, w, n: int, region, previous: bool = True, checks=()):
         """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous),
         except after a time tile: then `previous` is scratch and max_update(current, previous, region)
         returns the tile's fused residual (max |update| of its last step), which the last tile folds
-        only when `previous` is asked for (a check follows: core.loop's keep_previous)."""
+        only when `previous` is asked for (a check follows: core.loop's keep_previous). `checks`: see
+        advance_checked (`chip` only)."""
         self.join()
-        variant, _, k, _ = self.choice(u.shape)
-        if variant in gk.ON_CHIP and self._whole(u, u_new, region) and not self.refills:
-            return self._advance_chip(u, u_new, w, n, k, previous)
+        if self._on_chip(u, u_new, region):
+            return self._advance_chip(u, u_new, w, n, self.choice(u.shape)[2], previous, checks)
+        assert not checks, "checks inside a batch: chip only"
         variant, _, k = self.tiled_choice(u.shape)
         if variant in gk.TILED and k > 1 and n >= 2 and not self.refills:
             return self._advance_tiled(u, u_new, w, n, region, k, previous)
@@ -532,6 +548,10 @@ class CupyBackend(CupyMultigrid, Backend):
         return u, u_new
 
     # chip: the whole field on chip ---------------------------------------------------------------
+    def _on_chip(self, u, u_new, region) -> bool:
+        """advance() runs `chip` launches for these fields."""
+        return self.choice(u.shape)[0] in gk.ON_CHIP and self._whole(u, u_new, region) and not self.refills
+
     @staticmethod
     def _whole(u, u_new, region) -> bool:
         """`region` is u's whole interior, both fields have one pitch and column 1 16-byte aligned (the
@@ -539,26 +559,53 @@ class CupyBackend(CupyMultigrid, Backend):
         aligned = all((a.data.ptr + a.itemsize) % 16 == 0 for a in (u, u_new))
         return tuple(region) == (1, u.shape[0] - 1, 1, u.shape[1] - 1) and u.strides == u_new.strides and aligned
 
-    def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool):
+    def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool, checks=()):
         """n steps as persistent launches of at most k steps each (kernels/chip.cu); the last folds the
-        check's residual when `resid` (a separate short launch for it measured no faster: docs/gpu_tiling_notes.md v9)."""
-        depths = [k] * (n // k) + ([n % k] if n % k else [])
-        for i, d in enumerate(depths):
-            self._chip_launch(u_new, u, w, d, resid and i == len(depths) - 1)
+        check's residual when `resid` (a separate short launch for it measured no faster: docs/gpu_tiling_notes.md
+        v9), and the residuals at the steps `checks` (offsets in (0, n), evenly spaced) go to
+        _check_words[j] (core.loop's checks inside a batch): inside a launch where they fall on the second
+        level of a pass, else as a launch's last level (a launch ends there)."""
+        if resid:
+            self._zero_word(self.main)
+        words = self._zeroed_check_words(len(checks))
+        shape, block = u.shape, self.choice(u.shape)[1]
+        two = self.chip_levels((shape[0] - 2, shape[1] - 2), block) == 2  # (v6 launches fold no inner checks)
+        start, depths = 0, []
+        while start < n:
+            end = min(start + k, n)
+            inner = [c for c in checks if start < c < end]
+            cut = next((c for c in inner if (c - start) % 2 or not two), None)
+            if cut is not None:
+                end, inner = cut, [c for c in inner if c < cut]
+            last = words[checks.index(end):] if end in checks else (self._word if resid and end == n else None)
+            folds = (words[checks.index(inner[0]):], inner[0] - start, inner[1] - inner[0] if len(inner) > 1 else 2) \
+                if inner else None
+            self._chip_launch(u_new, u, w, end - start, last, folds)
             u, u_new = u_new, u
+            depths.append(end - start)
+            start = end
         self._tile_used = max(self._tile_used, max(depths, default=1))
         self._resid = (u.data.ptr, u_new.data.ptr, (1, u.shape[0] - 1, 1, u.shape[1] - 1)) if resid and depths else None
         return u, u_new
 
-    def _chip_launch(self, out, u, w, steps: int, resid: bool) -> None:
+    def _zeroed_check_words(self, count: int):
+        """The words of a batch's checks inside it, zeroed on `main` (after the copies of the last batch's)."""
+        if len(self._check_words) < count:
+            self._check_words = self.cp.zeros(count, self._word.dtype)
+        if count:
+            self.cp.cuda.runtime.memsetAsync(self._check_words.data.ptr, 0, count * self._word.itemsize, self.main.ptr)
+        return self._check_words
+
+    def _chip_launch(self, out, u, w, steps: int, last=None, folds=None) -> None:
+        """One launch of `steps` steps; `last`: the word (zeroed) its last level's residual is folded into,
+        or None; `folds`: (words, first, every) for the residuals inside it (kernels/chip.cu run2)."""
         p = self._chip_plan(u.shape)
-        fn = p.resid if resid else p.plain
+        fn = p.resid if last is not None or folds else p.plain
         hrow, hcol, flags = p.scratch
         self.cp.cuda.runtime.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
-        if resid:
-            self._zero_word(self.main)
+        words, first, every = folds or (np.uint64(0), 0, 0)
         args = (out, u, np.int64(u.strides[0] // u.itemsize), *p.args, np.int32(steps), hrow, hcol, flags,
-                self._word if resid else np.uint64(0), w.wc, w.wx, w.wy)
+                np.uint64(0) if last is None else last, words, np.int32(first), np.int32(every), w.wc, w.wx, w.wy)
         try:  # cooperative: every block resident at once, or an error instead of a hang
             fn(p.grid, p.threads, args, shared_mem=p.smem, stream=self.main, enable_cooperative_groups=True)
         except TypeError:  # a CuPy without the keyword: the grid is at most one block per multiprocessor

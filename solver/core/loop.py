@@ -102,7 +102,10 @@ class TimeLoop:
         # heat without neighbours: a check's value is read one check later, with the next batch enqueued (a GPU
         # keeps computing while the host waits for it), and at the latest before outputs, checkpoints and the end
         self.lagged = exchange.trivial and iterate is None and not self.laplace
+        # and where the backend folds checks into its launches (a GPU's `chip`), checks end no batch
+        self.inner = self.lagged and backend.checks_inside(layout.block.padded)
         self.pending: list[tuple[int, object]] = []  # lagged checks: (step, function giving the local value)
+        self.batch_start = 0  # the step the batch being computed started at (its checks stay pending at its end)
         self.slow = _injected_slowness(comm.rank)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
@@ -138,9 +141,14 @@ class TimeLoop:
         if self.ex.trivial or getattr(self.ex, "depth", 1) > 1:
             first = s.step
             if self.ex.trivial:
-                timer.step = s.step
-                s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
-                                                          previous=keep_previous)
+                timer.step, region, every = s.step, self.layout.block.everything(), self.check_every
+                if self.inner:  # the checks strictly inside the batch: pending until the next batch runs
+                    checks = [c - first for c in range((first // every + 1) * every, first + n, every)]
+                    s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer,
+                                                                        keep_previous, checks)
+                    self.pending += [(first + c, v) for c, v in zip(checks, values)]
+                else:
+                    s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, region, timer, keep_previous)
                 s.step += n
             else:
                 self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
@@ -186,6 +194,7 @@ class TimeLoop:
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
             points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
+            self.batch_start = s.step
             self.steps(s, n, timer, keep_previous=self._checks(s.step + n) or s.step + n == end)
             self._at_stop(s, timer, end)
             if warm:
@@ -241,7 +250,7 @@ class TimeLoop:
         return step % self.check_every == 0 or (step == 1 and self.laplace and self.iterate is None)
 
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
-        periods = [self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
+        periods = [None if self.inner else self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
                    self.balancer.every if self.balancer else None]
         stops = [end] + [(step // p + 1) * p for p in periods if p]
         if step < 1 and self.laplace and self.iterate is None:
@@ -256,8 +265,7 @@ class TimeLoop:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
         if self._checks(step) or step == end:
             self._check(s, timer)
-        if step == end:
-            self._resolve(timer)
+        self._resolve(timer, None if step == end else self.batch_start)  # the checks of the batches before this one
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
@@ -299,7 +307,6 @@ class TimeLoop:
             t = time.perf_counter()
             self.pending.append((s.step, self.backend.start_max_update(s.u, s.u_new, self.layout.block.everything())))
             self.backend.charge_host(timer, "other", t)
-            self._resolve(timer, keep=1)
             return
         self.backend.settle(timer)  # GPU: its queued steps are compute (events), not this check's time
         t = time.perf_counter()
@@ -324,11 +331,11 @@ class TimeLoop:
         if self.hooks is not None and self.iterate is not None:
             self.hooks.iteration(s.step, r, s.relative(r))
 
-    def _resolve(self, timer: Timer, keep: int = 0) -> None:
-        """Read the lagged checks but the last `keep`. Each one's value was copied to the host after its
-        batch, so a GPU is still busy with the next batch while the host waits here (the wait is charged to
-        no section: the batches' events count it)."""
-        while len(self.pending) > keep:
+    def _resolve(self, timer: Timer, upto: int | None = None) -> None:
+        """Read the lagged checks of steps up to `upto` (None: all). Each one's value was copied to the host
+        after its batch, so a GPU is still busy with the next batch while the host waits here for those of
+        the batches before (the wait is charged to no section: the batches' events count it)."""
+        while self.pending and (upto is None or self.pending[0][0] <= upto):
             step, value = self.pending.pop(0)
             local = value()
             t = timer.cursor = time.perf_counter()

@@ -6,7 +6,7 @@
 #include KERNEL_SOURCE
 
 extern "C" void launch(real* out, const real* u, long long pitch, int ny, int nx, int rt, int steps, real* hrow,
-                       real* hcol, unsigned* flags, void* resid, real wc, real wx, real wy, unsigned gx, unsigned gy,
+                       real* hcol, unsigned* flags, void* resid, void* checks, int first, int every, real wc, real wx, real wy, unsigned gx, unsigned gy,
                        unsigned nt, unsigned long long smem)
 {
     gridDim = {gx, gy, 1};
@@ -27,7 +27,8 @@ extern "C" void launch(real* out, const real* u, long long pitch, int ny, int nx
                         blockIdx = {bx, by, 0};
                         this_warp = w;
                         this_block = b;
-                        chip(out, u, pitch, ny, nx, rt, steps, hrow, hcol, flags, (rbits*)resid, wc, wx, wy);
+                        chip(out, u, pitch, ny, nx, rt, steps, hrow, hcol, flags, (rbits*)resid, (rbits*)checks, first, every, wc,
+                             wx, wy);
                     });
             }
         }

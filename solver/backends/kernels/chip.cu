@@ -39,7 +39,10 @@
 //
 // The update and its term order are common.cu's (bitwise equal to numpy with --fmad=false). After
 // the last step the interior is stored to `out`; with `resid` non-null the largest |level n - level
-// n-1| over the interior is folded into *resid (the check's fused residual, as in wave.cu).
+// n-1| over the interior is folded into *resid (the check's fused residual, as in wave.cu). At two
+// levels a pass (run2), with `checks` non-null, also the checks inside the launch: for each level
+// L = first + j * every below n (first and every even: the second level of a pass) max |level L -
+// level L-1| is folded into checks[j] (the launch then runs in the module compiled with the residual).
 //
 // Flags (unsigned, zeroed before each launch): [blocks][NW] one per warp (its rows), then [blocks][2]
 // one per block side (its west / east column). Each ends at steps + 1 (level 0 is published first).
@@ -791,7 +794,7 @@ __device__ __forceinline__ void load_tile2(real (&reg)[RG][V], const real* u, co
 
 template <bool FAST>
 __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, const int steps, rbits* resid,
-                                     const chip_ctx& c)
+                                     rbits* checks, const int first, const int every, const chip_ctx& c)
 {
     real reg[RG][V];
     load_tile2(reg, u, pitch, c);
@@ -801,14 +804,23 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
 #if CHIP_RESID
     const bool res = resid != nullptr;
 #else
-    const bool res = false;  // (compiled without the residual: `resid` is ignored)
+    const bool res = false;  // (compiled without the residual: `resid` and `checks` are ignored)
 #endif
     for (int k = 0; k < passes; ++k) {
 #if CHIP_RESID
-        if (res && !odd && k == passes - 1) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
+        // a check inside the launch: level 2k + 2 is first + j * every (both even) and not the last level
+        const int lev = 2 * k + 2;
+        const bool inner = checks != nullptr && lev < steps && lev >= first && (lev - first) % every == 0;
+        if ((res && !odd && k == passes - 1) || inner) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
         else
 #endif
             pass2<FAST, false>(reg, k, c, rmax);
+#if CHIP_RESID
+        if (inner) {
+            warp_max_to(checks + (lev - first) / every, rmax);
+            rmax = real(0);
+        }
+#endif
         __syncthreads();
         if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)k + 2);  // (release: cumulative over the barrier)
     }
@@ -828,7 +840,8 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
 extern "C" __global__ void __launch_bounds__(NT, 1)
 chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const int ny, const int nx, const int rt,
      const int steps, real* __restrict__ hrow, real* __restrict__ hcol, unsigned* __restrict__ flags,
-     rbits* __restrict__ resid, const real wc, const real wx, const real wy)
+     rbits* __restrict__ resid, rbits* __restrict__ checks, const int first, const int every, const real wc,
+     const real wx, const real wy)
 {
     (void)rt;  // == RT (compiled in)
     BLOCK_SHARED(vec, shm);
@@ -865,12 +878,13 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
     setup2(c, shm);
 #if CHIP_ALLFAST
     (void)fast;  // every block's rows and columns are interior (the layout's)
-    run2<true>(out, u, pitch, steps, resid, c);
+    run2<true>(out, u, pitch, steps, resid, checks, first, every, c);
 #else
-    if (fast) run2<true>(out, u, pitch, steps, resid, c);
-    else run2<false>(out, u, pitch, steps, resid, c);
+    if (fast) run2<true>(out, u, pitch, steps, resid, checks, first, every, c);
+    else run2<false>(out, u, pitch, steps, resid, checks, first, every, c);
 #endif
 #else
+    (void)checks, (void)first, (void)every;  // (v6: checks inside a launch are two-level passes' only)
     if (fast) run<true>(out, u, pitch, steps, resid, c);
     else run<false>(out, u, pitch, steps, resid, c);
 #endif
