@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from test_wave_emulated import HERE, field, numpy_steps, pitched
 
 from solver.backends import cupy_kernels as gk
+from solver.backends.numpy_backend import NumpyBackend
+from solver.config import BackendSettings
 from solver.core.physics import Weights
 
 _LIBS: dict = {}
@@ -44,23 +46,23 @@ def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False)
     return _LIBS[key]
 
 
-def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1, inner=None):
+def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1, inner=None, w=None):
     """One launch of `steps` steps over the whole interior (levels a pass: 1, v6, or 2, v7); returns
-    (out, residual, layout); with inner=(first, every, count) also the checks inside the launch:
-    (out, residual, layout, their values)."""
+    (out, residual, layout); with inner=(first, every, count) also heat's checks in the launch: (out,
+    residual, layout, their values)."""
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
     layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30, levels)
     assert layout is not None, "the case fits"
     gx, gy, threads, rt, smem = layout
     v = gk.chip_columns(block[0])
     allfast = levels == 2 and gk.chip_all_interior(layout, (ny, nx), v)
-    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid or inner is not None, allfast)  # the module
+    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid, allfast)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
     hrow, hcol = np.full(rows, np.nan, dtype), np.full(cols, np.nan, dtype)
     flags = np.zeros(nflags, np.uint32)
-    w = Weights(0.1, 0.2, 0.25).cast(dtype)
+    w = w or Weights(0.1, 0.2, 0.25).cast(dtype)
     real = ctypes.c_float if dtype == "float32" else ctypes.c_double
     rbits = (ctypes.c_uint32 if dtype == "float32" else ctypes.c_uint64)(0)
     words = np.dtype(np.uint32 if dtype == "float32" else np.uint64)
@@ -154,33 +156,48 @@ def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms
         assert res == np.max(np.abs(want - prev)[inside])
 
 
-INNER = [  # checks inside one launch: dtype, block, sms, shape, steps, (first, every, count)
-    ("float64", (64, 2), 4, (24, 512), 12, (2, 4, 3)),   # levels 2, 6, 10 of 12 (no mask), and the last one
+INNER = [  # heat's checks in one launch: dtype, block, sms, shape, steps, (first, every, count)
+    ("float64", (64, 2), 4, (24, 512), 12, (2, 4, 3)),   # levels 2, 6, 10 of 12 (no mask)
     ("float32", (64, 4), 8, (40, 300), 11, (4, 2, 4)),   # 4, 6, 8, 10 of an odd count (masked code)
-    ("float64", (96, 1), 9, (18, 700), 8, (2, 2, 3)),    # every pass but the last: 2, 4, 6
+    ("float64", (96, 1), 9, (18, 700), 8, (2, 2, 4)),    # every pass, the last level too
+    ("float32", (64, 4), 8, (40, 300), 9, (9, 2, 1)),    # the last level alone, an odd count (masked)
 ]
+
+
+def numpy_levels(host, n, dtype, w):
+    """The interior of levels 0 .. n of numpy steps with weights w."""
+    be = NumpyBackend(BackendSettings(name="numpy"), dtype)
+    region = (1, host.shape[0] - 1, 1, host.shape[1] - 1)
+    a, b, out = host.copy(), host.copy(), [host[1:-1, 1:-1].copy()]
+    with np.errstate(all="ignore"):
+        for _ in range(n):
+            be.step(b, a, w, region)
+            a, b = b, a
+            out.append(a[1:-1, 1:-1].copy())
+    return out
 
 
 @needs_gxx
 @pytest.mark.parametrize("dtype,block,sms,shape,steps,inner", INNER, ids=str)
 @pytest.mark.parametrize("resid", [True, False])
-def test_checks_inside_a_launch_are_the_residuals_of_their_levels(tmp_path, dtype, block, sms, shape, steps, inner,
-                                                                   resid):
-    """checks[j] = max |level L - level L-1| at L = first + j * every (core.loop reads the checks of a batch
-    that spans several of them from one launch), the field and the last level's residual unchanged."""
-    ny, nx = shape
-    host = field(shape, dtype, steps)
-    got, res, layout, values = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels=2, inner=inner)
-    region, inside = (1, ny + 1, 1, nx + 1), np.zeros(host.shape, bool)
-    inside[1:-1, 1:-1] = True
+def test_heat_checks_inside_a_launch_flag_the_levels_with_a_nan_or_inf(tmp_path, dtype, block, sms, shape, steps,
+                                                                         inner, resid):
+    """checks[j] = inf where level first + j * every has a NaN or Inf in the interior, else 0 (core.loop's
+    heat checks inside a batch): weights that amplify (5x a step at most) from a field near the largest
+    finite value overflow part-way through the launch, so early checks are finite and later ones not,
+    exactly where numpy's levels are; the field bitwise, the last level's residual unchanged. In both
+    modules (with and without the residual's pass)."""
+    w = Weights(1.0, 1.0, 1.0).cast(dtype)
+    host = field(shape, dtype, steps) * np.asarray(np.finfo(dtype).max / 5 ** 5, dtype)
+    got, res, layout, values = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels=2, inner=inner, w=w)
+    levels = numpy_levels(host, steps, dtype, w)
     first, every, count = inner
-    for j in range(count):
-        level, before = numpy_steps(host, first + j * every, region, dtype)
-        assert values[j] == np.max(np.abs(level - before)[inside]), (j, layout)
-    want, prev = numpy_steps(host, steps, region, dtype)
-    np.testing.assert_array_equal(got[inside], want[inside], err_msg=f"layout {layout}")
-    if resid:
-        assert res == np.max(np.abs(want - prev)[inside])
+    want = [np.inf if not np.isfinite(levels[first + j * every]).all() else 0.0 for j in range(count)]
+    assert list(values) == want, layout
+    if count > 1:
+        assert want[0] == 0.0 and want[-1] == np.inf, "the case overflows part-way"
+    finite = np.isfinite(levels[-1])
+    np.testing.assert_array_equal(got[1:-1, 1:-1][finite], levels[-1][finite], err_msg=f"layout {layout}")
 
 
 def test_all_interior_layouts():

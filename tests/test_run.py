@@ -184,8 +184,8 @@ def test_checks_inside_batches_end_none_and_leave_the_field_bitwise_equal(tmp_pa
     c = case(tmp_path, run={"steps": 120, "check_every": 10}, output={"every": 1000}, initial={"kind": "random", "seed": 3})
     r = Run(c, options=Options(ceiling=False, quiet=True))
     r.execute()
-    # the warm-up step, then batches to the polls at 50 and 100 and the end: checks 10 .. 40, 60 .. 90, 110 inside
-    assert checks_inside == [(1, []), (49, [9, 19, 29, 39]), (50, [10, 20, 30, 40]), (20, [10])]
+    # the warm-up step, then batches to the polls at 50 and 100 and the end, each with its checks (its last step's too)
+    assert checks_inside == [(1, []), (49, [9, 19, 29, 39, 49]), (50, [10, 20, 30, 40, 50]), (20, [10, 20])]
     plain = Run(case(tmp_path / "b", run={"steps": 120, "check_every": 10}, output={"every": 1000},
                      initial={"kind": "random", "seed": 3}), options=Options(ceiling=False, quiet=True))
     plain.execute()

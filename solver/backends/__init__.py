@@ -120,14 +120,16 @@ class Backend:
         return False
 
     def advance_checked(self, u, u_new, w, n: int, region: Region, timer, previous: bool, checks):
-        """advance_timed(), with max |update| at the steps `checks` (offsets in (0, n)): returns (current,
-        previous, a function giving each check's value). Here one batch a check."""
+        """advance_timed(), with heat's checks at the steps `checks` (offsets in (0, n]): returns (current,
+        previous, a function giving each check's value: max |update|, or 0 / inf where only NaN and Inf
+        are looked for). Here one batch a check."""
         values, done = [], 0
         for c in checks:
             u, u_new = self.advance_timed(u, u_new, w, c - done, region, timer)
             values.append(self.start_max_update(u, u_new, region))
             done = c
-        u, u_new = self.advance_timed(u, u_new, w, n - done, region, timer, previous)
+        if done < n:
+            u, u_new = self.advance_timed(u, u_new, w, n - done, region, timer, previous)
         return u, u_new, values
 
     def advance(self, u, u_new, w, n: int, region: Region):

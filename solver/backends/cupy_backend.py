@@ -485,8 +485,8 @@ class CupyBackend(CupyMultigrid, Backend):
         return self.choice(shape)[0] in gk.ON_CHIP and not self.refills
 
     def advance_checked(self, u, u_new, w, n: int, region, timer, previous: bool, checks):
-        """`chip`: the checks inside the batch folded by its launches (_advance_chip), their words copied to
-        the host after it."""
+        """`chip`: heat's checks in the batch folded by its launches (_advance_chip: NaN / Inf only, each value
+        0 or inf), their words copied to the host after it."""
         if not (checks and self._on_chip(u, u_new, region)):
             return super().advance_checked(u, u_new, w, n, region, timer, previous, checks)
         checks = list(checks)
@@ -562,25 +562,23 @@ class CupyBackend(CupyMultigrid, Backend):
     def _advance_chip(self, u, u_new, w, n: int, k: int, resid: bool, checks=()):
         """n steps as persistent launches of at most k steps each (kernels/chip.cu); the last folds the
         check's residual when `resid` (a separate short launch for it measured no faster: docs/gpu_tiling_notes.md
-        v9), and the residuals at the steps `checks` (offsets in (0, n), evenly spaced) go to
-        _check_words[j] (core.loop's checks inside a batch): inside a launch where they fall on the second
-        level of a pass, else as a launch's last level (a launch ends there)."""
+        v9). Heat's checks at the steps `checks` (offsets in (0, n], evenly spaced: core.loop's checks inside
+        a batch) set _check_words[j] to inf where the field has a NaN or Inf then, in the plain module: at the
+        end of a pass (an even offset in its launch) or at a launch's end (a launch ends there)."""
         if resid:
             self._zero_word(self.main)
         words = self._zeroed_check_words(len(checks))
         shape, block = u.shape, self.choice(u.shape)[1]
-        two = self.chip_levels((shape[0] - 2, shape[1] - 2), block) == 2  # (v6 launches fold no inner checks)
+        two = self.chip_levels((shape[0] - 2, shape[1] - 2), block) == 2  # (v6 launches: a check ends a launch)
         start, depths = 0, []
         while start < n:
             end = min(start + k, n)
-            inner = [c for c in checks if start < c < end]
-            cut = next((c for c in inner if (c - start) % 2 or not two), None)
-            if cut is not None:
-                end, inner = cut, [c for c in inner if c < cut]
-            last = words[checks.index(end):] if end in checks else (self._word if resid and end == n else None)
+            cut = next((c for c in checks if start < c < end and ((c - start) % 2 or not two)), None)
+            end = cut or end
+            inner = [c for c in checks if start < c <= end]
             folds = (words[checks.index(inner[0]):], inner[0] - start, inner[1] - inner[0] if len(inner) > 1 else 2) \
                 if inner else None
-            self._chip_launch(u_new, u, w, end - start, last, folds)
+            self._chip_launch(u_new, u, w, end - start, resid and end == n, folds)
             u, u_new = u_new, u
             depths.append(end - start)
             start = end
@@ -596,16 +594,16 @@ class CupyBackend(CupyMultigrid, Backend):
             self.cp.cuda.runtime.memsetAsync(self._check_words.data.ptr, 0, count * self._word.itemsize, self.main.ptr)
         return self._check_words
 
-    def _chip_launch(self, out, u, w, steps: int, last=None, folds=None) -> None:
-        """One launch of `steps` steps; `last`: the word (zeroed) its last level's residual is folded into,
-        or None; `folds`: (words, first, every) for the residuals inside it (kernels/chip.cu run2)."""
+    def _chip_launch(self, out, u, w, steps: int, resid: bool, folds=None) -> None:
+        """One launch of `steps` steps; `resid`: its last level's residual folded into _word (zeroed);
+        `folds`: (words, first, every) for heat's checks in it (kernels/chip.cu run2)."""
         p = self._chip_plan(u.shape)
-        fn = p.resid if last is not None or folds else p.plain
+        fn = p.resid if resid else p.plain
         hrow, hcol, flags = p.scratch
         self.cp.cuda.runtime.memsetAsync(flags.data.ptr, 0, flags.nbytes, self.main.ptr)
         words, first, every = folds or (np.uint64(0), 0, 0)
         args = (out, u, np.int64(u.strides[0] // u.itemsize), *p.args, np.int32(steps), hrow, hcol, flags,
-                np.uint64(0) if last is None else last, words, np.int32(first), np.int32(every), w.wc, w.wx, w.wy)
+                self._word if resid else np.uint64(0), words, np.int32(first), np.int32(every), w.wc, w.wx, w.wy)
         try:  # cooperative: every block resident at once, or an error instead of a hang
             fn(p.grid, p.threads, args, shared_mem=p.smem, stream=self.main, enable_cooperative_groups=True)
         except TypeError:  # a CuPy without the keyword: the grid is at most one block per multiprocessor

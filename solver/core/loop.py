@@ -142,8 +142,10 @@ class TimeLoop:
             first = s.step
             if self.ex.trivial:
                 timer.step, region, every = s.step, self.layout.block.everything(), self.check_every
-                if self.inner:  # the checks strictly inside the batch: pending until the next batch runs
-                    checks = [c - first for c in range((first // every + 1) * every, first + n, every)]
+                if self.inner:  # the batch's checks (and the end's): pending until the next batch runs
+                    checks = [c - first for c in range((first // every + 1) * every, first + n + 1, every)]
+                    if first + n == self.case.run.steps and n not in checks:
+                        checks.append(n)
                     s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer,
                                                                         keep_previous, checks)
                     self.pending += [(first + c, v) for c, v in zip(checks, values)]
@@ -195,7 +197,7 @@ class TimeLoop:
             t0 = timer.cursor = time.perf_counter()
             points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
             self.batch_start = s.step
-            self.steps(s, n, timer, keep_previous=self._checks(s.step + n) or s.step + n == end)
+            self.steps(s, n, timer, keep_previous=not self.inner and (self._checks(s.step + n) or s.step + n == end))
             self._at_stop(s, timer, end)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
@@ -263,7 +265,7 @@ class TimeLoop:
         run, out, step = self.case.run, self.case.output, s.step
         if self.fail_at is not None and step >= self.fail_at:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
-        if self._checks(step) or step == end:
+        if (self._checks(step) or step == end) and not self.inner:  # (inner: started with the batch)
             self._check(s, timer)
         self._resolve(timer, None if step == end else self.batch_start)  # the checks of the batches before this one
         if self.hooks is None:

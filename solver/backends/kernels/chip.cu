@@ -40,9 +40,9 @@
 // The update and its term order are common.cu's (bitwise equal to numpy with --fmad=false). After
 // the last step the interior is stored to `out`; with `resid` non-null the largest |level n - level
 // n-1| over the interior is folded into *resid (the check's fused residual, as in wave.cu). At two
-// levels a pass (run2), with `checks` non-null, also the checks inside the launch: for each level
-// L = first + j * every below n (first and every even: the second level of a pass) max |level L -
-// level L-1| is folded into checks[j] (the launch then runs in the module compiled with the residual).
+// levels a pass (run2), with `checks` non-null, also heat's checks inside the launch (NaN / Inf only:
+// heat's checks ask nothing else): checks[j] becomes inf if level L = first + j * every has a NaN or Inf
+// in the interior, for each such L up to n (below n, L - first and every even: the end of a pass).
 //
 // Flags (unsigned, zeroed before each launch): [blocks][NW] one per warp (its rows), then [blocks][2]
 // one per block side (its west / east column). Each ends at steps + 1 (level 0 is published first).
@@ -447,6 +447,24 @@ __device__ __forceinline__ void store_tile(real* out, const idx pitch, const rea
     }
 }
 
+// A heat check inside a launch: *word = inf (bits) if a point of the tile's interior is NaN or Inf now
+// (x - x is 0 for every finite x), else left as it is (zeroed before the launch). Between passes, on this
+// thread's own rows (registers and its shared-memory slots), as store_tile reads them.
+template <bool FAST>
+__device__ __forceinline__ void flag_nonfinite(rbits* word, const real (&reg)[RG][V], const chip_ctx& c)
+{
+    bool bad = false;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+        if (!FAST && c.y0 + r > c.ny) break;
+        real o[V];
+        get_row(o, reg, r, c);
+#pragma unroll
+        for (int m = 0; m < V; ++m) bad = bad || ((FAST || c.col_in[m]) && !(o[m] - o[m] == real(0)));
+    }
+    warp_max_to(word, bad ? inf_of(real(0)) : real(0));
+}
+
 // The tile, the ghost columns (both copies) where no block is left / right; then level 0 published and
 // the flags released (= 1).
 __device__ __forceinline__ void load_tile(real (&reg)[RG][V], const real* u, const idx pitch, const chip_ctx& c)
@@ -808,21 +826,15 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
 #endif
     for (int k = 0; k < passes; ++k) {
 #if CHIP_RESID
-        // a check inside the launch: level 2k + 2 is first + j * every (both even) and not the last level
-        const int lev = 2 * k + 2;
-        const bool inner = checks != nullptr && lev < steps && lev >= first && (lev - first) % every == 0;
-        if ((res && !odd && k == passes - 1) || inner) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
+        if (res && !odd && k == passes - 1) pass2<FAST && CHIP_ALLFAST, true>(reg, k, c, rmax);
         else
 #endif
             pass2<FAST, false>(reg, k, c, rmax);
-#if CHIP_RESID
-        if (inner) {
-            warp_max_to(checks + (lev - first) / every, rmax);
-            rmax = real(0);
-        }
-#endif
         __syncthreads();
         if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)k + 2);  // (release: cumulative over the barrier)
+        const int lev = 2 * k + 2;  // a heat check inside the launch (its own rows: after the release)
+        if (checks != nullptr && lev < steps && lev >= first && (lev - first) % every == 0)
+            flag_nonfinite<FAST>(checks + (lev - first) / every, reg, c);
     }
     if (odd) {
 #if CHIP_RESID
@@ -832,6 +844,8 @@ __device__ __forceinline__ void run2(real* out, const real* u, const idx pitch, 
             pass1<FAST, false>(reg, passes, c, rmax);
         if (c.tid == 0) flag_release(c.flags + c.b, (unsigned)passes + 2);  // (nothing published: the count)
     }
+    if (checks != nullptr && steps >= first && (steps - first) % every == 0)  // a check at the last level
+        flag_nonfinite<FAST>(checks + (steps - first) / every, reg, c);
     store_tile<FAST>(out, pitch, reg, c);
     if (res) warp_max_to(resid, rmax);
 }
