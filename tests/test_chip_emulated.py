@@ -156,11 +156,13 @@ def test_chip_two_levels_a_pass_equals_n_numpy_steps(tmp_path, dtype, block, sms
         assert res == np.max(np.abs(want - prev)[inside])
 
 
-INNER = [  # heat's checks in one launch: dtype, block, sms, shape, steps, (first, every, count)
-    ("float64", (64, 2), 4, (24, 512), 12, (2, 4, 3)),   # levels 2, 6, 10 of 12 (no mask)
-    ("float32", (64, 4), 8, (40, 300), 11, (4, 2, 4)),   # 4, 6, 8, 10 of an odd count (masked code)
-    ("float64", (96, 1), 9, (18, 700), 8, (2, 2, 4)),    # every pass, the last level too
-    ("float32", (64, 4), 8, (40, 300), 9, (9, 2, 1)),    # the last level alone, an odd count (masked)
+INNER = [  # heat's checks in one launch: dtype, block, sms, shape, steps, (first, every, count), levels a pass
+    ("float64", (64, 2), 4, (24, 512), 12, (2, 4, 3), 2),   # levels 2, 6, 10 of 12 (no mask)
+    ("float32", (64, 4), 8, (40, 300), 11, (4, 2, 4), 2),   # 4, 6, 8, 10 of an odd count (masked code)
+    ("float64", (96, 1), 9, (18, 700), 8, (2, 2, 4), 2),    # every pass, the last level too
+    ("float32", (64, 4), 8, (40, 300), 9, (9, 2, 1), 2),    # the last level alone, an odd count (masked)
+    ("float64", (64, 1), 9, (21, 520), 7, (7, 2, 1), 1),    # v6 (3 x 3 blocks): the last level
+    ("float32", (64, 2), 6, (37, 300), 14, (14, 2, 1), 1),  # v6, 2 x 3 blocks
 ]
 
 
@@ -178,10 +180,10 @@ def numpy_levels(host, n, dtype, w):
 
 
 @needs_gxx
-@pytest.mark.parametrize("dtype,block,sms,shape,steps,inner", INNER, ids=str)
+@pytest.mark.parametrize("dtype,block,sms,shape,steps,inner,levels", INNER, ids=str)
 @pytest.mark.parametrize("resid", [True, False])
 def test_heat_checks_inside_a_launch_flag_the_levels_with_a_nan_or_inf(tmp_path, dtype, block, sms, shape, steps,
-                                                                         inner, resid):
+                                                                         inner, levels, resid):
     """checks[j] = inf where level first + j * every has a NaN or Inf in the interior, else 0 (core.loop's
     heat checks inside a batch): weights that amplify (5x a step at most) from a field near the largest
     finite value overflow part-way through the launch, so early checks are finite and later ones not,
@@ -189,7 +191,7 @@ def test_heat_checks_inside_a_launch_flag_the_levels_with_a_nan_or_inf(tmp_path,
     modules (with and without the residual's pass)."""
     w = Weights(1.0, 1.0, 1.0).cast(dtype)
     host = field(shape, dtype, steps) * np.asarray(np.finfo(dtype).max / 5 ** 5, dtype)
-    got, res, layout, values = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels=2, inner=inner, w=w)
+    got, res, layout, values = run_chip(tmp_path, dtype, block, sms, host, steps, resid, levels, inner=inner, w=w)
     levels = numpy_levels(host, steps, dtype, w)
     first, every, count = inner
     want = [np.inf if not np.isfinite(levels[first + j * every]).all() else 0.0 for j in range(count)]

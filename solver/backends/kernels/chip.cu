@@ -42,7 +42,8 @@
 // n-1| over the interior is folded into *resid (the check's fused residual, as in wave.cu). At two
 // levels a pass (run2), with `checks` non-null, also heat's checks inside the launch (NaN / Inf only:
 // heat's checks ask nothing else): checks[j] becomes inf if level L = first + j * every has a NaN or Inf
-// in the interior, for each such L up to n (below n, L - first and every even: the end of a pass).
+// in the interior, for each such L up to n (below n, L - first and every even: the end of a pass); at one
+// level a pass (run, v6) only at the last level (the backend ends a launch at each check).
 //
 // Flags (unsigned, zeroed before each launch): [blocks][NW] one per warp (its rows), then [blocks][2]
 // one per block side (its west / east column). Each ends at steps + 1 (level 0 is published first).
@@ -502,7 +503,7 @@ __device__ __forceinline__ void load_tile(real (&reg)[RG][V], const real* u, con
 
 template <bool FAST>
 __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, const int steps, rbits* resid,
-                                    const chip_ctx& c)
+                                    rbits* checks, const int first, const int every, const chip_ctx& c)
 {
     real reg[RG][V];
     load_tile(reg, u, pitch, c);
@@ -514,6 +515,8 @@ __device__ __forceinline__ void run(real* out, const real* u, const idx pitch, c
         __syncthreads();
         send_columns(c, (t + 1) & 1, (unsigned)t + 2);
     }
+    if (checks != nullptr && steps >= first && (steps - first) % every == 0)  // a heat check at the last level
+        flag_nonfinite<FAST>(checks + (steps - first) / every, reg, c);
     store_tile<FAST>(out, pitch, reg, c);
     if (resid) warp_max_to(resid, rmax);
 }
@@ -898,8 +901,7 @@ chip(real* __restrict__ out, const real* __restrict__ u, const idx pitch, const 
     else run2<false>(out, u, pitch, steps, resid, checks, first, every, c);
 #endif
 #else
-    (void)checks, (void)first, (void)every;  // (v6: checks inside a launch are two-level passes' only)
-    if (fast) run<true>(out, u, pitch, steps, resid, c);
-    else run<false>(out, u, pitch, steps, resid, c);
+    if (fast) run<true>(out, u, pitch, steps, resid, checks, first, every, c);
+    else run<false>(out, u, pitch, steps, resid, checks, first, every, c);
 #endif
 }
