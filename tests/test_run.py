@@ -63,11 +63,17 @@ def test_run_writes_fields_record_and_timings(tmp_path):
     assert set(disk["times"]) >= {"setup", "compile", "warmup", "solve", "output", "total"}
 
 
-def test_inf_that_appears_in_the_field_is_caught_at_the_next_check(tmp_path):
+def overflowing(tmp_path, **kw):
+    """A float32 case whose field turns Inf at step 1: values finite in float32 (a NaN or Inf in the file is
+    refused as input), but u + u is inf."""
     field = np.zeros((19, 31))
-    field[6:9, 10:13] = 3e38  # finite in float32 (a NaN or Inf in the file is refused as input), but u+u is inf
+    field[6:9, 10:13] = 3e38
     np.save(tmp_path / "bad.npy", field)
-    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"})
+    return case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"}, **kw)
+
+
+def test_inf_that_appears_in_the_field_is_caught_at_the_next_check(tmp_path):
+    c = overflowing(tmp_path)
     with pytest.raises(NumericalError, match="step 10"):
         run_case(c, options=Options(ceiling=False))
 
@@ -150,11 +156,7 @@ def test_the_distributed_reference_meets_every_block_and_finds_one_wrong_point(n
 def test_a_lagged_check_is_read_before_the_next_snapshot_and_names_its_own_step(tmp_path):
     """Heat checks are read one check later (a GPU keeps computing meanwhile), but always before fields are
     written: the Inf found by the check at step 10 ends the run before the snapshot due at step 15."""
-    field = np.zeros((19, 31))
-    field[6:9, 10:13] = 3e38
-    np.save(tmp_path / "bad.npy", field)
-    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
-             run={"steps": 1000, "check_every": 10}, output={"every": 15})
+    c = overflowing(tmp_path, run={"steps": 1000, "check_every": 10}, output={"every": 15})
     with pytest.raises(NumericalError, match="at step 10 "):
         run_case(c, options=Options(ceiling=False))
     with h5py.File(tmp_path / "out" / "fields.h5") as f:
@@ -193,11 +195,7 @@ def test_checks_inside_batches_end_none_and_leave_the_field_bitwise_equal(tmp_pa
 
 
 def test_an_inf_found_inside_a_batch_names_its_check_step(tmp_path, checks_inside):
-    field = np.zeros((19, 31))
-    field[6:9, 10:13] = 3e38
-    np.save(tmp_path / "bad.npy", field)
-    c = case(tmp_path, initial={"kind": "file", "path": str(tmp_path / "bad.npy")}, numerics={"dtype": "float32"},
-             run={"steps": 1000, "check_every": 10}, output={"every": 1000})
+    c = overflowing(tmp_path, run={"steps": 1000, "check_every": 10}, output={"every": 1000})
     with pytest.raises(NumericalError, match="at step 10 "):
         run_case(c, options=Options(ceiling=False, quiet=True))
     assert any(10 - 1 in checks for _, checks in checks_inside)  # step 10 was a check inside a batch

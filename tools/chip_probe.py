@@ -3,8 +3,8 @@
 median of 5 x 2048 steps in launches of 256, CUDA events. Each argument DTYPE:THREADSxROWS:LEVELS[:DEFINE,...]
 is one kernel: LEVELS 1 (v6) or 2 (the two-level pass, STENCIL_CHIP_LEVELS), DEFINEs added to the compile. Two
 are the probe's own: steps=N (launches of N steps instead of 256, 2048 steps in all), resid (every launch
-folds the check's residual, in the module a check's batch runs) and every=N (each launch also folds the
-residuals of checks every N steps inside it, as core.loop's checks inside a batch). Others compile parts of the two-level pass
+folds the check's residual, in the module a check's batch runs) and every=N (each launch also flags NaN /
+Inf at heat checks every N steps inside it, as core.loop's checks inside a batch). Others compile parts of the two-level pass
 out: -DCHIP_EXP_NOWAIT (no wait for the blocks above / below), -DCHIP_EXP_NOSYNC (no barrier a pass): those
 compute wrong results on purpose, only their time counts; -DCHIP_EXP_NOFENCE (a chip.cu up to cbe2efe: no
 __threadfence before a pass's release, as the package's kernel releases since a0e581e). A suffix @PATH

@@ -104,8 +104,8 @@ class CupyBackend(CupyMultigrid, Backend):
         self._resid = None  # (current ptr, other ptr, region) whose max_update is in _word (fused residual)
         self._tail = cupy.cuda.Event(disable_timing=True)  # the end of the last batch (advance_timed): busy()
         self._tailed = False
-        self._check_words = cupy.zeros(0, dtype=self._word.dtype)  # residuals of the checks inside a `chip` batch
-        self._pinned: list = []  # (event, pinned host memory) of word copies in flight: freed once the event is done
+        self._check_words = cupy.zeros(0, dtype=self._word.dtype)  # NaN/Inf flags of heat's checks in a `chip` batch
+        self._pinned: list = []  # (event, pinned host memory, device words) of copies in flight: kept until the event
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -780,7 +780,7 @@ class CupyBackend(CupyMultigrid, Backend):
         rt.memcpyAsync(host.ctypes.data, words.data.ptr, count * words.itemsize, rt.memcpyDeviceToHost, self.main.ptr)
         done = self.cp.cuda.Event(disable_timing=True)
         done.record(self.main)
-        self._pinned.append((done, mem))
+        self._pinned.append((done, mem, words))  # (words too: a grown _check_words must outlive the copy of the old)
 
         def value(j: int) -> float:
             done.synchronize()

@@ -8,8 +8,10 @@ deep halos (exchange.depth > 1) to the exchanger's time tiles (solver.parallel.d
 the same stops. Polls (signals, progress) fall at multiples of the tile: the deep halo's depth, or the
 k steps a GPU computes per launch; GPU batch lengths are planned before the loop so that no tile depth
 is compiled inside it. Heat checks without neighbours are lagged: a check's reduction is started at its
-stop and read at the next check (or before any output, checkpoint, progress line or the end), so a GPU
-computes the next batch while the host waits; a NaN/Inf is reported with the step of the check that saw it.
+stop and read at the next stop, once the next batch is enqueued (or before any output, checkpoint, progress
+line or the end), so a GPU computes the next batch while the host waits; a NaN/Inf is reported with the step
+of the check that saw it. Where the backend answers checks inside its launches (a GPU's `chip`:
+backend.checks_inside), checks end no batch: advance_checked gets the batch's check steps.
 """
 
 from __future__ import annotations
