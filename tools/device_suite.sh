@@ -20,8 +20,8 @@
 #           tiles, 8), stored; then
 #           `stencil run` at 2400 steps, 3 runs per CHIP_RUNS case with what was stored (x the copy-bound
 #           rate, the copy measured in each run; CHIP_RUNS_ARGS: more options, e.g. --check-every 2400; each run writes
-#           its last step's snapshot, about 42 s at 16384^2 float64, so all seven sizes need CHIP_RUNS_S=900, more than a
-#           call allows: split them over calls); Nsight Compute on one launch of each CHIP_NCU kernel
+#           the first and last step's snapshots, so a run at 16384^2 float64 took about 150 s on 2026-12-01 (three
+#           runs filled a 450 s limit): give the large sizes a call of their own); Nsight Compute on one launch of each CHIP_NCU kernel
 #           (limiting unit, stall reasons); CHIP_NCU_SRC (e.g. 2048:float64:chip): one launch's stall
 #           reasons, whole and by SASS instruction (chip_sass.csv). The GPU tests of the touched files come first (CHIP_TESTS_K
 #           picks), then CHIP_PROBE, when set: tools/chip_probe.py's kernel-only timings of its arguments.
