@@ -107,7 +107,6 @@ class TimeLoop:
         # and where the backend folds checks into its launches (a GPU's `chip`), checks end no batch
         self.inner = self.lagged and backend.checks_inside(layout.block.padded)
         self.pending: list[tuple[int, object]] = []  # lagged checks: (step, function giving the local value)
-        self.batch_start = 0  # the step the batch being computed started at (its checks stay pending at its end)
         self.slow = _injected_slowness(comm.rank)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
@@ -143,17 +142,7 @@ class TimeLoop:
         if self.ex.trivial or getattr(self.ex, "depth", 1) > 1:
             first = s.step
             if self.ex.trivial:
-                timer.step, region, every = s.step, self.layout.block.everything(), self.check_every
-                if self.inner:  # the batch's checks (and the end's): pending until the next batch runs
-                    checks = [c - first for c in range((first // every + 1) * every, first + n + 1, every)]
-                    if first + n == self.case.run.steps and n not in checks:
-                        checks.append(n)
-                    s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer,
-                                                                        keep_previous, checks)
-                    self.pending += [(first + c, v) for c, v in zip(checks, values)]
-                else:
-                    s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, region, timer, keep_previous)
-                s.step += n
+                self._advance(s, n, timer, keep_previous)
             else:
                 self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
             if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
@@ -163,6 +152,21 @@ class TimeLoop:
         else:
             for _ in range(n):
                 self.step(s, timer)
+
+    def _advance(self, s: LoopState, n: int, timer: Timer, keep_previous: bool) -> None:
+        """n steps without neighbours, in one call to the backend; with checks inside batches, the batch's
+        checks (the end's too) go with it and stay pending until the next batch runs."""
+        timer.step, region, first, every = s.step, self.layout.block.everything(), s.step, self.check_every
+        if self.inner:
+            checks = [c - first for c in range((first // every + 1) * every, first + n + 1, every)]
+            if first + n == self.case.run.steps and n not in checks:
+                checks.append(n)
+            s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer, keep_previous,
+                                                                checks)
+            self.pending += [(first + c, v) for c, v in zip(checks, values)]
+        else:
+            s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, region, timer, keep_previous)
+        s.step += n
 
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
@@ -198,9 +202,9 @@ class TimeLoop:
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
             t0 = timer.cursor = time.perf_counter()
             points = self.layout.block.ny * self.layout.block.nx  # a rebalance at the stop changes the block
-            self.batch_start = s.step
+            first = s.step
             self.steps(s, n, timer, keep_previous=not self.inner and (self._checks(s.step + n) or s.step + n == end))
-            self._at_stop(s, timer, end)
+            self._at_stop(s, timer, end, first)
             if warm:
                 self.backend.synchronize()  # GPU: warm-up kernels finish before the timed steps start
             elapsed = timer.add("other", time.perf_counter()) - t0  # the batch's tail too: the sections end where the loop does
@@ -263,24 +267,23 @@ class TimeLoop:
             stops.append(warm_end)
         return min(stops)
 
-    def _at_stop(self, s: LoopState, timer: Timer, end: int) -> None:
+    def _at_stop(self, s: LoopState, timer: Timer, end: int, first: int) -> None:
+        """The stop after the batch that started at step `first`."""
         run, out, step = self.case.run, self.case.output, s.step
         if self.fail_at is not None and step >= self.fail_at:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
         if (self._checks(step) or step == end) and not self.inner:  # (inner: started with the batch)
             self._check(s, timer)
-        self._resolve(timer, None if step == end else self.batch_start)  # the checks of the batches before this one
+        self._resolve(timer, None if step == end else first)  # the checks of the batches before this one
         if self.hooks is None:
             return
         if (out.every and step % out.every == 0) or step == end or s.converged:
-            self._resolve(timer)
-            self.backend.settle(timer)
+            self._settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
         if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
-            self._resolve(timer)
-            self.backend.settle(timer)
+            self._settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
@@ -291,8 +294,7 @@ class TimeLoop:
             if stop:
                 s.stopped_by = "signal"
             if self.hooks.progress_due(step):
-                self._resolve(timer)
-                self.backend.settle(timer)  # GPU: the line counts the steps computed, not those enqueued
+                self._settle(timer)  # GPU: the line counts the steps computed, not those enqueued
                 t = time.perf_counter()
             self.hooks.progress(step)  # shows something only when due
             timer.add("other", t)
@@ -346,6 +348,12 @@ class TimeLoop:
             r = self.comm.allmax(local)
             timer.add("wait", t)
             self._finite(r, step)
+
+    def _settle(self, timer: Timer) -> None:
+        """Before the field is looked at (output, checkpoint, progress): every lagged check read, the device
+        idle."""
+        self._resolve(timer)
+        self.backend.settle(timer)
 
     def _finite(self, r: float, step: int) -> None:
         if r == float("inf") or r != r:
