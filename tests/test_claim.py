@@ -4,6 +4,7 @@ only of what stencil wrote, never through a symbolic link, never the run's own i
 working directory."""
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -150,12 +151,8 @@ def test_initial_arrays_that_are_not_real_finite_numbers_are_refused(tmp_path):
         assert not (tmp_path / f"out_{name}").exists()
 
 
-def test_a_temporary_checkpoint_left_by_a_kill_during_its_write_is_removed_by_the_next_run(tmp_path):
-    """SIGKILL while checkpoint.h5 is being written (every step here) leaves .checkpoint.tmpPID.h5, a whole
-    field; the restart into the directory removes it and continues from the last complete checkpoint."""
-    out = tmp_path / "out"
-    case = write_case(tmp_path / "k.yaml", grid={"nx": 512, "ny": 512}, run={"steps": 100000, "check_every": 1},
-                      output={"dir": str(out), "vtk": False, "checkpoint_every": 1, "every": 100000})
+def kill_during_a_checkpoint(case, out):
+    """Run `case` and SIGKILL it once a temporary checkpoint is being written after a complete one."""
     proc = subprocess.Popen([sys.executable, "-m", "solver", "run", str(case), "-q"], cwd=ROOT, env=clean_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -169,7 +166,21 @@ def test_a_temporary_checkpoint_left_by_a_kill_during_its_write_is_removed_by_th
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    left = list(out.glob(".checkpoint.tmp*.h5"))
+    return proc
+
+
+def test_a_temporary_checkpoint_left_by_a_kill_during_its_write_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL while checkpoint.h5 is being written (every step here) leaves .checkpoint.tmpPID.h5, a whole
+    field; the restart into the directory removes it and continues from the last complete checkpoint."""
+    out = tmp_path / "out"
+    case = write_case(tmp_path / "k.yaml", grid={"nx": 512, "ny": 512}, run={"steps": 100000, "check_every": 1},
+                      output={"dir": str(out), "vtk": False, "checkpoint_every": 1, "every": 100000})
+    for _ in range(5):  # the kill can land just after the write it saw ended (a loaded machine): then again
+        shutil.rmtree(out, ignore_errors=True)
+        proc = kill_during_a_checkpoint(case, out)
+        left = list(out.glob(".checkpoint.tmp*.h5"))
+        if left:
+            break
     assert left and left[0].name == f".checkpoint.tmp{proc.pid}.h5"
     with h5py.File(out / "checkpoint.h5") as f:
         step = int(f.attrs["step"])
