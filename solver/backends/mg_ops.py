@@ -10,6 +10,12 @@ the same bits on every backend. Regions are local (r0, r1, c0, c1) index ranges 
     prolong:  u[i, j] = u + sum_a yw[i,a] * (sum_b xw[j,b] * e[ys[i]+a, xs[j]+b])        (a, b < 2)
     solve:    e = e + M r over the region's points in row-major order, sum over k ascending
 Sums start from zero and add in index order.
+
+With coefficient fields (alpha a field; ax east faces, ay north faces, solver.core.materials), in the
+equation's own units (f = the source, not divided by the diagonal d):
+    vsmooth:   out = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) / d)
+    vresidual: r = (((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) - d*u
+    d = sigma + ((ax_W + ax_E) + (ay_S + ay_N))
 """
 
 from __future__ import annotations
@@ -22,6 +28,32 @@ def smooth(out, u, g, w, om, region) -> None:
     v = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
          + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
     out[r0:r1, c0:c1] = v if g is None else v + om * g[r0:r1, c0:c1]
+
+
+def _faces(u, w, region):
+    """(sum of the neighbours weighted by their faces, the diagonal d) over the region."""
+    r0, r1, c0, c1 = region
+    ax_w, ax_e = w.ax[r0:r1, c0 - 1:c1 - 1], w.ax[r0:r1, c0:c1]
+    ay_s, ay_n = w.ay[r0 - 1:r1 - 1, c0:c1], w.ay[r0:r1, c0:c1]
+    v = ((ax_w * u[r0:r1, c0 - 1:c1 - 1] + ax_e * u[r0:r1, c0 + 1:c1 + 1])
+         + (ay_s * u[r0 - 1:r1 - 1, c0:c1] + ay_n * u[r0 + 1:r1 + 1, c0:c1]))
+    return v, w.sigma + ((ax_w + ax_e) + (ay_s + ay_n))
+
+
+def vsmooth(out, u, g, w, om, region) -> None:
+    r0, r1, c0, c1 = region
+    v, d = _faces(u, w, region)
+    if g is not None:
+        v = v + g[r0:r1, c0:c1]
+    out[r0:r1, c0:c1] = w.wc * u[r0:r1, c0:c1] + om * (v / d)
+
+
+def vresidual(r, u, g, w, region) -> None:
+    r0, r1, c0, c1 = region
+    v, d = _faces(u, w, region)
+    if g is not None:
+        v = v + g[r0:r1, c0:c1]
+    r[r0:r1, c0:c1] = v - d * u[r0:r1, c0:c1]
 
 
 def residual(r, u, g, w, region) -> None:
