@@ -658,6 +658,24 @@ def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = N
     return validate_case(data, source=source, options=overrides)
 
 
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """--set PATH=VALUE options as overrides: the value read as YAML (a number, true, null, [1, 2], {kind: ...})."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        path, eq, text = item.partition("=")
+        if not eq or not path.strip():
+            raise InputError(f"--set: {quote(item)} is not PATH=VALUE; e.g. --set physics.alpha=0.5 or --set "
+                             "physics.source.0.amplitude=5")
+        try:
+            out[path.strip()] = yaml.load(text, Loader=_case_loader()) if text.strip() else None  # noqa: S506 - SafeLoader
+        except yaml.YAMLError as exc:
+            raise InputError(f"--set: {path.strip()}: {quote(text)} is not a YAML value ({_problem(exc)}); e.g. 0.5, "
+                             "[0.5, 0.5] or {kind: constant, value: 1}") from None
+    return out
+
+
 def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
     """data[a][b] = value for path 'a.b' (missing sections are made); a number picks an entry of a list
     ('physics.source.0.value'); validation judges the field itself."""

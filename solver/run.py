@@ -109,7 +109,7 @@ class Run:
         if self.mg is not None:  # its kernels too: the first cycle is timed as the others
             from .multigrid.cycle import warm_up
 
-            warm_up(self.case, self.backend, self.mg.settings, self.mg.kind, self.case.implicit)
+            warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
         self.comm.barrier()
         self.clock.lap("compile")
 
@@ -186,7 +186,7 @@ class Run:
 
             op = physics.implicit_operator(self.case) if self.case.implicit else (0.0, 1.0)
             self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *op),
-                                self.case.multigrid.cycle, fine_g=self.case.implicit)
+                                self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             return

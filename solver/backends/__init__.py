@@ -239,6 +239,28 @@ class Backend:
 
         return mg_ops.max_abs(a, region)
 
+    def axpy(self, y, a, x, region: Region) -> None:
+        """y = y + a*x (conjugate gradients)."""
+        from . import mg_ops
+
+        mg_ops.axpy(y, a, x, region)
+
+    def xpay(self, y, x, b, region: Region) -> None:
+        """y = x + b*y."""
+        from . import mg_ops
+
+        mg_ops.xpay(y, x, b, region)
+
+    def products_max(self, a, b, region: Region) -> float:
+        from . import mg_ops
+
+        return mg_ops.products_max(a, b, region)
+
+    def folded_sums(self, a, b, region: Region, s1: float, s2: float) -> tuple[float, float]:
+        from . import mg_ops
+
+        return mg_ops.folded_sums(a, b, region, s1, s2)
+
     def fill(self, u, fill) -> None:
         """The ghost layers of `u` by the rules of `fill` (solver.core.boundary.Fill; its depth is u's)."""
         fill.apply(u)

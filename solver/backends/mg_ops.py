@@ -103,6 +103,43 @@ def solve(e, r, minv, region) -> None:
     e[r0:r1, c0:c1] = e[r0:r1, c0:c1] + acc.reshape(r1 - r0, c1 - c0)
 
 
+def axpy(y, a, x, region) -> None:
+    """y = y + a*x over the region (conjugate gradients' updates)."""
+    r0, r1, c0, c1 = region
+    y[r0:r1, c0:c1] = y[r0:r1, c0:c1] + a * x[r0:r1, c0:c1]
+
+
+def xpay(y, x, b, region) -> None:
+    """y = x + b*y over the region."""
+    r0, r1, c0, c1 = region
+    y[r0:r1, c0:c1] = x[r0:r1, c0:c1] + b * y[r0:r1, c0:c1]
+
+
+def products_max(a, b, region) -> float:
+    """max |a*b| over the region, the products in float64 (exact for float32 fields); inf for NaN or Inf."""
+    r0, r1, c0, c1 = region
+    xp = _module(a)
+    if r1 <= r0 or c1 <= c0:
+        return 0.0
+    t = a[r0:r1, c0:c1].astype(np.float64) * b[r0:r1, c0:c1].astype(np.float64)
+    m = float(xp.max(xp.abs(t)))
+    return m if np.isfinite(m) else float("inf")
+
+
+def folded_sums(a, b, region, s1: float, s2: float) -> tuple[float, float]:
+    """The products a*b (float64) split at the boundaries s1 and s2 (solver.multigrid.dot): the sums of
+    q1 = (t + s1) - s1 and of q2 = (r + s2) - s2, r = t - q1; each sum is exact in any order."""
+    r0, r1, c0, c1 = region
+    xp = _module(a)
+    if r1 <= r0 or c1 <= c0:
+        return 0.0, 0.0
+    t = a[r0:r1, c0:c1].astype(np.float64) * b[r0:r1, c0:c1].astype(np.float64)
+    q1 = (t + s1) - s1
+    r = t - q1
+    q2 = (r + s2) - s2
+    return float(xp.sum(q1)), float(xp.sum(q2))
+
+
 def max_abs(a, region) -> float:
     """max |a| over the region; inf when any value there is NaN or Inf."""
     r0, r1, c0, c1 = region

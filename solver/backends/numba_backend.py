@@ -195,6 +195,19 @@ class NumbaBackend(Backend):
     def max_abs(self, a, region) -> float:
         return float(self._mg().max_abs(a, *region))
 
+    def axpy(self, y, a, x, region) -> None:
+        self._mg().axpy(y, a, x, *region)
+
+    def xpay(self, y, x, b, region) -> None:
+        self._mg().xpay(y, x, b, *region)
+
+    def products_max(self, a, b, region) -> float:
+        return float(self._mg().products_max(a, b, *region))
+
+    def folded_sums(self, a, b, region, s1: float, s2: float) -> tuple[float, float]:
+        q1, q2 = self._mg().folded_sums(a, b, *region, s1, s2)
+        return float(q1), float(q2)
+
     def fill(self, u, fill) -> None:
         if fill.rules:
             from .numba_fill import fill_sides

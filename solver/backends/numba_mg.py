@@ -138,3 +138,48 @@ def max_abs(a, r0, r1, c0, c1):
                 m = np.inf
         rowmax[i - r0] = m
     return rowmax.max() if r1 > r0 else 0.0
+
+
+@njit(parallel=True, cache=True)
+def axpy(y, a, x, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = y[i, j] + a * x[i, j]
+
+
+@njit(parallel=True, cache=True)
+def xpay(y, x, b, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = x[i, j] + b * y[i, j]
+
+
+@njit(parallel=True, cache=True)
+def products_max(a, b, r0, r1, c0, c1):
+    """mg_ops.products_max."""
+    rowmax = np.zeros(max(r1 - r0, 1))
+    for i in prange(r0, r1):
+        m = 0.0
+        for j in range(c0, c1):
+            d = abs(np.float64(a[i, j]) * np.float64(b[i, j]))
+            if d > m:
+                m = d
+            elif d != d:
+                m = np.inf
+        rowmax[i - r0] = m
+    return rowmax.max() if r1 > r0 and c1 > c0 else 0.0
+
+
+@njit(parallel=True, cache=True)
+def folded_sums(a, b, r0, r1, c0, c1, s1, s2):
+    """mg_ops.folded_sums (the sums are exact, so the parallel reduction's order does not matter)."""
+    acc1 = 0.0
+    acc2 = 0.0
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            t = np.float64(a[i, j]) * np.float64(b[i, j])
+            q1 = (t + s1) - s1
+            r = t - q1
+            acc1 += q1
+            acc2 += (r + s2) - s2
+    return acc1, acc2

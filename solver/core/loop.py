@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import NumericalError
-from .physics import IMPLICIT_TOLERANCE, implicit_rhs_weights
+from .physics import IMPLICIT_TOLERANCE
 from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
@@ -95,8 +95,6 @@ class TimeLoop:
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.iterate = iterate  # multigrid (solver.multigrid.cycle.Multigrid): a step is one cycle, checked every cycle
         self.laplace = layout.case.physics.equation == "laplace"
-        if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
-            self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step), warmed(step)
@@ -188,7 +186,7 @@ class TimeLoop:
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
         tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
-        cycles, scale, rel = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
+        cycles, scale, rel = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
         s.solves.append((s.step + 1, cycles, scale, rel))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from . import sources
 from .grid import window
 from .materials import faces
-from .physics import Weights, spacing, time_step, weights
+from .physics import THETA, Weights, implicit_rhs_weights, spacing, time_step, weights
 
 
 def needs_data(case) -> bool:
@@ -50,6 +50,28 @@ def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], st
         if laplace:
             w = replace(w, wc=0.0)
     return replace(w, **data)
+
+
+def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int) -> Weights:
+    """An implicit step's right-hand side as one update of u^n (solver.multigrid.cycle.Multigrid.time_step), in
+    float64 on the host. alpha a number: (u^n + (1 - theta) dt alpha L u^n + dt q) / d, the unit-diagonal form
+    (physics.implicit_rhs_weights; s = dt q / d). A field: u^n + (1 - theta) dt div(alpha grad u^n) + dt q, the
+    equation's own units (the flux form; backward Euler reads no neighbour). q: the source at the scheme's
+    times (sources.step_weights)."""
+    dt, (dx, dy) = time_step(case), spacing(case)
+    theta = THETA[case.physics.scheme]
+    rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
+    terms = sources.step_weights(case, step, dt)
+    q = dt * sources.q_weighted(case, terms, rows[:-1], cols[:-1]) if terms else None
+    if not case.alpha_field:
+        w = implicit_rhs_weights(case)
+        d = 1.0 + theta * dt * case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)
+        return w if q is None else replace(w, s=q / d)
+    w = Weights(1.0, 0.0, 0.0, s=q)
+    if theta < 1.0:
+        fx, fy = faces(case, rows, cols)
+        w = replace(w, ax=(1.0 - theta) * dt * fx / dx**2, ay=(1.0 - theta) * dt * fy / dy**2)
+    return w
 
 
 def changes(case, steps: int) -> list[int]:

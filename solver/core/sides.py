@@ -61,3 +61,18 @@ def convective_terms(h, ambient, spacing: float):
     den = 1.0 + 0.5 * hs
     a, b = (1.0 - 0.5 * hs) / den, hs * np.asarray(ambient, dtype=np.float64) / den
     return (float(a) if np.ndim(a) == 0 else a), (float(b) if np.ndim(b) == 0 else b)
+
+
+def at_positions(spec, side: str, key: str, case, t: float, s: np.ndarray) -> float | np.ndarray:
+    """A side value at positions `s` along the side (case units): multigrid's coarse levels, whose points lie
+    elsewhere than the grid's. A file's values (one per grid point) are interpolated linearly between points."""
+    v = getattr(spec, key)
+    if isinstance(v, float) or hasattr(v, "time"):
+        return value_at(spec, side, key, case, t, s)
+    if hasattr(v, "along"):
+        table = np.asarray(v.along, dtype=np.float64)
+        return np.interp(s, table[:, 0], table[:, 1])
+    n = case.grid.nx if side in Y_SIDES else case.grid.ny
+    fine = np.arange(n)
+    y, x = positions(case, fine, fine)
+    return np.interp(s, x if side in Y_SIDES else y, value_at(spec, side, key, case, t, fine))
