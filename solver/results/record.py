@@ -18,6 +18,7 @@ from ..core import physics
 from ..core.machine import last_level_cache_bytes, parse_cpulist
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
+from .energy import energy_lines
 from .environment import environment
 from .solver import markdown_lines, mg_throughput, solver_record
 
@@ -298,6 +299,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
                       "placement": [placement(r) for r in rows]},
         "run": facts["run"],
         "solver": sol,
+        "energy": facts.get("energy"),
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
         "times": facts["phases"],
@@ -465,7 +467,7 @@ def markdown(rec: dict) -> str:
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
              + _tiling_line(res)
              + _balance_line(res.get("balance")), "",
-             "## Placement", "", *placement_lines(res.get("placement", [])), "",
+             "## Placement", "", *placement_lines(res.get("placement", [])), "", *energy_lines(rec.get("energy")),
              "## Correctness", ""]
     lines += check_lines(c)
     if rec.get("solver"):

@@ -10,6 +10,7 @@ from rich.table import Table
 from ..core import physics
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
+from .energy import energy_row
 from .solver import summary_rows as solver_rows
 
 
@@ -53,6 +54,8 @@ def print_summary(rec: dict) -> None:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    if energy_row(rec.get("energy")):
+        table.add_row(*energy_row(rec.get("energy")))
     places = res.get("placement", [])
     table.add_row("placement", "; ".join(_place(p) for p in places[:4]) +
                   (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
