@@ -719,6 +719,8 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
         head, sep, rest = message.partition(": ")
         if err["type"] == "value_error" and sep and " " not in head and head.startswith(loc):
             loc, message = head, rest  # cross-field checks name their field themselves
+        elif err["type"] == "value_error" and sep and " " not in head and "." not in head and loc:
+            loc, message = f"{loc}.{head}", rest  # a section's check names its field within the section
         option = _option_for(loc, options)
         where = f"{option} (field {loc})" if option else (loc or "case")
         if err["type"] == "extra_forbidden":

@@ -123,6 +123,10 @@ class TimeLoop:
         self.pending: list[tuple[int, object]] = []  # lagged checks: (step, function giving the local value)
         self.slow = _injected_slowness(comm.rank)
         self._batched = False  # inside a batch handed to the backend or the deep-halo tiles
+        # a host backend that takes plain steps anyway: the loop takes them one by one, so the energy balance
+        # sees every step's walls (no speed is lost: a batch would be the same steps)
+        self.seen = (self.data.balance is not None and not getattr(backend, "on_gpu", False) and exchange.trivial
+                     and iterate is None and backend.tile_steps(layout.block.padded) == 1)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
     # one step with exchange ------------------------------------------------------------------
@@ -160,7 +164,7 @@ class TimeLoop:
                 s.step += 1
             s.u, s.u_new = self.iterate.views()
             return
-        if (self.ex.trivial or getattr(self.ex, "depth", 1) > 1) and self.data.fill_at is None:
+        if (self.ex.trivial or getattr(self.ex, "depth", 1) > 1) and self.data.fill_at is None and not self.seen:
             first = s.step
             self._batched = True  # the balance sees the batch's sources only (solver.core.balance)
             try:
