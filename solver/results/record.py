@@ -20,6 +20,7 @@ from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .energy import energy_lines
 from .environment import environment
+from .physics import physics_record
 from .solver import markdown_lines, mg_throughput, solver_record
 
 CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
@@ -300,6 +301,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "run": facts["run"],
         "solver": sol,
         "energy": facts.get("energy"),
+        "physics": physics_record(case, tiling(facts.get("tiling"), rows), False),
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
         "times": facts["phases"],

@@ -56,6 +56,8 @@ def print_summary(rec: dict) -> None:
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
     if energy_row(rec.get("energy")):
         table.add_row(*energy_row(rec.get("energy")))
+    if (rec.get("physics") or {}).get("note"):
+        table.add_row("note", rec["physics"]["note"])
     places = res.get("placement", [])
     table.add_row("placement", "; ".join(_place(p) for p in places[:4]) +
                   (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
