@@ -419,7 +419,7 @@ def open_restart(path: str | None, case, dt: float):
 def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
-    need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
+    need = operator.streams(case) * math.prod(layout.block.padded) * itemsize  # u, u_new, data (Python ints: no overflow)
     if verify_on:  # the numpy reference's two padded row blocks and the piece of another rank's block it meets
         rows = -(-case.grid.ny // layout.size) + 2
         need += 3 * rows * (case.grid.nx + 2) * itemsize

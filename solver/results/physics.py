@@ -31,7 +31,8 @@ def physics_record(case, resources: dict, tiles: bool) -> dict:
 
 def _term(t) -> str:
     window = f", on for {t.active[0]:g} <= t < {t.active[1]:g}" if t.active else ""
-    return f"{t.kind}{window}"
+    where = f" {t.path}" + (f" over {t.extent}" if getattr(t, "extent", None) else "") if t.kind == "file" else ""
+    return f"{t.kind}{where}{window}"
 
 
 def _side(spec) -> str:
@@ -73,3 +74,22 @@ def _path(case, resources: dict, tiles: bool) -> str:
     if kinds & {"neumann", "convective"}:
         return "plain steps: Neumann and convective sides refill their ghosts from every new field"
     return "plain steps"
+
+
+def physics_rows(case) -> list[tuple[str, str]]:
+    """`stencil validate`'s rows for the data the update will read (none for a plain case)."""
+    rows = []
+    if case.physics.source:
+        rows.append(("sources", "; ".join(_term(t) for t in case.physics.source)))
+    if case.alpha_field:
+        from ..core.materials import alpha_max, alpha_min
+
+        lo, hi = alpha_min(case), alpha_max(case)
+        rows.append(("alpha", f"a field from {lo:g} to {hi:g} (contrast {hi / lo:.3g}); faces take harmonic means"))
+    sides = {s: _side(getattr(case.boundary, s)) for s in SIDES}
+    if any(not v.startswith(("dirichlet, value", "neumann, flux", "periodic")) or "table" in v or "profile" in v
+           or "from" in v for v in sides.values()):
+        rows.append(("sides", "; ".join(f"{s}: {v}" for s, v in sides.items())))
+    if case.uses_multigrid and (case.alpha_field or case.krylov == "cg"):
+        rows.append(("krylov", f"{case.krylov} (multigrid.krylov {case.multigrid.krylov})"))
+    return rows

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import physics
+from ..core.operator import streams
 from ..core.machine import last_level_cache_bytes, parse_cpulist
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
@@ -52,10 +53,10 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
     if steps == 0 or solve <= 0:
         return None
     updates = case.grid.nx * case.grid.ny * steps / solve
-    itemsize = np.dtype(case.numerics.dtype).itemsize
-    gbs = updates * 2 * itemsize / 1e9
+    per_update = streams(case) * np.dtype(case.numerics.dtype).itemsize  # a source and face fields count too
+    gbs = updates * per_update / 1e9
     out = {"timed_steps": steps, "seconds_per_step": solve / steps, "mlups": updates / 1e6, "effective_gbs": gbs,
-           "gflops": updates * physics.FLOPS_PER_UPDATE / 1e9, "bytes_per_update": 2 * itemsize,
+           "gflops": updates * physics.FLOPS_PER_UPDATE / 1e9, "bytes_per_update": per_update,
            "flops_per_update": physics.FLOPS_PER_UPDATE}
     if ceiling:
         out["copy_gbs"] = ceiling["gbs"]
