@@ -52,6 +52,7 @@ def fig_maps(rec: dict, views: dict):
     u = axes[2].imshow(full_view(views["last"], PIXELS), origin="lower", extent=views["extent"], cmap="inferno",
                        interpolation="nearest")
     fig.colorbar(u, ax=axes[2], label="u (case units)", shrink=0.8)
-    axes[2].set(title=f"u at step {views['steps'][1]}", xlabel="x (case units)")
+    when = f"at step {views['steps'][1]}" if case.physics.equation == "heat" else f"after {views['steps'][1]} iterations"
+    axes[2].set(title=f"u {when}", xlabel="x (case units)")
     suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave", fontsize=9)
     return fig
