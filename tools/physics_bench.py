@@ -9,6 +9,10 @@ bytes of the source and coefficient fields, cycles); each prints one JSON line p
     python tools/physics_bench.py steady 1023 4095 [--ranks 2] [--repeats 3]
         steady states to 1e-10: the constant lid, a two-material lid (contrast 1e3), a checkerboard of 8 x 8
         blocks (contrast 1e2), the chip case: cycles (conjugate-gradient iterations) and solve seconds
+    python tools/physics_bench.py forms 4096 [--threads 2] [--repeats 7]
+        the explicit kernel alone (numba) with alpha as two face fields (what the solver reads: ax, ay) and as one
+        per-point field whose harmonic means the kernel computes (4 divisions a point, one array fewer), and the
+        constant-coefficient kernel: time per step, medians of repeats, in one process
     python tools/physics_bench.py baseline 4096 --against DIR [--repeats 5]
         a plain case (no source, constant sides) with this checkout and with DIR (another checkout with its own
         .venv, e.g. the commit before the new physics), alternated run by run: the ratio of the medians
@@ -141,9 +145,59 @@ def baseline(a: argparse.Namespace, out: Path) -> list[dict]:
     return [row]
 
 
+def forms(a: argparse.Namespace, out: Path) -> list[dict]:
+    import time
+
+    import numba
+    import numpy as np
+    from numba import njit, prange
+
+    from solver.backends import numba_kernels as k
+
+    numba.set_num_threads(a.threads)
+
+    @njit(parallel=True)
+    def point_form(o, u, al, dt_h2, r0, r1, c0, c1):
+        """The flux form with the faces' harmonic means computed here from a per-point alpha."""
+        for i in prange(r0, r1):
+            for j in range(c0, c1):
+                c, ac = u[i, j], al[i, j]
+                fw = 2.0 * ac * al[i, j - 1] / (ac + al[i, j - 1])
+                fe = 2.0 * ac * al[i, j + 1] / (ac + al[i, j + 1])
+                fs = 2.0 * ac * al[i - 1, j] / (ac + al[i - 1, j])
+                fn = 2.0 * ac * al[i + 1, j] / (ac + al[i + 1, j])
+                o[i, j] = c + dt_h2 * ((fe * (u[i, j + 1] - c) - fw * (c - u[i, j - 1]))
+                                       + (fn * (u[i + 1, j] - c) - fs * (c - u[i - 1, j])))
+
+    rows = []
+    for n in a.sizes:
+        rng = np.random.default_rng(0)
+        u = rng.random((n + 2, n + 2))
+        o = u.copy()
+        al = 1.0 + rng.random((n + 2, n + 2))
+        ax, ay = 0.2 * al, 0.2 * al
+        kernels = {"constant coefficients": lambda: k.step(o, u, 0.2, 0.2, 0.2, 1, n + 1, 1, n + 1),
+                   "face fields (ax, ay)": lambda: k.step(o, u, 0.2, 0.2, 0.2, 1, n + 1, 1, n + 1, None, ax, ay),
+                   "per-point alpha, means in the kernel": lambda: point_form(o, u, al, 0.1, 1, n + 1, 1, n + 1)}
+        times = {name: [] for name in kernels}
+        for fn in kernels.values():
+            fn()
+        for _ in range(a.repeats):
+            for name, fn in kernels.items():  # alternated, so drifts of the machine hit each alike
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+        for name, ts in times.items():
+            row = {"n": n, "kernel": name, "threads": a.threads, "ms_per_step": 1e3 * statistics.median(ts),
+                   "repeats": a.repeats}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("rates", "steady", "baseline"))
+    p.add_argument("what", choices=("rates", "steady", "baseline", "forms"))
     p.add_argument("sizes", type=int, nargs="+")
     p.add_argument("--backend", default="numba")
     p.add_argument("--threads", type=int, default=2)
@@ -156,7 +210,7 @@ def main() -> None:
     if a.what == "baseline" and not a.against:
         p.error("baseline needs --against DIR (a checkout with its own .venv)")
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="physics_bench-"))
-    rows = {"rates": rates, "steady": steady_runs, "baseline": baseline}[a.what](a, out)
+    rows = {"rates": rates, "steady": steady_runs, "baseline": baseline, "forms": forms}[a.what](a, out)
     print("\n" + "\n".join(" | ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
                            for r in rows))
 
