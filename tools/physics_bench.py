@@ -8,7 +8,9 @@ bytes of the source and coefficient fields, cycles); each prints one JSON line p
         backend tiles (time_tile 1 against the default); time per step, fraction of the copy-bound rate
     python tools/physics_bench.py steady 1023 4095 [--ranks 2] [--repeats 3]
         steady states to 1e-10: the constant lid, a two-material lid (contrast 1e3), a checkerboard of 8 x 8
-        blocks (contrast 1e2), the chip case: cycles (conjugate-gradient iterations) and solve seconds
+        blocks (contrast 1e2), the chip case: cycles (conjugate-gradient iterations); seconds of set-up (levels,
+        coefficients, tables), of the solve (its first cycle, timed apart as warm-up, included), and the two
+        together (what tools/petsc_peer.py's total is compared with; numba's compilation, cached on disk, is not)
     python tools/physics_bench.py forms 4096 [--threads 2] [--repeats 7]
         the explicit kernel alone (numba) with alpha as two face fields (what the solver reads: ax, ay) and as one
         per-point field whose harmonic means the kernel computes (4 divisions a point, one array fewer), and the
@@ -114,7 +116,10 @@ def steady_runs(a: argparse.Namespace, out: Path) -> list[dict]:
             sol = recs[0]["solver"]
             row = {"n": n, "case": label, "ranks": a.ranks, "iterations": sol["iterations"],
                    "krylov": (recs[0].get("physics") or {}).get("multigrid", {}).get("krylov"),
-                   "solve_s": median_of(recs, lambda r: r["times"]["solve"]), "ended": sol["ended"], "repeats": a.repeats}
+                   "setup_s": median_of(recs, lambda r: r["times"]["setup"]),
+                   "solve_s": median_of(recs, lambda r: r["times"]["solve"] + r["times"]["warmup"]),
+                   "total_s": median_of(recs, lambda r: r["times"]["setup"] + r["times"]["warmup"] + r["times"]["solve"]),
+                   "ended": sol["ended"], "repeats": a.repeats}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
