@@ -43,10 +43,11 @@ def weights_1d(k: np.ndarray, fine: Axis, coarse: Axis, t: Transfer, points: np.
         x0 -= fine.length
     cum = np.concatenate([np.zeros((k.shape[0], 1)), np.cumsum(h / k, axis=1)], axis=1)
     start = t.p_start[points]
-    x = (lo + points) * h
-    r = _interp(cum, k, (x - x0) / h)
-    r_lo = _interp(cum, k, ((lo_c + start) * hc - x0) / h)
-    r_hi = _interp(cum, k, ((lo_c + start + 1) * hc - x0) / h)
+    shift = fine.n if fine.periodic else 0  # point j ends face j's interval: cum index j + 1 (a period later if wrapped)
+    r = cum[:, points + 1 + shift]
+    coarse_at = np.arange(-1, coarse.n + 1)  # every coarse point a fine point may interpolate from, ghosts included
+    r_coarse = _interp(cum, k, ((lo_c + coarse_at) * hc - x0) / h)
+    r_lo, r_hi = r_coarse[:, start + 1], r_coarse[:, start + 2]
     span = r_hi - r_lo
     return (r_hi - r) / span, (r - r_lo) / span
 
