@@ -9,6 +9,7 @@ numpy backend's run. Not a GPU: nothing here says anything about NVRTC, streams 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import shutil
 import subprocess
@@ -33,11 +34,13 @@ from solver.run import Options, run_case
 HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 DTYPES = ["float64", "float32"]
-MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "warps"}  # warp shuffles; others: serial
+MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "warps", "mg_residual_max": "warps",
+         "mg_vresidual_max": "warps"}  # warp shuffles; others: serial
 ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
 PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
+NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max")  # the stop test in one pass (issue 35)
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -48,7 +51,8 @@ class Emulator:
 
     def __init__(self, build: Path, dtype: str):
         self.dtype = dtype
-        self.libs = {"mg": _compile(build, "mg", cupy_mg.source(), cupy_mg.options(dtype), ENTRIES + PHYSICS_ENTRIES),
+        self.libs = {"mg": _compile(build, "mg", cupy_mg.source(), cupy_mg.options(dtype),
+                                   ENTRIES + PHYSICS_ENTRIES + NORM_ENTRIES),
                      "fill": _compile(build, "fill", gk.fill_source(), gk.fill_options(dtype), gk.FILL_ENTRIES)}
         self.calls: dict[str, int] = {}
 
@@ -472,3 +476,218 @@ def test_whole_runs_through_the_backend_verbs_equal_numpy_bitwise(emu, tmp_path,
     assert got_res == want_res and len(want_res) == 8
     assert want_res[-1][1] < 1e-3 * want_res[0][1], "the cycles did not converge: a weak comparison"
     assert set(emulator.calls) == {*ENTRIES, cupy_mg.FILL}, emulator.calls  # every verb ran as a kernel
+
+
+# the stop test in one pass, and whole cycles as graphs (issue 35) -------------------------------------------------
+def emu_residual_max(emu, r, u, g, w, region) -> float:
+    """CupyMultigrid.residual_max's steps: a zeroed word, the fused pass, the word read as the field's dtype."""
+    word = np.zeros(1, dtype=np.uint32 if u.itemsize == 4 else np.uint64)
+    spec = cupy_mg.residual_max_spec(word, r, u, g, w, region)
+    if spec is None:
+        return 0.0
+    emu.run(spec)
+    m = float(word.view(u.dtype)[0])
+    return m if np.isfinite(m) else float("inf")
+
+
+def face_weights(dtype, rng, sigma):
+    t = np.dtype(dtype).type
+    ax, ay = (rng.uniform(0.05, 0.3, SHAPE).astype(dtype) for _ in range(2))
+    return Weights(t(0.0), t(0.0), t(0.0), ax=ax, ay=ay, jacobi=True, sigma=t(sigma))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("faces", [False, True])
+def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
+    """mg_residual_max / mg_vresidual_max: the residual's bits where r is given (nothing else written), and its max
+    |.| equal to mg_max_abs over them, with r or without; NaN and Inf read as inf."""
+    rng = np.random.default_rng(35 + faces)
+    for k, region in enumerate(REGIONS + [(2, 27, 2, 41)]):
+        u, g, r = (values(SHAPE, dtype, rng) for _ in range(3))
+        if k == len(REGIONS):
+            u[10, 20] = np.nan
+        w = face_weights(dtype, rng, 1.0 if k % 2 else 0.0) if faces else weights(dtype, rng)
+        dev_w = w.with_data(ax=pitched(w.ax, 2, wider=1), ay=pitched(w.ay, 2, wider=1)) if faces else w
+        for g_on in (False, True):
+            gg = g if g_on else None
+            want = r.copy()
+            (mg_ops.vresidual if faces else mg_ops.residual)(want, u, gg, w, region)
+            top = mg_ops.max_abs(want, region)
+            dev_u, dev_g, dev_r = pitched(u, 2), pitched(g, 2, wider=3), pitched(r, 2, wider=2)
+            got = emu_residual_max(emu[dtype], dev_r, dev_u, dev_g if g_on else None, dev_w, region)
+            assert got == top and type(got) is float, (region, g_on, got, top)
+            assert_same_bits(dev_r, want, f"residual {region} g={g_on}")
+            alone = emu_residual_max(emu[dtype], None, dev_u, dev_g if g_on else None, dev_w, region)
+            assert alone == top, (region, g_on, alone, top)
+    assert top == float("inf")
+
+
+class TapingBackend(EmulatedBackend):
+    """EmulatedBackend that captures (solver/multigrid/graphs.py takes it as a GPU): mg_capture's launches, the
+    stop test's word and copy, and the external events go onto a tape instead of running; a replay runs the tape.
+    A fake event's time is the count of kernels run when it is recorded, so each level's compute counts the kernels
+    its intervals ran."""
+
+    main = contextlib.nullcontext()  # (the stream: adopt() enters it)
+    ran = 0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tape, self.readied, self.bufs, self.pending = None, 0, None, []
+
+    def mg_captures(self, shape) -> bool:
+        return True
+
+    def mg_ready(self, fills, shape, sweeps) -> None:
+        self.readied += 1
+
+    def join(self) -> None:
+        pass
+
+    def _do(self, fn) -> None:
+        (self.tape.append if self.tape is not None else lambda f: f())(fn)
+
+    def _mg_kernel(self, entry):
+        kernel = self.emulator.kernel(entry)
+
+        def launch(grid, block, args, stream=None):
+            def run():
+                kernel(grid, block, args)
+                self.ran += 1
+            self._do(run)
+        return launch
+
+    def launch(self, out, u, w, region, stream) -> None:
+        def run():
+            NumpyBackend.step(self, out, u, w, region)
+            self.ran += 1
+        self._do(run)
+
+    def _mg_norm_buffers(self):
+        if self.bufs is None:
+            kind = np.uint32 if self.dtype.itemsize == 4 else np.uint64
+            self.bufs = (np.zeros(1, kind), np.zeros(1, kind))
+        return self.bufs
+
+    def _mg_clear_word(self, word, stream) -> None:
+        self._do(lambda: word.fill(0))
+
+    def _mg_copy_word(self, host, word, stream) -> None:
+        self._do(lambda: np.copyto(host, word))
+
+    def _mg_norm_done(self, stream) -> None:
+        pass
+
+    def _mg_norm_read(self) -> float:
+        return float(self.bufs[1].view(self.dtype)[0])
+
+    def _mg_begin(self, stream) -> None:
+        assert self.tape is None, "a capture inside a capture"
+        self.tape = []
+
+    def _mg_end(self, stream):
+        tape, self.tape = self.tape, None
+        return tape
+
+    def _mg_graph_launch(self, tape, stream) -> None:
+        for fn in tape:
+            fn()
+
+    def _mg_event(self):
+        return [None]
+
+    def _mg_driver_fn(self):
+        def record(event, stream):
+            self._do(lambda: event.__setitem__(0, self.ran))
+        return record
+
+    def _record(self, stream):
+        return [self.ran]
+
+    def _track(self, charge, section, e0, e1, timer, track) -> None:
+        charge(section, self._mg_elapsed(e0, e1))
+
+    def _mg_elapsed(self, e0, e1) -> float:
+        return float(e1[0] - e0[0])
+
+
+GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every boundary kind, implicit steps, physics
+    "V-example": ("float64", {"multigrid": {"cycle": "V"}, "boundary": RUN_SIDES["example"]}),
+    "W-periodic": ("float32", {"multigrid": {"cycle": "W"}, "boundary": RUN_SIDES["periodic-x"]}),
+    "F-neumann-periodic": ("float64", {"multigrid": {"cycle": "F", "pre": 1, "post": 2},
+                                       "boundary": RUN_SIDES["neumann-periodic"]}),
+    "backward-euler": ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 2e-3},
+                                   "boundary": RUN_SIDES["example"], "run": {"steps": 4, "tolerance": 1e-9}}),
+    "crank-nicolson-source": ("float32", {
+        "physics": {"equation": "heat", "scheme": "crank-nicolson", "dt": 2e-3,
+                    "source": [{"kind": "gaussian", "center": [0.4, 0.6], "width": 0.15, "amplitude": 3.0}]},
+        "boundary": {"left": {"kind": "convective", "h": 4.0, "ambient": {"along": [[0, 0.0], [1, 1.0]]}},
+                     "right": 0.5, "bottom": {"kind": "neumann", "flux": 0.5}, "top": 1.0},
+        "run": {"steps": 4, "tolerance": 1e-5}}),
+    "cg-faces-source": ("float64", {
+        "physics": {"equation": "laplace", "solver": "multigrid",
+                    "source": [{"kind": "gaussian", "center": [0.4, 0.6], "width": 0.15, "amplitude": 3.0}],
+                    "alpha": {"background": 1.0, "regions": [{"kind": "rectangle", "lower": [0.5, 0.2],
+                                                              "upper": [0.9, 0.7], "value": 0.05}]}},
+        "boundary": {"left": {"kind": "convective", "h": 4.0, "ambient": 0.25}, "right": 1.0, "bottom": 0.5,
+                     "top": {"kind": "neumann", "flux": 0.5}}}),
+    "faces-plain-cycles": ("float32", {
+        "physics": {"equation": "laplace", "solver": "multigrid",
+                    "alpha": {"background": 1.0, "regions": [{"kind": "rectangle", "lower": [0.5, 0.2],
+                                                              "upper": [0.9, 0.7], "value": 0.5}]}},
+        "multigrid": {"krylov": "none"}, "boundary": RUN_SIDES["example"]}),
+}
+
+
+def graph_run(tmp_path, name, spec, cls=None, monkeypatch=None, residual=False):
+    dtype, sections = spec
+    data = {**MG_CASE, "name": name, "initial": {"kind": "random"}, "run": {"steps": 8}, "numerics": {"dtype": dtype},
+            "backend": {"name": "numpy"}, "output": {"dir": str(tmp_path / name), "vtk": False, "residual": residual}}
+    for key, value in sections.items():  # (run and multigrid add to the defaults; the others replace them)
+        data[key] = {**data.get(key, {}), **value} if key in ("run", "multigrid") else value
+    data["multigrid"] = {"coarsest": 16, **data.get("multigrid", {})}
+    if cls is not None:
+        monkeypatch.setattr(solver.run, "backend_class", lambda name, threads=None: cls)
+    run = solver.run.Run(validate_case(data), options=Options(ceiling=False))
+    rec = run.execute()
+    with h5py.File(tmp_path / name / "fields.h5") as f:
+        return f["u"][-1], rec, run
+
+
+@pytest.mark.parametrize("name", list(GRAPH_RUNS))
+def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
+    """Whole runs whose cycles are captured once and replayed (solver/multigrid/graphs.py through the backend's
+    capture verbs, the tape standing for a CUDA graph): the last snapshot, every residual and every implicit
+    step's cycles bitwise numpy's; cycles replayed, few captures, the levels' compute the whole of it."""
+    spec = GRAPH_RUNS[name]
+    want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
+    cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
+    got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
+    assert_same_bits(got, want, "the last snapshot")
+    assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
+    history = lambda r: [h.get("cycles") for h in r["solver"]["history"]]  # noqa: E731
+    assert history(rec) == history(want_rec)
+    graphs = run.mg.graphs
+    assert graphs is not None and run.backend.readied >= 1
+    replays = sum(c.replays for c, _ in graphs.graphs.values())
+    assert len(graphs.graphs) <= 4 < replays, (len(graphs.graphs), replays)
+    levels = run.timer.levels
+    assert len(levels) == len(run.mg.grids) and all(t["compute"] > 0 for t in levels.values()), levels
+    if run.mg.cg is None:  # (conjugate gradients' dot products are charged outside any level)
+        assert sum(t["compute"] for t in levels.values()) == pytest.approx(run.timer.seconds["compute"])
+    if "faces" in name and run.mg.cg is None:
+        assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= set(emu[spec[0]].calls)
+
+
+def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):
+    """output.residual: the graph's stop test stores the residual (the record's residual field), else it only
+    folds its max; and STENCIL_MG_GRAPHS=0 keeps the verb-by-verb path."""
+    spec = GRAPH_RUNS["V-example"]
+    _, _, numpy_run = graph_run(tmp_path, "numpy", spec, residual=True)
+    cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
+    _, _, kept = graph_run(tmp_path, "kept", spec, cls, monkeypatch, residual=True)
+    assert kept.mg.graphs.keep_r and not numpy_run.mg.graphs
+    assert_same_bits(kept.residual_field(kept.state), numpy_run.residual_field(numpy_run.state), "residual field")
+    monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
+    _, _, plain = graph_run(tmp_path, "plain", spec, cls, monkeypatch)
+    assert plain.mg.graphs is None and plain.backend.readied == 0

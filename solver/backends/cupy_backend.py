@@ -894,7 +894,7 @@ class CupyBackend(CupyMultigrid, Backend):
             if timer is not None and self._anchor is not None:
                 start = self._anchor[1] + self.cp.cuda.get_elapsed_time(self._anchor[0], e0) / 1e3 - timer.epoch
                 timer.events.append((section, start, start + ms / 1e3, step, track))
-            self._events += [e0, e1]
+            self._events += [e for e in (e0, e1) if id(e) not in self._mg_kept]  # (a graph's own events stay its own)
             done += 1
         del self.pending[:done]
 
@@ -910,7 +910,8 @@ class CupyBackend(CupyMultigrid, Backend):
         return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
                 "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,
                 "time_tile": self._tile_used,
-                "cuda_graphs": self.use_graphs, "cupy": cupy.__version__, "cuda_runtime": rt.runtimeGetVersion(),
+                "cuda_graphs": self.use_graphs, **({"multigrid_graphs": self._mg_graph_facts} if self._mg_graph_facts else {}),
+                "cupy": cupy.__version__, "cuda_runtime": rt.runtimeGetVersion(),
                 "cuda_driver": rt.driverGetVersion(), **self.transfer}
 
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:

@@ -18,6 +18,15 @@ exchanges order the two streams between sweeps. A boundary fill reads owned poin
 may have just written (the interior on main, the edge strips on edge), so it first makes the active
 stream wait for the other. get/put copy on `main` after joining `edge`, and wait for the copy.
 
+Graphs (issue 35; solver/multigrid/graphs.py decides when): mg_capture() captures a whole cycle's verbs on `main` as one
+CUDA graph (no events, joins or host waits inside: every kernel compiled and every fill table uploaded before, by
+mg_ready), and mg_replay() launches it. Each change of the timer's level during the capture records an external
+event into the graph (cuEventRecordWithFlags, CU_EVENT_RECORD_EXTERNAL: a node of its own that every replay
+records), so a replay's GPU time between two marks reaches `compute` of the level worked on between them, and the
+levels still partition the loop. The stop test's residual goes in the same graph: residual_max() computes g - A u
+and folds its max |.| into a device word in one pass, copied to pinned host memory by the graph itself; norm()
+waits for that copy (the one host synchronisation of a check).
+
 Time: timed() brackets the verbs with CUDA events on the active stream, the start recorded by the first
 launch after any wait it needs (a fill's wait for the other stream is not its time); the GPU time goes
 to `compute` of the multigrid level that was current when the work was enqueued (Timer.charger), once
@@ -26,6 +35,7 @@ the events complete (flush, at the next synchronisation), and the host's launch 
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
 from importlib import resources
@@ -243,6 +253,22 @@ def max_abs_spec(word, a, region):
     return ("mg_max_abs", *_reduction_grid(region), (word, a, _pitch(a), *_ints(region)))
 
 
+def residual_max_spec(word, r, u, g, w, region):
+    """The stop test's one pass (mg_residual_max, mg_vresidual_max with coefficient fields): g - A u over the region,
+    stored in r unless r is None, its max |.| folded into `word` (as max_abs_spec's, zeroed before the launch)."""
+    if _empty(region):
+        return None
+    t = u.dtype.type
+    gp, pg = _optional(g)
+    rp, pr = _optional(r)
+    if w.fields:
+        ax, ay, pa = _faces(w)
+        return ("mg_vresidual_max", *_reduction_grid(region), (word, rp, u, gp, ax, ay, pr, _pitch(u), pg, pa,
+                                                              *_ints(region), t(w.sigma)))
+    return ("mg_residual_max", *_reduction_grid(region), (word, rp, u, gp, pr, _pitch(u), pg, *_ints(region), t(w.wx),
+                                                         t(w.wy)))
+
+
 def clear_spec(a):
     rows, cols = a.shape
     if not rows or not cols:
@@ -287,6 +313,13 @@ class CupyMultigrid:
     _mg_word_dev = None  # max_abs's device word
     _mg_words = None  # (dtype, count) -> the dot products' device words
     _mg_tables = None  # id(host array) -> its device copy (a fill's values along a side)
+    _mg_capturing = False  # inside mg_capture(): verbs only enqueue (no events, joins or host waits)
+    _mg_marks = None  # the marks [(event, level)] of the graph being captured (None: not marking)
+    _mg_driver = None  # cuEventRecordWithFlags (ctypes), False where it cannot be had
+    _mg_norm_bufs = None  # (device word, pinned host word) of residual_max
+    _mg_norm_event = None  # recorded after residual_max's copy (or after the replay that made it)
+    _mg_kept: set = frozenset()  # ids of the events graphs own (never back to the pool of free events)
+    _mg_graph_facts = None  # what the record says about the graphs (describe)
 
     def clear(self, a) -> None:
         self._mg_run(clear_spec(a))
@@ -365,6 +398,119 @@ class CupyMultigrid:
         m = self._mg_read(word, s)
         return m if np.isfinite(m) else float("inf")
 
+    def residual_max(self, r, u, g, w, region) -> None:
+        """Enqueue the stop test in one pass: g - A u over the region (kept in r unless r is None) with its max |.|
+        folded into a device word, and the word's copy to pinned host memory; norm() gives the value. Inside a
+        capture the three are nodes of the graph."""
+        word, host = self._mg_norm_buffers()
+        s = self._mg_stream()
+        self._mg_clear_word(word, s)
+        spec = residual_max_spec(word, r, u, g, w, region)
+        if spec is not None:
+            self._mg_launch(spec, s)
+        self._mg_copy_word(host, word, s)
+        if not self._mg_capturing:
+            self._mg_norm_done(s)
+
+    def norm(self) -> float:
+        """The value of the last residual_max (or of the graph replay that ran one): waits for its copy."""
+        m = self._mg_norm_read()
+        return m if np.isfinite(m) else float("inf")
+
+    # graphs (solver/multigrid/graphs.py) -----------------------------------------------------------------
+    def mg_captures(self, shape) -> bool:
+        """Whether whole cycles on fields of this padded shape can be captured as graphs (CuPy with graphs on, and
+        a one-step kernel that is a kernel: `expr` allocates)."""
+        return bool(getattr(self, "use_graphs", False)) and self.step_choice(shape)[0] != "expr"
+
+    def mg_ready(self, fills, shape, sweeps) -> None:
+        """Before a capture: every multigrid kernel compiled, each (field, fill)'s launch and values along the sides
+        on the device, and the one-step kernel for fields of this padded shape and the sweeps' weights compiled."""
+        for entry in MG_ENTRIES:
+            self._mg_kernel(entry)
+        for u, fill in fills:
+            if fill.rules:
+                for spec in fill_specs(u, fill, self._fill_table):
+                    self._mg_kernel(spec[0])
+        if any(not w.fields for w in sweeps):  # (the finest level's sweeps without g: smooth() launches it)
+            self._compile(shape, None, None, [1], gk.PLAIN)
+        self._mg_norm_buffers()
+        self._mg_driver_fn()
+
+    def mg_capture(self, body, timer):
+        """Capture body(timer) on `main` as one graph (Captured); nothing runs until mg_replay(). With the driver's
+        external events, every change of timer.level during the capture marks the graph (LevelMarks)."""
+        self.join()  # (outside the capture: main after edge's work)
+        marks = [] if self._mg_driver_fn() else None
+        seen = LevelMarks(timer, self._mg_mark) if marks is not None else timer
+        self._mg_marks, self._mg_capturing = marks, True
+        self._mg_begin(self.main)
+        try:
+            if marks is not None:
+                self._mg_mark(timer.level)
+            body(seen)
+            if marks is not None:
+                self._mg_mark(None)
+        finally:
+            self._mg_capturing, self._mg_marks = False, None
+            graph = self._mg_end(self.main)
+        facts = self._mg_graph_facts or {}
+        self._mg_graph_note("captured", facts.get("captured", 0) + 1)
+        if marks is not None:
+            self._mg_graph_note("levels", f"each level's compute from external events in the graph ({len(marks)} in "
+                                          "the last captured)")
+        elif "level 0" not in facts.get("levels", ""):
+            self._mg_graph_note("levels", "each replay charged whole to level 0: no external events")
+        return Captured(graph, marks)
+
+    def mg_capture_failed(self, why: str) -> None:
+        """A capture raised (the graphs module runs the verbs one by one from then on): the record says why."""
+        self._mg_graph_note("failed", why)
+
+    def mg_replay(self, cap, timer) -> None:
+        """Launch a captured graph on `main`; its GPU time goes to compute of each marked level (without marks, all
+        of it to level 0), once the events complete; the host's time to `other`."""
+        t = time.perf_counter()
+        self._mg_settled(cap)
+        if cap.marks is None:
+            e0 = self._record(self.main)
+        self._mg_graph_launch(cap.graph, self.main)
+        if cap.marks is None:
+            self._track(functools.partial(timer.charge, level=0), "compute", e0, self._record(self.main), timer, "gpu")
+        else:  # one interval to resolve: when the last mark is done, so are the others (_mg_charge_marks)
+            charge = functools.partial(self._mg_charge_marks, cap, timer)
+            self._track(charge, "compute", cap.marks[0][0], cap.marks[-1][0], timer, "gpu")
+        cap.replays += 1
+        self._mg_graph_facts["replays"] = self._mg_graph_facts.get("replays", 0) + 1
+        self._mg_norm_done(self.main)
+        timer.add("other", t)
+
+    def _mg_mark(self, level) -> None:
+        """Inside a capture: an external event recorded into the graph, and the level the work after it belongs to
+        (None, between cycles: the level before it, so that every interval reaches a level)."""
+        if level is None:
+            level = self._mg_marks[-1][1] if self._mg_marks else 0
+        event = self._mg_event()
+        self._mg_driver_fn()(event, self.main)
+        self._mg_marks.append((event, level))
+
+    def _mg_charge_marks(self, cap, timer, section, _seconds) -> None:
+        """A completed replay's GPU time between consecutive marks, summed per level, to compute of each level."""
+        per: dict = {}
+        for (e0, level), (e1, _) in zip(cap.marks, cap.marks[1:]):
+            per[level] = per.get(level, 0.0) + self._mg_elapsed(e0, e1)
+        for level, seconds in per.items():
+            timer.charge(section, seconds, level)
+
+    def _mg_elapsed(self, e0, e1) -> float:
+        return self.cp.cuda.get_elapsed_time(e0, e1) / 1e3
+
+    def _mg_settled(self, cap) -> None:
+        """Before a replay re-records a graph's events: the last replay's intervals read (normally done already)."""
+        if cap.replays and cap.marks and any(e is cap.marks[-1][0] for _, _, _, e, *_ in self.pending):
+            cap.marks[-1][0].synchronize()
+            self.flush()
+
     def fill(self, u, fill) -> None:
         if not fill.rules:
             return
@@ -375,6 +521,10 @@ class CupyMultigrid:
     def timed(self, timer, fn) -> None:
         """fn's kernels between CUDA events on the active stream: `compute` of the level enqueued now."""
         t = time.perf_counter()
+        if self._mg_capturing:  # enqueued into the graph: its replays are timed (mg_replay)
+            fn()
+            timer.add("other", t)
+            return
         self._mg_timing, self._mg_first = True, None
         try:
             fn()
@@ -417,6 +567,9 @@ class CupyMultigrid:
         """The active stream; after_all: made to wait for everything enqueued on the other one. Inside
         timed(), the first call records the start event (after that wait)."""
         s = self.active
+        if self._mg_capturing:
+            assert s is self.main, "a captured cycle runs on main"
+            return s
         self._edge_used |= s is self.edge
         if after_all:
             if s is self.edge:
@@ -481,3 +634,107 @@ class CupyMultigrid:
             self.main.synchronize()
             weakref.finalize(host, self._mg_tables.pop, key, None)
         return self._mg_tables[key]
+
+    def _mg_norm_buffers(self):
+        """residual_max's device word (the dtype's bits) and the pinned host word it is copied to, made once."""
+        if self._mg_norm_bufs is None:
+            word = self.cp.zeros(1, dtype=np.uint32 if self.dtype.itemsize == 4 else np.uint64)
+            mem = self.cp.cuda.alloc_pinned_memory(word.nbytes)
+            self._mg_norm_bufs = (word, np.frombuffer(mem, word.dtype, 1), mem)
+            self._mg_norm_event = self.cp.cuda.Event(disable_timing=True)
+        return self._mg_norm_bufs[:2]
+
+    def _mg_clear_word(self, word, stream) -> None:
+        self.cp.cuda.runtime.memsetAsync(word.data.ptr, 0, word.nbytes, stream.ptr)
+
+    def _mg_copy_word(self, host, word, stream) -> None:
+        rt = self.cp.cuda.runtime
+        rt.memcpyAsync(host.ctypes.data, word.data.ptr, word.nbytes, rt.memcpyDeviceToHost, stream.ptr)
+
+    def _mg_norm_done(self, stream) -> None:
+        if self._mg_norm_event is not None:
+            self._mg_norm_event.record(stream)
+
+    def _mg_norm_read(self) -> float:
+        self._mg_norm_event.synchronize()
+        self.flush()
+        return float(self._mg_norm_bufs[1].view(self.dtype)[0])
+
+    def _mg_begin(self, stream) -> None:
+        stream.begin_capture()
+
+    def _mg_end(self, stream):
+        return stream.end_capture()
+
+    def _mg_graph_launch(self, graph, stream) -> None:
+        graph.launch(stream)
+
+    def _mg_event(self):
+        """An event a graph owns (timing on; never returned to the pool of free events)."""
+        event = self.cp.cuda.Event()
+        if not isinstance(self._mg_kept, set):
+            self._mg_kept = set()
+        self._mg_kept.add(id(event))
+        return event
+
+    def _mg_driver_fn(self):
+        """record(event, stream) through the driver's cuEventRecordWithFlags with CU_EVENT_RECORD_EXTERNAL (an
+        event node of the graph being captured), tried once outside any capture; None where it cannot be had."""
+        if self._mg_driver is None:
+            self._mg_driver = False
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL("libcuda.so.1").cuEventRecordWithFlags
+                fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint), ctypes.c_int
+
+                def record(event, stream):
+                    rc = fn(event.ptr, stream.ptr, 1)
+                    if rc:
+                        raise RuntimeError(f"cuEventRecordWithFlags: CUresult {rc}")
+
+                probe = self.cp.cuda.Event()
+                record(probe, self.main)
+                probe.synchronize()
+                self._mg_driver = record
+            except Exception as exc:  # noqa: BLE001 - no driver symbol: replays are charged whole
+                self._mg_graph_note("levels", f"each replay charged whole to level 0: no external events ({exc})")
+        return self._mg_driver or None
+
+    def _mg_graph_note(self, key: str, value) -> None:
+        if self._mg_graph_facts is None:
+            self._mg_graph_facts = {}
+        self._mg_graph_facts[key] = value
+
+
+MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
+              "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
+              "mg_restrict_op", "mg_residual_max", "mg_vresidual_max")  # kernels/mg.cu's entries
+
+
+class Captured:
+    """A captured cycle: the backend's graph, its marks [(event, level)] (None: charged whole) and how often it ran."""
+
+    def __init__(self, graph, marks):
+        self.graph, self.marks, self.replays = graph, marks, 0
+
+
+class LevelMarks:
+    """The run's timer as a cycle being captured sees it: setting `level` to another level calls mark(level) (an
+    event into the graph) first; everything else is the timer's own."""
+
+    def __init__(self, timer, mark):
+        object.__setattr__(self, "_timer", timer)
+        object.__setattr__(self, "_mark", mark)
+
+    @property
+    def level(self):
+        return self._timer.level
+
+    def __getattr__(self, name):
+        return getattr(self._timer, name)
+
+    def __setattr__(self, name, value):
+        if name == "level" and value is not None and value != self._timer.level:
+            self._mark(value)
+        setattr(self._timer, name, value)

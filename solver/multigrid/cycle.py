@@ -41,6 +41,7 @@ from ..core.physics import Weights
 from ..parallel.deep import DeepLayout
 from ..parallel.exchange import exchanger, transport_for
 from . import coefficients, opdep
+from .graphs import cycle_graphs
 from .grids import DEPTH, Place, down_tables, places, up_tables
 from .krylov import ConjugateGradient
 from .levels import Level, Settings, coarsest_inverse, hierarchy
@@ -99,6 +100,7 @@ class Multigrid:
         self.last = None  # implicit heat: the relative residual the last step's solve reached
         self.cg = ConjugateGradient(self) if case.krylov == "cg" else None
         self.sources: dict = {}  # the finest level's source fields by the terms they sum (solver.core.sources)
+        self.graphs = cycle_graphs(self)  # whole cycles as graph replays (one GPU: graphs.py), or None
 
     # construction ------------------------------------------------------------------------------------
     def _grid(self, i: int, place: Place, fine_g: bool) -> Grid:
@@ -186,6 +188,8 @@ class Multigrid:
             w = operator.host_weights(self.case, g0.place.block, lay.shape, (lay.owned[0], lay.owned[2]))
             r0, r1, c0, c1 = g0.owned
             self.backend.put(g0.g, g0.owned, w.s[r0:r1, c0:c1])
+        if self.graphs is not None:  # the first cycle captured now, with the set-up (graphs.py)
+            self.graphs.ahead()
         return self.views()
 
     def views(self):
@@ -203,6 +207,8 @@ class Multigrid:
         """One cycle; with krylov cg, one iteration of conjugate gradients preconditioned by a cycle (krylov.py)."""
         if self.cg is not None:
             self.cg.iterate(timer)
+        elif self.graphs is not None:  # with the stop test's residual, read by residual_norm()
+            self.graphs.cycle(timer, norm=True)
         else:
             self._cycle(0, self.kind, timer)
         timer.level = None
@@ -238,7 +244,10 @@ class Multigrid:
         be.timed(timer, lambda: (be.clear(z), be.clear(spare)))
         g0.u, g0.t, g0.g, g0.fill = z, spare, r, g0.zero_fill
         try:
-            self._cycle(0, self.kind, timer)
+            if self.graphs is not None:
+                self.graphs.cycle(timer, norm=False)
+            else:
+                self._cycle(0, self.kind, timer)
         finally:
             out = (g0.u, g0.t)
             g0.u, g0.t, g0.g, g0.fill = saved
@@ -427,6 +436,10 @@ class Multigrid:
     # the stop test ---------------------------------------------------------------------------------------
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
+        if self.graphs is not None:  # right after a graphed cycle: the value its replay computed
+            m = self.graphs.norm(timer)
+            if m is not None:
+                return m
         self._residual(0, timer)
         grid = self.grids[0]
         t = time.perf_counter()
@@ -446,7 +459,9 @@ class Multigrid:
     def schedule(self) -> str:
         return (f"multigrid {self.kind}-cycles over {len(self.grids)} levels; each sweep: {self.grids[0].ex.schedule}; "
                 "residuals exchanged two layers deep before restriction, corrections one layer with corners before "
-                "prolongation (solver/multigrid/cycle.py)")
+                "prolongation (solver/multigrid/cycle.py); "
+                + ("each cycle and its stop test one graph replay (solver/multigrid/graphs.py)" if self.graphs else
+                   "cycles launched verb by verb (graphs: one process on a GPU, sides constant in time)"))
 
     def sent(self) -> int:
         return self.messages()

@@ -148,6 +148,59 @@ mg_max_abs(rbits* __restrict__ out, const real* __restrict__ a, const idx pitch_
     warp_max_to(out, m);
 }
 
+// The stop test's one pass (issue 35): v = g - A u as mg_residual computes it (mg_vresidual with coefficient fields),
+// stored in r where r is not null, and *out = max(*out, largest |v| over the region) as mg_max_abs folds it (NaN
+// counts as +inf; zero *out first): the same value as mg_residual followed by mg_max_abs, without reading r back
+// (nor writing it, where nothing reads it). Blocks of MG_THREADS stride over rows (y) and columns (x), as mg_max_abs.
+__device__ __forceinline__ real fold_abs(real m, const real v)
+{
+    real d = v < real(0) ? -v : v;
+    if (d != d) d = inf_of(d);
+    return d > m ? d : m;
+}
+
+extern "C" __global__ void __launch_bounds__(MG_THREADS)
+mg_residual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g,
+                const idx pitch_r, const idx pitch_u, const idx pitch_g, const int r0, const int r1, const int c0,
+                const int c1, const real wx, const real wy)
+{
+    real m = real(0);
+    for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
+        for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
+            const real* p = u + i * pitch_u + j;
+            real v = wx * (p[-1] + p[1]) + wy * (p[-pitch_u] + p[pitch_u]);
+            if (g) v = v + g[i * pitch_g + j];
+            v = v - p[0];
+            if (r) r[i * pitch_r + j] = v;
+            m = fold_abs(m, v);
+        }
+    }
+    warp_max_to(out, m);
+}
+
+extern "C" __global__ void __launch_bounds__(MG_THREADS)
+mg_vresidual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g,
+                 const real* __restrict__ ax, const real* __restrict__ ay, const idx pitch_r, const idx pitch_u,
+                 const idx pitch_g, const idx pitch_a, const int r0, const int r1, const int c0, const int c1,
+                 const real sigma)
+{
+    real m = real(0);
+    for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
+        for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
+            const real* p = u + i * pitch_u + j;
+            const real* a = ax + i * pitch_a + j;
+            const real* b = ay + i * pitch_a + j;
+            const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+            real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
+            if (g) v = v + g[i * pitch_g + j];
+            v = v - (sigma + ((aw + ae) + (as_ + an))) * p[0];
+            if (r) r[i * pitch_r + j] = v;
+            m = fold_abs(m, v);
+        }
+    }
+    warp_max_to(out, m);
+}
+
 // a = 0 on every point of a rows x cols field (ghost layers included).
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_clear(real* __restrict__ a, const idx pitch_a, const int rows, const int cols)
