@@ -204,6 +204,7 @@ def test_whole_runs_equal_numpy_bitwise(tmp_path, dtype, cycle, sides):
     rec = run.execute()
     assert_same_bits(last_snapshot(tmp_path, "gpu"), want, "the last snapshot")
     assert rec["run"]["residuals"] == want_res and len(want_res) == 8
+    assert run.mg.graphs is not None and rec["resources"]["devices"][0]["multigrid_graphs"]["replays"] >= 8  # issue 35
     levels = run.timer.levels
     assert len(levels) == len(run.mg.grids) and all(t["compute"] > 0 for t in levels.values()), levels
     assert sum(t["compute"] for t in levels.values()) == pytest.approx(run.timer.seconds["compute"])
@@ -247,3 +248,79 @@ def test_two_ranks_sharing_a_gpu_equal_one_numpy_process_bitwise(tmp_path, dtype
     assert_same_bits(last_snapshot(tmp_path, "gpu"), want, "the last snapshot")
     rec = json.loads((tmp_path / "gpu" / "record.json").read_text())
     assert rec["run"]["residuals"] == [list(r) for r in want_res]
+
+
+# issue 35: the stop test in one pass, whole cycles as graphs -------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_residual_max_equals_residual_then_max_abs_on_the_device(dtype):
+    from test_mg_emulated import face_weights
+
+    be, rng = gpu(dtype), np.random.default_rng(35)
+    for faces in (False, True):
+        for region in REGIONS:
+            u, g, r = (values(SHAPE, dtype, rng) for _ in range(3))
+            w = face_weights(dtype, rng, 1.0) if faces else weights(dtype, rng)
+            dev_w = w.with_data(ax=up(be, w.ax), ay=up(be, w.ay)) if faces else w
+            for g_on in (False, True):
+                gg = g if g_on else None
+                want = r.copy()
+                (mg_ops.vresidual if faces else mg_ops.residual)(want, u, gg, w, region)
+                dev_r, dev_u, dev_g = up(be, r), up(be, u), up(be, g) if g_on else None
+                be.residual_max(dev_r, dev_u, dev_g, dev_w, region)
+                assert be.norm() == mg_ops.max_abs(want, region), (faces, region, g_on)
+                assert_same_bits(down(be, dev_r), want, f"residual {faces} {region} {g_on}")
+                be.residual_max(None, dev_u, dev_g, dev_w, region)
+                assert be.norm() == mg_ops.max_abs(want, region)
+
+
+def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
+    data = {**MG_CASE, "name": name, "grid": {"nx": n, "ny": n - 30}, "initial": {"kind": "random"},
+            "boundary": RUN_SIDES["example"], "run": {"steps": 12}, "multigrid": {"coarsest": 16},
+            "numerics": {"dtype": dtype}, "backend": {"name": "cupy"},
+            "output": {"dir": str(tmp_path / name), "vtk": False}, **extra}
+    run = Run(validate_case(data), options=Options(ceiling=False))
+    return run, run.execute()
+
+
+def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, monkeypatch):
+    """One cycle a replay against the verbs launched one by one (STENCIL_MG_GRAPHS=0), the same case: the same
+    bits and residuals; the graphs' levels from their external events, each level's compute partitioning the whole,
+    which the loop's wall time bounds."""
+    graphed, rec = lid_run(tmp_path, "graphed", n=1023)
+    monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
+    plain, plain_rec = lid_run(tmp_path, "plain", n=1023)
+    assert graphed.mg.graphs is not None and plain.mg.graphs is None
+    assert_same_bits(last_snapshot(tmp_path, "graphed"), last_snapshot(tmp_path, "plain"), "graphed vs launched")
+    assert rec["run"]["residuals"] == plain_rec["run"]["residuals"]
+    facts = rec["resources"]["devices"][0]["multigrid_graphs"]
+    assert "external events" in facts["levels"] and facts["replays"] >= 12, facts
+    levels = graphed.timer.levels
+    assert len(levels) == len(graphed.mg.grids) and all(t["compute"] > 0 for t in levels.values())
+    assert sum(t["compute"] for t in levels.values()) == pytest.approx(graphed.timer.seconds["compute"])
+    t = graphed.timer.seconds
+    assert t["compute"] < graphed.loop.loop_seconds * 1.05, (t, graphed.loop.loop_seconds)
+
+
+def test_graphs_without_external_events_charge_level_0(tmp_path, monkeypatch):
+    from solver.backends.cupy_mg import CupyMultigrid
+
+    monkeypatch.setattr(CupyMultigrid, "_mg_driver_fn", lambda self: None)
+    run, rec = lid_run(tmp_path, "whole", dtype="float32")
+    assert run.mg.graphs is not None and "level 0" in rec["resources"]["devices"][0]["multigrid_graphs"]["levels"]
+    levels = run.timer.levels
+    assert set(levels) == {0} and levels[0]["compute"] == pytest.approx(run.timer.seconds["compute"])
+
+
+def test_implicit_and_cg_cycles_through_graphs_equal_numpy_bitwise(tmp_path):
+    """Implicit steps (a source, a convective side) and conjugate gradients (face fields) with their cycles as
+    graph replays: bitwise numpy's."""
+    from test_mg_emulated import GRAPH_RUNS, graph_run
+
+    for name in ("crank-nicolson-source", "cg-faces-source", "F-neumann-periodic"):
+        spec = GRAPH_RUNS[name]
+        want, want_rec, _ = graph_run(tmp_path, f"numpy-{name}", spec)
+        dtype, sections = spec
+        got, rec, run = graph_run(tmp_path, f"gpu-{name}", (dtype, {**sections, "backend": {"name": "cupy"}}))
+        assert run.mg.graphs is not None and run.mg.graphs.graphs, name
+        assert_same_bits(got, want, name)
+        assert rec["run"].get("residuals") == want_rec["run"].get("residuals"), name
