@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [physics] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [mg35] [physics] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -43,6 +43,12 @@
 #   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
 #           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
 #           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
+#   mg35    issue 35 (whole multigrid cycles as CUDA graphs, the stop test in one pass; not in all): first the
+#           before/after, `stencil run` records alternated between the tree in .bench_base35 (carried: `git archive
+#           <commit> solver`, its commit in .bench_base35/COMMIT) and this one, MG35_VARIANTS (base new off: off is
+#           this tree with STENCIL_MG_GRAPHS=0) x MG35_REPEATS (3) x MG35_CASES (lid:4095 heat:20 lid:16384:
+#           tools/mg_graphs_bench.py: whole solve, ms a cycle / step, x the copy-bound time of a plain cycle's passes,
+#           sections, levels); then the GPU tests of MG35_TESTS (the multigrid and physics files, -n 8).
 #   physics physics as data on the GPU (issues 33, 34; not part of all): the GPU tests of the kernels that read a
 #           source term and face coefficients and of whole cases bitwise equal to numpy (tests/test_gpu_physics.py),
 #           with the GPU tests of the files the change touched (PHYSICS_TESTS); then, kernel-only at PHYSICS_SIZE
@@ -228,6 +234,20 @@ if [[ $SECTIONS == *" mg "* ]]; then  # multigrid (solver/backends/cupy_mg.py, k
   grep -a -E "(PASSED|FAILED|ERROR|SKIPPED)" "$W/mg_tests.log" | grep -a "::" | sed -E "s/ +\[ *[0-9]+%\]$//" >> "$W/status.txt"
 fi
 
+if [[ $SECTIONS == *" mg35 "* ]]; then  # issue 35: whole cycles as graphs, the stop test in one pass
+  if [[ -d .bench_base35/solver ]]; then
+    rm -rf /tmp/stencil-base35 && mkdir -p /tmp/stencil-base35 && cp -r .bench_base35/solver /tmp/stencil-base35/
+    echo "base tree: $(cat .bench_base35/COMMIT 2>/dev/null)"
+  fi
+  step mg35_bench ${MG35_BENCH_S:-330} $PY tools/mg_graphs_bench.py --base /tmp/stencil-base35 --out "$W/mg35" \
+    --repeats ${MG35_REPEATS:-3} --variants ${MG35_VARIANTS:-base new off} --json "$W/mg35.jsonl" ${MG35_CASES:-lid:4095 heat:20 lid:16384:1}
+  sed -n '/^== issue 35/,$p' "$W/mg35_bench.log" > "$W/mg35.txt"
+  rm -rf "$W/mg35"  # fields of 4096^2 and 16384^2: not for the archive
+  step mg35_tests ${MG35_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" \
+    ${MG35_TESTS:-tests/test_gpu_multigrid.py tests/test_gpu_physics.py} -k "${MG35_TESTS_K:-not nothing}"
+  grep -a -E "(PASSED|FAILED|ERROR)" "$W/mg35_tests.log" | grep -a "::" | head -40 >> "$W/status.txt"
+fi
+
 if [[ $SECTIONS == *" physics "* ]]; then  # physics as data (issues 33, 34)
   step physics_tests ${PHYSICS_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" \
     ${PHYSICS_TESTS:-tests/test_gpu_physics.py tests/test_gpu_kernels.py tests/test_gpu_wave.py tests/test_gpu_boundary.py \
@@ -375,6 +395,7 @@ fi
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/plain.txt ]] && cat "$W/plain.txt"
+  [[ -f $W/mg35.txt ]] && cat "$W/mg35.txt"
   [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
   [[ -f $W/ncu26src_stalls.csv ]] && python3 -c "import csv,sys; r=list(csv.reader(open(sys.argv[1]))); [print('stall', h.replace('smsp__average_warps_issue_stalled_', ''), v) for h, v in zip(r[0], r[-1]) if 'stalled' in h and v not in ('', '0')]" "$W/ncu26src_stalls.csv" 2>&1 | head -40
   [[ -f $W/ncu26.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|FP64|stalled|One or More" "$W/ncu26.log" | cut -c1-220 | head -80
