@@ -40,7 +40,8 @@ ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", 
 PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
-NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max")  # the stop test in one pass (issue 35)
+NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_residual_restrict", "mg_prolong_smooth")  # issue 35: the
+# stop test in one pass, and the fused passes of a captured cycle
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -522,6 +523,51 @@ def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
     assert top == float("inf")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", *TABLE_CASES])
+@pytest.mark.parametrize("level", [0, 1])
+def test_fused_passes_equal_the_verbs_they_replace(emu, dtype, kind, level):
+    """mg_residual_restrict = mg_residual then mg_restrict (r left as it was: its ghost layers read, its owned points
+    computed), mg_prolong_smooth = mg_prolong then mg_smooth over the same region (u left as it was), with and
+    without a right-hand side, on real and random tables."""
+    rng = np.random.default_rng(level + 11 * len(kind))
+    if kind == "random":
+        fine_n, coarse_n = (31 + 6 * level, 45), (13, 21 + level)
+        down = (*restrict_tables(rng, dtype, coarse_n, (fine_n[0] + 4, fine_n[1] + 4)),
+                np.dtype(dtype).type(rng.uniform(1, 5)))
+        up = (rng.integers(0, coarse_n[0] + 3, fine_n[0]), values((fine_n[0], 2), dtype, rng),
+              rng.integers(0, coarse_n[1] + 3, fine_n[1]), values((fine_n[1], 2), dtype, rng))
+    else:
+        fine_n, coarse_n, down, up = real_tables({**MG_CASE, "boundary": TABLE_CASES[kind],
+                                                  "numerics": {"dtype": dtype}}, dtype, level)
+    fshape, cshape = (fine_n[0] + 4, fine_n[1] + 4), (coarse_n[0] + 4, coarse_n[1] + 4)
+    creg, freg = (2, 2 + coarse_n[0], 2, 2 + coarse_n[1]), (2, 2 + fine_n[0], 2, 2 + fine_n[1])
+    w, om = weights(dtype, rng), np.dtype(dtype).type(rng.uniform(0.5, 1.2))
+    for g_on in (False, True):
+        u, g, r, out = (values(fshape, dtype, rng) for _ in range(4))
+        coarse = values(cshape, dtype, rng)
+        gg = g if g_on else None
+        dev_g = pitched(g, 2, wider=3) if g_on else None
+
+        want_r = r.copy()
+        mg_ops.residual(want_r, u, gg, w, freg)
+        want = coarse.copy()
+        mg_ops.restrict(want, want_r, creg, *down)
+        dev_gc, dev_r, dev_u = pitched(coarse, 2), pitched(r, 2, wider=2), pitched(u, 2, wider=1)
+        emu[dtype].run(cupy_mg.residual_restrict_spec(dev_gc, dev_r, dev_u, dev_g, w, freg, creg, down))
+        assert_same_bits(dev_gc, want, f"residual_restrict g={g_on}")
+        assert_same_bits(dev_r, r, "r untouched")
+
+        want_u = u.copy()
+        mg_ops.prolong(want_u, coarse, freg, *up)
+        want = out.copy()
+        mg_ops.smooth(want, want_u, gg, w, om, freg)
+        dev_out, dev_u, dev_e = pitched(out, 2, wider=1), pitched(u, 2), pitched(coarse, 2, wider=2)
+        emu[dtype].run(cupy_mg.prolong_smooth_spec(dev_out, dev_u, dev_e, dev_g, w, om, freg, up))
+        assert_same_bits(dev_out, want, f"prolong_smooth g={g_on}")
+        assert_same_bits(dev_u, u, "u untouched")
+
+
 class TapingBackend(EmulatedBackend):
     """EmulatedBackend that captures (solver/multigrid/graphs.py takes it as a GPU): mg_capture's launches, the
     stop test's word and copy, and the external events go onto a tape instead of running; a replay runs the tape.
@@ -611,8 +657,13 @@ class TapingBackend(EmulatedBackend):
         return float(e1[0] - e0[0])
 
 
+DIRICHLET = {"top": 1.0, "bottom": 0.5, "left": 0.0, "right": -1.0}
 GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every boundary kind, implicit steps, physics
     "V-example": ("float64", {"multigrid": {"cycle": "V"}, "boundary": RUN_SIDES["example"]}),
+    "V-dirichlet": ("float32", {"multigrid": {"cycle": "V"}, "boundary": DIRICHLET}),
+    "W-dirichlet-1-3": ("float64", {"multigrid": {"cycle": "W", "pre": 1, "post": 3}, "boundary": DIRICHLET}),
+    "backward-euler-dirichlet": ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 5e-3},
+                                             "boundary": DIRICHLET, "run": {"steps": 3, "tolerance": 1e-9}}),
     "W-periodic": ("float32", {"multigrid": {"cycle": "W"}, "boundary": RUN_SIDES["periodic-x"]}),
     "F-neumann-periodic": ("float64", {"multigrid": {"cycle": "F", "pre": 1, "post": 2},
                                        "boundary": RUN_SIDES["neumann-periodic"]}),
@@ -662,6 +713,7 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     spec = GRAPH_RUNS[name]
     want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
     cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
+    emu[spec[0]].calls.clear()
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
     assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
@@ -675,8 +727,13 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     assert len(levels) == len(run.mg.grids) and all(t["compute"] > 0 for t in levels.values()), levels
     if run.mg.cg is None:  # (conjugate gradients' dot products are charged outside any level)
         assert sum(t["compute"] for t in levels.values()) == pytest.approx(run.timer.seconds["compute"])
+    calls = set(emu[spec[0]].calls)
     if "faces" in name and run.mg.cg is None:
-        assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= set(emu[spec[0]].calls)
+        assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= calls
+    if "faces" not in name:
+        assert "mg_residual_max" in calls, calls
+    if "dirichlet" in name:  # the fused passes: plain weights and constant fills (Dirichlet sides, every level)
+        assert {"mg_residual_restrict", "mg_prolong_smooth"} <= calls and "mg_prolong" not in calls, calls
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

@@ -20,7 +20,12 @@ as a graph and every later cycle from the same fields is one replay:
 - not graphed (today's verb-by-verb path): several ranks (halo exchanges and gathers are host steps), side values
   that vary in time (new boundary rules every step), a backend that cannot capture, STENCIL_MG_GRAPHS=0.
 
-The bits are the verbs' own: a replay launches the same kernels with the same arguments. Time: the backend marks
+- fewer passes: inside a capture the backend may fuse a verb with the next (CupyMultigrid: a residual with the
+  restriction that reads it, a prolongation with the first sweep after it, where no fill of a side that is not
+  constant comes between: the lid's and heat_implicit's Dirichlet sides on every level; STENCIL_MG_FUSE=0: not).
+
+The bits are the verbs' own: a replay launches the same kernels with the same arguments, and a fused pass keeps
+the terms and order of the two it replaces. Time: the backend marks
 each change of level in the graph, so the per-level sections still partition the loop (mg_replay).
 """
 

@@ -201,6 +201,94 @@ mg_vresidual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __re
     warp_max_to(out, m);
 }
 
+// Fusions of a captured cycle (issue 35; cupy_mg holds a residual or a prolongation until the verb after it): each
+// keeps the terms and order of the two verbs it replaces.
+// mg_residual_restrict: mg_restrict of the residual mg_residual would have stored over [fr0, fr1) x [fc0, fc1): a
+// window point inside that region takes g - A u computed here, any other the value r holds there (its ghost layers,
+// which a constant boundary fill never rewrites); r itself is not written.
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_residual_restrict(real* __restrict__ gc, const real* __restrict__ r, const real* __restrict__ u,
+                     const real* __restrict__ g, const idx pitch_gc, const idx pitch_r, const idx pitch_u,
+                     const idx pitch_g, const int r0, const int r1, const int c0, const int c1,
+                     const idx* __restrict__ ys, const idx* __restrict__ yc, const real* __restrict__ yw,
+                     const int yw_width, const idx* __restrict__ xs, const idx* __restrict__ xc,
+                     const real* __restrict__ xw, const int xw_width, const real scale, const int fr0, const int fr1,
+                     const int fc0, const int fc1, const real wx, const real wy)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    const int q = j - c0;
+    const idx x0 = xs[q], nb = xc[q];
+    const real* wq = xw + (idx)q * xw_width;
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+        const int k = i - r0;
+        const real* wk = yw + (idx)k * yw_width;
+        real acc = real(0);
+        for (idx a = 0; a < yc[k]; ++a) {
+            const idx fi = ys[k] + a;
+            const bool inside = fi >= fr0 && fi < fr1;
+            real row = real(0);
+            for (idx b = 0; b < nb; ++b) {
+                const idx fj = x0 + b;
+                real v;
+                if (inside && fj >= fc0 && fj < fc1) {
+                    const real* p = u + fi * pitch_u + fj;
+                    v = wx * (p[-1] + p[1]) + wy * (p[-pitch_u] + p[pitch_u]);
+                    if (g) v = v + g[fi * pitch_g + fj];
+                    v = v - p[0];
+                } else {
+                    v = r[fi * pitch_r + fj];
+                }
+                row = row + wq[b] * v;
+            }
+            acc = acc + wk[a] * row;
+        }
+        gc[i * pitch_gc + j] = scale * acc;
+    }
+}
+
+// u[i, j] + P e at (i, j) as mg_prolong adds it, for a point of the prolongation's region; u itself elsewhere.
+__device__ __forceinline__ real corrected(const real* __restrict__ u, const real* __restrict__ e, const idx pitch_u,
+                                          const idx pitch_e, const int i, const int j, const int r0, const int r1,
+                                          const int c0, const int c1, const idx* __restrict__ ys,
+                                          const real* __restrict__ yw, const int yw_width, const idx* __restrict__ xs,
+                                          const real* __restrict__ xw, const int xw_width)
+{
+    const real here = u[i * pitch_u + j];
+    if (i < r0 || i >= r1 || j < c0 || j >= c1) return here;
+    const int k = i - r0, q = j - c0;
+    const real zero = real(0);
+    const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
+    const real* lo = e + ys[k] * pitch_e + xs[q];
+    const real* hi = lo + pitch_e;
+    const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
+    const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
+    const real y0 = yw[(idx)k * yw_width], y1 = yw[(idx)k * yw_width + 1];
+    return here + ((zero + y0 * row0) + y1 * row1);
+}
+
+// mg_prolong_smooth: mg_prolong over the region followed by mg_smooth over the same region from the corrected field
+// (its neighbours outside the region: u's ghost layers as they are, a constant fill's), written to out; u itself is
+// not corrected (the sweep's other buffer, which the next sweep overwrites).
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_prolong_smooth(real* __restrict__ out, const real* __restrict__ u, const real* __restrict__ e,
+                  const real* __restrict__ g, const idx pitch_out, const idx pitch_u, const idx pitch_e,
+                  const idx pitch_g, const int r0, const int r1, const int c0, const int c1,
+                  const idx* __restrict__ ys, const real* __restrict__ yw, const int yw_width,
+                  const idx* __restrict__ xs, const real* __restrict__ xw, const int xw_width, const real wc,
+                  const real wx, const real wy, const real om)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+#define MG_AT(a, b) corrected(u, e, pitch_u, pitch_e, a, b, r0, r1, c0, c1, ys, yw, yw_width, xs, xw, xw_width)
+        real v = update(MG_AT(i, j), MG_AT(i, j - 1), MG_AT(i, j + 1), MG_AT(i - 1, j), MG_AT(i + 1, j), wc, wx, wy);
+#undef MG_AT
+        if (g) v = v + om * g[i * pitch_g + j];
+        out[i * pitch_out + j] = v;
+    }
+}
+
 // a = 0 on every point of a rows x cols field (ghost layers included).
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_clear(real* __restrict__ a, const idx pitch_a, const int rows, const int cols)
