@@ -48,7 +48,9 @@
 #           <commit> solver`, its commit in .bench_base35/COMMIT) and this one, MG35_VARIANTS (base new off: off is
 #           this tree with STENCIL_MG_GRAPHS=0) x MG35_REPEATS (3) x MG35_CASES (lid:4095 heat:20 lid:16384:
 #           tools/mg_graphs_bench.py: whole solve, ms a cycle / step, x the copy-bound time of a plain cycle's passes,
-#           sections, levels); then the GPU tests of MG35_TESTS (the multigrid and physics files, -n 8).
+#           sections, levels; items ITEM:ARG[:REPEATS[:VARIANTS]], variants also nofuse and nomarks); with MG35_NCU=1
+#           Nsight Compute's time and DRAM bytes of each kernel of a 2-cycle lid at MG35_NCU_N (4095), graph nodes
+#           included; then the GPU tests of MG35_TESTS (the multigrid and physics files, -n 8).
 #   physics physics as data on the GPU (issues 33, 34; not part of all): the GPU tests of the kernels that read a
 #           source term and face coefficients and of whole cases bitwise equal to numpy (tests/test_gpu_physics.py),
 #           with the GPU tests of the files the change touched (PHYSICS_TESTS); then, kernel-only at PHYSICS_SIZE
@@ -246,6 +248,28 @@ if [[ $SECTIONS == *" mg35 "* ]]; then  # issue 35: whole cycles as graphs, the 
   step mg35_tests ${MG35_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" \
     ${MG35_TESTS:-tests/test_gpu_multigrid.py tests/test_gpu_physics.py} -k "${MG35_TESTS_K:-not nothing}"
   grep -a -E "(PASSED|FAILED|ERROR)" "$W/mg35_tests.log" | grep -a "::" | head -40 >> "$W/status.txt"
+  if [[ -n ${MG35_NCU:-} ]] && command -v ncu > /dev/null; then  # each kernel of the first cycles, graphs' nodes too
+    step mg35_ncu ${MG35_NCU_S:-120} ncu --clock-control none --launch-count ${MG35_NCU_COUNT:-200} --csv --print-units base \
+      --log-file "$W/mg35_ncu.csv" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      $PY -m solver run cases/laplace_multigrid.yaml --backend cupy --steps 2 -o "$W/ncu_run" -q --overwrite \
+      --set output.fields=false --set output.vtk=false --set grid.nx=${MG35_NCU_N:-4095} --set grid.ny=${MG35_NCU_N:-4095}
+    $PY - "$W/mg35_ncu.csv" > "$W/mg35_ncu.txt" 2>&1 <<'PYEOF'
+import csv, sys
+from collections import defaultdict
+rows = list(csv.DictReader(line for line in open(sys.argv[1]) if line.startswith('"')))
+k = defaultdict(dict)
+for r in rows:
+    k[(int(r["ID"]), r["Kernel Name"], r["Grid Size"], r["Block Size"])][r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+by = defaultdict(lambda: [0, 0.0, 0.0])
+for (i, name, grid, block), m in k.items():
+    t = by[(name, grid)]
+    t[0] += 1; t[1] += m.get("gpu__time_duration.sum", 0); t[2] += m.get("dram__bytes_read.sum", 0) + m.get("dram__bytes_write.sum", 0)
+print(f"ncu: {len(k)} kernels; by (name, grid), total time, mean time, DRAM GB/s (the largest 40 by total)")
+for (name, grid), (n, ns, b) in sorted(by.items(), key=lambda x: -x[1][1])[:40]:
+    print(f"  {name[:28]:28s} {grid:18s} x{n:3d} {ns / 1e3:9.1f} us  {ns / n / 1e3:8.2f} us each  {b / max(ns, 1):7.0f} GB/s")
+PYEOF
+    cat "$W/mg35_ncu.txt"
+  fi
 fi
 
 if [[ $SECTIONS == *" physics "* ]]; then  # physics as data (issues 33, 34)
@@ -396,6 +420,7 @@ fi
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/plain.txt ]] && cat "$W/plain.txt"
   [[ -f $W/mg35.txt ]] && cat "$W/mg35.txt"
+  [[ -f $W/mg35_ncu.txt ]] && head -30 "$W/mg35_ncu.txt"
   [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
   [[ -f $W/ncu26src_stalls.csv ]] && python3 -c "import csv,sys; r=list(csv.reader(open(sys.argv[1]))); [print('stall', h.replace('smsp__average_warps_issue_stalled_', ''), v) for h, v in zip(r[0], r[-1]) if 'stalled' in h and v not in ('', '0')]" "$W/ncu26src_stalls.csv" 2>&1 | head -40
   [[ -f $W/ncu26.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|FP64|stalled|One or More" "$W/ncu26.log" | cut -c1-220 | head -80

@@ -5,9 +5,10 @@ one, run alternately, each a process of its own.
 
     python tools/mg_graphs_bench.py --base DIR --out DIR --repeats 3 lid:4095 heat:20 lid:16384:1 [--variants base new off]
 
-Items (a third field: repeats of that item): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10); heat:STEPS is
-cases/heat_implicit.yaml (4096^2, backward Euler) on cupy for STEPS steps. Variants: base (the --base tree), new
-(this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one). Per run one JSON line: the
+Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10); heat:STEPS is
+cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
+(the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nofuse
+(STENCIL_MG_FUSE=0: graphs without the fused passes), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -32,17 +33,18 @@ def command(item: str) -> list[str]:
     kind, arg = item.split(":")[:2]
     if kind == "lid":
         return ["cases/laplace_multigrid.yaml", "--set", f"grid.nx={arg}", "--set", f"grid.ny={arg}"]
-    if kind == "heat":
-        return ["cases/heat_implicit.yaml", "--steps", arg, "--set", f"output.every={arg}"]
-    raise SystemExit(f"unknown item {item!r}: lid:N or heat:STEPS")
+    if kind in ("heat", "heatcn"):
+        scheme = ["--scheme", "crank-nicolson"] if kind == "heatcn" else []
+        return ["cases/heat_implicit.yaml", "--steps", arg, "--set", f"output.every={arg}", *scheme]
+    raise SystemExit(f"unknown item {item!r}: lid:N, heat:STEPS or heatcn:STEPS")
 
 
 def run_one(item: str, variant: str, base: Path, out: Path) -> dict:
     env = dict(os.environ)
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
-    if variant == "off":
-        env["STENCIL_MG_GRAPHS"] = "0"
+    env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"},
+                "nomarks": {"STENCIL_MG_MARKS": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]
     cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", "cupy", "-o", str(out), "-q", "--overwrite",
@@ -115,9 +117,11 @@ def main() -> int:
     args = p.parse_args()
     rows = []
     for item in args.items:
-        for i in range(int(item.split(":")[2]) if item.count(":") > 1 else args.repeats):
-            for variant in args.variants:
-                row = run_one(item, variant, args.base.resolve(), args.out / f"{item.replace(':', '-')}-{variant}")
+        fields = item.split(":")
+        repeats = int(fields[2]) if len(fields) > 2 and fields[2] else args.repeats
+        for i in range(repeats):
+            for variant in fields[3].split(",") if len(fields) > 3 else args.variants:
+                row = run_one(item, variant, args.base.resolve(), args.out / f"{fields[0]}{fields[1]}-{variant}")
                 row["repeat"] = i
                 rows.append(row)
                 print(json.dumps(row), flush=True)
