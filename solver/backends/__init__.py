@@ -251,6 +251,17 @@ class Backend:
 
         return mg_ops.max_abs(a, region)
 
+    def residual_max(self, r, u, g, w, region: Region) -> None:
+        """The stop test: r = g - A u over the region (r None: not kept) and max |r| there (inf for NaN or Inf), which
+        norm() gives; backends with a kernel for it make one pass of it (a device enqueues it, norm() waits)."""
+        r = np.empty_like(u) if r is None else r
+        self.residual(r, u, g, w, region)
+        self._norm = self.max_abs(r, region)
+
+    def norm(self) -> float:
+        """The value of the last residual_max."""
+        return self._norm
+
     def axpy(self, y, a, x, region: Region) -> None:
         """y = y + a*x (conjugate gradients)."""
         from . import mg_ops

@@ -202,6 +202,12 @@ class NumbaBackend(Backend):
     def max_abs(self, a, region) -> float:
         return float(self._mg().max_abs(a, *region))
 
+    def residual_max(self, r, u, g, w, region) -> None:
+        """The stop test in one pass (numba_mg.residual_max) where the weights are plain."""
+        if w.fields:
+            return super().residual_max(r, u, g, w, region)
+        self._norm = float(self._mg().residual_max(r, u, g, w.wx, w.wy, *region))
+
     def axpy(self, y, a, x, region) -> None:
         self._mg().axpy(y, a, x, *region)
 

@@ -141,6 +141,31 @@ def max_abs(a, r0, r1, c0, c1):
 
 
 @njit(parallel=True, cache=True)
+def residual_max(r, u, g, wx, wy, r0, r1, c0, c1):
+    """The stop test in one pass: residual (residual_g with g) into r, unless r is None, and max |.| over the
+    region as max_abs gives it (inf for NaN or Inf); g None and r None are compiled out."""
+    m = c1 - c0
+    rowmax = np.zeros(max(r1 - r0, 1))
+    for i in prange(r0, r1):
+        c, w, e, s, n = _rows(u, i, c0, c1)
+        top = 0.0
+        for j in range(m):
+            if g is None:
+                v = (wx * (w[j] + e[j]) + wy * (s[j] + n[j])) - c[j]
+            else:
+                v = ((wx * (w[j] + e[j]) + wy * (s[j] + n[j])) + g[i, c0 + j]) - c[j]
+            if r is not None:
+                r[i, c0 + j] = v
+            d = abs(v)
+            if d > top:
+                top = d
+            elif d != d:
+                top = np.inf
+        rowmax[i - r0] = top
+    return rowmax.max() if r1 > r0 else 0.0
+
+
+@njit(parallel=True, cache=True)
 def axpy(y, a, x, r0, r1, c0, c1):
     for i in prange(r0, r1):
         for j in range(c0, c1):
