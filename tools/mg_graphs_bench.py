@@ -4,6 +4,7 @@ the change (a directory holding its `solver` package, e.g. `git archive <commit>
 one, run alternately, each a process of its own.
 
     python tools/mg_graphs_bench.py --base DIR --out DIR --repeats 3 lid:4095 heat:20 lid:16384:1 [--variants base new off]
+        [--backend numba]
 
 Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10); heat:STEPS is
 cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
@@ -39,7 +40,7 @@ def command(item: str) -> list[str]:
     raise SystemExit(f"unknown item {item!r}: lid:N, heat:STEPS or heatcn:STEPS")
 
 
-def run_one(item: str, variant: str, base: Path, out: Path) -> dict:
+def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy") -> dict:
     env = dict(os.environ)
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
@@ -47,7 +48,7 @@ def run_one(item: str, variant: str, base: Path, out: Path) -> dict:
                 "nomarks": {"STENCIL_MG_MARKS": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]
-    cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", "cupy", "-o", str(out), "-q", "--overwrite",
+    cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", backend, "-o", str(out), "-q", "--overwrite",
            "--set", "output.vtk=false", "--set", "output.fields=false"]
     t = time.perf_counter()
     res = subprocess.run(cmd, env=env, cwd="/tmp", capture_output=True, text=True)
@@ -114,6 +115,7 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--variants", nargs="+", default=["base", "new"])
     p.add_argument("--json", type=Path)
+    p.add_argument("--backend", default="cupy", help="cupy; numba for the CPU's stop test in one pass")
     args = p.parse_args()
     rows = []
     for item in args.items:
@@ -121,7 +123,8 @@ def main() -> int:
         repeats = int(fields[2]) if len(fields) > 2 and fields[2] else args.repeats
         for i in range(repeats):
             for variant in fields[3].split(",") if len(fields) > 3 else args.variants:
-                row = run_one(item, variant, args.base.resolve(), args.out / f"{fields[0]}{fields[1]}-{variant}")
+                row = run_one(item, variant, args.base.resolve(), args.out / f"{fields[0]}{fields[1]}-{variant}",
+                              args.backend)
                 row["repeat"] = i
                 rows.append(row)
                 print(json.dumps(row), flush=True)
