@@ -252,3 +252,28 @@ def test_report_draws_a_multigrid_run(tmp_path):
     res = stencil(["report", str(tmp_path / "out_rep")])
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out_rep" / "bandwidth.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_numba_stop_test_in_one_pass_equals_residual_then_max(dtype):
+    """numba_mg.residual_max (issue 35): the residual's bits where r is kept, and max |r| as mg_ops.max_abs gives it,
+    with and without g, r kept or not; a NaN reads as inf."""
+    from solver.backends import numba_mg
+    from solver.core.physics import Weights
+
+    rng = np.random.default_rng(35)
+    t = np.dtype(dtype).type
+    w = Weights(t(0), t(0.21), t(0.29))
+    region = (2, 31, 2, 40)
+    for bad in (False, True):
+        u, g, r = (rng.uniform(-1, 1, (33, 42)).astype(dtype) for _ in range(3))
+        if bad:
+            u[9, 17] = np.nan
+        for gg in (None, g):
+            want = r.copy()
+            mg_ops.residual(want, u, gg, w, region)
+            got = r.copy()
+            m = numba_mg.residual_max(got, u, gg, w.wx, w.wy, *region)
+            assert m == mg_ops.max_abs(want, region) == numba_mg.residual_max(None, u, gg, w.wx, w.wy, *region)
+            assert (got.view(np.uint8) == want.view(np.uint8)).all()
+            assert (m == np.inf) == bad

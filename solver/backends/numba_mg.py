@@ -148,7 +148,7 @@ def residual_max(r, u, g, wx, wy, r0, r1, c0, c1):
     rowmax = np.zeros(max(r1 - r0, 1))
     for i in prange(r0, r1):
         c, w, e, s, n = _rows(u, i, c0, c1)
-        top = 0.0
+        top, bad = 0.0, False
         for j in range(m):
             if g is None:
                 v = (wx * (w[j] + e[j]) + wy * (s[j] + n[j])) - c[j]
@@ -157,11 +157,9 @@ def residual_max(r, u, g, wx, wy, r0, r1, c0, c1):
             if r is not None:
                 r[i, c0 + j] = v
             d = abs(v)
-            if d > top:
-                top = d
-            elif d != d:
-                top = np.inf
-        rowmax[i - r0] = top
+            top = d if d > top else top  # (a select and an or: 7% faster than max_abs's branch on the VM)
+            bad |= d != d
+        rowmax[i - r0] = np.inf if bad else top
     return rowmax.max() if r1 > r0 else 0.0
 
 
