@@ -315,9 +315,10 @@ def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
 
 
 def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, monkeypatch):
-    """One cycle a replay (Dirichlet sides: the fused passes too) against the verbs launched one by one
-    (STENCIL_MG_GRAPHS=0), the same case: the same bits and residuals; the graphs' levels from their external events,
-    each level's compute partitioning the whole, which the loop's wall time bounds."""
+    """One cycle a replay (Dirichlet sides, STENCIL_MG_FUSE=1: the fused passes too) against the verbs launched one
+    by one (STENCIL_MG_GRAPHS=0), the same case: the same bits and residuals; the graphs' levels from their external
+    events, each level's compute partitioning the whole, which the loop's wall time bounds."""
+    monkeypatch.setenv("STENCIL_MG_FUSE", "1")  # (opt-in)
     graphed, rec = lid_run(tmp_path, "graphed", n=1023)
     monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
     plain, plain_rec = lid_run(tmp_path, "plain", n=1023)

@@ -668,6 +668,7 @@ DIRICHLET = {"top": 1.0, "bottom": 0.5, "left": 0.0, "right": -1.0}
 GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every boundary kind, implicit steps, physics
     "V-example": ("float64", {"multigrid": {"cycle": "V"}, "boundary": RUN_SIDES["example"]}),
     "V-dirichlet": ("float32", {"multigrid": {"cycle": "V"}, "boundary": DIRICHLET}),
+    "V-dirichlet-default": ("float64", {"multigrid": {"cycle": "V"}, "boundary": DIRICHLET}),
     "W-dirichlet-1-3": ("float64", {"multigrid": {"cycle": "W", "pre": 1, "post": 3}, "boundary": DIRICHLET}),
     "backward-euler-dirichlet": ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 5e-3},
                                              "boundary": DIRICHLET, "run": {"steps": 3, "tolerance": 1e-9}}),
@@ -721,6 +722,9 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
     cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
     emu[spec[0]].calls.clear()
+    fused = "dirichlet" in name and "default" not in name
+    if fused:  # (the fused passes are opt-in)
+        monkeypatch.setenv("STENCIL_MG_FUSE", "1")
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
     assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
@@ -739,8 +743,10 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
         assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= calls
     if "faces" not in name:
         assert "mg_residual_max" in calls, calls
-    if "dirichlet" in name:  # the fused passes: plain weights and constant fills (Dirichlet sides, every level)
+    if fused:  # the fused passes: plain weights and constant fills (Dirichlet sides, every level)
         assert {"mg_residual_restrict", "mg_prolong_smooth"} <= calls and "mg_prolong" not in calls, calls
+    else:
+        assert not calls & {"mg_residual_restrict", "mg_prolong_smooth"}, calls
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

@@ -9,7 +9,8 @@ one, run alternately, each a process of its own.
 Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10); heat:STEPS is
 cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
 (the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nofuse
-(STENCIL_MG_FUSE=0: graphs without the fused passes), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs). Per run one JSON line: the
+and fuse (STENCIL_MG_FUSE=0 / 1: graphs without / with the fused passes; off by default since 2026-12-03's second
+call, which ran `new` with them), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -44,7 +45,7 @@ def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy
     env = dict(os.environ)
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"},
+    env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"}, "fuse": {"STENCIL_MG_FUSE": "1"},
                 "nomarks": {"STENCIL_MG_MARKS": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]

@@ -346,7 +346,7 @@ class CupyMultigrid:
     _mg_words = None  # (dtype, count) -> the dot products' device words
     _mg_tables = None  # id(host array) -> its device copy (a fill's values along a side)
     _mg_capturing = False  # inside mg_capture(): verbs only enqueue (no events, joins or host waits)
-    _mg_fusing = False  # inside mg_capture() (unless STENCIL_MG_FUSE=0): residual and prolong held for a fused pass
+    _mg_fusing = False  # inside mg_capture() with STENCIL_MG_FUSE=1: residual and prolong held for a fused pass
     _mg_held = None  # the verb held: ("residual" | "prolong", its arguments)
     _mg_marks = None  # the marks [(event, level)] of the graph being captured (None: not marking)
     _mg_driver = None  # cuEventRecordWithFlags (ctypes), False where it cannot be had
@@ -510,7 +510,7 @@ class CupyMultigrid:
         marks = [] if self._mg_driver_fn() else None
         seen = LevelMarks(timer, self._mg_mark) if marks is not None else timer
         self._mg_marks, self._mg_capturing = marks, True
-        self._mg_fusing = os.environ.get("STENCIL_MG_FUSE", "1") != "0"
+        self._mg_fusing = os.environ.get("STENCIL_MG_FUSE", "0") == "1"  # (opt-in: measured slower, graphs.py)
         self._mg_begin(self.main)
         try:
             if marks is not None:

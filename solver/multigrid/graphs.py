@@ -20,9 +20,13 @@ as a graph and every later cycle from the same fields is one replay:
 - not graphed (today's verb-by-verb path): several ranks (halo exchanges and gathers are host steps), side values
   that vary in time (new boundary rules every step), a backend that cannot capture, STENCIL_MG_GRAPHS=0.
 
-- fewer passes: inside a capture the backend may fuse a verb with the next (CupyMultigrid: a residual with the
-  restriction that reads it, a prolongation with the first sweep after it, where no fill of a side that is not
-  constant comes between: the lid's and heat_implicit's Dirichlet sides on every level; STENCIL_MG_FUSE=0: not).
+- fewer passes, opt-in (STENCIL_MG_FUSE=1): inside a capture the backend fuses a verb with the next (CupyMultigrid:
+  a residual with the restriction that reads it, a prolongation with the first sweep after it, where no fill of a
+  side that is not constant comes between: Dirichlet sides on every level). Measured on one H200 (2026-12-03,
+  docs/bench/2026-12-03-issue35) they save bytes but not time: each fine point's residual or correction is computed
+  again for every window or neighbour that reads it, from index and weight tables, so the fused passes run at a
+  quarter of the copy rate (4095^2: 354 us for the prolongation and first sweep against about 140 us apart) and the
+  lid's cycle took 1.42 ms with them against 1.28 without: off by default.
 
 The bits are the verbs' own: a replay launches the same kernels with the same arguments, and a fused pass keeps
 the terms and order of the two it replaces. Time: the backend marks
