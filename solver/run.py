@@ -334,7 +334,7 @@ class Run:
         start = self.restart.step if self.restart else 0
         facts = {"method": self.case.physics.solver, "iterations": s.step - start, "initial_residual": s.r0,
                  "residuals": [(k, r, s.relative(r)) for k, r in s.residuals], "tolerance": self.case.run.tolerance,
-                 "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start}
+                 "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start, "floor": s.floor}
         if self.mg is not None:
             facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
         return facts

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..core import stops
 from ..core.boundary import Fill, Rule, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
@@ -254,12 +255,13 @@ class Multigrid:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 
     # implicit heat steps -----------------------------------------------------------------------------------
-    def time_step(self, rhs: Weights, tol: float, most: int, timer) -> tuple[int, float, float]:
+    def time_step(self, rhs: Weights, tol: float, most: int, timer) -> tuple[int, float, float, str]:
         """One implicit step from u^n (the finest level's u): g = the explicit part of u^n over the operator's
         diagonal (one Jacobi-kernel update with weights `rhs`), then cycles from u^n until the relative
         residual max|g - A u| / max|g - A u^n| (the step's initial residual as the unit: what the step has to
-        change) is below tol, the residual stops falling (the rounding floor), or `most` cycles are done.
-        Returns (cycles, max|g - A u^n|, the relative residual reached); collective.
+        change) is below tol, a stop rule of solver.core.stops holds (the rounding floor, divergence, a
+        stall), or `most` cycles are done. Returns (cycles, max|g - A u^n|, the relative residual reached, why
+        the solve ended: "tolerance", "max_cycles" or a stop rule); collective.
 
         Units tried and dropped (docs/multigrid.md): max|g|, and the normwise backward error
         max|r| / (max|g| + |A| max|u|). With dt far past the explicit limit, g = u^n / d with d ~ 10^4, and
@@ -267,15 +269,21 @@ class Multigrid:
         cycle at all, and the field does not move."""
         self._rhs(rhs, timer)
         r0 = self._reduced(self.residual_norm(timer), timer)
-        rel, history = (0.0 if r0 == 0 else 1.0), []
-        while rel >= tol and len(history) < most and not _stalled(history):
+        rel, history, why = (0.0 if r0 == 0 else 1.0), [], None
+        floor = lambda: stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer)) / r0  # noqa: E731
+        while rel >= tol and why is None:
+            if len(history) == most:
+                why = "max_cycles"
+                break
             self.cycle(timer)
             rel = self._reduced(self.residual_norm(timer), timer) / r0
             history.append(rel)
             if rel != rel or rel == float("inf"):
+                why = "overflow"  # the loop's check reports it (NumericalError)
                 break
+            why = stops.ending(history, floor)
         self.last = rel
-        return len(history), r0, rel
+        return len(history), r0, rel, why or "tolerance"
 
     def _rhs(self, w: Weights, timer) -> None:
         grid = self._at(0, timer)
@@ -293,6 +301,14 @@ class Multigrid:
         return r
 
     # the stop test ---------------------------------------------------------------------------------------
+    def scale(self) -> float:
+        """This rank's largest value the finest level's residual is computed from: max |u| with its ghost
+        layer (boundary values, neighbours' points) plus max |g| (the scale of the rounding floor)."""
+        grid, be = self.grids[0], self.backend
+        r0, r1, c0, c1 = grid.owned
+        g = be.max_abs(grid.g, grid.owned) if grid.g is not None else 0.0
+        return be.max_abs(grid.u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) + g
+
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
         self._residual(0, timer)
@@ -360,11 +376,6 @@ def warm_up(case, backend, settings: Settings, cycle: str, fine_g: bool) -> None
     mg.cycle(timer)
     mg.residual_norm(timer)
     backend.synchronize()
-
-
-def _stalled(history: list[float], checks: int = 3) -> bool:
-    """The residual has stopped falling: `checks` cycles in a row without halving the best before them."""
-    return len(history) > checks and min(history[-checks:]) > 0.5 * min(history[:-checks])
 
 
 def _shift(region):

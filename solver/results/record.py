@@ -79,6 +79,11 @@ COARSE_BOUND = 0.5  # multigrid: levels below the finest above this share of the
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
 
 
+def _no_cycles(sol: dict | None) -> bool:
+    """A multigrid run whose solves needed no cycle at all (the initial fields already solved them)."""
+    return bool(sol) and sol["method"] == "multigrid" and sol.get("cycles", sol.get("iterations")) == 0
+
+
 def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "float64", on_gpu: bool = False) -> str:
     """One sentence naming the limit the timings show, by the first regime that applies (each rule is
     tested in tests/test_bottleneck.py with constructed rank rows). Fractions are of a rank's loop
@@ -303,7 +308,8 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "times": facts["phases"],
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]),
+        "bottleneck": (bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]) if tp or not _no_cycles(sol)
+                       else "no multigrid cycle ran (every solve started at its answer): nothing to time"),
     }
 
 
