@@ -347,6 +347,14 @@ class Case(Section):
         if self.parallel.balance != "none":
             raise ValueError("parallel.balance: dynamic applies to the jacobi solver and heat; set balance: none "
                              "for multigrid")
+        m = self.multigrid
+        if m.pre + m.post == 0:
+            raise ValueError("multigrid.pre: pre: 0 and post: 0 leave the cycles without smoothing, and the coarse levels "
+                             "cannot remove the error they do not see; use at least one sweep (the default: pre: 2, post: 2)")
+        if m.smoother == "jacobi" and m.omega >= 1:
+            raise ValueError(f"multigrid.omega: {m.omega:g} does not smooth: a weighted Jacobi sweep multiplies the "
+                             f"checkerboard mode by 1 - 2 omega = {1 - 2 * m.omega:g}, which does not shrink it; use "
+                             "0 < omega < 1 (0.8 is the textbook weight) or smoother: chebyshev")
 
     def _check_boundary_kinds(self) -> None:
         b = self.boundary

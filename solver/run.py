@@ -107,7 +107,11 @@ class Run:
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         if self.mg is not None:  # its kernels too: the first cycle is timed as the others
             from .multigrid.cycle import warm_up
+            from .multigrid.levels import smoothing_note
 
+            note = smoothing_note(self.mg.levels)
+            if note and self.comm.rank == 0:
+                print(note, file=sys.stderr, flush=True)
             warm_up(self.case, self.backend, self.mg.settings, self.mg.kind, self.case.implicit)
         self.comm.barrier()
         self.clock.lap("compile")
