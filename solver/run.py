@@ -221,8 +221,9 @@ class Run:
 
     def _execute(self) -> dict:
         self.setup()
-        state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0,
-                          r0=self.restart.r0 if self.restart else None)
+        cp = self.restart  # a restart continues with every piece of state that decides the next step
+        state = LoopState(self.u, self.u_new, step=cp.step if cp else 0, r0=cp.r0 if cp else None,
+                          residuals=list(cp.residuals) if cp else [])
         if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
             from .parallel.balance import Balancer
 

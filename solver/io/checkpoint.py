@@ -7,6 +7,8 @@ Layout:
     ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
     residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio), segments (JSON:
     the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them).
+    /residuals (checks, 2) float64: laplace's checks up to `step`, (step, max |residual|) each: multigrid's stop
+    rules read this history (solver.core.stops), so a restart decides every later cycle as the run would have.
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -136,6 +138,22 @@ def _segments(a, p: Path, step: int) -> tuple:
     return tuple(segs)
 
 
+def _residuals(f, p: Path, step: int) -> tuple:
+    """The checks' (step, residual) history, each step a whole number after the last and up to `step`, each
+    residual finite and >= 0 (a checkpoint written before histories were kept has none: empty)."""
+    if "residuals" not in f:
+        return ()
+    h = f["residuals"]
+    shape = getattr(h, "shape", None)  # a group where the dataset belongs: no shape
+    data = h[()] if shape and len(shape) == 2 and shape[1] == 2 and shape[0] <= step + 1 else None
+    if data is None or not np.all(np.isfinite(data)) or (len(data) and (
+            np.any(data[:, 0] != np.round(data[:, 0])) or np.any(data < 0) or np.any(np.diff(data[:, 0]) <= 0)
+            or data[-1, 0] > step)):
+        raise InputError(f"--restart: {p} has a dataset residuals that is not a history of checks up to step {step}: "
+                         "the checkpoint is damaged; restart from an intact copy")
+    return tuple((int(k), float(r)) for k, r in data)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path
@@ -147,6 +165,7 @@ class Checkpoint:
     shape: tuple[int, int]
     r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
     segments: tuple = ()  # the segments that led to `step` (dicts), oldest first
+    residuals: tuple = ()  # laplace: the checks' (step, max |residual|) up to `step` (the stop rules' history)
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -163,7 +182,7 @@ class Checkpoint:
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
                 step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
                 return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0=r0,
-                           segments=_segments(a, p, step))
+                           segments=_segments(a, p, step), residuals=_residuals(f, p, step))
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -203,7 +222,8 @@ class Checkpoint:
 
 
 def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
-    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, segments."""
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, r0, segments,
+    residuals."""
     if hdf5_writer(comm) == "mpio":
         return _write_parallel(path, comm, blocks, mine, meta)
     if comm.rank != 0:
@@ -289,4 +309,5 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
                     "segments": json.dumps(meta.get("segments", []))})
+    f.create_dataset("residuals", data=np.array(meta.get("residuals", []), dtype=np.float64).reshape(-1, 2))
     return u

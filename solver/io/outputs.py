@@ -449,7 +449,8 @@ class Outputs:
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step)}
+                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
+                "residuals": s.residuals}
         mine = owned(self.backend, s.u)
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
                            f"writing the checkpoint of step {s.step}")
