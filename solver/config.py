@@ -571,8 +571,11 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
 
 def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = None) -> Case:
     """A case mapping (a file's, or a checkpoint's saved case) with overrides applied (see load_case), validated."""
+    if overrides is not None and not isinstance(overrides, dict):
+        raise InputError(f"{source}: overrides: {quote(overrides)} is not a mapping; give field paths and values, e.g. "
+                         "{'physics.alpha': 0.5}")
     for name, value in (overrides or {}).items():
-        if name.startswith("--"):
+        if isinstance(name, str) and name.startswith("--"):
             if name not in OPTION_FIELDS:
                 raise InputError(f"{source}: {name}: not an option that sets a case field; use one of "
                                  f"{', '.join(OPTION_FIELDS)}, or a field path such as 'physics.alpha'")
@@ -585,9 +588,9 @@ def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = N
 
 def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
     """data[a][b] = value for path 'a.b' (missing sections are made); validation judges the field itself."""
+    if not isinstance(path, str) or not all(path.split(".")):
+        raise InputError(f"{source}: {quote(path)}: a field path is names joined by dots, e.g. 'physics.alpha'")
     keys = path.split(".")
-    if not all(keys) or not isinstance(path, str):
-        raise InputError(f"{source}: {path!r}: a field path is names joined by dots, e.g. 'physics.alpha'")
     node = data
     for depth, key in enumerate(keys[:-1]):
         node = node.setdefault(key, {})
