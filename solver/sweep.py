@@ -359,10 +359,14 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
 
 
 def read_record(d: Path) -> dict | None:
+    """A point's record.json (solver.core.readers), or None where the point wrote none that reads as an object."""
+    from .core.readers import read_json
+
     try:
-        return json.loads((Path(d) / "record.json").read_text())
-    except (OSError, ValueError):
+        rec = read_json(Path(d) / "record.json", None, "")
+    except InputError:
         return None
+    return rec if isinstance(rec, dict) else None
 
 
 # rows ------------------------------------------------------------------------------------------

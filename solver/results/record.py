@@ -260,12 +260,13 @@ def check_not_reached(outdir: Path, case) -> None:
     checkpoint would recompute the stretch since then and rewrite its results: an InputError that says so
     (nothing is changed). Read-only; a directory without a readable record.json is not checked."""
     from ..core.errors import InputError
+    from ..core.readers import read_json
 
     try:
-        rec = json.loads((Path(outdir) / "record.json").read_text())
+        rec = read_json(Path(outdir) / "record.json", None, "")
         reached, converged = int(rec["run"]["steps"]), bool(rec["run"].get("converged"))
         tol = rec["case"]["run"].get("tolerance")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (InputError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return
     converged = converged and tol is not None and (case.run.tolerance or 0.0) >= tol  # a lower tolerance goes on
     if reached >= case.run.steps or converged:
