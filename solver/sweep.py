@@ -99,6 +99,9 @@ class Point:
 
 # input -----------------------------------------------------------------------------------------
 
+MAX_COUNTS = 64  # entries of a list option (--ranks 1,2,4...): each one a sweep point or a measurement
+
+
 def parse_counts(text: str, option: str) -> list[int]:
     """'1,2,4,8' -> [1, 2, 4, 8]: positive, distinct, increasing."""
     try:
@@ -107,6 +110,8 @@ def parse_counts(text: str, option: str) -> list[int]:
         raise InputError(f"{option}: {text!r} is not a comma-separated list of whole numbers; e.g. 1,2,4,8") from None
     if not counts or min(counts) < 1:
         raise InputError(f"{option}: give positive counts, e.g. 1,2,4,8")
+    if len(counts) > MAX_COUNTS:
+        raise InputError(f"{option}: {len(counts)} counts; give at most {MAX_COUNTS} (each is a point to run or measure)")
     if counts != sorted(set(counts)):
         raise InputError(f"{option}: {text!r} must increase without repeats; e.g. 1,2,4,8")
     return counts

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, StencilError, VerificationError
-from ..core.limits import MAX_THREADS, MAX_TIME_TILE
+from ..core.limits import MAX_RANKS, MAX_THREADS, MAX_TIME_TILE
 from . import stdout
 
 
@@ -242,7 +242,7 @@ def _free_saved_dims(data: dict, ranks: int, over: dict) -> str | None:
 @app.command()
 def validate(
     case: Path = typer.Argument(..., help="case file (YAML)"),
-    ranks: int = typer.Option(1, min=1, help="plan for this many MPI ranks"),
+    ranks: int = typer.Option(1, min=1, max=MAX_RANKS, help="plan for this many MPI ranks"),
     backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
     dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
     output: Optional[str] = typer.Option(None, "--output", "-o"),
@@ -546,7 +546,7 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE, fields: bool = _FIELDS,
         model: bool = _MODEL, network: Optional[str] = _NETWORK,
     ) -> None:
-        _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+        _sweep(kind, case, _counts(ranks, "--ranks", [], MAX_RANKS), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
                timeout=timeout, time_tile=time_tile, fields=fields, model=model, network=network)
@@ -590,9 +590,9 @@ def report(
 @app.command()
 def model(
     case: Optional[Path] = typer.Argument(None, help="case file (YAML); not needed with --validate"),
-    ranks: Optional[int] = typer.Option(None, min=1, help="MPI ranks (default: nodes x ranks per node, else 1)"),
-    nodes: Optional[int] = typer.Option(None, min=1, help="nodes (default: as many as --ranks needs)"),
-    ranks_per_node: Optional[int] = typer.Option(None, "--ranks-per-node", min=1,
+    ranks: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="MPI ranks (default: nodes x ranks per node, else 1)"),
+    nodes: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="nodes (default: as many as --ranks needs)"),
+    ranks_per_node: Optional[int] = typer.Option(None, "--ranks-per-node", min=1, max=MAX_RANKS,
                                                  help="ranks per node (default: the cores here; with --gpus 1)"),
     gpus: bool = typer.Option(False, "--gpus", help="one GPU per rank (cupy backend)"),
     network: Optional[str] = typer.Option(None, help="between nodes: a preset (infiniband-hdr, infiniband-ndr, "
@@ -648,7 +648,7 @@ def model(
 @bench_app.command("model")
 def bench_model(
     case: Path = typer.Argument(..., help="case file (YAML): its dtype and halo mode"),
-    ranks: Optional[int] = typer.Option(None, min=1, help="ranks of the probe launch (default: the cores here)"),
+    ranks: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="ranks of the probe launch (default: the cores here)"),
     gpu: Optional[str] = typer.Option(None, help="GPU sizes to measure, e.g. 4096,8192,16384 (square)"),
     shapes: Optional[str] = typer.Option(None, help="CPU block shapes NYxNX, e.g. 256x4096,1024x1024 (default: a grid)"),
     time_tile: str = typer.Option("1,8", "--time-tile", help="time tiles to measure"),
