@@ -392,7 +392,7 @@ def _check_ranges(case: Case) -> None:
     """Values every field accepts alone but that together overflow or underflow in the case dtype."""
     import numpy as np
 
-    from .core.physics import weights
+    from .core.physics import stable_dt, weights
 
     big = float(np.finfo(case.numerics.dtype).max)
     init = case.initial
@@ -405,8 +405,13 @@ def _check_ranges(case: Case) -> None:
     if init.kind == "random" and not math.isfinite(init.high - init.low):
         raise ValueError(f"initial.high: the range [{init.low:g}, {init.high:g}) is too wide to draw from (its width "
                          "overflows); narrow it")
-    w = weights(case).cast(case.numerics.dtype)
+    with np.errstate(over="ignore", under="ignore"):  # a cast out of range is the finding, said below (no warning)
+        w = weights(case).cast(case.numerics.dtype)
     if not all(math.isfinite(float(x)) for x in (w.wc, w.wx, w.wy)) or float(w.wx) <= 0 or float(w.wy) <= 0:
+        if case.physics.equation == "heat" and case.physics.dt is not None:
+            raise ValueError(f"physics.dt: {case.physics.dt:g} (alpha {case.physics.alpha:g}) on this grid gives weights "
+                             f"wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; use a "
+                             f"dt nearer the explicit limit {stable_dt(case):.3g} (or dt: null), or numerics.dtype: float64")
         raise ValueError(f"grid: lx = {case.grid.lx:g}, ly = {case.grid.ly:g} on {case.grid.nx} x {case.grid.ny} points "
                          f"give weights wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; "
                          "bring lx/nx and ly/ny closer to each other (or dt and alpha into range)")
