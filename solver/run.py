@@ -291,6 +291,11 @@ class Run:
         if self.state.stopped_by == "signal":
             raise self.outputs.interrupted(self.state)
         self._note_late_signal()
+        if self.state.stopped_by == "diverged":  # written like any ending, then exit 4 as NaN/Inf do
+            err = NumericalError(f"{record['solver']['ended']}; the record and the final field are in "
+                                 f"{self.layout.outdir}")
+            err.agreed, err.report = True, self.comm.rank == 0
+            raise err
         return record
 
     def _note_late_signal(self) -> None:
