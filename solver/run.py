@@ -212,7 +212,8 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
-        with StopSignals.held() as self.signals:  # one signal policy from set-up to the end (its docstring)
+        # NaN and Inf are the loop's to find and report (exit 4, one line): numpy's own overflow warnings are not
+        with StopSignals.held() as self.signals, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             try:
                 return self._execute()
             finally:

@@ -192,6 +192,7 @@ class TimeLoop:
             self.backend.plan(self._batches(s.step, end, warm_end))
         if self.iterate is not None and self.laplace and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
             s.r0 = self.comm.allmax(self.iterate.residual_norm(self.warm_timer))
+            self._finite(s.r0, s.step)
             self._converged(s, s.r0)
         try:
             self._run(s, end, warm_end)

@@ -52,10 +52,9 @@ def ending(history: list[float], floor) -> str | None:
 
 def overflow_fix(case) -> str:
     """What to do when NaN or Inf appears in the field, for the case's equation and method."""
+    values = "check the initial and boundary values (sums of neighbours must fit numerics.dtype)"
     if case.physics.equation == "laplace":
-        what = ("multigrid.smoother and multigrid.omega (a weight that does not smooth makes the cycles diverge)"
-                if case.physics.solver == "multigrid" else "the boundary values (they must fit the dtype)")
-        return f"check the initial and boundary values and {what}"
+        return values + (" and multigrid.smoother and omega" if case.physics.solver == "multigrid" else "")
     if case.physics.scheme != "explicit":
-        return "check the initial and boundary values (and that physics.dt keeps them in numerics.dtype's range)"
+        return values + " and that physics.dt keeps the implicit operator in the dtype's range"
     return "reduce physics.dt or check the initial and boundary values"

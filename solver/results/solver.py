@@ -117,7 +117,7 @@ def ending(out: dict) -> str:
     solution, stopped at the rounding floor, stalled above it, diverged, stopped by a signal, or out of
     iterations (slowly, for multigrid, when the residual fell less than stops.SLOW per cycle)."""
     what = "cycles" if out["method"] == "multigrid" else "iterations"
-    rel, n = out.get("final_relative"), out["iterations"]
+    rel, n = out.get("final_relative"), out["first_iteration"] + out["iterations"]  # a restart's too: the field's
     rel_text = f"relative residual {rel:.2e}" if rel is not None else "no residual checked"
     r0, stop = out["initial_residual"], out["stopped_by"]
     if out["converged"]:
