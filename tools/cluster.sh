@@ -181,10 +181,10 @@ launch() {  # launch -n P [mpiexec args] CMD...: the venv's mpiexec (MPICH hydra
 }
 
 node_exec() {  # node_exec NODE CMD...: CMD in that node (its namespace, host name and cores)
+  [[ ${1:-} =~ ^[0-9]+$ ]] || usage "exec: '${1:-}' is not a node number; e.g. exec 1 hostname"
+  (( $# >= 2 )) || usage "exec $1: give the command to run, e.g. exec $1 hostname"
   load
-  [[ ${1:-} =~ ^[0-9]+$ ]] && (( 10#$1 >= 1 && 10#$1 <= NODES )) ||
-    usage "exec: '${1:-}' is not a node of this cluster; give 1 to $NODES"
-  (( $# >= 2 )) || usage "exec $1: give the command to run"
+  (( 10#$1 >= 1 && 10#$1 <= NODES )) || usage "exec: node $1 is not a node of this cluster; give 1 to $NODES"
   local i=$((10#$1)) c="CORES$((10#$1))"
   shift
   exec ip netns exec "$P$i" unshare --uts sh -c "hostname node$i; exec taskset -c ${!c} \"\$@\"" sh "$@"
