@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from .config_terms import UNION_TAGS, Alpha, Source, SOURCE_KINDS, REGION_KINDS, Varying, in_time, varying_values
 from .core.boundary import AXIS_SIDES, wave_numbers
 from .core.errors import InputError
 from .core.limits import MAX_THREADS, MAX_TIME_TILE
@@ -55,7 +56,15 @@ class Physics(Section):
     solver: Literal["jacobi", "multigrid"] = Field("jacobi", description=(
         "laplace: jacobi (one sweep per iteration) or multigrid (cycles with Jacobi sweeps as smoother; the "
         "multigrid section sets them)"))
-    alpha: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="diffusivity (heat)")
+    alpha: Alpha = Field(1.0, description=(
+        "diffusivity: a number, or a field {background: A, regions: [{kind: rectangle, lower, upper, value}, {kind: "
+        "disk, center, radius, value}]} (later regions win) or {kind: file, path, dataset} (a (ny, nx) array); the "
+        "flux between two points uses the harmonic mean of their values. Heat: u_t = div(alpha grad u) + q; laplace: "
+        "0 = div(alpha grad u) + q"))
+    source: list[Source] = Field(default_factory=list, max_length=1000, description=(
+        "heat sources q(x, y), summed: {kind: constant, value}, {kind: gaussian, center, width, amplitude}, {kind: "
+        "rectangle, lower, upper, value}, {kind: file, path, dataset, scale}; each may carry active: [t_start, t_end] "
+        "(heat). Units: u per unit time (heat), so laplace solves 0 = div(alpha grad u) + q"))
     dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description=(
         "time step; null = safety x the explicit stability limit (explicit), cfl x that limit (implicit schemes)"))
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
@@ -131,20 +140,42 @@ class FromFile(Section):
 Initial = Annotated[Union[Sine, Hotspot, Constant, Random, FromFile], Field(discriminator="kind")]
 
 
+_VARYING = ("a number, {time: [[t, v], ...]} (linear in time), {along: [[s, v], ...]} (linear along the side, s "
+             "in case units) or {file: PATH} (one value per point of the side)")
+
+
 class Dirichlet(Section):
     """A fixed value on the side; the wall lies one spacing outside the first interior point."""
 
     kind: Literal["dirichlet"]
-    value: float = Field(0.0, description="the boundary value u on this side (constant in time)")
+    value: Varying = Field(0.0, description=f"the boundary value u on this side: {_VARYING}")
 
 
 class Neumann(Section):
     """A fixed normal derivative; the wall lies half a spacing outside the first interior point."""
 
     kind: Literal["neumann"]
-    flux: float = Field(0.0, description=(
+    flux: Varying = Field(0.0, description=(
         "outward normal derivative du/dn at the wall (0 = insulated); the ghost is the first interior point "
-        "+ flux x spacing, so flux > 0 lets heat in (inward heat flux alpha x flux), flux < 0 draws it out"))
+        "+ flux x spacing, so flux > 0 lets heat in (inward heat flux alpha x flux), flux < 0 draws it out; "
+        f"{_VARYING}"))
+
+
+class Convective(Section):
+    """Newton cooling (a Robin condition): -du/dn = h (u - ambient) at the wall, half a spacing outside the
+    first interior point (as Neumann): the ghost is (u0 (1 - h s/2) + h s ambient) / (1 + h s/2), s the spacing."""
+
+    kind: Literal["convective"]
+    h: Varying = Field(0.0, description=(
+        f"transfer coefficient per unit length (>= 0): 0 = insulated, large = tends to Dirichlet at ambient; {_VARYING}"))
+    ambient: Varying = Field(0.0, description=f"the temperature the side exchanges heat with; {_VARYING}")
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> Convective:
+        for v in varying_values(self.h):
+            if v < 0:
+                raise ValueError(f"h: {v:g} is negative; a transfer coefficient is >= 0 (0 = insulated)")
+        return self
 
 
 class Periodic(Section):
@@ -153,8 +184,8 @@ class Periodic(Section):
     kind: Literal["periodic"]
 
 
-SideKind = Annotated[Union[Dirichlet, Neumann, Periodic], Field(discriminator="kind")]
-BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "periodic": Periodic}
+SideKind = Annotated[Union[Dirichlet, Neumann, Convective, Periodic], Field(discriminator="kind")]
+BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "convective": Convective, "periodic": Periodic}
 
 
 def _number_is_dirichlet(v: Any) -> Any:
@@ -166,7 +197,8 @@ def _number_is_dirichlet(v: Any) -> Any:
 
 Side = Annotated[SideKind, BeforeValidator(_number_is_dirichlet, json_schema_input_type=Union[float, SideKind])]
 _SIDE_HELP = ("a number (Dirichlet value), or {kind: dirichlet, value: V}, {kind: neumann, flux: G} "
-              "(G = outward du/dn; 0 = insulated), {kind: periodic} (on both sides of the axis)")
+              "(G = outward du/dn; 0 = insulated), {kind: convective, h: H, ambient: T} (-du/dn = H (u - T)), "
+              "{kind: periodic} (on both sides of the axis)")
 
 
 def _dirichlet(value: float = 0.0) -> Dirichlet:
@@ -216,6 +248,9 @@ class Multigrid(Section):
         "jacobi: every sweep weighted by omega"))
     omega: float = Field(0.8, gt=0, lt=2, description="smoother jacobi: the weight of every sweep")
     max_cycles: int = Field(50, ge=1, le=10000, description="implicit heat: the most cycles one step's solve may take")
+    krylov: Literal["auto", "none", "cg"] = Field("auto", description=(
+        "cg: conjugate gradients preconditioned by one cycle per iteration (symmetric cycles: pre = post, V or W), "
+        "robust across large jumps of alpha; none: plain cycles; auto: cg where alpha is a field, none otherwise"))
 
 
 class Numerics(Section):
@@ -287,7 +322,9 @@ class Case(Section):
 
         if set(self.name) == {"."}:
             raise ValueError(f"name: {self.name!r} names a directory itself or its parent; use letters or digits")
+        _check_alpha(self.physics.alpha)
         _check_ranges(self)
+        self._check_time_data()
         if self.physics.equation == "laplace" and self.physics.scheme != "explicit":
             raise ValueError("physics.scheme: applies to equation heat (laplace has no time steps); remove it or "
                              "set physics.equation: heat")
@@ -355,14 +392,33 @@ class Case(Section):
             raise ValueError(f"multigrid.omega: {m.omega:g} does not smooth: a weighted Jacobi sweep multiplies the "
                              f"checkerboard mode by 1 - 2 omega = {1 - 2 * m.omega:g}, which does not shrink it; use "
                              "0 < omega < 1 (0.8 is the textbook weight) or smoother: chebyshev")
+        if m.krylov == "cg" and (m.pre != m.post or m.cycle == "F"):
+            raise ValueError(f"multigrid.krylov: cg needs symmetric cycles (pre = post, V or W); here pre = {m.pre}, post "
+                             f"= {m.post}, cycle {m.cycle}: set pre and post equal and cycle V or W, or krylov: none")
+
+    def _check_time_data(self) -> None:
+        """Side values in time and source windows belong to heat (laplace has no time)."""
+        if self.physics.equation != "laplace":
+            return
+        for k, term in enumerate(self.physics.source):
+            if term.active is not None:
+                raise ValueError(f"physics.source.{k}.active: laplace is a steady state (no time); remove the window "
+                                 "or use physics.equation: heat")
+        for side in ("bottom", "top", "left", "right"):
+            spec = getattr(self.boundary, side)
+            for key in ("value", "flux", "h", "ambient"):
+                if in_time(getattr(spec, key, None)):
+                    raise ValueError(f"boundary.{side}.{key}: a table in time, but laplace is a steady state; give a "
+                                     "number, {along: ...} or {file: ...}, or use physics.equation: heat")
 
     def _check_boundary_kinds(self) -> None:
         b = self.boundary
         sides = {name: getattr(b, name) for name in ("bottom", "top", "left", "right")}
-        if self.physics.equation == "laplace" and not any(s.kind == "dirichlet" for s in sides.values()):
-            raise ValueError("boundary: laplace with no Dirichlet side is singular (u + any constant also solves it, "
-                             "and fixed fluxes may have no solution); make at least one side a number or "
-                             "{kind: dirichlet, value: V}, or use physics.equation: heat")
+        if self.physics.equation == "laplace" and not any(_fixes_level(s) for s in sides.values()):
+            raise ValueError("boundary: laplace with no Dirichlet side and no convective side with h > 0 is singular "
+                             "(u + any constant also solves it, and fluxes and sources that do not balance admit no "
+                             "solution); make at least one side a number, {kind: dirichlet, value: V} or {kind: "
+                             "convective, h: H} with H > 0, or use physics.equation: heat")
         if self.initial.kind == "sine":
             for k, axis, n in zip(self.initial.k, "xy", (self.grid.nx, self.grid.ny)):
                 _check_wave_number(k, axis, n, *(sides[side].kind for side in AXIS_SIDES[axis]))
@@ -382,10 +438,34 @@ class Case(Section):
         return (self.grid.ny, self.grid.nx)
 
     @property
+    def alpha_field(self) -> bool:
+        """physics.alpha is a field (regions or a file), not one number: the kernels read coefficient fields."""
+        return not isinstance(self.physics.alpha, float)
+
+    @property
+    def krylov(self) -> str:
+        """multigrid.krylov resolved: cg or none (auto: cg where alpha is a field)."""
+        k = self.multigrid.krylov
+        return ("cg" if self.alpha_field else "none") if k == "auto" else k
+
+    @property
     def vtk_enabled(self) -> bool:
         if self.output.vtk is not None:
             return self.output.vtk
         return self.grid.nx * self.grid.ny <= VTK_AUTO_MAX_POINTS
+
+
+def _fixes_level(side) -> bool:
+    """A side that fixes the steady state's level: Dirichlet, or convective with some h > 0."""
+    if side.kind == "dirichlet":
+        return True
+    return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h))
+
+
+def _check_alpha(alpha) -> None:
+    if isinstance(alpha, float) and not 1 / MAX_LENGTH <= alpha <= MAX_LENGTH:
+        raise ValueError(f"physics.alpha: {alpha:g} is outside [{1 / MAX_LENGTH:g}, {MAX_LENGTH:g}]; a diffusivity is > 0 "
+                         "(use a value in that range)")
 
 
 def _check_ranges(case: Case) -> None:
@@ -396,8 +476,10 @@ def _check_ranges(case: Case) -> None:
 
     big = float(np.finfo(case.numerics.dtype).max)
     init = case.initial
-    values = {f"boundary.{side}" + ("" if key == "value" else f".{key}"): v
-              for side, spec in case.boundary.model_dump().items() for key, v in spec.items() if key != "kind"}
+    values = {f"boundary.{side}" + ("" if key == "value" else f".{key}"): v for side in ("bottom", "top", "left", "right")
+              for key in ("value", "flux", "h", "ambient") for v in varying_values(getattr(getattr(case.boundary, side), key, None))}
+    values.update({f"physics.source.{k}.{key}": getattr(t, key) for k, t in enumerate(case.physics.source)
+                   for key in ("value", "amplitude", "scale") if hasattr(t, key)})
     values.update({f"initial.{k}": getattr(init, k) for k in ("value", "background", "low", "high") if hasattr(init, k)})
     for name, v in values.items():
         if abs(v) > big:
@@ -591,18 +673,51 @@ def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = N
     return validate_case(data, source=source, options=overrides)
 
 
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """--set PATH=VALUE options as overrides: the value read as YAML (a number, true, null, [1, 2], {kind: ...})."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        path, eq, text = item.partition("=")
+        if not eq or not path.strip():
+            raise InputError(f"--set: {quote(item)} is not PATH=VALUE; e.g. --set physics.alpha=0.5 or --set "
+                             "physics.source.0.amplitude=5")
+        try:
+            out[path.strip()] = yaml.load(text, Loader=_case_loader()) if text.strip() else None  # noqa: S506 - SafeLoader
+        except yaml.YAMLError as exc:
+            raise InputError(f"--set: {path.strip()}: {quote(text)} is not a YAML value ({_problem(exc)}); e.g. 0.5, "
+                             "[0.5, 0.5] or {kind: constant, value: 1}") from None
+    return out
+
+
 def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
-    """data[a][b] = value for path 'a.b' (missing sections are made); validation judges the field itself."""
-    if not isinstance(path, str) or not all(path.split(".")):
-        raise InputError(f"{source}: {quote(path)}: a field path is names joined by dots, e.g. 'physics.alpha'")
-    keys = path.split(".")
+    """data[a][b] = value for path 'a.b' (missing sections are made); a number picks an entry of a list
+    ('physics.source.0.value'); validation judges the field itself."""
+    keys = path.split(".") if isinstance(path, str) else []
+    if not keys or not all(keys):
+        raise InputError(f"{source}: {path!r}: a field path is names joined by dots, e.g. 'physics.alpha' or "
+                         "'physics.source.0.value'")
     node = data
-    for depth, key in enumerate(keys[:-1]):
-        node = node.setdefault(key, {})
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is a list of {len(node)} entries; pick "
+                                 f"one by its index, 0 to {len(node) - 1} (e.g. {'.'.join(keys[:depth])}.0)")
+            key = int(key)
+            if last:
+                node[key] = value
+            else:
+                node = node[key]
+            continue
         if not isinstance(node, dict):
-            raise InputError(f"{source}: {path}: {'.'.join(keys[:depth + 1])} is a value, not a section; "
-                             f"give a path to a field, e.g. 'physics.alpha'")
-    node[keys[-1]] = value
+            raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is a value, not a section; give a path to "
+                             "a field, e.g. 'physics.alpha'")
+        if last:
+            node[key] = value
+        else:
+            node = node.setdefault(key, {})
 
 
 def validate_case(data: dict, source: str = "case", options: dict | None = None) -> Case:
@@ -629,25 +744,45 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
 
 def _field_path(loc: tuple) -> str:
     parts = [str(p) if len(str(p)) <= QUOTE_CHARS else quote(str(p)) for p in loc]
-    if len(parts) >= 2 and parts[0] == "initial" and parts[1] in _INITIAL_KINDS:
-        del parts[1]  # the discriminated union puts the tag in the location
-    elif len(parts) >= 3 and parts[0] == "boundary" and parts[2] in BOUNDARY_KINDS:
-        del parts[2]
-    return ".".join(parts)
+    return ".".join(p for k, p in enumerate(parts) if not _is_tag(parts, k))
+
+
+def _is_tag(parts: list[str], k: int) -> bool:
+    """Whether location part k is the tag a union chose (a kind, or a form of a side value or of alpha)."""
+    p, before = parts[k], parts[:k]
+    if p in UNION_TAGS:
+        return True
+    if before == ["initial"] and p in _INITIAL_KINDS:
+        return True
+    if len(before) == 2 and before[0] == "boundary" and p in BOUNDARY_KINDS:
+        return True
+    if len(before) == 3 and before[:2] == ["physics", "source"] and p in SOURCE_KINDS:
+        return True
+    return len(before) >= 4 and before[-2] == "regions" and before[0] == "physics" and p in REGION_KINDS
 
 
 def _union_tag(loc: tuple) -> str | None:
-    """The kind a discriminated union chose, from an error location (initial.<kind>..., boundary.<side>.<kind>...)."""
+    """The kind a discriminated union chose, from an error location (initial.<kind>..., boundary.<side>.<kind>...,
+    physics.source.<n>.<kind>...), for naming the fields of that kind."""
     parts = [str(p) for p in loc]
     if parts[0] == "initial" and len(parts) > 2:
         return parts[1]
     if parts[0] == "boundary" and len(parts) > 3:
         return parts[2]
+    if parts[:2] == ["physics", "source"] and len(parts) > 4:
+        return parts[3]
     return None
 
 
 def _kinds_at(loc: tuple) -> set[str]:
-    return set(BOUNDARY_KINDS) if loc and loc[0] == "boundary" else _INITIAL_KINDS
+    parts = [str(p) for p in loc]
+    if parts[:1] == ["boundary"]:
+        return set(BOUNDARY_KINDS)
+    if parts[:2] == ["physics", "source"]:
+        return set(SOURCE_KINDS)
+    if parts[:1] == ["physics"] and "regions" in parts:
+        return set(REGION_KINDS)
+    return _INITIAL_KINDS
 
 
 def _option_for(loc: str, options: dict) -> str | None:
@@ -716,8 +851,10 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
     """'unknown field' with the closest known name; for initial, the fields of the kind in use."""
     section, _, name = loc.rpartition(".")
     known = _KNOWN.get(section, [])
-    if section.startswith("boundary.") and kind in BOUNDARY_KINDS:
-        own = list(BOUNDARY_KINDS[kind].model_fields)
+    own_models = BOUNDARY_KINDS if section.startswith("boundary.") else SOURCE_KINDS if section.startswith(
+        "physics.source.") else {}
+    if kind in own_models:
+        own = list(own_models[kind].model_fields)
         close = difflib.get_close_matches(name, own, n=1)
         return f"unknown field '{name}' for kind {kind}; " + (f"did you mean '{close[0]}'?" if close else
                                                                f"fields of {kind}: {', '.join(own)}")

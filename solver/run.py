@@ -18,14 +18,15 @@ import numpy as np
 import yaml
 
 from .backends import backend_class
-from .core import physics
+from .core import operator, physics
 from .core.boundary import constant_ghosts, make_fill, periodic_axes
+from .core.sides import varies_in_time
 from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
 from .core.layout import Layout
-from .core.loop import LoopState, TimeLoop
+from .core.loop import Data, LoopState, TimeLoop
 from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
 from .io.claim import check_not_working_dir, check_output_dir, claim, output_step, write_manifest
@@ -112,7 +113,7 @@ class Run:
             note = smoothing_note(self.mg.levels)
             if note and self.comm.rank == 0:
                 print(note, file=sys.stderr, flush=True)
-            warm_up(self.case, self.backend, self.mg.settings, self.mg.kind, self.case.implicit)
+            warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
         self.comm.barrier()
         self.clock.lap("compile")
 
@@ -158,12 +159,13 @@ class Run:
         interior = self.restart.read_block(lay.block) if self.restart else initial_block(case, lay.block)
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
-        self.backend.boundary = make_fill(case, lay.block)
+        t0 = self.first_step * lay.dt  # side values that vary in time: the ghosts hold their values at the start
+        self.backend.boundary = make_fill(case, lay.block, t=t0)
         if hasattr(self.backend, "use_tuned"):  # numba: the stored time/cache tile, rank 0's for every rank
             from .backends.numba_backend import stored_tile
 
             self.backend.use_tuned(self.comm.bcast(stored_tile(case.numerics.dtype, lay.threads) if self.comm.rank == 0 else None))
-        host = padded_field(case, lay.block, interior)
+        host = padded_field(case, lay.block, interior, t=t0)
         self.u = self.backend.asarray(host)
         self.u_new = self.backend.asarray(host)
         self.timer = Timer(trace=case.output.trace)
@@ -188,13 +190,33 @@ class Run:
 
             op = physics.implicit_operator(self.case) if self.case.implicit else (0.0, 1.0)
             self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *op),
-                                self.case.multigrid.cycle, fine_g=self.case.implicit)
+                                self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             return
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
             self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
+        self.layout.w, self.w_tiles = self.weights_at(self.first_step, self._exchange)
+
+    @property
+    def first_step(self) -> int:
+        return self.restart.step if self.restart else 0
+
+    def weights_at(self, step: int, ex):
+        """(the weights of plain steps, those of time tiles) for the step from `step`, on this rank's fields: the
+        case's numbers, with the source and coefficient fields where the physics has them (solver.core.operator),
+        built on the exchanger's deep layout (plain steps read its one-layer views) or the padded block."""
+        lay = self.layout
+        deep = getattr(ex, "layout", None)
+        shape, owned = (deep.shape, (deep.owned[0], deep.owned[2])) if deep is not None else (lay.block.padded, (1, 1))
+        host = operator.host_weights(self.case, lay.block, shape, owned, step)
+        w = operator.on_device(self.backend, host, self.case.numerics.dtype, aligned=owned[1])
+        return (operator.view(w, deep.view) if deep is not None else w), w
+
+    def fill_at(self, step: int):
+        """The ghost rules of this rank's physical sides at `step` (side values that vary in time)."""
+        return make_fill(self.case, self.layout.block, t=step * self.layout.dt)
 
     def connect(self, block, state=None, previous=None):
         """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
@@ -231,7 +253,10 @@ class Run:
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
                                      self.case.parallel.balance_every)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
-                        hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg)
+                        hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
+                        data=Data(self.weights_at, getattr(self, "w_tiles", None),
+                                  operator.changes(self.case, self.case.run.steps),
+                                  self.fill_at if varies_in_time(self.case) else None))
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
         self.outputs.progress_bar.start(state.step)

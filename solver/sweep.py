@@ -83,6 +83,7 @@ class Settings:
     fields: bool = False  # keep every point's fields.h5 (output.fields); off: records and timings only
     model: bool = True  # predict every point (solver.model) beside the measurement
     network: str | None = None  # the model's network between nodes (preset, "measured" or a file)
+    sets: dict = field(default_factory=dict)  # --set PATH=VALUE overrides (solver.config.parse_sets)
     argv: list[str] = field(default_factory=list)
 
 
@@ -123,7 +124,7 @@ def base_case(s: Settings) -> dict:
 
     over = {"--backend": s.backend, "--steps": s.steps, "--dtype": s.dtype, "--halo": s.halo,
             "--decomposition": s.decomposition, "--balance": s.balance, "--time-tile": s.time_tile}
-    case = load_case(s.case, {k: v for k, v in over.items() if v is not None})
+    case = load_case(s.case, {**{k: v for k, v in over.items() if v is not None}, **s.sets})
     if s.kind == "threads" and case.backend.name != "numba":
         raise InputError(f"backend.name: the threads sweep varies numba threads but the case uses "
                          f"{case.backend.name!r}; pass --backend numba or set backend.name: numba")

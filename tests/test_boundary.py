@@ -76,7 +76,7 @@ def test_bad_boundaries_are_one_line_errors_naming_the_field(bnd, words):
 
 
 def test_laplace_without_a_dirichlet_side_is_refused_as_singular():
-    with pytest.raises(InputError, match="boundary: laplace with no Dirichlet side is singular"):
+    with pytest.raises(InputError, match="boundary: laplace with no Dirichlet side and no convective side with h > 0 is singular"):
         case({"top": N, "bottom": N, "left": P, "right": P}, equation="laplace")
     case({"top": N, "bottom": N, "left": P, "right": P})  # heat is fine
     case({"top": 1.0, "bottom": N, "left": P, "right": P}, equation="laplace")

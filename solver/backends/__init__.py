@@ -79,6 +79,11 @@ class Backend:
     def to_host(self, a) -> np.ndarray:
         return np.asarray(a)
 
+    def coefficient(self, host: np.ndarray, aligned: int = 1):
+        """A field the kernels read beside u (a source term, face coefficients), in this backend's memory with the
+        layout of the fields it goes with (aligned: the column a GPU aligns, as zeros() takes it)."""
+        return np.array(host, dtype=self.dtype, order="C")
+
     def halo_buffer(self, n: int):
         """A contiguous buffer MPI can read and write (host memory unless the subclass says otherwise)."""
         return np.empty(n, dtype=self.dtype)
@@ -201,15 +206,16 @@ class Backend:
         return np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
 
     def smooth(self, out, u, g, w, om, region: Region) -> None:
-        """One weighted Jacobi sweep with right-hand side g (None: zero): mg_ops.smooth."""
+        """One weighted Jacobi sweep with right-hand side g (None: zero): mg_ops.smooth, or mg_ops.vsmooth where
+        w has coefficient fields."""
         from . import mg_ops
 
-        mg_ops.smooth(out, u, g, w, om, region)
+        (mg_ops.vsmooth if w.fields else mg_ops.smooth)(out, u, g, w, om, region)
 
     def residual(self, r, u, g, w, region: Region) -> None:
         from . import mg_ops
 
-        mg_ops.residual(r, u, g, w, region)
+        (mg_ops.vresidual if w.fields else mg_ops.residual)(r, u, g, w, region)
 
     def restrict(self, gc, r, region: Region, tables) -> None:
         """tables: (ys, yc, yw, xs, xc, xw, scale) from table() (solver.multigrid.grids.Down)."""
@@ -232,6 +238,28 @@ class Backend:
         from . import mg_ops
 
         return mg_ops.max_abs(a, region)
+
+    def axpy(self, y, a, x, region: Region) -> None:
+        """y = y + a*x (conjugate gradients)."""
+        from . import mg_ops
+
+        mg_ops.axpy(y, a, x, region)
+
+    def xpay(self, y, x, b, region: Region) -> None:
+        """y = x + b*y."""
+        from . import mg_ops
+
+        mg_ops.xpay(y, x, b, region)
+
+    def products_max(self, a, b, region: Region) -> float:
+        from . import mg_ops
+
+        return mg_ops.products_max(a, b, region)
+
+    def folded_sums(self, a, b, region: Region, s1: float, s2: float) -> tuple[float, float]:
+        from . import mg_ops
+
+        return mg_ops.folded_sums(a, b, region, s1, s2)
 
     def fill(self, u, fill) -> None:
         """The ghost layers of `u` by the rules of `fill` (solver.core.boundary.Fill; its depth is u's)."""

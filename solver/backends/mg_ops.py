@@ -10,6 +10,12 @@ the same bits on every backend. Regions are local (r0, r1, c0, c1) index ranges 
     prolong:  u[i, j] = u + sum_a yw[i,a] * (sum_b xw[j,b] * e[ys[i]+a, xs[j]+b])        (a, b < 2)
     solve:    e = e + M r over the region's points in row-major order, sum over k ascending
 Sums start from zero and add in index order.
+
+With coefficient fields (alpha a field; ax east faces, ay north faces, solver.core.materials), in the
+equation's own units (f = the source, not divided by the diagonal d):
+    vsmooth:   out = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) / d)
+    vresidual: r = (((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) - d*u
+    d = sigma + ((ax_W + ax_E) + (ay_S + ay_N))
 """
 
 from __future__ import annotations
@@ -22,6 +28,32 @@ def smooth(out, u, g, w, om, region) -> None:
     v = (w.wc * u[r0:r1, c0:c1] + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
          + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
     out[r0:r1, c0:c1] = v if g is None else v + om * g[r0:r1, c0:c1]
+
+
+def _faces(u, w, region):
+    """(sum of the neighbours weighted by their faces, the diagonal d) over the region."""
+    r0, r1, c0, c1 = region
+    ax_w, ax_e = w.ax[r0:r1, c0 - 1:c1 - 1], w.ax[r0:r1, c0:c1]
+    ay_s, ay_n = w.ay[r0 - 1:r1 - 1, c0:c1], w.ay[r0:r1, c0:c1]
+    v = ((ax_w * u[r0:r1, c0 - 1:c1 - 1] + ax_e * u[r0:r1, c0 + 1:c1 + 1])
+         + (ay_s * u[r0 - 1:r1 - 1, c0:c1] + ay_n * u[r0 + 1:r1 + 1, c0:c1]))
+    return v, w.sigma + ((ax_w + ax_e) + (ay_s + ay_n))
+
+
+def vsmooth(out, u, g, w, om, region) -> None:
+    r0, r1, c0, c1 = region
+    v, d = _faces(u, w, region)
+    if g is not None:
+        v = v + g[r0:r1, c0:c1]
+    out[r0:r1, c0:c1] = w.wc * u[r0:r1, c0:c1] + om * (v / d)
+
+
+def vresidual(r, u, g, w, region) -> None:
+    r0, r1, c0, c1 = region
+    v, d = _faces(u, w, region)
+    if g is not None:
+        v = v + g[r0:r1, c0:c1]
+    r[r0:r1, c0:c1] = v - d * u[r0:r1, c0:c1]
 
 
 def residual(r, u, g, w, region) -> None:
@@ -69,6 +101,43 @@ def solve(e, r, minv, region) -> None:
     for k in range(rhs.shape[0]):
         acc = acc + minv[:, k] * rhs[k]
     e[r0:r1, c0:c1] = e[r0:r1, c0:c1] + acc.reshape(r1 - r0, c1 - c0)
+
+
+def axpy(y, a, x, region) -> None:
+    """y = y + a*x over the region (conjugate gradients' updates)."""
+    r0, r1, c0, c1 = region
+    y[r0:r1, c0:c1] = y[r0:r1, c0:c1] + a * x[r0:r1, c0:c1]
+
+
+def xpay(y, x, b, region) -> None:
+    """y = x + b*y over the region."""
+    r0, r1, c0, c1 = region
+    y[r0:r1, c0:c1] = x[r0:r1, c0:c1] + b * y[r0:r1, c0:c1]
+
+
+def products_max(a, b, region) -> float:
+    """max |a*b| over the region, the products in float64 (exact for float32 fields); inf for NaN or Inf."""
+    r0, r1, c0, c1 = region
+    xp = _module(a)
+    if r1 <= r0 or c1 <= c0:
+        return 0.0
+    t = a[r0:r1, c0:c1].astype(np.float64) * b[r0:r1, c0:c1].astype(np.float64)
+    m = float(xp.max(xp.abs(t)))
+    return m if np.isfinite(m) else float("inf")
+
+
+def folded_sums(a, b, region, s1: float, s2: float) -> tuple[float, float]:
+    """The products a*b (float64) split at the boundaries s1 and s2 (solver.multigrid.dot): the sums of
+    q1 = (t + s1) - s1 and of q2 = (r + s2) - s2, r = t - q1; each sum is exact in any order."""
+    r0, r1, c0, c1 = region
+    xp = _module(a)
+    if r1 <= r0 or c1 <= c0:
+        return 0.0, 0.0
+    t = a[r0:r1, c0:c1].astype(np.float64) * b[r0:r1, c0:c1].astype(np.float64)
+    q1 = (t + s1) - s1
+    r = t - q1
+    q2 = (r + s2) - s2
+    return float(xp.sum(q1)), float(xp.sum(q2))
 
 
 def max_abs(a, region) -> float:

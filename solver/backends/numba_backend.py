@@ -58,15 +58,18 @@ class NumbaBackend(Backend):
         return "compiling kernels: about 30 s the first time (numba caches them for later runs)" if cold else None
 
     def prepare(self, u, u_new, w) -> None:
-        """Compile (or load from cache) for this dtype on a tiny array, outside the timed loop."""
+        """Compile (or load from cache) for this dtype and the fields w carries, on a tiny array, outside the
+        timed loop."""
         tiny = np.zeros((3, 3), dtype=self.dtype)
-        self.k.step(tiny.copy(), tiny, w.wc, w.wx, w.wy, 1, 2, 1, 2)
+        small = _tiny_fields(w, tiny)
+        self.step(tiny.copy(), tiny, small, (1, 2, 1, 2))
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
-        self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1)  # one compiled kernel serves every tile
+        if not small.jacobi:  # one compiled kernel serves every tile
+            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1, 1, small.s, small.ax, small.ay)
         if self.refills:
             from .numba_fill import fill_sides
 
-            fill_sides(tiny.copy(), 1, *self._tables())
+            fill_sides(tiny.copy(), 1, *self._tables(u.shape))
 
     def tiled(self, out, u, w, k: int, target, valid, fixed) -> None:
         """k steps of `target` in one sweep (numba_kernels.tiled): a row block per thread, column blocks
@@ -75,7 +78,7 @@ class NumbaBackend(Backend):
         if r0 >= r1 or c0 >= c1:
             return
         self.k.tiled(out, u, w.wc, w.wx, w.wy, k, *target, *valid, *fixed, min(self.threads, r1 - r0),
-                     self.column_blocks(c1 - c0, k))
+                     self.column_blocks(c1 - c0, k), w.s, w.ax, w.ay)
 
     def column_blocks(self, width: int, k: int) -> int:
         """Column tiles per row block: ring buffers of k x 3 rows x tile width within RING_BYTES (or the
@@ -85,7 +88,9 @@ class NumbaBackend(Backend):
         return max(1, -(-width // cols))
 
     def step(self, out, u, w, region) -> None:
-        self.k.step(out, u, w.wc, w.wx, w.wy, *region)
+        if w.jacobi:  # Jacobi with coefficient fields: the smoother's form with om = 1 (solver.core.physics)
+            return self._mg().vsmooth(out, u, w.s, w.ax, w.ay, w.wc, self.dtype.type(1), w.sigma, *region)
+        self.k.step(out, u, w.wc, w.wx, w.wy, *region, w.s, w.ax, w.ay)
 
     def fill_boundary(self, u, timer=None) -> None:
         """The boundary rules in one compiled call (backends/numba_fill.py), the time charged to compute."""
@@ -93,14 +98,14 @@ class NumbaBackend(Backend):
             from .numba_fill import fill_sides
 
             t = time.perf_counter()
-            fill_sides(u, self.boundary.depth, *self._tables())
+            fill_sides(u, self.boundary.depth, *self._tables(u.shape))
             if timer is not None:
                 timer.add("compute", t)
 
-    def _tables(self):
-        if getattr(self, "_tabled", (None,))[0] is not self.boundary:
-            self._tabled = (self.boundary, self.boundary.tables())
-        return self._tabled[1]
+    def _tables(self, shape):
+        if getattr(self, "_tabled", (None, None))[:2] != (self.boundary, shape):
+            self._tabled = (self.boundary, shape, self.boundary.tables(shape))
+        return self._tabled[2]
 
     def tile_steps(self, shape) -> int:
         """The time tile of one process: the loop's polls fall on multiples of it, so that the steps
@@ -122,9 +127,10 @@ class NumbaBackend(Backend):
         plain steps with a boundary fill after each."""
         k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
-        m = n - previous if (k > 1 and full and n > 1 and not self.refills) else 0
+        m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d))
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d), w.s, w.ax,
+                         w.ay)
             u, u_new = u_new, u
         done = m - (m % k == 1)
         return super().advance(u, u_new, w, n - done, region)
@@ -164,11 +170,15 @@ class NumbaBackend(Backend):
         return numba_mg
 
     def smooth(self, out, u, g, w, om, region) -> None:
+        if w.fields:
+            return self._mg().vsmooth(out, u, g, w.ax, w.ay, w.wc, om, w.sigma, *region)
         if g is None:
             return self.k.step(out, u, w.wc, w.wx, w.wy, *region)
         self._mg().smooth(out, u, g, w.wc, w.wx, w.wy, om, *region)
 
     def residual(self, r, u, g, w, region) -> None:
+        if w.fields:
+            return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region)
         if g is None:
             return self._mg().residual(r, u, w.wx, w.wy, *region)
         self._mg().residual_g(r, u, g, w.wx, w.wy, *region)
@@ -185,11 +195,24 @@ class NumbaBackend(Backend):
     def max_abs(self, a, region) -> float:
         return float(self._mg().max_abs(a, *region))
 
+    def axpy(self, y, a, x, region) -> None:
+        self._mg().axpy(y, a, x, *region)
+
+    def xpay(self, y, x, b, region) -> None:
+        self._mg().xpay(y, x, b, *region)
+
+    def products_max(self, a, b, region) -> float:
+        return float(self._mg().products_max(a, b, *region))
+
+    def folded_sums(self, a, b, region, s1: float, s2: float) -> tuple[float, float]:
+        q1, q2 = self._mg().folded_sums(a, b, *region, s1, s2)
+        return float(q1), float(q2)
+
     def fill(self, u, fill) -> None:
         if fill.rules:
             from .numba_fill import fill_sides
 
-            fill_sides(u, fill.depth, *fill.tables())
+            fill_sides(u, fill.depth, *fill.tables(u.shape))
 
     def describe(self) -> dict:
         import numba
@@ -209,6 +232,13 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+def _tiny_fields(w, tiny):
+    """w with each field it carries replaced by a tiny array of the same type (what prepare() compiles for)."""
+    from dataclasses import replace
+
+    return replace(w, **{k: tiny.copy() for k in ("s", "ax", "ay") if getattr(w, k) is not None})
 
 
 TILE_CACHE = "tiles"  # solver.core.cache file of the `stencil bench --tune` choices (solver.bench.cpu_tune)

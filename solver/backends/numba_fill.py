@@ -7,10 +7,11 @@ from numba import njit
 
 
 @njit(cache=True)
-def fill_sides(u, d, codes, values):
-    """codes/values per side (bottom, top, left, right): 0 none, 1 dirichlet (value), 2 neumann (mirror of
-    the point m inside plus (2m+1) value, value = G h), 3 periodic. Rows span the full padded width and
-    come first, then columns the full height."""
+def fill_sides(u, d, codes, values, gains):
+    """codes per side (bottom, top, left, right): 0 none, 1 dirichlet (value), 2 neumann (mirror of the point m
+    inside plus (2m+1) value, value = G h), 3 periodic, 4 convective (gain x the point m inside + value);
+    values and gains per side and point along its padded length (Fill.tables). Rows span the full padded
+    width and come first, then columns the full height."""
     rows, cols = u.shape
     ny, nx = rows - 2 * d, cols - 2 * d
     one = np.zeros(1, dtype=u.dtype)  # rounds a float64 to the field's dtype
@@ -19,6 +20,7 @@ def fill_sides(u, d, codes, values):
         if code == 0:
             continue
         n = ny if side < 2 else nx
+        length = cols if side < 2 else rows
         for m in range(d):
             lo = side % 2 == 0
             ghost = d - 1 - m if lo else d + n + m
@@ -26,13 +28,23 @@ def fill_sides(u, d, codes, values):
                 src = ghost + n if lo else ghost - n
             else:
                 src = d + m if lo else d + n - 1 - m
-            one[0] = (2 * m + 1) * values[side]
-            a = one[0]
-            one[0] = values[side]
-            v = one[0]
-            if side < 2:
-                for j in range(cols):
-                    u[ghost, j] = v if code == 1 else (u[src, j] if code == 3 or a == 0 else u[src, j] + a)
-            else:
-                for i in range(rows):
-                    u[i, ghost] = v if code == 1 else (u[i, src] if code == 3 or a == 0 else u[i, src] + a)
+            for p in range(length):
+                one[0] = (2 * m + 1) * values[side, p]
+                a = one[0]
+                one[0] = values[side, p]
+                v = one[0]
+                one[0] = gains[side, p]
+                g = one[0]
+                s = u[src, p] if side < 2 else u[p, src]
+                if code == 1:
+                    x = v
+                elif code == 3 or (code == 2 and a == 0):
+                    x = s
+                elif code == 2:
+                    x = s + a
+                else:
+                    x = g * s + v
+                if side < 2:
+                    u[ghost, p] = x
+                else:
+                    u[p, ghost] = x

@@ -11,17 +11,19 @@ from numba import njit, prange
 
 
 @njit(parallel=True, cache=True)
-def step(out, u, wc, wx, wy, r0, r1, c0, c1):
-    m = c1 - c0
+def step(out, u, wc, wx, wy, r0, r1, c0, c1, q=None, ax=None, ay=None):
+    """One update of the region; q (the source term) and ax, ay (face coefficients: the flux form) are arrays
+    or None, and a None is compiled out (solver.core.physics: the forms and their term order)."""
     for i in prange(r0, r1):
-        o = out[i, c0:c1]
-        c = u[i, c0:c1]
-        w = u[i, c0 - 1:c1 - 1]
-        e = u[i, c0 + 1:c1 + 1]
-        s = u[i - 1, c0:c1]
-        n = u[i + 1, c0:c1]
-        for j in range(m):
-            o[j] = wc * c[j] + wx * (w[j] + e[j]) + wy * (s[j] + n[j])
+        if q is None:
+            qr = None
+        else:
+            qr = q[i, c0:c1]
+        if ax is None:
+            _update(out[i, c0:c1], u[i - 1, c0:c1], u[i, c0 - 1:c1 + 1], u[i + 1, c0:c1], wc, wx, wy, c1 - c0, qr)
+        else:
+            _flux(out[i, c0:c1], u[i - 1, c0:c1], u[i, c0 - 1:c1 + 1], u[i + 1, c0:c1], c1 - c0, qr,
+                  ax[i, c0 - 1:c1], ay[i - 1, c0:c1], ay[i, c0:c1])
 
 
 @njit(parallel=True, cache=True)
@@ -50,7 +52,8 @@ def copy(b, a, one):
 
 
 @njit(parallel=True, cache=True)
-def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw, fe, rblocks, cblocks):
+def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw, fe, rblocks, cblocks, q=None, ax=None,
+          ay=None):
     """out[t0:t1, s0:s1] = k steps of the update applied to u, in one sweep through memory (temporal
     blocking on trapezoids; solver.parallel.deep says how ranks use it).
 
@@ -63,7 +66,8 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
     in cache, and recomputes the k - L intermediate rows and columns just outside it, so tiles are
     independent. Every value is computed by the same expression in the same term order as step(),
     so the result is bitwise equal to k calls of step(). Memory traffic per k steps: about one read
-    of u and one write of out.
+    of u and one write of out (and of the source and coefficient fields, where given: read at every level,
+    from cache after the first).
     """
     nrows = t1 - t0
     ncols = s1 - s0
@@ -105,7 +109,14 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                     dst = out[i, cl:ch]
                 else:
                     dst = ring[level, i % 3, cl - base:ch - base]
-                _update(dst, s, cc, n, wc, wx, wy, m)
+                if q is None:
+                    qr = None
+                else:
+                    qr = q[i, cl:ch]
+                if ax is None:
+                    _update(dst, s[1:m + 1], cc, n[1:m + 1], wc, wx, wy, m, qr)
+                else:
+                    _flux(dst, s[1:m + 1], cc, n[1:m + 1], m, qr, ax[i, cl - 1:ch], ay[i - 1, cl:ch], ay[i, cl:ch])
                 if level < k:
                     if fw and cl == xlo:
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
@@ -120,19 +131,43 @@ def _padded(n):
     return (n + 7) // 8 * 8
 
 
-@njit(inline="always")
-def _update(o, s, c, n, wc, wx, wy, m):
-    """o[0:m] from rows s (south), c (centre), n (north) that start one column west of o: step()'s terms."""
+@njit
+def _update(o, ss, c, nn, wc, wx, wy, m, q):
+    """o[0:m] from the south and north rows (aligned with o) and the centre row (one column west of o, m + 2
+    long), plus the source row q where given: the constant-coefficient terms of solver.core.physics."""
     cc = c[1:m + 1]
     ww = c[0:m]
     ee = c[2:m + 2]
-    ss = s[1:m + 1]
-    nn = n[1:m + 1]
-    for j in range(m):
-        o[j] = wc * cc[j] + wx * (ww[j] + ee[j]) + wy * (ss[j] + nn[j])
+    if q is None:
+        for j in range(m):
+            o[j] = wc * cc[j] + wx * (ww[j] + ee[j]) + wy * (ss[j] + nn[j])
+    else:
+        for j in range(m):
+            o[j] = wc * cc[j] + wx * (ww[j] + ee[j]) + wy * (ss[j] + nn[j]) + q[j]
 
 
-def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1):
+@njit
+def _flux(o, ss, c, nn, m, q, axr, ays, ayn):
+    """The flux form (alpha a field): axr holds the m + 1 faces from the west face of o's first point to the east
+    face of its last, ays and ayn the south and north faces of each point."""
+    cc = c[1:m + 1]
+    ww = c[0:m]
+    ee = c[2:m + 2]
+    aw = axr[0:m]
+    ae = axr[1:m + 1]
+    if q is None:
+        for j in range(m):
+            x = cc[j]
+            o[j] = x + ((ae[j] * (ee[j] - x) - aw[j] * (x - ww[j])) + (ayn[j] * (nn[j] - x) - ays[j] * (x - ss[j])))
+    else:
+        for j in range(m):
+            x = cc[j]
+            o[j] = (x + ((ae[j] * (ee[j] - x) - aw[j] * (x - ww[j])) + (ayn[j] * (nn[j] - x) - ays[j] * (x - ss[j]))))\
+                + q[j]
+
+
+def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None):
     """out = k steps applied to the whole of u on one process (every ghost layer a Dirichlet boundary)."""
     ny, nx = u.shape[0] - 2, u.shape[1] - 2
-    tiled(out, u, wc, wx, wy, k, 1, ny + 1, 1, nx + 1, 1, ny + 1, 1, nx + 1, True, True, True, True, rblocks, cblocks)
+    tiled(out, u, wc, wx, wy, k, 1, ny + 1, 1, nx + 1, 1, ny + 1, 1, nx + 1, True, True, True, True, rblocks, cblocks,
+          q, ax, ay)

@@ -42,6 +42,44 @@ def residual_g(r, u, g, wx, wy, r0, r1, c0, c1):
 
 
 @njit(parallel=True, cache=True)
+def vsmooth(out, u, g, ax, ay, wc, om, sigma, r0, r1, c0, c1):
+    """mg_ops.vsmooth; g None is compiled out."""
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = out[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
+        aw, ae, as_, an = ax[i, c0 - 1:c1 - 1], ax[i, c0:c1], ay[i - 1, c0:c1], ay[i, c0:c1]
+        if g is None:
+            for j in range(m):
+                v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
+                o[j] = wc * c[j] + om * (v / (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))))
+        else:
+            f = g[i, c0:c1]
+            for j in range(m):
+                v = ((aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])) + f[j]
+                o[j] = wc * c[j] + om * (v / (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))))
+
+
+@njit(parallel=True, cache=True)
+def vresidual(r, u, g, ax, ay, sigma, r0, r1, c0, c1):
+    """mg_ops.vresidual; g None is compiled out."""
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = r[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
+        aw, ae, as_, an = ax[i, c0 - 1:c1 - 1], ax[i, c0:c1], ay[i - 1, c0:c1], ay[i, c0:c1]
+        if g is None:
+            for j in range(m):
+                v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
+                o[j] = v - (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
+        else:
+            f = g[i, c0:c1]
+            for j in range(m):
+                v = ((aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])) + f[j]
+                o[j] = v - (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
+
+
+@njit(parallel=True, cache=True)
 def restrict(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale):
     zero = gc.dtype.type(0)
     for I in prange(r0, r1):
@@ -100,3 +138,48 @@ def max_abs(a, r0, r1, c0, c1):
                 m = np.inf
         rowmax[i - r0] = m
     return rowmax.max() if r1 > r0 else 0.0
+
+
+@njit(parallel=True, cache=True)
+def axpy(y, a, x, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = y[i, j] + a * x[i, j]
+
+
+@njit(parallel=True, cache=True)
+def xpay(y, x, b, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = x[i, j] + b * y[i, j]
+
+
+@njit(parallel=True, cache=True)
+def products_max(a, b, r0, r1, c0, c1):
+    """mg_ops.products_max."""
+    rowmax = np.zeros(max(r1 - r0, 1))
+    for i in prange(r0, r1):
+        m = 0.0
+        for j in range(c0, c1):
+            d = abs(np.float64(a[i, j]) * np.float64(b[i, j]))
+            if d > m:
+                m = d
+            elif d != d:
+                m = np.inf
+        rowmax[i - r0] = m
+    return rowmax.max() if r1 > r0 and c1 > c0 else 0.0
+
+
+@njit(parallel=True, cache=True)
+def folded_sums(a, b, r0, r1, c0, c1, s1, s2):
+    """mg_ops.folded_sums (the sums are exact, so the parallel reduction's order does not matter)."""
+    acc1 = 0.0
+    acc2 = 0.0
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            t = np.float64(a[i, j]) * np.float64(b[i, j])
+            q1 = (t + s1) - s1
+            r = t - q1
+            acc1 += q1
+            acc2 += (r + s2) - s2
+    return acc1, acc2

@@ -15,4 +15,4 @@ class NumpyBackend(Backend):
         super().__init__(settings, dtype, 1, **node)
 
     def step(self, out, u, w, region) -> None:
-        update(out, u, w, region)
+        update(out, u, w, region)  # the constant form (+ s), the flux form, or the Jacobi form (solver.core.physics)

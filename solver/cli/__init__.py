@@ -128,8 +128,16 @@ def _check_backends(names: list[str]) -> list[str]:
     return names
 
 
-def _overrides(**kw) -> dict:
-    return {f"--{k.replace('_', '-')}": v for k, v in kw.items() if v is not None}
+def _overrides(sets: Optional[list[str]] = None, **kw) -> dict:
+    """The options that set case fields, then --set PATH=VALUE (which wins), as load_case takes them."""
+    from ..config import parse_sets
+
+    return {**{f"--{k.replace('_', '-')}": v for k, v in kw.items() if v is not None}, **parse_sets(sets)}
+
+
+_SET = typer.Option(None, "--set", metavar="PATH=VALUE", help=(
+    "set any case field by its dotted path (repeatable; lists by index): --set physics.alpha=0.5 "
+    "--set physics.source.0.amplitude=5 --set grid.nx=1024"))
 
 
 def fail(exc: BaseException, comm) -> None:
@@ -171,6 +179,7 @@ def run(
     restart: Optional[Path] = typer.Option(None, help="continue from this checkpoint.h5 or run directory; without "
                                                       "CASE, the run's own case (overrides included) into that directory"),
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+    sets: Optional[list[str]] = _SET,
 ) -> None:
     """Run a case: fields.h5, record.json/.md, timings.csv in the output directory."""
     from ..io.outputs import StopSignals
@@ -181,7 +190,7 @@ def run(
 
     comm = Comm.world(mpi)
     try:
-        over = _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
+        over = _overrides(sets, backend=backend, steps=steps, dtype=dtype, threads=threads, output=output, halo=halo,
                           decomposition=decomposition, balance=balance, kernel=kernel, time_tile=time_tile,
                           solver=solver, scheme=scheme, tolerance=tolerance)
         cfg = agree(comm, lambda: _run_case(case, restart, over, comm))
@@ -245,13 +254,13 @@ def validate(
     ranks: int = typer.Option(1, min=1, max=MAX_RANKS, help="plan for this many MPI ranks"),
     backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
     dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
-    output: Optional[str] = typer.Option(None, "--output", "-o"),
+    output: Optional[str] = typer.Option(None, "--output", "-o"), sets: Optional[list[str]] = _SET,
 ) -> None:
     """Print the resolved case (dt, weights, stability, memory, bytes per step) or the errors."""
     from ..config import load_case
     from ..results.summary import print_plan
 
-    cfg = load_case(case, _overrides(backend=backend, steps=steps, dtype=dtype, threads=threads, output=output))
+    cfg = load_case(case, _overrides(sets, backend=backend, steps=steps, dtype=dtype, threads=threads, output=output))
     print_plan(cfg, ranks)
 
 
@@ -291,6 +300,7 @@ def tune(
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
     time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2/wave2a (default 4 8 12)"),
     chip_steps: Optional[list[int]] = typer.Option(None, "--chip-steps", help="steps per launch for chip (default 64 256)"),
+    sets: Optional[list[str]] = _SET,
 ) -> None:
     """Time every CuPy kernel variant, block shape and time tile on the case's grid (one GPU); keep the fastest."""
     from ..backends.cupy_kernels import VARIANTS, tile_problem
@@ -310,7 +320,7 @@ def tune(
     if blocks is not None and not blocks.strip():
         raise InputError("--blocks: '' names no block shape; write e.g. --blocks 32x8,128x16, or leave it out")
     shapes = parse_blocks(blocks)  # the options first, then the case and the GPU
-    cfg = load_case(case, _overrides(backend="cupy", dtype=dtype))
+    cfg = load_case(case, _overrides(sets, backend="cupy", dtype=dtype))
     res = run_tune(cfg, kernel or None, shapes, repeats, steps, save, tiles=time_tile or None,
                    chip_steps=chip_steps or None)
     print_tune(res)
@@ -520,6 +530,12 @@ _MODEL = typer.Option(True, "--model/--no-model", help="predict every point with
 _NETWORK = typer.Option(None, help="the model's network between nodes: a preset, 'measured' or a YAML file")
 
 
+def _sets(sets: Optional[list[str]]) -> dict:
+    from ..config import parse_sets
+
+    return parse_sets(sets)
+
+
 def _sweep(kind: str, case: Path, counts: list[int], **kw) -> None:
     from ..sweep import Settings, exit_code, print_sweep, say_point, sweep
 
@@ -544,12 +560,12 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         dtype: Optional[str] = _DTYPE, halo: Optional[str] = _HALO, decomposition: Optional[str] = _DECOMP,
         balance: Optional[str] = _BALANCE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
         timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE, fields: bool = _FIELDS,
-        model: bool = _MODEL, network: Optional[str] = _NETWORK,
+        model: bool = _MODEL, network: Optional[str] = _NETWORK, sets: Optional[list[str]] = _SET,
     ) -> None:
         _sweep(kind, case, _counts(ranks, "--ranks", [], MAX_RANKS), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
-               timeout=timeout, time_tile=time_tile, fields=fields, model=model, network=network)
+               timeout=timeout, time_tile=time_tile, fields=fields, model=model, network=network, sets=_sets(sets))
 
     command.__doc__ = doc
     sweep_app.command(kind)(command)
@@ -567,12 +583,12 @@ def sweep_threads(
     launcher: Optional[str] = _LAUNCHER, launcher_args: str = _LAUNCHER_ARGS, repeats: int = _REPEATS,
     output: Optional[Path] = _OUTPUT, backend: Optional[str] = _BACKEND, steps: Optional[int] = _STEPS,
     dtype: Optional[str] = _DTYPE, verify: Optional[bool] = _VERIFY, overwrite: bool = _OVERWRITE,
-    timeout: Optional[float] = _TIMEOUT, fields: bool = _FIELDS,
+    timeout: Optional[float] = _TIMEOUT, fields: bool = _FIELDS, sets: Optional[list[str]] = _SET,
 ) -> None:
     """Thread scaling: one process, numba threads vary."""
     _sweep("threads", case, _counts(threads, "--threads", [], MAX_THREADS), launcher=launcher, launcher_args=launcher_args,
            repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype, verify=verify,
-           overwrite=overwrite, timeout=timeout, fields=fields)
+           overwrite=overwrite, timeout=timeout, fields=fields, sets=_sets(sets))
 
 
 @app.command()
@@ -610,6 +626,7 @@ def model(
     launcher_args: str = typer.Option("", "--launcher-args", help="its extra arguments, e.g. '--bind-to core'"),
     refresh: bool = typer.Option(False, help="measure the inputs again"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the result here"),
+    sets: Optional[list[str]] = _SET,
 ) -> None:
     """Predicted seconds per step and its parts for any rank and node count (solver/model; docs/scaling_model.md)."""
     from ..core.errors import InputError
@@ -631,7 +648,7 @@ def model(
     from ..model.inputs import Inputs
     from ..model.problem import Problem, placement
 
-    over = _overrides(backend="cupy" if gpus else None, time_tile=time_tile, halo=halo, balance=balance,
+    over = _overrides(sets, backend="cupy" if gpus else None, time_tile=time_tile, halo=halo, balance=balance,
                       steps=steps, dtype=dtype, decomposition=decomposition)
     problem = Problem.from_case(load_case(case, over).model_dump(mode="json"))
     if problem.outside():

@@ -11,7 +11,12 @@ Ghost layers (depth d, layer m = 0 next to the owned points, m = d-1 outermost):
 - dirichlet: the value V;
 - neumann:   the owned point m inside the wall, plus (2m+1) G h: the mirror image about the wall with
              du/dn = G outward, so for d = 1 ghost = first point + G h;
+- convective: a u_m + b with a = (1 - H h/2) / (1 + H h/2), b = H h T / (1 + H h/2) (solver.core.sides):
+             -du/dn = H (u - T) at the wall half a spacing out, the wall value the mean of ghost and first
+             point; deeper layers (read by no update) apply the same gain to the point m inside;
 - periodic:  the owned point n places further on (the interior row or column next to the opposite side).
+A rule's value (and gain) is a number, or an array along the side's padded length where the side's data
+vary along it (profiles, files); rules are built for a time t where they vary in time (make_fill).
 With zero flux and periodic sides the plain sum of u is conserved exactly in exact arithmetic.
 
 Fill order: the y sides (ghost rows, the full padded width), then the x sides (ghost columns, the full
@@ -34,8 +39,8 @@ import numpy as np
 SIDES = ("bottom", "top", "left", "right")  # fill order: y sides, then x sides
 BLOCK_SIDE = {"bottom": "south", "top": "north", "left": "west", "right": "east"}
 AXIS_SIDES = {"x": ("left", "right"), "y": ("bottom", "top")}
-CODES = {"dirichlet": 1, "neumann": 2, "periodic": 3}  # as the GPU fill kernel knows them (kernels/boundary.cu)
-OFFSET = {"dirichlet": 1.0, "neumann": 0.5, "periodic": 0.5}  # wall distance of the first point, in spacings
+CODES = {"dirichlet": 1, "neumann": 2, "periodic": 3, "convective": 4}  # as the fill kernels know them (kernels/boundary.cu)
+OFFSET = {"dirichlet": 1.0, "neumann": 0.5, "periodic": 0.5, "convective": 0.5}  # wall distance of the first point, in spacings
 
 
 def kinds(case) -> dict[str, str]:
@@ -54,10 +59,11 @@ def conserving(case) -> bool:
 
 
 def homogeneous(case) -> bool:
-    """Zero Dirichlet values and zero fluxes: the eigenmodes of solver.core.physics are exact solutions."""
+    """Zero Dirichlet values and zero fluxes, no convective side: the eigenmodes of solver.core.physics are exact
+    solutions (with no source and one alpha: solver.core.physics.exact_solution_available)."""
     b = case.boundary
     return all(getattr(getattr(b, s), "value", 0.0) == 0.0 and getattr(getattr(b, s), "flux", 0.0) == 0.0
-               for s in SIDES)
+               and getattr(b, s).kind != "convective" for s in SIDES)
 
 
 def spans(kinds_lo_hi: tuple[str, str], n: int) -> float:
@@ -124,32 +130,41 @@ def angle_range(lo: str, hi: str, n: int) -> tuple[float, float]:
     return axis_mode(lo, hi, n, ks[0], none)[1], axis_mode(lo, hi, n, top, none)[1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rule:
     side: str  # bottom, top, left, right
     kind: str
-    value: float = 0.0  # dirichlet: V; neumann: G h (the layer m ghost adds (2m+1) G h); periodic: unused
+    value: float | np.ndarray = 0.0  # dirichlet: V; neumann: G h (layer m adds (2m+1) G h); convective: b; periodic: unused
+    gain: float | np.ndarray = 1.0  # convective: a (ghost = a u + b)
 
     @property
     def code(self) -> int:
         return CODES[self.kind]
 
-    def added(self, m: int) -> float:
+    def added(self, m: int):
         return (2 * m + 1) * self.value
 
+    @property
+    def along(self) -> bool:
+        """Its value or gain varies along the side (an array)."""
+        return np.ndim(self.value) > 0 or np.ndim(self.gain) > 0
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Fill:
-    """The ghost-layer rules of one block's physical sides, in fill order; depth = ghost layers of its arrays."""
+    """The ghost-layer rules of one block's physical sides, in fill order; depth = ghost layers of its arrays;
+    timed: the rules hold values at one time of data that vary in time (refill after every step even where
+    every side is Dirichlet)."""
 
     rules: tuple[Rule, ...]
     dtype: str
     depth: int = 1
+    timed: bool = False
 
     @property
     def constant(self) -> bool:
-        """Only Dirichlet sides (or none): the ghosts never change, nothing to refill after a step."""
-        return all(r.kind == "dirichlet" for r in self.rules)
+        """Only Dirichlet sides (or none) with values fixed in time: the ghosts never change, nothing to refill."""
+        return all(r.kind == "dirichlet" for r in self.rules) and not self.timed
 
     def rule(self, side: str) -> Rule | None:
         return next((r for r in self.rules if r.side == side), None)
@@ -167,18 +182,37 @@ class Fill:
                     u[ghost] = r.value
                 elif r.kind == "periodic":
                     u[ghost] = u[across]
-                elif t(r.added(m)) == 0:
+                elif r.kind == "convective":
+                    u[ghost] = _cast(r.gain, t) * u[inside] + _cast(r.value, t)
+                elif np.ndim(r.value) == 0 and t(r.added(m)) == 0:
                     u[ghost] = u[inside]
-                else:
+                elif np.ndim(r.value) == 0:
                     np.add(u[inside], t(r.added(m)), out=u[ghost])
+                else:
+                    a = _cast(r.added(m), t)
+                    u[ghost] = np.where(a == 0, u[inside], u[inside] + a)
 
-    def tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """(codes, values) per side in SIDES order, for kernels: codes 0 (no rule: a neighbour fills it) or
-        CODES[kind]; values the Dirichlet value or G h, in float64 (kernels round as apply() does)."""
-        codes, values = np.zeros(4, dtype=np.int32), np.zeros(4)
+    def tables(self, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(codes, values, gains) for kernels filling a field of `shape`: codes per side in SIDES order, 0 (no rule:
+        a neighbour fills it) or CODES[kind]; values and gains (4, L) per point along each side's padded length
+        (L the longer one), in float64 (kernels round as apply() does)."""
+        longest = max(shape)
+        codes, values, gains = np.zeros(4, dtype=np.int32), np.zeros((4, longest)), np.ones((4, longest))
         for r in self.rules:
-            codes[SIDES.index(r.side)], values[SIDES.index(r.side)] = r.code, r.value
-        return codes, values
+            k = SIDES.index(r.side)
+            codes[k] = r.code
+            values[k, :np.size(r.value)] = r.value
+            gains[k, :np.size(r.gain)] = r.gain
+            if np.ndim(r.value) == 0:
+                values[k] = r.value
+            if np.ndim(r.gain) == 0:
+                gains[k] = r.gain
+        return codes, values, gains
+
+
+def _cast(v, t):
+    """A number or array rounded to the field's type."""
+    return t(v) if np.ndim(v) == 0 else np.asarray(v, dtype=t)
 
 
 def _layer(side: str, m: int, d: int, ny: int, nx: int):
@@ -193,37 +227,71 @@ def _layer(side: str, m: int, d: int, ny: int, nx: int):
     return (every, d + nx + m), (every, d + nx - 1 - m), (every, d + m)
 
 
-def make_fill(case, block, depth: int = 1) -> Fill:
-    """The rules for the sides of `block` where it has no neighbour (see the module docstring)."""
-    (dx, dy), _ = geometry(case)
-    h = {"bottom": dy, "top": dy, "left": dx, "right": dx}
+def make_fill(case, block, depth: int = 1, t: float = 0.0) -> Fill:
+    """The rules for the sides of `block` where it has no neighbour (see the module docstring), at time t."""
+    from .sides import varies_in_time
+
     rules = []
     for side in SIDES:
         if block.neighbours[BLOCK_SIDE[side]] is not None:
             continue
         spec = getattr(case.boundary, side)
-        value = spec.value if spec.kind == "dirichlet" else spec.flux * h[side] if spec.kind == "neumann" else 0.0
-        rules.append(Rule(side, spec.kind, value))
+        rules.append(side_rule(case, block, side, spec, depth, t))
         n = block.ny if side in AXIS_SIDES["y"] else block.nx
         if spec.kind != "dirichlet" and depth > n:
             raise ValueError(f"ghost depth {depth} on the {side} side exceeds the block's {n} points across it "
                              "(a mirror or a wrap reads that many owned points)")
-    return Fill(tuple(rules), case.numerics.dtype, depth)
+    return Fill(tuple(rules), case.numerics.dtype, depth, timed=varies_in_time(case))
+
+
+def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
+    """One side's rule for `block` (ghost layers `depth` deep) at time t: values per point along the padded side
+    where the side's data vary along it."""
+    from .grid import indices
+    from .sides import convective_terms, value_at
+
+    (dx, dy), _ = geometry(case)
+    h = dy if side in AXIS_SIDES["y"] else dx
+    if spec.kind == "periodic":
+        return Rule(side, "periodic")
+    along_y = side in AXIS_SIDES["y"]  # a ghost row: its points run along x
+    start, n, count = (block.cols[0], case.grid.nx, block.nx) if along_y else (block.rows[0], case.grid.ny, block.ny)
+    periodic = periodic_axes(case)[1 if along_y else 0]
+    along = indices(start, depth, count + 2 * depth, n, periodic)
+    at = lambda key: value_at(spec, side, key, case, t, along)  # noqa: E731
+    if spec.kind == "dirichlet":
+        return Rule(side, "dirichlet", at("value"))
+    if spec.kind == "neumann":
+        return Rule(side, "neumann", at("flux") * h)
+    gain, value = convective_terms(at("h"), at("ambient"), h)
+    return Rule(side, "convective", value, gain)
+
+
+def homogeneous_fill(fill: Fill, gains=None) -> Fill:
+    """The same kinds with zero values (the error's boundary data: multigrid's coarse levels and residuals);
+    gains: per side, the convective gains to use instead (a coarse level's spacing)."""
+    rules = tuple(Rule(r.side, r.kind, 0.0, (gains or {}).get(r.side, r.gain)) for r in fill.rules)
+    return Fill(rules, fill.dtype, fill.depth)
 
 
 def constant_ghosts(case, blocks) -> bool:
     """No rank's physical ghost layers change between steps (every physical side of every block is
     Dirichlet): what time tiles need, which keep those layers fixed. Decided from the whole block list,
     so every rank takes the same choice (a deep-halo exchange must have the same depth on both ends)."""
-    return all(make_fill(case, b).constant for b in blocks)
+    from .sides import varies_in_time
+
+    return not varies_in_time(case) and all(getattr(case.boundary, side).kind == "dirichlet" for b in blocks
+                                            for side in SIDES if b.neighbours[BLOCK_SIDE[side]] is None)
 
 
 def fingerprint(case) -> dict:
-    """boundary.<side> as a checkpoint records it: the number for Dirichlet (as before kinds existed), else the kind."""
+    """boundary.<side> as a checkpoint records it: the number for a constant Dirichlet value (as before kinds
+    existed), else the side's whole mapping."""
     out = {}
     for side in SIDES:
         spec = getattr(case.boundary, side)
-        out[f"boundary.{side}"] = spec.value if spec.kind == "dirichlet" else spec.model_dump()
+        plain = spec.kind == "dirichlet" and isinstance(spec.value, float)
+        out[f"boundary.{side}"] = spec.value if plain else spec.model_dump(mode="json")
     return out
 
 

@@ -12,14 +12,15 @@ import numpy as np
 from .boundary import make_fill
 
 
-def padded_field(case, block, interior: np.ndarray) -> np.ndarray:
-    """Host array (ny+2, nx+2): the owned block inside, the boundary rules in ghost layers on physical sides."""
+def padded_field(case, block, interior: np.ndarray, t: float = 0.0) -> np.ndarray:
+    """Host array (ny+2, nx+2): the owned block inside, the boundary rules (at time t) in ghost layers on
+    physical sides."""
     u = np.zeros(block.padded, dtype=case.numerics.dtype)
     u[1:-1, 1:-1] = interior
-    return set_edges(case, block, u)
+    return set_edges(case, block, u, t)
 
 
-def set_edges(case, block, u: np.ndarray) -> np.ndarray:
-    """Fill the ghost layers of `u` on physical sides from its owned points and the boundary (in place)."""
-    make_fill(case, block).apply(u)
+def set_edges(case, block, u: np.ndarray, t: float = 0.0) -> np.ndarray:
+    """Fill the ghost layers of `u` on physical sides from its owned points and the boundary at time t (in place)."""
+    make_fill(case, block, t=t).apply(u)
     return u

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from . import stops
 from .errors import NumericalError
-from .physics import IMPLICIT_TOLERANCE, implicit_rhs_weights
+from .physics import IMPLICIT_TOLERANCE
 from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
@@ -57,6 +57,19 @@ class LoopState:
         return self.step >= end or self.converged or self.stopped_by in stops.ENDINGS
 
 
+@dataclass
+class Data:
+    """What a run's update reads beyond u where the physics is data (solver.core.operator): weights(step, ex)
+    gives (the weights of plain steps, those of time tiles) for the step from `step`; `changes`: the steps
+    at which they change (a source window's edges: the loop stops there); fill_at(step): the ghost rules at
+    `step` where side values vary in time (None: they do not; then every step refills with them)."""
+
+    weights: object
+    tiles: object = None
+    changes: list = field(default_factory=list)
+    fill_at: object = None
+
+
 def halo_step(ex, u, compute) -> None:
     """One step's schedule for any halo mode: start the exchange of u's halo, compute ex.before (the
     interior, in bands, with ex.progress between them so MPI moves the messages), finish the exchange,
@@ -83,13 +96,13 @@ class TimeLoop:
     for the block a rebalance gave this rank."""
 
     def __init__(self, layout, backend, comm, exchange, timers: tuple[Timer, Timer], hooks=None,
-                 poll_every: int | None = None, balancer=None, connect=None, iterate=None):
+                 poll_every: int | None = None, balancer=None, connect=None, iterate=None, data: Data | None = None):
         self.layout, self.case, self.w = layout, layout.case, layout.w
+        self.data = data or Data(None)
+        self.w_tiles = self.data.tiles if self.data.tiles is not None else self.w  # deep halos: on their deep fields
         self.backend, self.comm, self.ex = backend, comm, exchange
         self.iterate = iterate  # multigrid (solver.multigrid.cycle.Multigrid): a step is one cycle, checked every cycle
         self.laplace = layout.case.physics.equation == "laplace"
-        if iterate is not None and not self.laplace:  # implicit heat: a step is one solve
-            self.rhs_w = implicit_rhs_weights(layout.case).cast(layout.case.numerics.dtype)
         self.check_every = 1 if iterate is not None else layout.case.run.check_every
         self.timer, self.warm_timer = timers
         self.hooks = hooks  # object with snapshot(state), checkpoint(state), stop_requested(), progress(step), warmed(step)
@@ -129,6 +142,8 @@ class TimeLoop:
             self.backend.compute(s.u_new, s.u, self.w, regions, timer)
 
         halo_step(self.ex, s.u, compute)
+        if self.data.fill_at is not None:  # side values that vary in time: the rules of the step's end
+            self.backend.boundary = self.data.fill_at(s.step + 1)
         self.backend.fill_boundary(s.u_new, timer)  # Neumann and one-rank periodic ghosts, from the new field
         t = time.perf_counter()
         s.u, s.u_new = s.u_new, s.u
@@ -147,12 +162,12 @@ class TimeLoop:
                 s.step += 1
             s.u, s.u_new = self.iterate.views()
             return
-        if self.ex.trivial or getattr(self.ex, "depth", 1) > 1:
+        if (self.ex.trivial or getattr(self.ex, "depth", 1) > 1) and self.data.fill_at is None:
             first = s.step
             if self.ex.trivial:
                 self._advance(s, n, timer, keep_previous)
             else:
-                self.ex.advance(s, n, self.w, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
+                self.ex.advance(s, n, self.w_tiles, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
             if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
                 t = time.perf_counter()
                 time.sleep(self.slow * self.layout.block.ny * (s.step - first))
@@ -179,7 +194,7 @@ class TimeLoop:
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
         tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
-        cycles, scale, rel, why = self.iterate.time_step(self.rhs_w, tol, self.case.multigrid.max_cycles, timer)
+        cycles, scale, rel, why = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
         s.solves.append((s.step + 1, cycles, scale, rel, why))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)
@@ -269,7 +284,7 @@ class TimeLoop:
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [None if self.inner else self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
                    self.balancer.every if self.balancer else None]
-        stops = [end] + [(step // p + 1) * p for p in periods if p]
+        stops = [end] + [(step // p + 1) * p for p in periods if p] + [c for c in self.data.changes if c > step][:1]
         if step < 1 and self.laplace and self.iterate is None:
             stops.append(1)
         if warm_end is not None:
@@ -281,6 +296,9 @@ class TimeLoop:
         run, out, step = self.case.run, self.case.output, s.step
         if self.fail_at is not None and step >= self.fail_at:
             raise RuntimeError(f"injected failure on rank {self.comm.rank} at step {step} (STENCIL_FAIL_AT)")
+        if step in self.data.changes:  # a source's window opened or closed: the next steps read other fields
+            self._settle(timer)
+            self.w, self.w_tiles = self.data.weights(step, self.ex)
         if (self._checks(step) or step == end) and not self.inner:  # (inner: started with the batch)
             self._check(s, timer)
         self._resolve(timer, None if step == end else first)  # the checks of the batches before this one
@@ -312,6 +330,8 @@ class TimeLoop:
                 t = time.perf_counter()
                 self.ex.close()
                 self.ex = self.connect(self.layout.block, s, self.ex)
+                if self.data.weights is not None:  # fields on the new block
+                    self.w, self.w_tiles = self.data.weights(step, self.ex)
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:

@@ -1,9 +1,19 @@
 """The one update every backend implements, and its exact solution.
 
-    u_new[i,j] = wc*u[i,j] + wx*(u[i,j-1] + u[i,j+1]) + wy*(u[i-1,j] + u[i+1,j])
+    u_new[i,j] = wc*u[i,j] + wx*(u[i,j-1] + u[i,j+1]) + wy*(u[i-1,j] + u[i+1,j])  [+ s[i,j]]
 
 heat (FTCS):  wx = alpha*dt/dx**2, wy = alpha*dt/dy**2, wc = 1 - 2*wx - 2*wy (stable while wc >= 0)
 laplace (Jacobi): wc = 0, wx = dy**2 / (2*(dx**2 + dy**2)), wy = dx**2 / (2*(dx**2 + dy**2))
+s, where there is a source q: dt q (heat), q / (alpha (2/dx^2 + 2/dy^2)) (Jacobi), added last.
+
+Where alpha is a field (solver.core.materials), the kernels read face coefficients ax (east faces) and ay
+(north faces) instead of wx and wy (solver.core.operator builds them):
+
+heat (flux form):  u_new = u + ((ax[i,j]*(E - u) - ax[i,j-1]*(u - W)) + (ay[i,j]*(N - u) - ay[i-1,j]*(u - S))) [+ s]
+                   ax = dt a_face / dx^2, ay = dt a_face / dy^2, s = dt q
+Jacobi (and multigrid's smoother, solver.backends.mg_ops.vsmooth):
+                   u_new = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) + s) / (sigma + ((ax_W + ax_E) + (ay_S + ay_N))))
+                   ax = a_face / dx^2, ay = a_face / dy^2, s = q; Jacobi: wc = 0, om = 1, sigma = 0
 
 Every backend evaluates the terms in exactly this order, so on the CPU the results are bitwise equal.
 """
@@ -11,7 +21,7 @@ Every backend evaluates the terms in exactly this order, so on the CPU the resul
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,27 +32,64 @@ EXACT_ULPS = 8.0  # rounding per step against the exact mode, in eps of the fiel
 EXACT_LIMIT = 1e-3  # an exact check looser than this proves little: verify against the numpy reference instead
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Weights:
+    """The update's numbers, and the fields it reads where the physics is data: s (a source term added last),
+    ax and ay (face coefficients, alpha a field); arrays on the field's own padded layout and device, in its
+    dtype, or None. jacobi: with ax/ay, the Jacobi form (a division by the diagonal) instead of the flux form;
+    sigma: that diagonal's constant part (implicit steps: 1; multigrid levels)."""
+
     wc: float
     wx: float
     wy: float
+    s: object = None
+    ax: object = None
+    ay: object = None
+    jacobi: bool = False
+    sigma: float = 0.0
 
     def cast(self, dtype) -> Weights:
         """The weights as scalars of the field's dtype (numpy keeps float32 arithmetic in float32)."""
         t = np.dtype(dtype).type
-        return Weights(t(self.wc), t(self.wx), t(self.wy))
+        return replace(self, wc=t(self.wc), wx=t(self.wx), wy=t(self.wy), sigma=t(self.sigma))
+
+    @property
+    def fields(self) -> bool:
+        """Whether the kernels read coefficient fields (alpha a field)."""
+        return self.ax is not None
+
+    def with_data(self, **data) -> Weights:
+        return replace(self, **data)
 
 
 def update(out, u, w: Weights, region) -> None:
     """The update as one array expression over region (r0, r1, c0, c1) of padded arrays, in the term
     order above: the numpy reference, and CuPy's `expr` variant (any array type with numpy slicing)."""
     r0, r1, c0, c1 = region
-    out[r0:r1, c0:c1] = (
-        w.wc * u[r0:r1, c0:c1]
-        + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
-        + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1])
-    )
+    if w.fields:
+        return field_update(out, u, w, region)
+    v = (w.wc * u[r0:r1, c0:c1]
+         + w.wx * (u[r0:r1, c0 - 1:c1 - 1] + u[r0:r1, c0 + 1:c1 + 1])
+         + w.wy * (u[r0 - 1:r1 - 1, c0:c1] + u[r0 + 1:r1 + 1, c0:c1]))
+    out[r0:r1, c0:c1] = v if w.s is None else v + w.s[r0:r1, c0:c1]
+
+
+def field_update(out, u, w: Weights, region) -> None:
+    """The update with coefficient fields (module docstring): the flux form, or the Jacobi form."""
+    r0, r1, c0, c1 = region
+    c, s = u[r0:r1, c0:c1], w.s
+    west, east = u[r0:r1, c0 - 1:c1 - 1], u[r0:r1, c0 + 1:c1 + 1]
+    south, north = u[r0 - 1:r1 - 1, c0:c1], u[r0 + 1:r1 + 1, c0:c1]
+    ax_w, ax_e = w.ax[r0:r1, c0 - 1:c1 - 1], w.ax[r0:r1, c0:c1]
+    ay_s, ay_n = w.ay[r0 - 1:r1 - 1, c0:c1], w.ay[r0:r1, c0:c1]
+    if w.jacobi:
+        v = ((ax_w * west + ax_e * east) + (ay_s * south + ay_n * north))
+        if s is not None:
+            v = v + s[r0:r1, c0:c1]
+        out[r0:r1, c0:c1] = w.wc * c + (v / (w.sigma + ((ax_w + ax_e) + (ay_s + ay_n))))
+        return
+    v = c + ((ax_e * (east - c) - ax_w * (c - west)) + (ay_n * (north - c) - ay_s * (c - south)))
+    out[r0:r1, c0:c1] = v if s is None else v + s[r0:r1, c0:c1]
 
 
 def spacing(case) -> tuple[float, float]:
@@ -56,10 +103,22 @@ def origin(case) -> tuple[float, float]:
     return boundary.geometry(case)[1]
 
 
+def alpha_of(case) -> float:
+    """physics.alpha where it is a number; the largest value on the grid where it is a field (the stability
+    limit, and the scalar weights of records and estimates: the kernels then read face fields)."""
+    a = case.physics.alpha
+    if isinstance(a, float):
+        return a
+    from .materials import alpha_max
+
+    return alpha_max(case)
+
+
 def stable_dt(case) -> float:
-    """Largest FTCS time step with wc >= 0: dt <= 1 / (2*alpha*(1/dx**2 + 1/dy**2))."""
+    """Largest FTCS time step with wc >= 0: dt <= 1 / (2*alpha*(1/dx**2 + 1/dy**2)), alpha the largest value
+    (a face's harmonic mean never exceeds its larger point)."""
     dx, dy = spacing(case)
-    return 1.0 / (2.0 * case.physics.alpha * (1.0 / dx**2 + 1.0 / dy**2))
+    return 1.0 / (2.0 * alpha_of(case) * (1.0 / dx**2 + 1.0 / dy**2))
 
 
 def time_step(case) -> float:
@@ -77,15 +136,17 @@ THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of 
 
 
 def implicit_operator(case) -> tuple[float, float]:
-    """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = I - theta dt alpha Laplacian."""
-    return 1.0, THETA[case.physics.scheme] * time_step(case) * case.physics.alpha
+    """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = I - theta dt alpha Laplacian (alpha a
+    field: kappa = theta dt, the face coefficients carry alpha)."""
+    alpha = 1.0 if case.alpha_field else case.physics.alpha
+    return 1.0, THETA[case.physics.scheme] * time_step(case) * alpha
 
 
 def implicit_rhs_weights(case) -> Weights:
     """Weights of the explicit part, divided by the implicit operator's diagonal d (solver.multigrid.levels):
     g = (I + (1 - theta) dt alpha Laplacian) u^n / d as one Jacobi-kernel update (backward Euler: u^n / d)."""
     dx, dy = spacing(case)
-    theta, dt, alpha = THETA[case.physics.scheme], time_step(case), case.physics.alpha
+    theta, dt, alpha = THETA[case.physics.scheme], time_step(case), alpha_of(case)
     k_im, k_ex = theta * dt * alpha, (1.0 - theta) * dt * alpha
     d = 1.0 + k_im * (2.0 / dx**2 + 2.0 / dy**2)
     return Weights((1.0 - 2.0 * k_ex / dx**2 - 2.0 * k_ex / dy**2) / d, k_ex / dx**2 / d, k_ex / dy**2 / d)
@@ -95,7 +156,7 @@ def implicit_factor(case) -> float:
     """Per-step multiplier of the eigenmode initial.k under the implicit scheme: 1 / (1 + dt alpha lambda)
     (backward Euler), (1 - dt alpha lambda / 2) / (1 + dt alpha lambda / 2) (Crank-Nicolson), lambda the
     5-point eigenvalue (2/dx^2)(1 - cos theta_x) + (2/dy^2)(1 - cos theta_y)."""
-    theta, z = THETA[case.physics.scheme], time_step(case) * case.physics.alpha * mode_eigenvalue(case)
+    theta, z = THETA[case.physics.scheme], time_step(case) * alpha_of(case) * mode_eigenvalue(case)
     return (1.0 - (1.0 - theta) * z) / (1.0 + theta * z)
 
 
@@ -104,7 +165,7 @@ def weights(case) -> Weights:
     if case.physics.equation == "laplace":
         s = 2.0 * (dx**2 + dy**2)
         return Weights(0.0, dy**2 / s, dx**2 / s)
-    dt, alpha = time_step(case), case.physics.alpha
+    dt, alpha = time_step(case), alpha_of(case)
     wx, wy = alpha * dt / dx**2, alpha * dt / dy**2
     return Weights(1.0 - 2.0 * wx - 2.0 * wy, wx, wy)
 
@@ -170,8 +231,8 @@ def sine_mode(rows: range, cols: range, ny: int, nx: int, amplitude: float = 1.0
 def exact_solution_available(case) -> bool:
     """sine initial field with zero Dirichlet values and zero fluxes (any kinds): an exact eigenmode, used
     while its rounding bound at run.steps (exact_bound) can still tell a right field from a wrong one."""
-    return (case.initial.kind == "sine" and boundary.homogeneous(case)
-            and exact_bound(case, case.run.steps) <= EXACT_LIMIT)
+    return (case.initial.kind == "sine" and boundary.homogeneous(case) and not case.physics.source
+            and not case.alpha_field and exact_bound(case, case.run.steps) <= EXACT_LIMIT)
 
 
 def exact_bound(case, steps: int) -> float:

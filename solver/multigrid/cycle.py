@@ -34,14 +34,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core import stops
-from ..core.boundary import Fill, Rule, make_fill, periodic_axes
+from ..core import operator, stops
+from ..core.boundary import Fill, homogeneous_fill, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
 from ..parallel.deep import DeepLayout
 from ..parallel.exchange import exchanger, transport_for
+from . import coefficients
 from .grids import DEPTH, Place, down_tables, places, up_tables
+from .krylov import ConjugateGradient
 from .levels import Level, Settings, coarsest_inverse, hierarchy
+from .sides import dense_gains, level_fill
 
 @dataclass
 class Grid:
@@ -76,32 +79,38 @@ class Grid:
 class Multigrid:
     """The solver: levels, fields, exchangers and tables, built once; cycle() and residual_norm()."""
 
-    def __init__(self, layout, comm, backend, settings: Settings, cycle: str, fine_g: bool = False):
+    def __init__(self, layout, comm, backend, settings: Settings, cycle: str, t: float = 0.0):
+        """t: the time of the first step (side values that vary in time fill the finest level's ghosts)."""
         case = layout.case
         self.case, self.comm, self.backend, self.kind = case, comm, backend, cycle
         self.dtype = np.dtype(case.numerics.dtype)
         self.settings = settings
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
+        self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
+        self.t = t
+        fine_g = case.implicit or bool(case.physics.source)  # the finest level has a right-hand side
         self.grids = [self._grid(i, pl, fine_g) for i, pl in enumerate(self.places)]
         self._tables()
-        self.minv = backend.table(comm.bcast(coarsest_inverse(self.places[-1].level) if comm.rank == 0 else None),
-                                  weights=True)
+        self.minv = backend.table(comm.bcast(self._coarsest() if comm.rank == 0 else None), weights=True)
         self.last = None  # implicit heat: the relative residual the last step's solve reached
+        self.cg = ConjugateGradient(self) if case.krylov == "cg" else None
+        self.sources: dict = {}  # the finest level's source fields by the terms they sum (solver.core.sources)
 
     # construction ------------------------------------------------------------------------------------
     def _grid(self, i: int, place: Place, fine_g: bool) -> Grid:
         be, lev, block = self.backend, place.level, place.block
         lay = DeepLayout(block, DEPTH, physical=DEPTH)
         fields = [be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(4 if (i or fine_g) else 3)]
-        fill = make_fill(self.case, block, DEPTH)
-        zero = Fill(tuple(Rule(r.side, r.kind, 0.0) for r in fill.rules), fill.dtype, DEPTH)
+        fill = make_fill(self.case, block, DEPTH, t=self.t) if i == 0 else level_fill(self.case, lev, block, DEPTH)
+        zero = homogeneous_fill(fill)
         t = self.dtype.type
-        w = Weights(t(0.0), t(lev.wx), t(lev.wy))
-        sweeps = [[(Weights(t(1.0 - om), t(om * lev.wx), t(om * lev.wy)), t(om)) for om in oms]
+        data = self._faces(lev, block, lay)
+        w = Weights(t(0.0), t(lev.wx), t(lev.wy), **data)
+        sweeps = [[(Weights(t(1.0 - om), t(om * lev.wx), t(om * lev.wy), **data), t(om)) for om in oms]
                   for oms in (lev.pre, lev.post)]
         grid = Grid(place, lay, fields[0], fields[1], fields[3] if len(fields) == 4 else None, fields[2],
                     fill if i == 0 else zero, zero, w, *sweeps)
@@ -112,13 +121,39 @@ class Multigrid:
             grid.ex_e = exchanger(self.mode, block, mpi, be, None, lay.phases(1), tx=self.tx)
         return grid
 
+    def _faces(self, lev: Level, block, lay: DeepLayout) -> dict:
+        """The level's face coefficients on this block's fields (alpha a field), over the squared spacings and
+        times kappa: {ax, ay, sigma} for Weights, or {} (alpha a number: the scalar weights are the operator)."""
+        if self.faces is None:
+            return {}
+        fx, fy = self._scaled_faces(lev)
+        origin = (lay.owned[0], lay.owned[2])
+        ax = coefficients.local(fx, lev.x, lev.y, block.cols[0], block.rows[0], lay.shape, origin)
+        ay = coefficients.local(fy.T, lev.y, lev.x, block.rows[0], block.cols[0], lay.shape, origin, transpose=True)
+        be = self.backend
+        return {"ax": be.coefficient(ax, lay.owned[2]), "ay": be.coefficient(ay, lay.owned[2]),
+                "sigma": self.dtype.type(self.settings.sigma)}
+
+    def _scaled_faces(self, lev: Level) -> tuple[np.ndarray, np.ndarray]:
+        """(kappa kx / hx^2, kappa ky / hy^2) of a level, global, float64."""
+        kx, ky = self.faces[lev.index]
+        kappa = self.settings.kappa
+        return kappa * kx / lev.x.h ** 2, kappa * ky / lev.y.h ** 2
+
+    def _coarsest(self) -> np.ndarray:
+        """The coarsest level's inverse: unit-diagonal (alpha a number) or in the equation's units (a field)."""
+        lev = self.places[-1].level
+        faces = self._scaled_faces(lev) if self.faces is not None else None
+        return coarsest_inverse(lev, dense_gains(self.case, lev), faces, self.settings.sigma)
+
     def _tables(self) -> None:
         be = self.backend
         for fine, coarse in zip(self.grids, self.grids[1:]):
             target = coarse.place.gather[self.comm.rank] if coarse.place.gather else coarse.place.block
             d = down_tables(fine.place.block, target, coarse.place.level)
+            scale = 1.0 if self.faces is not None else d.scale  # a field's levels: the equation's units throughout
             fine.down = (be.table(d.ys), be.table(d.yc), be.table(d.yw, True), be.table(d.xs), be.table(d.xc),
-                         be.table(d.xw, True), self.dtype.type(d.scale))
+                         be.table(d.xw, True), self.dtype.type(scale))
             u = up_tables(fine.place.block, coarse.place.block, coarse.place.level)
             fine.up = (be.table(u.ys), be.table(u.yw, True), be.table(u.xs), be.table(u.xw, True))
             if coarse.place.gather:
@@ -135,6 +170,11 @@ class Multigrid:
         for a in (g0.u, g0.t):
             be.fill(a, g0.fill)
         be.synchronize()
+        if self.case.physics.equation == "laplace" and g0.g is not None:  # Poisson: the source is the right-hand side
+            lay = g0.layout
+            w = operator.host_weights(self.case, g0.place.block, lay.shape, (lay.owned[0], lay.owned[2]))
+            r0, r1, c0, c1 = g0.owned
+            self.backend.put(g0.g, g0.owned, w.s[r0:r1, c0:c1])
         return self.views()
 
     def views(self):
@@ -149,8 +189,49 @@ class Multigrid:
 
     # the cycle -----------------------------------------------------------------------------------------
     def cycle(self, timer) -> None:
-        self._cycle(0, self.kind, timer)
+        """One cycle; with krylov cg, one iteration of conjugate gradients preconditioned by a cycle (krylov.py)."""
+        if self.cg is not None:
+            self.cg.iterate(timer)
+        else:
+            self._cycle(0, self.kind, timer)
         timer.level = None
+
+    # what conjugate gradients asks of the finest level (krylov.py) -------------------------------------
+    def apply(self, out, p, timer) -> None:
+        """out = -A p on the finest level, p taking the homogeneous boundary rules."""
+        grid, be = self._at(0, timer), self.backend
+        if grid.ex is not None:
+            _exchange(grid.ex, grid.view(p))
+        if grid.zero_fill.rules:
+            be.timed(timer, lambda: be.fill(p, grid.zero_fill))
+        be.timed(timer, lambda: be.residual(out, p, None, grid.w, grid.owned))
+
+    def true_residual(self, out, timer) -> None:
+        """out = g - A u on the finest level (u the iterate, with the case's boundary rules)."""
+        grid, be = self._at(0, timer), self.backend
+        if grid.ex is not None:
+            _exchange(grid.ex, grid.view(grid.u))
+        be.timed(timer, lambda: be.residual(out, grid.u, grid.g, grid.w, grid.owned))
+
+    def refill(self, timer) -> None:
+        """The finest level's ghosts from its u (after conjugate gradients moved it)."""
+        grid, be = self._at(0, timer), self.backend
+        if grid.fill.rules and not grid.fill.constant:
+            be.timed(timer, lambda: be.fill(grid.u, grid.fill))
+
+    def precondition(self, z, spare, r, timer):
+        """z = one cycle from zero with right-hand side r and the homogeneous boundary rules; returns (z, spare)
+        as the cycle leaves them (its sweeps swap the finest level's two fields)."""
+        g0, be = self.grids[0], self.backend
+        saved = (g0.u, g0.t, g0.g, g0.fill)
+        be.timed(timer, lambda: (be.clear(z), be.clear(spare)))
+        g0.u, g0.t, g0.g, g0.fill = z, spare, r, g0.zero_fill
+        try:
+            self._cycle(0, self.kind, timer)
+        finally:
+            out = (g0.u, g0.t)
+            g0.u, g0.t, g0.g, g0.fill = saved
+        return out
 
     def _cycle(self, i: int, kind: str, timer) -> None:
         grid = self.grids[i]
@@ -255,9 +336,11 @@ class Multigrid:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 
     # implicit heat steps -----------------------------------------------------------------------------------
-    def time_step(self, rhs: Weights, tol: float, most: int, timer) -> tuple[int, float, float, str]:
-        """One implicit step from u^n (the finest level's u): g = the explicit part of u^n over the operator's
-        diagonal (one Jacobi-kernel update with weights `rhs`), then cycles from u^n until the relative
+    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
+        """One implicit step from u^n (the finest level's u, n = step): g = the explicit part of u^n and the source
+        (one update with the weights of rhs_weights: over the operator's diagonal where alpha is a number, in the
+        equation's units where it is a field); the ghosts then take the sides' values at t_{n+1} where they vary
+        in time; then cycles from u^n until the relative
         residual max|g - A u| / max|g - A u^n| (the step's initial residual as the unit: what the step has to
         change) is below tol, a stop rule of solver.core.stops holds (the rounding floor, divergence, a
         stall), or `most` cycles are done. Returns (cycles, max|g - A u^n|, the relative residual reached, why
@@ -267,7 +350,11 @@ class Multigrid:
         max|r| / (max|g| + |A| max|u|). With dt far past the explicit limit, g = u^n / d with d ~ 10^4, and
         u^n itself already has a backward error below 1e-5: a test in those units ends the step with no
         cycle at all, and the field does not move."""
-        self._rhs(rhs, timer)
+        self._rhs(self.rhs_weights(step), timer)
+        if self.cg is not None:
+            self.cg.reset()
+        if self.timed_sides:
+            self._refill(step + 1, timer)
         r0 = self._reduced(self.residual_norm(timer), timer)
         rel, history, why = (0.0 if r0 == 0 else 1.0), [], None
         floor = lambda: stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer)) / r0  # noqa: E731
@@ -288,11 +375,42 @@ class Multigrid:
     def _rhs(self, w: Weights, timer) -> None:
         grid = self._at(0, timer)
         be, u, g = self.backend, grid.u, grid.g
-        compute = lambda regions: be.timed(timer, lambda: [be.smooth(g, u, None, w, None, _shift(r)) for r in regions])  # noqa: E731
-        if w.wx == 0 and w.wy == 0:  # backward Euler: u^n / d, no neighbours read
+        compute = lambda regions: be.timed(timer, lambda: [be.step(g, u, w, _shift(r)) for r in regions])  # noqa: E731
+        if w.wx == 0 and w.wy == 0 and w.ax is None:  # backward Euler: u^n / d (+ the source), no neighbours read
             compute([_view_region(grid)])
         else:
             halo_step(grid.ex, grid.view(u), compute)
+
+    def rhs_weights(self, step: int) -> Weights:
+        """The weights of an implicit step's right-hand side from `step`: the explicit part (none for backward
+        Euler) and the source at the scheme's times (solver.core.operator.implicit_rhs), on the finest level."""
+        from ..core import sources
+
+        key = sources.step_weights(self.case, step, self._dt)
+        if key not in self.sources:
+            g0 = self.grids[0]
+            lay = g0.layout
+            host = operator.implicit_rhs(self.case, g0.place.block, lay.shape, (lay.owned[0], lay.owned[2]), step)
+            self.sources = {key: operator.on_device(self.backend, host, self.dtype, aligned=lay.owned[2])}
+        return self.sources[key]
+
+    @property
+    def _dt(self) -> float:
+        from ..core.physics import time_step
+
+        return time_step(self.case)
+
+    @property
+    def timed_sides(self) -> bool:
+        from ..core.sides import varies_in_time
+
+        return varies_in_time(self.case)
+
+    def _refill(self, step: int, timer) -> None:
+        """The finest level's ghost rules at `step` (side values that vary in time), applied to its u."""
+        grid = self._at(0, timer)
+        grid.fill = make_fill(self.case, grid.place.block, DEPTH, t=step * self._dt)
+        self.backend.timed(timer, lambda: self.backend.fill(grid.u, grid.fill))
 
     def _reduced(self, local: float, timer) -> float:
         t = time.perf_counter()
@@ -303,11 +421,21 @@ class Multigrid:
     # the stop test ---------------------------------------------------------------------------------------
     def scale(self) -> float:
         """This rank's largest value the finest level's residual is computed from: max |u| with its ghost
-        layer (boundary values, neighbours' points) plus max |g| (the scale of the rounding floor)."""
+        layer (boundary values, neighbours' points) times the operator's largest diagonal, plus max |g| (the
+        scale of the rounding floor)."""
         grid, be = self.grids[0], self.backend
         r0, r1, c0, c1 = grid.owned
         g = be.max_abs(grid.g, grid.owned) if grid.g is not None else 0.0
-        return be.max_abs(grid.u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) + g
+        return be.max_abs(grid.u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * self._diagonal + g
+
+    @property
+    def _diagonal(self) -> float:
+        """The largest diagonal of the finest level's operator: 1 (unit diagonal) where alpha is a number; in the
+        equation's units, sigma plus the largest face coefficients, where it is a field."""
+        if self.faces is None:
+            return 1.0
+        fx, fy = self._scaled_faces(self.levels[0])
+        return float(self.settings.sigma + 2.0 * (np.max(fx) + np.max(fy)))
 
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
@@ -360,22 +488,46 @@ class Multigrid:
         return sum(ex.sent() for g in self.grids for ex in (g.ex, g.ex_r, g.ex_e) if ex is not None)
 
 
-def warm_up(case, backend, settings: Settings, cycle: str, fine_g: bool) -> None:
-    """Compile every kernel a cycle uses (numba's JIT, CUDA modules) before the timed loop: one cycle of the
-    same case on a 9 x 7 grid, one process, the same backend and dtype (kernels compile per type, not size)."""
+def warm_up(case, backend, settings: Settings, cycle: str) -> None:
+    """Compile every kernel a cycle uses (numba's JIT, CUDA modules) before the timed loop: one cycle (implicit
+    heat: one step's solve of one cycle) of the same case on a 9 x 7 grid, one process, the same backend and
+    dtype (kernels compile per type, not size)."""
     from ..core.decomp import decompose
     from ..core.layout import Layout
     from ..core.timing import Timer
     from ..parallel.comm import Comm
 
-    tiny = case.model_copy(update={"grid": case.grid.model_copy(update={"nx": 9, "ny": 7})})
+    tiny = tiny_case(case)
     block = decompose(tiny.shape, (1, 1), 0, periodic_axes(case))
     lay = Layout(case=tiny, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
-    mg = Multigrid(lay, Comm(), backend, replace(settings, coarsest=9), cycle, fine_g=fine_g)
+    mg = Multigrid(lay, Comm(), backend, replace(settings, coarsest=9), cycle)
     timer = Timer()
-    mg.cycle(timer)
+    if case.implicit:
+        mg.time_step(0, 1e-300, 1, timer)
+    else:
+        mg.cycle(timer)
     mg.residual_norm(timer)
     backend.synchronize()
+
+
+def tiny_case(case):
+    """The case on a 9 x 7 grid with the same kinds of data (fields where it has fields), none read from files
+    (their shapes are the grid's): what compiles the same kernels."""
+    from ..config_terms import AlphaRegions, ConstantSource
+
+    physics = {}
+    if case.alpha_field:
+        physics["alpha"] = AlphaRegions(background=1.0)
+    if case.physics.source:
+        physics["source"] = [ConstantSource(kind="constant", value=1.0)]
+    sides = {}
+    for side in ("bottom", "top", "left", "right"):
+        spec = getattr(case.boundary, side)
+        files = {k: 1.0 for k in ("value", "flux", "h", "ambient") if hasattr(getattr(spec, k, None), "file")}
+        sides[side] = spec.model_copy(update=files)
+    return case.model_copy(update={"grid": case.grid.model_copy(update={"nx": 9, "ny": 7}),
+                                   "physics": case.physics.model_copy(update=physics),
+                                   "boundary": case.boundary.model_copy(update=sides)})
 
 
 def _shift(region):
@@ -399,4 +551,4 @@ def _exchange(ex, a) -> None:
 def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
     m = case.multigrid
     return Settings(sigma=sigma, kappa=kappa, pre=m.pre, post=m.post, smoother=m.smoother, omega=m.omega,
-                    coarsest=m.coarsest)
+                    coarsest=m.coarsest, symmetric=case.krylov == "cg")

@@ -147,6 +147,8 @@ class Settings:
     smoother: str = "chebyshev"
     omega: float = 0.8
     coarsest: int = 64  # most points of the coarsest level (solved directly)
+    symmetric: bool = False  # the same weights after the coarse correction as before it, reversed (a symmetric
+    # cycle: conjugate gradients' preconditioner); else one polynomial of degree pre + post dealt to both
 
 
 def axes_of(case) -> tuple[Axis, Axis]:
@@ -205,8 +207,12 @@ def _with_smoothers(levels: list[Level], settings: Settings) -> list[Level]:
         if i + 1 < len(levels):
             nxt = levels[i + 1]
             coarsened = (nxt.x.n != lev.x.n, nxt.y.n != lev.y.n)
-            pre, post = split_weights(smoothing_weights(lev.wx, lev.wy, coarsened, settings,
-                                                        settings.pre + settings.post), settings.pre)
+            if settings.symmetric:
+                pre = smoothing_weights(lev.wx, lev.wy, coarsened, settings, settings.pre)
+                post = tuple(reversed(pre))
+            else:
+                pre, post = split_weights(smoothing_weights(lev.wx, lev.wy, coarsened, settings,
+                                                            settings.pre + settings.post), settings.pre)
         out.append(replace(lev, pre=pre, post=post))
     return out
 
@@ -343,33 +349,69 @@ def _restriction_row(fine: Axis, coarse: Axis, J: int) -> tuple[int, np.ndarray]
 
 
 # the coarsest level --------------------------------------------------------------------------------
-def dense_operator(level: Level) -> np.ndarray:
-    """The level's unit-diagonal operator as a dense matrix (row-major points), homogeneous ghost rules:
-    a Dirichlet neighbour drops out, a Neumann one mirrors onto the point itself, a periodic one wraps."""
+def dense_operator(level: Level, gains: dict | None = None, faces=None, sigma: float = 0.0) -> np.ndarray:
+    """The level's operator as a dense matrix (row-major points), homogeneous ghost rules: a Dirichlet neighbour
+    drops out, a Neumann one mirrors onto the point itself, a convective one adds its gain times the point
+    itself (gains: side -> the gain at each point along it, or a number), a periodic one wraps.
+    faces None: the unit-diagonal form (weights wx, wy). faces = (Fx, Fy), the level's face coefficients over
+    the squared spacing (solver.multigrid.coefficients' layout): the equation's own units, diagonal sigma + the
+    point's four faces."""
     ny, nx = level.shape
-    a = np.eye(ny * nx)
+    a = np.zeros((ny * nx, ny * nx))
     for i in range(ny):
         for j in range(nx):
             p = i * nx + j
-            for (ii, jj), w, axis in (((i, j - 1), level.wx, level.x), ((i, j + 1), level.wx, level.x),
-                                      ((i - 1, j), level.wy, level.y), ((i + 1, j), level.wy, level.y)):
-                q = _neighbour(ii, jj, ny, nx, axis, horizontal=(ii == i))
-                if q is not None:
+            links = _links(level, faces, i, j)
+            a[p, p] = 1.0 if faces is None else sigma + sum(link[1] for link in links)
+            for (ii, jj), w, axis, horizontal in links:
+                q = _neighbour(ii, jj, ny, nx, axis, horizontal)
+                if q is None:
+                    continue
+                if q == "self":
+                    a[p, p] -= w * _gain(gains, level, ii, jj, ny, nx, horizontal)
+                else:
                     a[p, q[0] * nx + q[1]] -= w
     return a
 
 
+def _links(level: Level, faces, i: int, j: int):
+    """((neighbour), weight, axis, horizontal) of point (i, j)'s four neighbours: W, E, S, N."""
+    if faces is None:
+        wx, wy = level.wx, level.wy
+        w = (wx, wx, wy, wy)
+    else:
+        fx, fy = faces
+        px, py = level.x.periodic, level.y.periodic
+        w = (fx[i, j], fx[i, (j + 1) % level.x.n if px else j + 1], fy[i, j], fy[(i + 1) % level.y.n if py else i + 1, j])
+    return (((i, j - 1), w[0], level.x, True), ((i, j + 1), w[1], level.x, True),
+            ((i - 1, j), w[2], level.y, False), ((i + 1, j), w[3], level.y, False))
+
+
+def _gain(gains, level: Level, i: int, j: int, ny: int, nx: int, horizontal: bool) -> float:
+    """The ghost's gain onto the point it mirrors (1 for Neumann; a convective side's gain at that point)."""
+    k, n = (j, nx) if horizontal else (i, ny)
+    side = ("left" if k < 0 else "right") if horizontal else ("bottom" if k < 0 else "top")
+    g = (gains or {}).get(side, 1.0)
+    if np.ndim(g) == 0:
+        return float(g)
+    return float(g[i if horizontal else j])
+
+
 def _neighbour(i: int, j: int, ny: int, nx: int, axis: Axis, horizontal: bool):
+    """The neighbour's (row, column), "self" where a mirror (Neumann, convective) folds it onto the point itself,
+    None beyond a Dirichlet wall."""
     k, n = (j, nx) if horizontal else (i, ny)
     if 0 <= k < n:
         return i, j
     side = axis.kinds[0] if k < 0 else axis.kinds[1]
     if side == "dirichlet":
         return None
-    k = (0 if k < 0 else n - 1) if side == "neumann" else k % n
+    if side != "periodic":
+        return "self"
+    k = k % n
     return (i, k) if horizontal else (k, j)
 
 
-def coarsest_inverse(level: Level) -> np.ndarray:
+def coarsest_inverse(level: Level, gains: dict | None = None, faces=None, sigma: float = 0.0) -> np.ndarray:
     """The inverse of the coarsest level's operator, float64 (the exact coarse solve)."""
-    return np.linalg.inv(dense_operator(level))
+    return np.linalg.inv(dense_operator(level, gains, faces, sigma))

@@ -213,13 +213,12 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
 
     layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
     op = physics.implicit_operator(case) if case.implicit else (0.0, 1.0)
-    mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle, fine_g=case.implicit)
+    mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
     mg.adopt(u, u.copy())
     timer = Timer()
     if case.implicit:  # each step: the solve the time loop makes (solver.core.loop.TimeLoop._implicit_step)
-        rhs = physics.implicit_rhs_weights(case).cast(case.numerics.dtype)
-        for _ in range(cycles):
-            mg.time_step(rhs, case.run.tolerance or physics.IMPLICIT_TOLERANCE, case.multigrid.max_cycles, timer)
+        for step in range(cycles):
+            mg.time_step(step, case.run.tolerance or physics.IMPLICIT_TOLERANCE, case.multigrid.max_cycles, timer)
     else:
         for _ in range(cycles):
             mg.cycle(timer)

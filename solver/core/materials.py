@@ -1,0 +1,127 @@
+"""The diffusivity as a field: alpha at the grid's points, and the face coefficients the kernels read.
+
+physics.alpha (solver.config_terms): a number, {background, regions} (rectangles and disks, later ones
+winning, each covering the grid points inside it, edges included) or a file of shape (ny, nx).
+
+The flux between neighbours i and i+1 (spacing h) is a_face (u[i+1] - u[i]) / h with a_face the harmonic
+mean 2 a_i a_{i+1} / (a_i + a_{i+1}): each point's material reaches half-way to its neighbours, and the
+flux is continuous across the interface (a 1-D layered steady state is then exactly linear in each layer).
+A wall's face takes the first point's alpha (solver.core.grid: indices beyond a wall are clamped).
+
+Face fields, on a field's padded layout: ax[i, j] is the face between (i, j) and (i, j + 1) (its east face),
+ay[i, j] the face between (i, j) and (i + 1, j) (its north face): point (i, j) reads ax[i, j - 1], ax[i, j],
+ay[i - 1, j], ay[i, j]. Each face is computed once from global data, so the two points that share it read
+the same number (the flux leaves one and enters the other exactly).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import datafile
+from .grid import positions, whole
+
+
+def alpha_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """alpha (float64) at global rows x cols (indices within the grid)."""
+    a = case.physics.alpha
+    if isinstance(a, float):
+        return np.full((len(rows), len(cols)), a)
+    if getattr(a, "kind", None) == "file":
+        return datafile.read(a.path, a.dataset, case.shape, "physics.alpha", rows, cols)
+    y, x = positions(case, rows, cols)
+    out = np.full((len(rows), len(cols)), a.background)
+    for r in a.regions:
+        out[covered(r, x, y)] = r.value
+    return out
+
+
+def covered(shape, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which points of the (y, x) grid a rectangle or disk covers (edges included): (len(y), len(x)) bools."""
+    if shape.kind == "rectangle":
+        return (((x >= shape.lower[0]) & (x <= shape.upper[0]))[None, :]
+                & ((y >= shape.lower[1]) & (y <= shape.upper[1]))[:, None])
+    return (x[None, :] - shape.center[0]) ** 2 + (y[:, None] - shape.center[1]) ** 2 <= shape.radius ** 2
+
+
+def harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """2 a b / (a + b), elementwise, float64."""
+    return 2.0 * a * b / (a + b)
+
+
+def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ax, ay) for a field whose elements lie at global rows x cols (wrapped or clamped: solver.core.grid),
+    each of that shape: the face east of (and north of) every element. `rows`, `cols` must continue by one
+    beyond their last element (the caller gives one more index along each axis)."""
+    a = alpha_at(case, rows, cols)
+    return harmonic(a[:-1, :-1], a[:-1, 1:]), harmonic(a[:-1, :-1], a[1:, :-1])
+
+
+def alpha_max(case) -> float:
+    """The largest alpha on the grid's points (a number: itself): the explicit stability limit uses it."""
+    a = case.physics.alpha
+    if isinstance(a, float):
+        return a
+    if getattr(a, "kind", None) == "file":
+        return _file_max(case.shape, a.path, a.dataset)
+    rows, cols = whole(case)
+    y, x = positions(case, rows, cols)
+    present = [a.background] + [r.value for r in a.regions if _covers_any(r, x, y)]
+    return float(max(present))
+
+
+def alpha_min(case) -> float:
+    """The smallest alpha given (for the record's contrast)."""
+    a = case.physics.alpha
+    if isinstance(a, float):
+        return a
+    if getattr(a, "kind", None) == "file":
+        return _file_min(case.shape, a.path, a.dataset)
+    rows, cols = whole(case)
+    y, x = positions(case, rows, cols)
+    return float(min([a.background] + [r.value for r in a.regions if _covers_any(r, x, y)]))
+
+
+def _covers_any(shape, x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether a region covers any grid point (checked row band by row band: no whole-grid array)."""
+    step = max(1, (1 << 22) // max(len(x), 1))
+    return any(covered(shape, x, y[k:k + step]).any() for k in range(0, len(y), step))
+
+
+def _file_stats(shape, path: str, dataset) -> tuple[float, float]:
+    lo, hi = np.inf, -np.inf
+    step = max(1, (1 << 22) // max(shape[1], 1))
+    for r in range(0, shape[0], step):
+        part = datafile.read(path, dataset, shape, "physics.alpha", range(r, min(r + step, shape[0])), range(shape[1]))
+        lo, hi = min(lo, float(part.min(initial=np.inf))), max(hi, float(part.max(initial=-np.inf)))
+    return lo, hi
+
+
+@functools.lru_cache(maxsize=8)
+def _file_minmax(shape, path: str, dataset, stamp) -> tuple[float, float]:
+    from .errors import InputError
+
+    lo, hi = _file_stats(shape, path, dataset)
+    if lo <= 0:
+        raise InputError(f"physics.alpha.path: {path} holds {lo:g}; every diffusivity must be > 0 (a material's alpha)")
+    return lo, hi
+
+
+def _stamp(path: str):
+    import os
+
+    try:
+        st = os.stat(path)
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+
+
+def _file_max(shape, path: str, dataset) -> float:
+    return _file_minmax(tuple(shape), path, dataset, _stamp(path))[1]
+
+
+def _file_min(shape, path: str, dataset) -> float:
+    return _file_minmax(tuple(shape), path, dataset, _stamp(path))[0]

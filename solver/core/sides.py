@@ -1,0 +1,78 @@
+"""Side values that vary: a Dirichlet value, a Neumann flux, a convective h and ambient, as a number, a table
+in time, a profile along the side or a file of one value per point (solver.config_terms), evaluated at a
+time and at the points of a side.
+
+Positions along a side: x (case units) of the columns on the bottom and top sides, y of the rows on the left
+and right ones; a file gives the value of each point in order (nx values on bottom/top, ny on left/right).
+A table in time is linear between its points and held before the first and after the last (numpy.interp);
+so is a profile along the side. Beyond the domain (ghost corners, a deep ghost layer's ends) a point takes
+the value of the nearest point of the side (solver.core.grid clamps the index).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import datafile
+from .errors import InputError
+from .grid import positions
+
+Y_SIDES = ("bottom", "top")  # rows: their points run along x
+
+
+def value_at(spec, side: str, key: str, case, t: float, along: np.ndarray) -> float | np.ndarray:
+    """The side value `key` of `spec` (a side of case.boundary) at time t: a number when it does not vary along
+    the side, else an array over the global point indices `along` (columns on y sides, rows on x sides)."""
+    v = getattr(spec, key)
+    if isinstance(v, float):
+        return v
+    if hasattr(v, "time"):
+        table = np.asarray(v.time, dtype=np.float64)
+        return float(np.interp(t, table[:, 0], table[:, 1]))
+    n = case.grid.nx if side in Y_SIDES else case.grid.ny
+    if hasattr(v, "along"):
+        y, x = positions(case, along, along)
+        s = x if side in Y_SIDES else y
+        table = np.asarray(v.along, dtype=np.float64)
+        return np.interp(s, table[:, 0], table[:, 1])
+    values = datafile.read(v.file, v.dataset, (n,), f"boundary.{side}.{key}", along, path_key="file")
+    if key == "h" and (values < 0).any():
+        raise InputError(f"boundary.{side}.h.file: {v.file} holds {values.min():g}; a transfer coefficient "
+                                  "is >= 0 (0 = insulated)")
+    return values
+
+
+def varies_in_time(case) -> bool:
+    """Some side value is a table in time: ghost values change every step (time tiles cannot keep them)."""
+    return any(hasattr(getattr(getattr(case.boundary, s), k, None), "time") for s in ("bottom", "top", "left", "right")
+               for k in ("value", "flux", "h", "ambient"))
+
+
+def varies_along(case) -> bool:
+    return any(hasattr(v, "along") or hasattr(v, "file") for s in ("bottom", "top", "left", "right")
+               for k in ("value", "flux", "h", "ambient") if (v := getattr(getattr(case.boundary, s), k, None)) is not None)
+
+
+def convective_terms(h, ambient, spacing: float):
+    """(gain a, value b) of a convective ghost g = a u0 + b: (g - u0) / s = -h ((g + u0) / 2 - ambient) with s
+    the spacing (the wall half a spacing out) gives a = (1 - h s / 2) / (1 + h s / 2), b = h s ambient / (1 + h s / 2).
+    Arrays or numbers, float64."""
+    hs = np.multiply(h, spacing)
+    den = 1.0 + 0.5 * hs
+    a, b = (1.0 - 0.5 * hs) / den, hs * np.asarray(ambient, dtype=np.float64) / den
+    return (float(a) if np.ndim(a) == 0 else a), (float(b) if np.ndim(b) == 0 else b)
+
+
+def at_positions(spec, side: str, key: str, case, t: float, s: np.ndarray) -> float | np.ndarray:
+    """A side value at positions `s` along the side (case units): multigrid's coarse levels, whose points lie
+    elsewhere than the grid's. A file's values (one per grid point) are interpolated linearly between points."""
+    v = getattr(spec, key)
+    if isinstance(v, float) or hasattr(v, "time"):
+        return value_at(spec, side, key, case, t, s)
+    if hasattr(v, "along"):
+        table = np.asarray(v.along, dtype=np.float64)
+        return np.interp(s, table[:, 0], table[:, 1])
+    n = case.grid.nx if side in Y_SIDES else case.grid.ny
+    fine = np.arange(n)
+    y, x = positions(case, fine, fine)
+    return np.interp(s, x if side in Y_SIDES else y, value_at(spec, side, key, case, t, fine))

@@ -1,0 +1,119 @@
+"""Face coefficients of every multigrid level where alpha is a field: plain data from the case and the levels.
+
+The finest level's faces are solver.core.materials' (harmonic means of neighbouring points). A coarse face
+stands for the fine faces it spans (Alcouffe, Brandt, Dendy and Painter 1981): along the flux the fine faces
+lie in series, so the coarse one takes the harmonic average of alpha over its length (the resistance of
+each fine face's interval, added: R = integral of dx / alpha); across the flux they lie side by side, so
+it takes the arithmetic average of the fine rows its cell overlaps (weighted by the overlap of the fine
+and coarse cells). A coarse level's conductance between two points is then what the fine one has between
+them, which keeps cycles fast across jumps of alpha of many orders; plain sampling of alpha at the coarse
+points does not.
+
+Arrays are global, per level, in alpha's units (float64): kx of shape (ny, faces_x) with face f between
+points f - 1 and f (f = 0: the low wall's face, f = nx: the high wall's; a periodic axis has nx faces, face
+f between points f - 1 and f mod nx), ky of shape (faces_y, nx) likewise. Every rank computes the same arrays
+(the whole grid on every rank: memory of about three fields per level), then takes its block's part
+(`local`): so the coefficients, like the levels, are independent of the rank count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.grid import whole
+from ..core.materials import alpha_at, harmonic
+from .levels import Axis, Level
+
+
+def faces_of(axis: Axis) -> int:
+    return axis.n if axis.periodic else axis.n + 1
+
+
+def finest(case) -> tuple[np.ndarray, np.ndarray]:
+    """(kx, ky) of the finest level: harmonic means of the points' alpha, a wall's face the first point's."""
+    rows, cols = whole(case)
+    a = alpha_at(case, rows, cols)
+    px, py = case.boundary.left.kind == "periodic", case.boundary.bottom.kind == "periodic"
+    ax = np.concatenate([a[:, -1:], a], axis=1) if px else np.concatenate([a[:, :1], a, a[:, -1:]], axis=1)
+    ay = np.concatenate([a[-1:], a], axis=0) if py else np.concatenate([a[:1], a, a[-1:]], axis=0)
+    return harmonic(ax[:, :-1], ax[:, 1:]), harmonic(ay[:-1], ay[1:])
+
+
+def hierarchy(case, levels: list[Level]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(kx, ky) of every level, finest first."""
+    out = [finest(case)]
+    for fine, coarse in zip(levels, levels[1:]):
+        kx, ky = out[-1]
+        out.append((_across(_along(kx, fine.x, coarse.x), fine.y, coarse.y),
+                    _across(_along(ky.T, fine.y, coarse.y), fine.x, coarse.x).T))
+    return out
+
+
+def _along(k: np.ndarray, fine: Axis, coarse: Axis) -> np.ndarray:
+    """Each row's faces along the flux, coarsened: the harmonic average of alpha over each coarse face's span."""
+    if fine.n == coarse.n:
+        return k
+    h, hc = fine.h, coarse.h
+    lo = float(fine.offsets[0])
+    x0 = (lo - 1) * h  # faces f over [x_{f-1}, x_f]: f = 0..n with walls (x_{-1}, x_n on the ghosts), 0..n-1 periodic
+    if fine.periodic:  # three periods, from one before: every coarse span lies inside them
+        k = np.concatenate([k, k, k], axis=1)
+        x0 -= fine.length
+    cum = np.concatenate([np.zeros((k.shape[0], 1)), np.cumsum(h / k, axis=1)], axis=1)  # R at x0 + f h
+    ends = (float(coarse.offsets[0]) - 1 + np.arange(faces_of(coarse) + 1)) * hc  # coarse face spans' ends
+    resist = _interp(cum, k, (ends - x0) / h)
+    return (ends[1:] - ends[:-1]) / (resist[:, 1:] - resist[:, :-1])
+
+
+def _interp(cum: np.ndarray, k: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """R at fractional face positions t (in fine spacings from the first face's start), per row, extended past
+    either end with the end faces' alpha."""
+    idx = np.clip(np.floor(t).astype(np.int64), 0, k.shape[1] - 1)
+    frac = t - idx
+    return cum[:, idx] + frac[None, :] * (cum[:, idx + 1] - cum[:, idx])
+
+
+def _across(k: np.ndarray, fine: Axis, coarse: Axis) -> np.ndarray:
+    """Rows coarsened across the flux: each coarse row the overlap-weighted mean of the fine rows its cell covers."""
+    if fine.n == coarse.n:
+        return k
+    w = _overlaps(fine, coarse)
+    return (w @ k) / w.sum(axis=1, keepdims=True)
+
+
+def _overlaps(fine: Axis, coarse: Axis) -> np.ndarray:
+    """(m, n): the length shared by coarse cell I and fine cell i (cells: a point's half spacings either side;
+    walls clip them; a periodic axis wraps)."""
+    h, hc = fine.h, coarse.h
+    yf = (float(fine.offsets[0]) + np.arange(fine.n)) * h
+    yc = (float(coarse.offsets[0]) + np.arange(coarse.n)) * hc
+    shifts = (-fine.length, 0.0, fine.length) if fine.periodic else (0.0,)
+    w = np.zeros((coarse.n, fine.n))
+    for s in shifts:
+        lo = np.maximum((yc - hc / 2)[:, None], (yf + s - h / 2)[None, :])
+        hi = np.minimum((yc + hc / 2)[:, None], (yf + s + h / 2)[None, :])
+        w += np.clip(hi - lo, 0.0, None)
+    return w
+
+
+def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, start_rows: int, shape,
+          origin: tuple[int, int], transpose: bool = False) -> np.ndarray:
+    """A block's part of a face array on its padded layout: element (i, j) gets the face east of (or, transposed,
+    north of) the point it stands for; face indices wrap along a periodic axis and are clamped beyond walls
+    (those faces are never read), rows likewise. shape: the layout's (R, C); origin: where the owned block
+    starts in it; start_*: the block's first global row and column."""
+    rows_n, cols_n = shape if not transpose else shape[::-1]
+    o_rows, o_cols = origin if not transpose else origin[::-1]
+    g_rows = start_rows - o_rows + np.arange(rows_n)
+    g_faces = start_faces - o_cols + np.arange(cols_n) + 1  # the face east of point j
+    g_rows = np.mod(g_rows, axis_rows.n) if axis_rows.periodic else np.clip(g_rows, 0, axis_rows.n - 1)
+    g_faces = np.mod(g_faces, k.shape[1]) if axis_faces.periodic else np.clip(g_faces, 0, k.shape[1] - 1)
+    part = k[np.ix_(g_rows, g_faces)]
+    return part.T if transpose else part
+
+
+def level_contrast(k: tuple[np.ndarray, np.ndarray]) -> float:
+    """max / min of a level's faces (the record's contrast)."""
+    lo = min(float(k[0].min()), float(k[1].min()))
+    hi = max(float(k[0].max()), float(k[1].max()))
+    return hi / lo
