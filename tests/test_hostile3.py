@@ -208,6 +208,7 @@ def test_settings_that_cannot_smooth_are_refused_before_anything_is_written(tmp_
 def test_stop_rules_name_divergence_stalls_and_slow_falls_from_the_history():
     floor = lambda: 1e-14  # noqa: E731
     assert stops.ending([1.0, 0.1, 0.01, 0.02, 0.5, 3.0], floor) == "diverged"
+    assert stops.ending([1.0, 1.24, 2.29, 4.6, 9.9], floor) == "diverged"  # growing at every check, not yet 10x
     assert stops.ending([1.0, 0.5, 0.3, 0.31, 0.3, 0.32], floor) == "stalled"
     assert stops.ending([1.0, 0.8, 0.64, 0.51, 0.41, 0.33], floor) is None  # still falling, slowly: runs on
     assert stops.ending([1.0, 1e-8, 2e-15, 3e-15, 2.5e-15, 2e-15], floor) == "floor"

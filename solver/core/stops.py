@@ -8,7 +8,8 @@ them) ends the iteration only for a reason the figures show:
   residual is computed from (max |u| with the boundary values, plus max |g|). Measured on the lid, a random
   field with a fixed flux and a periodic case at 31^2 to 1023^2 in both dtypes: multigrid's residual settles
   at 2 to 6 eps x that scale (tests/test_hostile3.py), so FLOOR_ULPS = 64 leaves a margin of ten.
-- "diverged": the last residual is more than DIVERGED times the best: the cycle amplifies the error.
+- "diverged": the last residual is more than DIVERGED times the best, or grew at each of the last checks: the
+  cycle amplifies the error.
 - "stalled": no new best in STALL_CHECKS checks, far above the floor: the cycles no longer reduce it.
 
 A residual that still falls, however slowly, is not stopped: it runs to its bound (run.steps, or
@@ -43,10 +44,11 @@ def ending(history: list[float], floor) -> str | None:
     if not stalled(history):
         return None
     best, recent = min(history[:-STALL_CHECKS]), history[-STALL_CHECKS:]
-    if recent[-1] > DIVERGED * best:
-        return "diverged"
     if recent[-1] <= floor():
         return "floor"
+    last = history[-STALL_CHECKS - 1:]
+    if recent[-1] > DIVERGED * best or all(b > a for a, b in zip(last, last[1:])):
+        return "diverged"
     return "stalled" if min(recent) >= best else None
 
 
