@@ -157,6 +157,7 @@ class Run:
     def _build(self) -> None:
         case, lay = self.case, self.layout
         interior = self.restart.read_block(lay.block) if self.restart else initial_block(case, lay.block)
+        self.restored = {n: self.restart.read_block(lay.block, n) for n in self.restart.state} if self.restart else {}
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
         t0 = self.first_step * lay.dt  # side values that vary in time: the ghosts hold their values at the start
@@ -178,7 +179,8 @@ class Run:
         self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet,
                                segments=self.restart.segments if self.restart else (),
                                current=segment(first, self.comm.size, self.hosts, self.started),
-                               progress=self.opts.progress, signals=self.signals)
+                               progress=self.opts.progress, signals=self.signals,
+                               solver_state=self.mg.state if self.mg is not None else None)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
@@ -193,6 +195,7 @@ class Run:
                                 self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
+            self.mg.restore(self.restored)  # a restart: the solver's own state beside the field
             return
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views

@@ -90,6 +90,8 @@ RESTARTS = {  # solver and stop rule: the case's sections (numpy, one process, i
     "multigrid, floor": LID,
     "multigrid, tolerance": {**LID, "run": {"steps": 200, "tolerance": 1e-11}},
     "multigrid float32, floor": {**LID, "numerics": {"dtype": "float32"}},
+    "multigrid with cg, floor": {**LID, "multigrid": {"krylov": "cg"}},
+    "multigrid with cg, tolerance": {**LID, "multigrid": {"krylov": "cg"}, "run": {"steps": 200, "tolerance": 1e-10}},
     "backward-euler, 1e-8": {**LID, "physics": {"equation": "heat", "scheme": "backward-euler"}, "run": {"steps": 9}},
     "crank-nicolson, tolerance": {**LID, "physics": {"equation": "heat", "scheme": "crank-nicolson", "dt": 2e-3},
                                   "run": {"steps": 9, "tolerance": 1e-5}},
@@ -130,12 +132,15 @@ def test_interrupted_and_restarted_runs_are_the_uninterrupted_run_bitwise(tmp_pa
 
 
 @needs_mpi
-def test_a_multigrid_run_stopped_on_two_ranks_and_continued_on_three_stops_where_one_process_does(tmp_path):
-    """Near its floor (tolerance null): the continued run stops at the same cycle with the same field."""
-    ref = write_case(tmp_path / "ref.yaml", **LID, output={"dir": str(tmp_path / "ref"), "vtk": False})
+@pytest.mark.parametrize("krylov", ["none", "cg"])
+def test_a_multigrid_run_stopped_on_two_ranks_and_continued_on_three_stops_where_one_process_does(tmp_path, krylov):
+    """Near its floor (tolerance null): the continued run stops at the same cycle with the same field (with
+    conjugate gradients, its residual and direction travel in the checkpoint, blocks of other ranks' shapes)."""
+    lid = {**LID, "multigrid": {"krylov": krylov}}
+    ref = write_case(tmp_path / "ref.yaml", **lid, output={"dir": str(tmp_path / "ref"), "vtk": False})
     assert stencil(["run", str(ref), "-q"]).returncode == 0
     end = record(tmp_path / "ref")["run"]["steps"]
-    case = write_case(tmp_path / "c.yaml", **LID, parallel={"decomposition": "cart"},
+    case = write_case(tmp_path / "c.yaml", **lid, parallel={"decomposition": "cart"},
                       output={"dir": str(tmp_path / "c"), "vtk": False, "checkpoint_every": 100000})
     first = mpirun(2, ["run", str(case), "-q", "--steps", str(end - 2)])
     assert first.returncode == 0, first.stderr
@@ -147,18 +152,29 @@ def test_a_multigrid_run_stopped_on_two_ranks_and_continued_on_three_stops_where
     assert [h["residual"] for h in rec["solver"]["history"]] == [h["residual"] for h in ref_rec["solver"]["history"]]
 
 
-def test_a_damaged_residual_history_in_a_checkpoint_is_refused(tmp_path):
-    path = write_case(tmp_path / "c.yaml", **LID,
+def _twice(f):
+    h = f["residuals"][()]
+    h[2, 0] = h[1, 0]  # a check listed twice: not a history
+    del f["residuals"]
+    f["residuals"] = h
+
+
+def _no_direction(f):
+    assert "cg_p" in json.loads(f.attrs["state"])
+    del f["cg_p"]
+
+
+@pytest.mark.parametrize("damage, krylov, needle", [(_twice, "none", "residuals"), (_no_direction, "cg", "state")],
+                         ids=["a check listed twice", "cg's direction missing"])
+def test_a_checkpoint_whose_solver_state_is_damaged_is_refused(tmp_path, damage, krylov, needle):
+    path = write_case(tmp_path / "c.yaml", **{**LID, "multigrid": {"krylov": krylov}},
                       output={"dir": str(tmp_path / "c"), "vtk": False, "checkpoint_every": 100000})
     assert stencil(["run", str(path), "-q", "--steps", "5"]).returncode == 0
     with h5py.File(tmp_path / "c" / "checkpoint.h5", "r+") as f:
-        h = f["residuals"][()]
-        h[2, 0] = h[1, 0]  # a check listed twice: not a history
-        del f["residuals"]
-        f["residuals"] = h
+        damage(f)
     before = tree(tmp_path / "c")
     one_error_line(stencil(["run", "--restart", str(tmp_path / "c"), "-q", "--steps", "9"]),
-                   "--restart", "checkpoint.h5", "residuals", "intact copy")
+                   "--restart", "checkpoint.h5", needle, "intact copy")
     assert tree(tmp_path / "c") == before
 
 

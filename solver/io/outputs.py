@@ -327,8 +327,10 @@ class Outputs:
     """
 
     def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
-                 segments: tuple = (), current: dict | None = None, progress=None, signals: StopSignals | None = None):
+                 segments: tuple = (), current: dict | None = None, progress=None, signals: StopSignals | None = None,
+                 solver_state=None):
         self.layout, self.comm, self.backend = layout, comm, backend
+        self.solver_state = solver_state  # () -> the solver's own fields a checkpoint keeps (write_checkpoint's state)
         self.segments, self.current = list(segments), current  # earlier segments (a checkpoint's), this one
         self.resume = resume.step
         self.appending = resume.appending
@@ -455,7 +457,8 @@ class Outputs:
                 "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
                 "residuals": s.residuals}
         mine = owned(self.backend, s.u)
-        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
+        state = self.solver_state() if self.solver_state else {}
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta, state),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
 

@@ -177,6 +177,17 @@ class Multigrid:
             self.backend.put(g0.g, g0.owned, w.s[r0:r1, c0:c1])
         return self.views()
 
+    def state(self) -> dict:
+        """The solver's own fields beyond u that decide the next cycle, this rank's owned blocks by name (what a
+        checkpoint keeps): laplace with conjugate gradients, its residual and direction; otherwise none (a
+        cycle starts from u alone, and an implicit step's solve starts afresh)."""
+        return self.cg.state() if self.cg is not None and not self.case.implicit else {}
+
+    def restore(self, fields: dict) -> None:
+        """A restart: the fields `state` gave, read back from the checkpoint (none: nothing to restore)."""
+        if fields and self.cg is not None and not self.case.implicit:
+            self.cg.restore(fields)
+
     def views(self):
         """The finest level's (current, other) one-layer views."""
         g0 = self.grids[0]
