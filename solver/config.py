@@ -397,7 +397,13 @@ class Case(Section):
                              f"= {m.post}, cycle {m.cycle}: set pre and post equal and cycle V or W, or krylov: none")
 
     def _check_time_data(self) -> None:
-        """Side values in time and source windows belong to heat (laplace has no time)."""
+        """Side values in time and source windows belong to heat (laplace has no time); a convective h in time
+        would change an implicit step's operator every step (its coarse levels and inverse are built once)."""
+        for side in ("bottom", "top", "left", "right"):
+            if self.implicit and in_time(getattr(getattr(self.boundary, side), "h", None)):
+                raise ValueError(f"boundary.{side}.h: a table in time with an implicit scheme (the operator would change "
+                                 "every step); give h a number, {along: ...} or {file: ...}, or use physics.scheme: explicit")
+        _check_regions(self)
         if self.physics.equation != "laplace":
             return
         for k, term in enumerate(self.physics.source):
@@ -460,6 +466,22 @@ def _fixes_level(side) -> bool:
     if side.kind == "dirichlet":
         return True
     return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h))
+
+
+def _check_regions(case) -> None:
+    """A region of alpha that covers no grid point is a mistake (it changes nothing): say which. Parts outside the
+    domain are simply not grid points (clipped)."""
+    alpha = case.physics.alpha
+    if isinstance(alpha, float) or getattr(alpha, "kind", None) == "file":
+        return
+    from .core.grid import positions, whole
+    from .core.materials import _covers_any
+
+    y, x = positions(case, *whole(case))
+    for k, region in enumerate(alpha.regions):
+        if not _covers_any(region, x, y):
+            raise ValueError(f"physics.alpha.regions.{k}: covers no grid point (points lie at x = {x[0]:g} .. {x[-1]:g}, "
+                             f"y = {y[0]:g} .. {y[-1]:g}); move or widen it, or remove it")
 
 
 def _check_alpha(alpha) -> None:
@@ -734,6 +756,8 @@ def format_errors(exc: ValidationError, source: str, options: dict) -> list[str]
         head, sep, rest = message.partition(": ")
         if err["type"] == "value_error" and sep and " " not in head and head.startswith(loc):
             loc, message = head, rest  # cross-field checks name their field themselves
+        elif err["type"] == "value_error" and sep and " " not in head and "." not in head and loc:
+            loc, message = f"{loc}.{head}", rest  # a section's check names its field within the section
         option = _option_for(loc, options)
         where = f"{option} (field {loc})" if option else (loc or "case")
         if err["type"] == "extra_forbidden":

@@ -159,12 +159,28 @@ class RectangleSource(SourceTerm):
 
 
 class FileSource(SourceTerm):
-    """q read from a (ny, nx) array: .npy, or HDF5 with `dataset` (as initial.kind: file reads it), times scale."""
+    """q read from an array in a file (.npy, or HDF5 with `dataset`), times scale: without `extent` one value per
+    grid point, shape (ny, nx); with extent a map of any shape (m, k) whose cells tile that rectangle (a power map
+    of 16 x 16 tiles over a die): each grid point inside takes its cell's value, points outside 0."""
 
     kind: Literal["file"]
     path: str = Field(min_length=1, max_length=MAX_PATH, description="the .npy or HDF5 file, relative to the working directory")
-    dataset: str | None = Field(None, max_length=MAX_PATH, description="HDF5 only: the dataset holding the (ny, nx) array")
+    dataset: str | None = Field(None, max_length=MAX_PATH, description="HDF5 only: the dataset holding the array")
     scale: float = Field(1.0, description="every value of the file is multiplied by this")
+    extent: list[list[float]] | None = Field(None, min_length=2, max_length=2, description=(
+        "[[x0, y0], [x1, y1]]: the map's cells tile this rectangle (rows along y from y0, columns along x from x0); "
+        "null: the file holds one value per grid point, shape (ny, nx)"))
+
+    @model_validator(mode="after")
+    def _extent(self) -> FileSource:
+        if self.extent is not None:
+            if any(len(p) != 2 for p in self.extent):
+                raise ValueError("extent: give [[x0, y0], [x1, y1]], two corners of two numbers each")
+            for axis, lo, hi in zip("xy", self.extent[0], self.extent[1]):
+                if hi <= lo:
+                    raise ValueError(f"extent: {axis}1 = {hi:g} is not above {axis}0 = {lo:g}; give [[x0, y0], [x1, y1]] "
+                                     "with x1 > x0 and y1 > y0")
+        return self
 
 
 Source = Annotated[Union[ConstantSource, GaussianSource, RectangleSource, FileSource], Field(discriminator="kind")]

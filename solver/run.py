@@ -26,6 +26,7 @@ from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
 from .core.layout import Layout
+from .core.balance import Balance
 from .core.loop import Data, LoopState, TimeLoop
 from .core.machine import affinity, memory_bytes, numa_text
 from .core.timing import Clock, Timer
@@ -255,11 +256,13 @@ class Run:
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
                                      self.case.parallel.balance_every)
+        self.balance = Balance(self.case, self.layout.block, self.layout.dt, state.step)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
                         data=Data(self.weights_at, getattr(self, "w_tiles", None),
                                   operator.changes(self.case, self.case.run.steps),
-                                  self.fill_at if varies_in_time(self.case) else None))
+                                  self.fill_at if varies_in_time(self.case) else None, self.balance))
+        self.balance.begin(self.backend, state.u)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
         self.outputs.progress_bar.start(state.step)
@@ -274,6 +277,7 @@ class Run:
                 exc.agreed, exc.report = True, self.comm.rank == 0
                 raise
             self.backend.synchronize()  # GPU: the last kernels' event timings reach the timers
+            self._close_balance(state)
             t = time.perf_counter()
             self.outputs.after_loop(state)  # checkpoint at the end, or on a stop request
             if self.case.output.residual and state.stopped_by != "signal":
@@ -303,6 +307,11 @@ class Run:
             last = self.state.residuals[-1][1] if self.state.residuals else None
             correctness = verify(self.layout, self.comm, self.backend, self.state.u, self.state.step, last,
                                  self.state.solves)
+            energy = getattr(self, "energy", None) or {}
+            if energy.get("closed") is not None:  # explicit steps seen one by one: the balance closes to rounding
+                correctness["energy_balance"] = {"imbalance": energy["imbalance"], "bound": energy["bound"],
+                                                 "passed": energy["closed"]}
+                correctness["passed"] = bool(correctness["passed"] and energy["closed"])
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         rows = self.comm.gather(self.rank_row())
@@ -334,6 +343,15 @@ class Run:
                   "finished its checkpoint, verification and record first, so there is nothing to continue",
                   file=sys.stderr, flush=True)
 
+    def _close_balance(self, state) -> None:
+        """The balance's last terms, from the final field (solver.core.balance)."""
+        t = time.perf_counter()
+        if self.case.physics.equation == "laplace":
+            self.balance.steady(self.backend, state.u)
+        self.balance.finish(self.backend, state.u)
+        self.energy = self.balance.result(self.comm, self.case.numerics.dtype)
+        self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
+
     def facts(self) -> dict:
         """What the record says of this run beyond the layout and the rank rows (plain data)."""
         s, ex, phases = self.state, self.loop.ex, dict(self.clock.phases)
@@ -345,6 +363,7 @@ class Run:
                            "steps": s.step - (self.restart.step if self.restart else 0)},
                 "balance": self.balancer.summary() if self.balancer else None,
                 "solver": self.solver_facts(),
+                "energy": getattr(self, "energy", None),
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
                         "hdf5_writer": self.outputs.hdf5_writer,  # serial, streamed or mpio
@@ -414,7 +433,7 @@ def open_restart(path: str | None, case, dt: float):
 def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
-    need = 2 * math.prod(layout.block.padded) * itemsize  # Python integers: no overflow
+    need = operator.streams(case) * math.prod(layout.block.padded) * itemsize  # u, u_new, data (Python ints: no overflow)
     if verify_on:  # the numpy reference's two padded row blocks and the piece of another rank's block it meets
         rows = -(-case.grid.ny // layout.size) + 2
         need += 3 * rows * (case.grid.nx + 2) * itemsize

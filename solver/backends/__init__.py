@@ -229,6 +229,18 @@ class Backend:
 
         mg_ops.prolong(u, e, region, *tables)
 
+    def prolong_op(self, u, e, region: Region, tables) -> None:
+        """Per-point weights (alpha a field): tables (ys, xs, wy0, wy1, wx0, wx1) (solver.multigrid.opdep)."""
+        from . import mg_ops
+
+        mg_ops.prolong_op(u, e, region, *tables)
+
+    def restrict_op(self, gc, r, region: Region, tables) -> None:
+        """tables (ys, yc, xs, xc, ty, tx, origin, area, wy0, wy1, wx0, wx1) (solver.multigrid.opdep)."""
+        from . import mg_ops
+
+        mg_ops.restrict_op(gc, r, region, *tables)
+
     def solve(self, e, r, minv, region: Region) -> None:
         from . import mg_ops
 

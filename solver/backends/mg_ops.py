@@ -93,6 +93,44 @@ def prolong(u, e, region, ys, yw, xs, xw) -> None:
     u[r0:r1, c0:c1] = u[r0:r1, c0:c1] + acc
 
 
+def prolong_op(u, e, region, ys, xs, wy0, wy1, wx0, wx1) -> None:
+    """u += the coarse correction e interpolated with per-point weights (solver.multigrid.opdep): the terms and
+    order of prolong, the weights taken at each fine point."""
+    r0, r1, c0, c1 = region
+    xp = _module(u)
+    rows, cols = (ys)[:, None], (xs)[None, :]
+    w = [a[r0:r1, c0:c1] for a in (wy0, wy1, wx0, wx1)]
+    zero = xp.zeros((r1 - r0, c1 - c0), dtype=u.dtype)
+    row0 = (zero + w[2] * e[rows, cols]) + w[3] * e[rows, cols + 1]
+    row1 = (zero + w[2] * e[rows + 1, cols]) + w[3] * e[rows + 1, cols + 1]
+    u[r0:r1, c0:c1] = u[r0:r1, c0:c1] + ((zero + w[0] * row0) + w[1] * row1)
+
+
+def restrict_op(gc, r, region, ys, yc, xs, xc, ty, tx, origin, area, wy0, wy1, wx0, wx1) -> None:
+    """gc = the transpose of prolong_op, times area: each coarse point (I, J) sums over its window's fine points
+    (rows ys[k] + a, a < yc[k]; columns xs[q] + b, b < xc[q]) every term ty[a'][i] == I, tx[b'][j] == J (global)
+    of area * (wy_a'[i, j] * wx_b'[i, j]) * r[i, j], in the order a, b, a', b'."""
+    r0, r1, c0, c1 = region
+    xp = _module(r)
+    acc = xp.zeros((r1 - r0, c1 - c0), dtype=r.dtype)
+    gi = (xp.arange(r0, r1) + origin[0])[:, None]
+    gj = (xp.arange(c0, c1) + origin[1])[None, :]
+    wy, wx = (wy0, wy1), (wx0, wx1)
+    for a in range(int(yc.max()) if len(yc) else 0):
+        rows = xp.minimum(ys + a, r.shape[0] - 1)[:, None]
+        row_ok = (yc > a)[:, None]
+        for b in range(int(xc.max()) if len(xc) else 0):
+            cols = xp.minimum(xs + b, r.shape[1] - 1)[None, :]
+            ok = row_ok & (xc > b)[None, :]
+            x = r[rows, cols]
+            for ai in range(2):
+                for bi in range(2):
+                    hit = ok & (ty[ai][rows] == gi) & (tx[bi][cols] == gj)
+                    term = (area * (wy[ai][rows, cols] * wx[bi][rows, cols])) * x
+                    acc = xp.where(hit, acc + term, acc)
+    gc[r0:r1, c0:c1] = acc
+
+
 def solve(e, r, minv, region) -> None:
     r0, r1, c0, c1 = region
     xp = _module(e)

@@ -189,6 +189,13 @@ class NumbaBackend(Backend):
     def prolong(self, u, e, region, tables) -> None:
         self._mg().prolong(u, e, *region, *tables)
 
+    def prolong_op(self, u, e, region, tables) -> None:
+        self._mg().prolong_op(u, e, *region, *tables)
+
+    def restrict_op(self, gc, r, region, tables) -> None:
+        ys, yc, xs, xc, ty, tx, origin, area, *w = tables
+        self._mg().restrict_op(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w)
+
     def solve(self, e, r, minv, region) -> None:
         self._mg().solve(e, r, minv, *region)
 

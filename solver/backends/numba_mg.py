@@ -183,3 +183,43 @@ def folded_sums(a, b, r0, r1, c0, c1, s1, s2):
             acc1 += q1
             acc2 += (r + s2) - s2
     return acc1, acc2
+
+
+@njit(parallel=True, cache=True)
+def prolong_op(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
+    """mg_ops.prolong_op."""
+    zero = u.dtype.type(0)
+    for i in prange(r0, r1):
+        k = i - r0
+        lo = e[ys[k]]
+        hi = e[ys[k] + 1]
+        for j in range(c0, c1):
+            s = xs[j - c0]
+            row0 = (zero + wx0[i, j] * lo[s]) + wx1[i, j] * lo[s + 1]
+            row1 = (zero + wx0[i, j] * hi[s]) + wx1[i, j] * hi[s + 1]
+            u[i, j] = u[i, j] + ((zero + wy0[i, j] * row0) + wy1[i, j] * row1)
+
+
+@njit(parallel=True, cache=True)
+def restrict_op(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1):
+    """mg_ops.restrict_op."""
+    zero = gc.dtype.type(0)
+    for I in prange(r0, r1):
+        k = I - r0
+        for J in range(c0, c1):
+            q = J - c0
+            acc = zero
+            for a in range(yc[k]):
+                i = ys[k] + a
+                for b in range(xc[q]):
+                    j = xs[q] + b
+                    x = r[i, j]
+                    for ai in range(2):
+                        if ty[ai, i] != I + oy:
+                            continue
+                        wy = wy0[i, j] if ai == 0 else wy1[i, j]
+                        for bi in range(2):
+                            if tx[bi, j] == J + ox:
+                                wx = wx0[i, j] if bi == 0 else wx1[i, j]
+                                acc = acc + (area * (wy * wx)) * x
+            gc[I, J] = acc

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError  # noqa: F401 - re-exported for the readers built on this module
 
 
 def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, rows=None, cols=None,

@@ -68,6 +68,7 @@ class Data:
     tiles: object = None
     changes: list = field(default_factory=list)
     fill_at: object = None
+    balance: object = None  # solver.core.balance.Balance: the energy terms, step by step where the loop sees them
 
 
 def halo_step(ex, u, compute) -> None:
@@ -129,6 +130,11 @@ class TimeLoop:
         self.inner = self.lagged and backend.checks_inside(layout.block.padded)
         self.pending: list[tuple[int, object]] = []  # lagged checks: (step, function giving the local value)
         self.slow = _injected_slowness(comm.rank)
+        self._batched = False  # inside a batch handed to the backend or the deep-halo tiles
+        # a host backend that takes plain steps anyway: the loop takes them one by one, so the energy balance
+        # sees every step's walls (no speed is lost: a batch would be the same steps)
+        self.seen = (self.data.balance is not None and not getattr(backend, "on_gpu", False) and exchange.trivial
+                     and iterate is None and backend.tile_steps(layout.block.padded) == 1)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
 
     # one step with exchange ------------------------------------------------------------------
@@ -142,6 +148,10 @@ class TimeLoop:
             self.backend.compute(s.u_new, s.u, self.w, regions, timer)
 
         halo_step(self.ex, s.u, compute)
+        if self.data.balance is not None and not self._batched:  # the walls' fluxes of the step's start (s.u)
+            t = time.perf_counter()
+            self.data.balance.explicit(self.backend, s.u, s.step)
+            timer.add("other", t)
         if self.data.fill_at is not None:  # side values that vary in time: the rules of the step's end
             self.backend.boundary = self.data.fill_at(s.step + 1)
         self.backend.fill_boundary(s.u_new, timer)  # Neumann and one-rank periodic ghosts, from the new field
@@ -162,12 +172,18 @@ class TimeLoop:
                 s.step += 1
             s.u, s.u_new = self.iterate.views()
             return
-        if (self.ex.trivial or getattr(self.ex, "depth", 1) > 1) and self.data.fill_at is None:
+        if (self.ex.trivial or getattr(self.ex, "depth", 1) > 1) and self.data.fill_at is None and not self.seen:
             first = s.step
-            if self.ex.trivial:
-                self._advance(s, n, timer, keep_previous)
-            else:
-                self.ex.advance(s, n, self.w_tiles, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
+            self._batched = True  # the balance sees the batch's sources only (solver.core.balance)
+            try:
+                if self.ex.trivial:
+                    self._advance(s, n, timer, keep_previous)
+                else:
+                    self.ex.advance(s, n, self.w_tiles, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
+            finally:
+                self._batched = False
+            if self.data.balance is not None:
+                self.data.balance.batch(first, n)
             if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
                 t = time.perf_counter()
                 time.sleep(self.slow * self.layout.block.ny * (s.step - first))
@@ -194,7 +210,15 @@ class TimeLoop:
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
         tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        bal = self.data.balance
+        t = time.perf_counter()
+        before = bal.fluxes(self.backend, self.iterate.views()[0]) if bal is not None else None
+        timer.add("other", t)
         cycles, scale, rel, why = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
+        if bal is not None:
+            t = time.perf_counter()
+            bal.implicit(before, bal.fluxes(self.backend, self.iterate.views()[0]), s.step)
+            timer.add("other", t)
         s.solves.append((s.step + 1, cycles, scale, rel, why))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)

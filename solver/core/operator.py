@@ -21,6 +21,12 @@ from .materials import faces
 from .physics import THETA, Weights, implicit_rhs_weights, spacing, time_step, weights
 
 
+def streams(case) -> int:
+    """Arrays one explicit update or Jacobi sweep moves through memory: u read and u_new written, the source term
+    where there is one, the two face fields where alpha is a field (the copy-bound rate counts these bytes)."""
+    return 2 + bool(case.physics.source) + 2 * case.alpha_field
+
+
 def needs_data(case) -> bool:
     """Whether the update reads fields beyond u (a source, or alpha a field)."""
     return bool(case.physics.source) or case.alpha_field

@@ -49,7 +49,28 @@ def _term(case, k: int, rows, cols, x, y) -> np.ndarray:
     if t.kind == "rectangle":
         inside = (((x >= t.lower[0]) & (x <= t.upper[0]))[None, :] & ((y >= t.lower[1]) & (y <= t.upper[1]))[:, None])
         return np.where(inside, t.value, 0.0)
-    return t.scale * datafile.read(t.path, t.dataset, case.shape, f"physics.source.{k}", rows, cols)
+    if t.extent is None:
+        return t.scale * datafile.read(t.path, t.dataset, case.shape, f"physics.source.{k}", rows, cols)
+    return t.scale * mapped(t, f"physics.source.{k}", x, y)
+
+
+def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """A map of any shape whose cells tile t.extent, at points (y rows, x columns): each point takes the value of
+    the cell it lies in (a point on a cell edge: the cell above it; on the rectangle's far edges: the last cell);
+    0 outside the rectangle."""
+    with datafile.opened(t.path, t.dataset, field) as (a, name):
+        if a.ndim != 2 or min(a.shape) < 1:
+            raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
+                                      "is 2-D (rows along y, columns along x)")
+        values = np.asarray(a[:], dtype=np.float64)
+    (x0, y0), (x1, y1) = t.extent
+    m, k = values.shape
+    ci = np.floor((x - x0) / (x1 - x0) * k).astype(np.int64)
+    ri = np.floor((y - y0) / (y1 - y0) * m).astype(np.int64)
+    inside_x = (x >= x0) & (x <= x1)
+    inside_y = (y >= y0) & (y <= y1)
+    out = values[np.clip(ri, 0, m - 1)][:, np.clip(ci, 0, k - 1)]
+    return np.where(inside_y[:, None] & inside_x[None, :], datafile._finite(out, name, field, "path"), 0.0)
 
 
 def step_terms(case, step: int, dt: float) -> tuple[int, ...]:

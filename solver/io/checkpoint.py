@@ -53,9 +53,12 @@ def fingerprint(case, dt: float) -> dict:
     g, p = case.grid, case.physics
     fp = {"grid.nx": g.nx, "grid.ny": g.ny, "grid.lx": g.lx, "grid.ly": g.ly, "physics.equation": p.equation,
           **boundary_fingerprint(case), "numerics.dtype": case.numerics.dtype}
+    if p.equation == "heat" or case.alpha_field:
+        fp["physics.alpha"] = p.alpha if isinstance(p.alpha, float) else p.alpha.model_dump(mode="json")
     if p.equation == "heat":
-        fp["physics.alpha"] = p.alpha
         fp["physics.dt"] = dt  # resolved: dt null means safety x stable limit
+    if p.source:  # absent when there is none, as in checkpoints written before sources existed
+        fp["physics.source"] = [t.model_dump(mode="json") for t in p.source]
     return fp
 
 

@@ -76,7 +76,8 @@ def piece_with_overlap(comm, block, mine: np.ndarray) -> np.ndarray:
     return p
 
 
-def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float, origin=None) -> None:
+def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing, time: float, origin=None,
+                extra: dict | None = None) -> None:
     """One .vti: values (rows, cols) at global point offset (column, row), written then renamed.
 
     pyvista builds the image; VTK's XML writer writes it (appended binary, zlib-compressed at level
@@ -91,6 +92,8 @@ def write_image(path: Path, values: np.ndarray, offset: tuple[int, int], spacing
     img = pv.ImageData(dimensions=(cols, rows, 1), spacing=(dx, dy, 1.0), origin=(x0, y0, 0.0),
                        offset=(offset[0], offset[1], 0))
     img.point_data["u"] = values.reshape(-1)  # C order: x (columns) varies fastest, as VTK wants
+    for name, a in (extra or {}).items():  # alpha and q where the case has them (data_arrays)
+        img.point_data[name] = np.ascontiguousarray(a, dtype=values.dtype).reshape(-1)
     img.field_data["TimeValue"] = np.array([time])
     with replaced(path) as tmp:
         _write_xml(img, tmp)
@@ -125,7 +128,7 @@ def extent(block) -> tuple[int, int, int, int]:
     return c0, c1 - 1 + (block.inner["east"] is not None), r0, r1 - 1 + (block.inner["north"] is not None)
 
 
-def pvti_text(step: int, blocks, shape, spacing, dtype: str, origin=None) -> str:
+def pvti_text(step: int, blocks, shape, spacing, dtype: str, origin=None, names: tuple = ()) -> str:
     ny, nx = shape
     dx, dy = spacing
     x0, y0 = origin if origin is not None else spacing
@@ -133,7 +136,8 @@ def pvti_text(step: int, blocks, shape, spacing, dtype: str, origin=None) -> str
     img = ET.SubElement(root, "PImageData", WholeExtent=f"0 {nx - 1} 0 {ny - 1} 0 0", GhostLevel="0",
                         Origin=f"{x0!r} {y0!r} 0", Spacing=f"{dx!r} {dy!r} 1", Direction="1 0 0 0 1 0 0 0 1")
     pd = ET.SubElement(img, "PPointData", Scalars="u")
-    ET.SubElement(pd, "PDataArray", type=VTK_TYPES[dtype], Name="u")
+    for name in ("u", *names):
+        ET.SubElement(pd, "PDataArray", type=VTK_TYPES[dtype], Name=name)
     for b in blocks:
         x0, x1, y0, y1 = extent(b)
         ET.SubElement(img, "Piece", Extent=f"{x0} {x1} {y0} {y1} 0 0", Source=f"{stem(step)}/{stem(step)}_{b.rank}.vti")
@@ -187,6 +191,24 @@ def check_folder(outdir: Path) -> None:
                          "output.vtk: false or choose another --output")
 
 
+def data_arrays(case, block, shape: tuple[int, int], time: float) -> dict:
+    """The data the update reads, as point arrays beside u (ParaView colours by any of them): alpha where it is a
+    field, q (the source terms on at `time`; every term for laplace) where there is a source. A piece's points:
+    the block's, plus the overlap row and column (shape), from global data: no message."""
+    from ..core import sources
+    from ..core.materials import alpha_at
+
+    rows = np.arange(block.rows[0], block.rows[0] + shape[0])
+    cols = np.arange(block.cols[0], block.cols[0] + shape[1])
+    out = {}
+    if case.alpha_field:
+        out["alpha"] = alpha_at(case, rows, cols)
+    if case.physics.source:
+        terms = sources.active(case, time) if case.physics.equation == "heat" else sources.every_term(case)
+        out["q"] = sources.q_at(case, terms, rows, cols)
+    return out
+
+
 class VtkSeries:
     """The VTK files of one run directory. Collective: every rank calls write() at the same steps."""
 
@@ -216,17 +238,19 @@ class VtkSeries:
         """Collective: the MPI part first, then each rank's own file (errors are agreed on by the caller)."""
         block = self.layout.block
         values = piece_with_overlap(self.comm, block, mine)
+        extra = data_arrays(self.case, block, values.shape, time)
         if self.comm.size == 1:
-            write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time, self.origin)
+            write_image(self.dir / f"{stem(step)}.vti", values, (0, 0), self.spacing, time, self.origin, extra)
             return self._list(step, time, f"vtk/{stem(step)}.vti")
         folder = self.dir / stem(step)
         folder.mkdir(exist_ok=True)
         x0, _, y0, _ = extent(block)
-        write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time, self.origin)
+        write_image(folder / f"{stem(step)}_{self.comm.rank}.vti", values, (x0, y0), self.spacing, time, self.origin,
+                    extra)
         if self.comm.rank == 0:
             write_text(self.dir / f"{stem(step)}.pvti",
                        pvti_text(step, self.layout.blocks, self.case.shape, self.spacing, self.case.numerics.dtype,
-                                 self.origin))
+                                 self.origin, tuple(extra)))
             self._list(step, time, f"vtk/{stem(step)}.pvti")
 
     def _list(self, step: int, time: float, file: str) -> None:

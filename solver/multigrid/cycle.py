@@ -40,7 +40,7 @@ from ..core.loop import halo_step
 from ..core.physics import Weights
 from ..parallel.deep import DeepLayout
 from ..parallel.exchange import exchanger, transport_for
-from . import coefficients
+from . import coefficients, opdep
 from .grids import DEPTH, Place, down_tables, places, up_tables
 from .krylov import ConjugateGradient
 from .levels import Level, Settings, coarsest_inverse, hierarchy
@@ -140,6 +140,15 @@ class Multigrid:
         kappa = self.settings.kappa
         return kappa * kx / lev.x.h ** 2, kappa * ky / lev.y.h ** 2
 
+    def _op_tables(self, fine: Grid, coarse: Grid, target, d, u) -> None:
+        be, lay = self.backend, fine.layout
+        t = opdep.tables(fine.place.level, coarse.place.level, self.faces[fine.place.level.index], fine.place.block,
+                         target, lay.shape)
+        w = tuple(be.coefficient(a, lay.owned[2]) for a in t.w)
+        fine.down = (be.table(d.ys), be.table(d.yc), be.table(d.xs), be.table(d.xc), be.table(t.ty), be.table(t.tx),
+                     t.origin, self.dtype.type(t.area), *w)
+        fine.up = (be.table(u.ys), be.table(u.xs), *w)
+
     def _coarsest(self) -> np.ndarray:
         """The coarsest level's inverse: unit-diagonal (alpha a number) or in the equation's units (a field)."""
         lev = self.places[-1].level
@@ -156,6 +165,8 @@ class Multigrid:
                          be.table(d.xw, True), self.dtype.type(scale))
             u = up_tables(fine.place.block, coarse.place.block, coarse.place.level)
             fine.up = (be.table(u.ys), be.table(u.yw, True), be.table(u.xs), be.table(u.xw, True))
+            if self.faces is not None:  # transfers that follow the coefficients (opdep.py)
+                self._op_tables(fine, coarse, target, d, u)
             if coarse.place.gather:
                 fine.part = DeepLayout(target, DEPTH, physical=DEPTH)
                 fine.part_field = be.zeros(fine.part.shape, aligned=fine.part.owned[2])
@@ -302,11 +313,12 @@ class Multigrid:
             _exchange(grid.ex_r, grid.r)
         if grid.zero_fill.rules and not grid.zero_fill.constant:
             be.timed(timer, lambda: be.fill(grid.r, grid.zero_fill))
+        restrict = be.restrict_op if self.faces is not None else be.restrict
         if grid.part is not None:  # restrict this rank's part, then gather the level onto every rank
-            be.timed(timer, lambda: be.restrict(grid.part_field, grid.r, grid.part.owned, grid.down))
+            be.timed(timer, lambda: restrict(grid.part_field, grid.r, grid.part.owned, grid.down))
             self._gather(grid, coarse, timer)
         else:
-            be.timed(timer, lambda: be.restrict(coarse.g, grid.r, coarse.owned, grid.down))
+            be.timed(timer, lambda: restrict(coarse.g, grid.r, coarse.owned, grid.down))
         timer.level = i + 1
         be.timed(timer, lambda: be.clear(coarse.u))
 
@@ -333,7 +345,8 @@ class Multigrid:
         if coarse.fill.rules:
             be.timed(timer, lambda: be.fill(coarse.u, coarse.fill))
         grid = self._at(i, timer)
-        be.timed(timer, lambda: be.prolong(grid.u, coarse.u, grid.owned, grid.up))
+        prolong = be.prolong_op if self.faces is not None else be.prolong
+        be.timed(timer, lambda: prolong(grid.u, coarse.u, grid.owned, grid.up))
         if grid.fill.rules and not grid.fill.constant:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 

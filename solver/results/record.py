@@ -15,10 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from ..core import physics
+from ..core.operator import streams
 from ..core.machine import last_level_cache_bytes, parse_cpulist
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
+from .energy import energy_lines
 from .environment import environment
+from .physics import physics_record
 from .solver import markdown_lines, mg_throughput, solver_record
 
 CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
@@ -50,10 +53,10 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
     if steps == 0 or solve <= 0:
         return None
     updates = case.grid.nx * case.grid.ny * steps / solve
-    itemsize = np.dtype(case.numerics.dtype).itemsize
-    gbs = updates * 2 * itemsize / 1e9
+    per_update = streams(case) * np.dtype(case.numerics.dtype).itemsize  # a source and face fields count too
+    gbs = updates * per_update / 1e9
     out = {"timed_steps": steps, "seconds_per_step": solve / steps, "mlups": updates / 1e6, "effective_gbs": gbs,
-           "gflops": updates * physics.FLOPS_PER_UPDATE / 1e9, "bytes_per_update": 2 * itemsize,
+           "gflops": updates * physics.FLOPS_PER_UPDATE / 1e9, "bytes_per_update": per_update,
            "flops_per_update": physics.FLOPS_PER_UPDATE}
     if ceiling:
         out["copy_gbs"] = ceiling["gbs"]
@@ -304,6 +307,8 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
                       "placement": [placement(r) for r in rows]},
         "run": facts["run"],
         "solver": sol,
+        "energy": facts.get("energy"),
+        "physics": physics_record(case, tiling(facts.get("tiling"), rows), False),
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
         "times": facts["phases"],
@@ -472,7 +477,7 @@ def markdown(rec: dict) -> str:
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
              + _tiling_line(res)
              + _balance_line(res.get("balance")), "",
-             "## Placement", "", *placement_lines(res.get("placement", [])), "",
+             "## Placement", "", *placement_lines(res.get("placement", [])), "", *energy_lines(rec.get("energy")),
              "## Correctness", ""]
     lines += check_lines(c)
     if rec.get("solver"):

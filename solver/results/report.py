@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from .maps import fig_maps, has_maps
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
@@ -842,6 +843,7 @@ RUN_CAPTIONS = {
     "bandwidth.png": "Effective bandwidth against the measured copy ceiling, and the roofline view",
     "timeline.png": "Per-rank timeline of the first timed steps (from trace.json)",
     "fields.png": "The first and the last snapshot of fields.h5 (one colour scale)",
+    "maps.png": "The material map (alpha), the source q and the last snapshot side by side",
 }
 
 
@@ -902,6 +904,8 @@ def run_report(d: Path) -> tuple[dict, str]:
         figs["timeline.png"] = fig_timeline(load_trace(d / "trace.json"))
     if (d / "fields.h5").exists():
         figs["fields.png"] = fig_fields(read_views(d / "fields.h5"), rec["input"]["name"])
+        if has_maps(rec):
+            figs["maps.png"] = fig_maps(rec, read_views(d / "fields.h5"))
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]

@@ -8,8 +8,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..core import physics
+from ..core.operator import streams
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
+from .energy import energy_row
+from .physics import physics_rows
 from .solver import summary_rows as solver_rows
 
 
@@ -53,6 +56,10 @@ def print_summary(rec: dict) -> None:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    if energy_row(rec.get("energy")):
+        table.add_row(*energy_row(rec.get("energy")))
+    if (rec.get("physics") or {}).get("note"):
+        table.add_row("note", rec["physics"]["note"])
     places = res.get("placement", [])
     table.add_row("placement", "; ".join(_place(p) for p in places[:4]) +
                   (f"; ... ({len(places)} ranks: record.md)" if len(places) > 4 else ""))
@@ -89,8 +96,8 @@ def plan(case, ranks: int) -> dict:
     halo = max(b.halo_cells for b in blocks)
     out = {"dx": physics.spacing(case)[0], "dy": physics.spacing(case)[1], "dt": physics.time_step(case),
            "wc": w.wc, "wx": w.wx, "wy": w.wy, "dims": dims, "largest_block": (big.ny, big.nx),
-           "memory_per_process_bytes": 2 * (big.ny + 2) * (big.nx + 2) * itemsize,
-           "bytes_per_step": 2 * itemsize * case.grid.nx * case.grid.ny,
+           "memory_per_process_bytes": streams(case) * (big.ny + 2) * (big.nx + 2) * itemsize,
+           "bytes_per_step": streams(case) * itemsize * case.grid.nx * case.grid.ny, "streams": streams(case),
            "halo_bytes_per_step_per_rank": 2 * halo * itemsize, "vtk": case.vtk_enabled}
     out.update(disk_bytes(case))
     if case.physics.equation == "heat":
@@ -189,10 +196,14 @@ def print_plan(case, ranks: int) -> None:
     else:
         t.add_row("iterations", iteration_plan(case))
     t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
+    for name, text in physics_rows(case):
+        t.add_row(name, text)
     t.add_row("ranks", f"{ranks} as py x px = {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
                        f"largest block nx x ny = {p['largest_block'][1]} x {p['largest_block'][0]}")
-    t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB (two padded arrays)")
-    t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory (2 x itemsize per update), "
+    t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB ({p['streams']} padded arrays: "
+                                    "u, u_new" + (", the source and face fields)" if p["streams"] > 2 else ")"))
+    t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory ({p['streams']} x itemsize per "
+                                f"update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
     t.add_row("disk space", disk_text(p))

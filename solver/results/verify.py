@@ -130,24 +130,39 @@ def reference_block(case, comm, rank: int | None = None):
 
 def reference_rows(case, comm, steps: int, block=None, ticks: list | None = None) -> np.ndarray:
     """The numpy reference's owned rows after `steps` steps (collective). Independent of the code it checks
-    but for the initial field and the boundary rules: its own row split, the update in the term order of
-    solver.core.physics.update evaluated in row strips (bitwise the same values), and its own plain
-    blocking exchange of one ghost row each way per step (MPI_Sendrecv, tag "verify"). ticks: a list that
-    gets time.perf_counter() after each step."""
+    but for the initial field, the boundary rules and the data the update reads (the source term and face
+    coefficients of solver.core.operator): its own row split, the update in the term order of
+    solver.core.physics (evaluated in row strips where the case has no such data: bitwise the same values),
+    and its own plain blocking exchange of one ghost row each way per step (MPI_Sendrecv, tag "verify").
+    ticks: a list that gets time.perf_counter() after each step."""
     import time
 
+    from ..core import operator
     from ..core.field import padded_field
     from ..core.initial import initial_block
+    from ..core.physics import time_step, update
+    from ..core.sides import varies_in_time
 
     block = block or reference_block(case, comm)
-    w = weights(case).cast(case.numerics.dtype)
+    dt = time_step(case)
     fill = make_fill(case, block)
     u = padded_field(case, block, initial_block(case, block))
     u_new = u.copy()
     tmp = np.empty((2, STRIP_ROWS, block.nx), dtype=u.dtype)
-    for _ in range(steps):
+    data, timed = operator.needs_data(case), varies_in_time(case)
+    changes, w = set(operator.changes(case, steps)), None
+    for step in range(steps):
+        if data and (w is None or step in changes):
+            w = operator.host_weights(case, block, u.shape, (1, 1), step).cast(u.dtype)
+            w = w.with_data(**{k: np.asarray(getattr(w, k), dtype=u.dtype) for k in ("s", "ax", "ay")
+                               if getattr(w, k) is not None})
         exchange_rows(comm, block, u)
-        strip_step(u_new, u, w, tmp)
+        if data:
+            update(u_new, u, w, (1, u.shape[0] - 1, 1, u.shape[1] - 1))
+        else:
+            strip_step(u_new, u, weights(case).cast(case.numerics.dtype), tmp)
+        if timed:
+            fill = make_fill(case, block, t=(step + 1) * dt)
         if not fill.constant:
             fill.apply(u_new)
         u, u_new = u_new, u
