@@ -152,6 +152,19 @@ def test_a_multigrid_run_stopped_on_two_ranks_and_continued_on_three_stops_where
     assert [h["residual"] for h in rec["solver"]["history"]] == [h["residual"] for h in ref_rec["solver"]["history"]]
 
 
+def test_a_run_that_ended_by_a_stop_rule_is_not_continued(tmp_path):
+    """Its checkpoint at the end says so: a restart would add cycles the run did not make (refused, nothing
+    changed); a run paused before its end continues (the matrix above)."""
+    path = write_case(tmp_path / "c.yaml", **LID, output={"dir": str(tmp_path / "c"), "vtk": False,
+                                                          "checkpoint_every": 100000})
+    assert stencil(["run", str(path), "-q"]).returncode == 0
+    assert record(tmp_path / "c")["run"]["stopped_by"] == "floor"
+    before = tree(tmp_path / "c")
+    one_error_line(stencil(["run", "--restart", str(tmp_path / "c"), "-q", "--steps", "500"]),
+                   "--restart", "checkpoint.h5", "ended at step", "rounding floor", "without --restart")
+    assert tree(tmp_path / "c") == before
+
+
 def _twice(f):
     h = f["residuals"][()]
     h[2, 0] = h[1, 0]  # a check listed twice: not a history

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.stops import ENDINGS
 from .fields import RESERVE_SLACK, chunk_rows, for_each_block, hdf5_writer, write_skeleton
 from .safeio import WriteFailed, replaced, reserve, writing
 
@@ -159,6 +160,15 @@ def _residuals(f, p: Path, step: int) -> tuple:
     return tuple((int(k), float(r)) for k, r in data)
 
 
+def _ended(a, p: Path) -> str | None:
+    """The stop rule that ended the run that wrote the checkpoint (attribute `ended`), or None ('' or absent)."""
+    ended = a.get("ended", "")
+    if ended not in ("", *ENDINGS):
+        raise InputError(f"--restart: {p} has attribute ended = {str(ended)[:40]!r}, not one of {', '.join(ENDINGS)} or "
+                         "empty: the checkpoint is damaged; restart from an intact copy")
+    return ended or None
+
+
 def _state(f, p: Path) -> tuple:
     """The names of the solver's fields the checkpoint holds beside u, each a dataset shaped and typed as /u."""
     import h5py
@@ -184,6 +194,7 @@ class Checkpoint:
     r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
     segments: tuple = ()  # the segments that led to `step` (dicts), oldest first
     residuals: tuple = ()  # laplace: the checks' (step, max |residual|) up to `step` (the stop rules' history)
+    ended: str | None = None  # the stop rule that ended its run (core.stops.ENDINGS): there is nothing to continue
     state: tuple = ()  # names of the solver's own fields beside u (datasets laid out as /u: write_checkpoint)
 
     @classmethod
@@ -201,7 +212,8 @@ class Checkpoint:
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
                 step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
                 return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0=r0,
-                           segments=_segments(a, p, step), residuals=_residuals(f, p, step), state=_state(f, p))
+                           segments=_segments(a, p, step), residuals=_residuals(f, p, step), state=_state(f, p),
+                           ended=_ended(a, p))
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -217,6 +229,13 @@ class Checkpoint:
         if self.step >= steps:
             raise InputError(f"run.steps: {steps} but the checkpoint is already at step {self.step}; "
                              f"use --steps above {self.step} to continue the run")
+        if self.ended:
+            why = {"floor": f"its residual reached {case.numerics.dtype}'s rounding floor",
+                   "stalled": "its residual stalled far above the rounding floor",
+                   "diverged": "its cycles diverged"}[self.ended]
+            raise InputError(f"--restart: {self.path}: its run ended at step {self.step} ({why}); there is nothing to "
+                             "continue: run the case again without --restart (with other multigrid settings to get "
+                             "further)")
         tol = case.run.tolerance
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
             raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
@@ -344,5 +363,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str, names: list[st
                     "tolerance": float("nan") if tol is None else float(tol),
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
-                    "segments": json.dumps(meta.get("segments", [])), "state": json.dumps(names[1:])})
+                    "segments": json.dumps(meta.get("segments", [])), "state": json.dumps(names[1:]),
+                    "ended": meta.get("ended") if meta.get("ended") in ENDINGS else ""})
     f.create_dataset("residuals", data=np.array(meta.get("residuals", []), dtype=np.float64).reshape(-1, 2))

@@ -453,7 +453,7 @@ class Outputs:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
-                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
+                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged, "ended": s.stopped_by,
                 "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
                 "residuals": s.residuals}
         mine = owned(self.backend, s.u)
