@@ -33,8 +33,11 @@ from solver.run import Options, run_case
 HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 DTYPES = ["float64", "float32"]
-MODES = {"mg_max_abs": "warps"}  # kernels with warp shuffles; the others run thread by thread
+MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "warps"}  # warp shuffles; others: serial
 ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
+PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
+                   "mg_prolong_op", "mg_restrict_op")  # tests/
+# test_physics_emulated.py: coefficient fields and conjugate gradients
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -45,12 +48,12 @@ class Emulator:
 
     def __init__(self, build: Path, dtype: str):
         self.dtype = dtype
-        self.libs = {"mg": _compile(build, "mg", cupy_mg.source(), cupy_mg.options(dtype), ENTRIES),
-                     "fill": _compile(build, "fill", gk.fill_source(), gk.fill_options(dtype), (cupy_mg.FILL,))}
+        self.libs = {"mg": _compile(build, "mg", cupy_mg.source(), cupy_mg.options(dtype), ENTRIES + PHYSICS_ENTRIES),
+                     "fill": _compile(build, "fill", gk.fill_source(), gk.fill_options(dtype), gk.FILL_ENTRIES)}
         self.calls: dict[str, int] = {}
 
     def kernel(self, entry: str):
-        lib = self.libs["fill" if entry == cupy_mg.FILL else "mg"]
+        lib = self.libs["fill" if entry in gk.FILL_ENTRIES else "mg"]
         address = ctypes.c_void_p.in_dll(lib, f"launch_{entry}").value
 
         def launch(grid, block, args, stream=None):
@@ -407,6 +410,9 @@ class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
     def zeros(self, shape, aligned: int = 1):
         return pitched(np.zeros(shape, dtype=self.dtype), aligned)
 
+    def coefficient(self, host, aligned: int = 1):
+        return pitched(np.asarray(host, dtype=self.dtype), aligned)
+
     def _mg_stream(self, after_all: bool = False):
         return None
 
@@ -423,6 +429,15 @@ class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
 
     def _mg_read(self, word, stream) -> float:
         return float(word.view(self.dtype)[0])
+
+    def _mg_zeroed(self, stream, dtype, count: int):
+        return np.zeros(count, dtype=dtype)
+
+    def _mg_fetch(self, words, stream) -> np.ndarray:
+        return words.copy()
+
+    def _fill_table(self, host):
+        return host
 
 
 RUN_SIDES = {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [cpu] [deep] [access] [verify] [all]   (no argument: all)
+# tools/device_suite.sh [gpu] [tiling] [chip] [tune] [hybrid] [gpudeep] [mg] [physics] [cpu] [deep] [access] [verify] [all]   (no argument: all)
 #
 # The one script for the GPU machine (run from the repository root, e.g. through the device tool with
 # `.whl` carried). It downloads nothing: it installs the carried wheels (.whl/*.whl, from
@@ -43,6 +43,17 @@
 #   mg      multigrid on the GPU (not part of all: the gpu and hybrid sections run the same tests among the
 #           others): pytest -m gpu tests/test_gpu_multigrid.py (the verbs, whole runs bitwise equal to numpy,
 #           two ranks sharing GPU 0 under mpirun), one line per test in the short table.
+#   physics physics as data on the GPU (issues 33, 34; not part of all): the GPU tests of the kernels that read a
+#           source term and face coefficients and of whole cases bitwise equal to numpy (tests/test_gpu_physics.py),
+#           with the GPU tests of the files the change touched (PHYSICS_TESTS); then, kernel-only at PHYSICS_SIZE
+#           (8192) in PHYSICS_DTYPES (float64 float32): python -m solver.bench.gpu physics (vec, the tiled default,
+#           wave2 k=8 and the tiled default with STENCIL_WAVE_DPF=4, each plain, with a source, with face fields, with
+#           both: x the copy-bound rate counted with the fields' bytes); then the plain case before/after: the tree in
+#           .bench_base (carried: `git archive <commit> solver`, its commit in .bench_base/COMMIT) against this one,
+#           alternated PHYSICS_ROUNDS (2) times, each a process timing vec and the default tiled kernel at
+#           PHYSICS_SIZE float64 (solver.bench.gpu single_gpu: medians of 7): the ratio of the medians.
+#           PHYSICS_SWEEP="wave2a:8:0 wave:4:4 ..." (KERNEL:K:DPF) adds a sweep of the tiled kernels on PHYSICS_SWEEP_FORMS
+#           (source faces); PHYSICS_BENCH=0 and PHYSICS_ROUNDS=0 leave out the bench and the before/after.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
@@ -217,6 +228,58 @@ if [[ $SECTIONS == *" mg "* ]]; then  # multigrid (solver/backends/cupy_mg.py, k
   grep -a -E "(PASSED|FAILED|ERROR|SKIPPED)" "$W/mg_tests.log" | grep -a "::" | sed -E "s/ +\[ *[0-9]+%\]$//" >> "$W/status.txt"
 fi
 
+if [[ $SECTIONS == *" physics "* ]]; then  # physics as data (issues 33, 34)
+  step physics_tests ${PHYSICS_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" \
+    ${PHYSICS_TESTS:-tests/test_gpu_physics.py tests/test_gpu_kernels.py tests/test_gpu_wave.py tests/test_gpu_boundary.py \
+    tests/test_gpu_multigrid.py} -k "${PHYSICS_TESTS_K:-not nothing}"
+  [[ ${PHYSICS_BENCH:-1} != 0 ]] && step physics_bench ${PHYSICS_BENCH_S:-200} $PY -m solver.bench.gpu physics \
+    --size ${PHYSICS_SIZE:-8192} --dtypes ${PHYSICS_DTYPES:-float64 float32} --repeats 5 --steps 200 --json "$W/physics.json"
+  [[ -n ${PHYSICS_SWEEP:-} ]] && step physics_sweep ${PHYSICS_SWEEP_S:-200} $PY -m solver.bench.gpu physics \
+    --size ${PHYSICS_SIZE:-8192} --dtypes ${PHYSICS_DTYPES:-float64 float32} --repeats 5 --steps 200 \
+    --configs $PHYSICS_SWEEP --forms ${PHYSICS_SWEEP_FORMS:-source faces} --json "$W/physics_sweep.json"
+  if [[ -d .bench_base/solver && ${PHYSICS_ROUNDS:-2} != 0 ]]; then  # the plain case before (the carried tree) and after (this one), alternated
+    rm -rf /tmp/stencil-base && mkdir -p /tmp/stencil-base /tmp/stencil-plain && cp -r .bench_base/solver /tmp/stencil-base/
+    PLAIN_PY='import json, sys
+from solver.bench.gpu import single_gpu, free_device_memory
+from solver.backends.cupy_backend import CupyBackend
+from solver.bench.gpu import make_case
+n = int(sys.argv[1])
+be = CupyBackend(make_case(n, n, "float64").backend, "float64")
+out = {"copy_gbs": be.copy_bandwidth((n + 2) ** 2 * 8, 5) / 1e9}
+del be
+for label, kernel in (("vec", "vec"), ("tiled", None)):
+    free_device_memory()
+    r = single_gpu(n, "float64", kernel=kernel, repeats=7, steps=200)
+    out[label] = {k: r[k] for k in ("kernel", "block", "time_tile", "seconds_per_step", "spread")}
+print("PLAIN " + json.dumps(out))'
+    for round in $(seq ${PHYSICS_ROUNDS:-2}); do
+      step "plain_base_$round" 90 env -C /tmp/stencil-plain PYTHONPATH=/tmp/stencil-base${PYTHONPATH:+:$PYTHONPATH} \
+        $PY -c "$PLAIN_PY" ${PHYSICS_SIZE:-8192}
+      step "plain_new_$round" 90 env -C /tmp/stencil-plain PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} \
+        $PY -c "$PLAIN_PY" ${PHYSICS_SIZE:-8192}
+    done
+    $PY - "$W" "$(cat .bench_base/COMMIT 2>/dev/null)" > "$W/plain.txt" 2>&1 <<'PYEOF'
+import json, statistics, sys
+from pathlib import Path
+w = Path(sys.argv[1])
+def rows(tag):
+    out = []
+    for p in sorted(w.glob(f"plain_{tag}_*.log")):
+        out += [json.loads(l.split(" ", 1)[1]) for l in p.read_text().splitlines() if l.startswith("PLAIN ")]
+    return out
+base, new = rows("base"), rows("new")
+for label in ("vec", "tiled"):
+    b = statistics.median(r[label]["seconds_per_step"] for r in base)
+    n = statistics.median(r[label]["seconds_per_step"] for r in new)
+    print(f"plain before/after {label} ({new[0][label]['kernel']} {new[0][label]['block']} k={new[0][label]['time_tile']}): "
+          f"before {b * 1e3:.4f} ms/step (base {sys.argv[2][:10]}), after {n * 1e3:.4f}: after/before speed {b / n:.3f} "
+          f"(medians of {len(base)}/{len(new)} processes x 7 repeats; copy {statistics.median(r['copy_gbs'] for r in new):.0f} GB/s)")
+PYEOF
+    cat "$W/plain.txt"
+  fi
+  grep -a -E "(PASSED|FAILED|ERROR)" "$W/physics_tests.log" | grep -a "::" | head -40 >> "$W/status.txt"
+fi
+
 if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)
   MGB=(env PYTHONPATH="${PYTHONPATH:-}" $PY tools/mg_bench.py --out "$W/mgbench")
   LARGS="--oversubscribe --bind-to none -x PYTHONPATH -x STENCIL_CACHE_DIR$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root")"
@@ -311,6 +374,7 @@ fi
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
   [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
+  [[ -f $W/plain.txt ]] && cat "$W/plain.txt"
   [[ -f $W/mgbench.jsonl ]] && { echo "== multigrid (tools/mg_bench.py)"; cat "$W/mgbench.jsonl"; }
   [[ -f $W/ncu26src_stalls.csv ]] && python3 -c "import csv,sys; r=list(csv.reader(open(sys.argv[1]))); [print('stall', h.replace('smsp__average_warps_issue_stalled_', ''), v) for h, v in zip(r[0], r[-1]) if 'stalled' in h and v not in ('', '0')]" "$W/ncu26src_stalls.csv" 2>&1 | head -40
   [[ -f $W/ncu26.log ]] && grep -a -E "^  [a-z_]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|FP64|stalled|One or More" "$W/ncu26.log" | cut -c1-220 | head -80

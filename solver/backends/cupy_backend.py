@@ -22,6 +22,12 @@ tile of n % k steps when that is 2 or more, or one single step when it is 1; whe
 fused residual), so the convergence / NaN check after it reads one number instead of reducing two
 fields (folding costs 17% of a tile, so batches that end at a poll leave it out).
 
+Physics as data (solver.core.physics.Weights: a source term, face coefficients in the flux or the Jacobi
+form): coefficient() puts each field on the device with u's pitch and alignment, and every one-step variant
+and the streaming time-tiled ones (wave, wave2, wave2a) read them, compiled in by defines (cupy_kernels.options:
+a plain case compiles today's modules). `chip` reads none: advance() then runs the time tiles of tiled_choice,
+and describe() says which kernel took the data and why (the record's kernel entry, `with_data`).
+
 Deep halos (several ranks, solver.parallel.deep): tile_for() gives the depth, plan_tiles() compiles
 every depth, tiled() launches the tiled kernel on a deep-halo field for the region it is given. Single steps (step/compute: the
 halo paths) use a one-step kernel even when the chosen variant is tiled.
@@ -50,7 +56,7 @@ from ..core.errors import InputError
 from ..core.physics import update
 from . import Backend, register
 from . import cupy_kernels as gk
-from .cupy_mg import CupyMultigrid
+from .cupy_mg import CupyMultigrid, fill_specs
 
 ALIGN = 128  # bytes: row pitch multiple and alignment of column 1
 SPARE = 4  # columns left after the last one (vector loads past the region edge stay in the allocation)
@@ -106,6 +112,8 @@ class CupyBackend(CupyMultigrid, Backend):
         self._tailed = False
         self._check_words = cupy.zeros(0, dtype=self._word.dtype)  # NaN/Inf flags of heat's checks in a `chip` batch
         self._pinned: list = []  # (event, pinned host memory, device words) of copies in flight: kept until the event
+        self._data = gk.PLAIN  # (SRC, FORM) of the weights prepare() was given: plan() compiles for them
+        self._data_paths: dict = {}  # local interior shape -> {data: what took it} (the record's kernel entries)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -153,6 +161,19 @@ class CupyBackend(CupyMultigrid, Backend):
             return self.cp.asarray(host)
         a = self.zeros(host.shape)
         self._shape = host.shape  # the run's fields: tile_for() chooses for them
+        t = time.perf_counter()
+        self.copy2d(a, host, "h2d", self.main)
+        self.main.synchronize()
+        self.transfer["h2d_s"] += time.perf_counter() - t
+        self.transfer["h2d_bytes"] += host.nbytes
+        return a
+
+    def coefficient(self, host: np.ndarray, aligned: int = 1):
+        """A field the kernels read beside u (a source term, face coefficients): the host array rounded to the
+        dtype, in a pitched allocation made as zeros(shape, aligned) makes u's, so pitch and alignment are u's
+        (the vector kernels load it as they load u)."""
+        host = np.ascontiguousarray(host, dtype=self.dtype)
+        a = self.zeros(host.shape, aligned)
         t = time.perf_counter()
         self.copy2d(a, host, "h2d", self.main)
         self.main.synchronize()
@@ -310,21 +331,28 @@ class CupyBackend(CupyMultigrid, Backend):
             self._step[key] = tuned[:2] if tuned else (gk.DEFAULT_STEP_VARIANT, gk.DEFAULT_BLOCK[gk.DEFAULT_STEP_VARIANT])
         return self._step[key]
 
-    def tiled_choice(self, shape) -> tuple[str, tuple, int]:
+    def tiled_choice(self, shape, data: tuple[int, int] = gk.PLAIN) -> tuple[str, tuple, int]:
         """(variant, block, k) of the time tiles that stream through memory (tile(), deep halos): the
-        choice, or the default tiled variant where the choice is `chip` (which takes no regions)."""
-        variant, block, k, _ = self.choice(shape)
+        choice, or the default tiled variant where the choice is `chip` (which takes no regions). With face
+        fields (`data`: gk.data_of) and no time tile asked for, the default's k is gk.data_tile's (its block
+        refitted), a tuned one's k its own."""
+        variant, block, k, source = self.choice(shape)
+        interior = (shape[0] - 2, shape[1] - 2)
         if variant in gk.ON_CHIP:
-            interior = (shape[0] - 2, shape[1] - 2)
-            return gk.DEFAULT_VARIANT, self._default_block(gk.DEFAULT_VARIANT, interior, gk.DEFAULT_TILE), gk.DEFAULT_TILE
-        return variant, block, k
+            variant, block, k, source = gk.DEFAULT_VARIANT, None, gk.DEFAULT_TILE, "default"
+        fitted = gk.data_tile(data)
+        if fitted and source == "default" and self.requested[2] is None and variant in gk.TILED:
+            block, k = None, fitted
+        return variant, block or self._default_block(variant, interior, k), k
 
-    def _function(self, variant: str, block, k: int = 1):
+    def _function(self, variant: str, block, k: int = 1, data: tuple[int, int] = gk.PLAIN):
+        """The compiled kernel of a variant for a block, time tile and the data it reads (gk.data_of)."""
         if variant in gk.TILED:
             block = (block[0], 0)  # segment rows are a launch argument
-        key = (variant, block, self.fmad, k)
+        key = (variant, block, self.fmad, k) + ((data,) if data != gk.PLAIN else ())
         if key not in self._kernels:
-            module = self.cp.RawModule(code=gk.source(variant), options=gk.options(variant, self.dtype, block, self.fmad, k))
+            opts = gk.options(variant, self.dtype, block, self.fmad, k, data=data)
+            module = self.cp.RawModule(code=gk.source(variant), options=opts)
             self._kernels[key] = module.get_function(gk.ENTRY[variant])
         return self._kernels[key]
 
@@ -339,13 +367,12 @@ class CupyBackend(CupyMultigrid, Backend):
         stream = stream or self.main
         if store[1] <= store[0] or store[3] <= store[2]:
             return
-        variant, block, _ = self.tiled_choice(shape or u.shape)
-        fn = self._function(variant, block, k)
+        variant, block, _ = self.tiled_choice(shape or u.shape, gk.data_of(w))
+        fn = self._function(variant, block, k, gk.data_of(w))
         if resid:
             self._zero_word(stream)
-        grid, threads = gk.launch_shape(variant, self.dtype, block, store, k)
-        fn(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), *map(np.int32, region), *map(np.int32, store),
-                           np.int32(block[1]), self._word if resid else np.uint64(0), w.wc, w.wx, w.wy), stream=stream)
+        fn(*gk.tile_launch(variant, self.dtype, block, out, u, w, k, region, store, self._word if resid else np.uint64(0)),
+           stream=stream)
         self._resid = None
 
     # deep halos (solver.parallel.deep: k-deep halos exchanged once every k steps) ---------------------
@@ -380,8 +407,9 @@ class CupyBackend(CupyMultigrid, Backend):
         self._tile_used = max(self._tile_used, d)
         e0 = self._record(s)
         move = lambda r: (r[0], r[1], r[2] - shift, r[3] - shift)  # noqa: E731
-        self.tile(out[:, shift:], u[:, shift:], w, d, move(gk.tile_region(valid, fixed)), move(target), stream=s,
-                  shape=self._shape)
+        self._note_data(self._shape, w, self.tiled_choice(self._shape, gk.data_of(w))[0], d)
+        self.tile(out[:, shift:], u[:, shift:], gk.cut(w, shift), d, move(gk.tile_region(valid, fixed)), move(target),
+                  stream=s, shape=self._shape)
         if timer is not None:
             self._track(timer.charge, "compute", e0, self._record(s), timer, "gpu")
             timer.add("other", t)
@@ -391,18 +419,33 @@ class CupyBackend(CupyMultigrid, Backend):
         rt.memsetAsync(self._word.data.ptr, 0, self._word.nbytes, stream.ptr)
 
     def launch(self, out, u, w, region, stream) -> None:
-        """One update of `region` of `out` from `u`, enqueued on `stream`."""
+        """One update of `region` of `out` from `u` (and w's fields), enqueued on `stream` (gk.step_launch: the
+        arguments, and the vector kernel's alignment)."""
         r0, r1, c0, c1 = region
         if r1 <= r0 or c1 <= c0:
             return
         self._resid = None
         variant, block = self.step_choice(u.shape)
+        data = gk.data_of(w)
+        if data != gk.PLAIN:
+            self._note_data(u.shape, w, variant, 1)
         with stream:
             if variant == "expr":
                 return update(out, u, w, region)
-            grid, threads = gk.launch_shape(variant, self.dtype, block, region)
-            self._function(variant, block)(grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0),
-                                                            np.int32(r1), np.int32(c0), np.int32(c1), w.wc, w.wx, w.wy))
+            self._function(variant, block, 1, data)(*gk.step_launch(variant, self.dtype, block, out, u, w, region))
+
+    def _note_data(self, shape, w, kernel: str, k: int) -> None:
+        """Record which kernel a batch or step with data fields took (describe(): the record's kernel entry), and
+        why, where the choice for the shape cannot read them (gk.DATA_FALLBACK)."""
+        data = gk.data_of(w)
+        if data == gk.PLAIN:
+            return
+        seen = self._data_paths.setdefault((shape[0] - 2, shape[1] - 2), {})
+        key = (gk.data_words(data), kernel, k)
+        if key not in seen:
+            chosen = self.choice(shape)[0]
+            seen[key] = {"reads": key[0], "kernel": kernel, "time_tile": k,
+                         "fallback": gk.DATA_FALLBACK.get(chosen) if chosen != kernel and k > 1 else None}
 
     # boundary ----------------------------------------------------------------------------------
     def fill_boundary(self, u, timer=None) -> None:
@@ -420,33 +463,33 @@ class CupyBackend(CupyMultigrid, Backend):
         timer.add("other", t)
 
     def _fill(self, u, stream) -> None:
-        fn = self._fill_function()
-        d = self.boundary.depth
-        ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
-        with stream:
-            for blocks, axis, (k0, v0, k1, v1) in gk.fill_launches(self.boundary, u.shape):
-                fn((blocks,), (gk.FILL_THREADS,), (u, np.int64(u.strides[0] // u.itemsize), np.int32(ny), np.int32(nx),
-                                                   np.int32(d), np.int32(axis), np.int32(k0), np.float64(v0),
-                                                   np.int32(k1), np.float64(v1)))
+        """The boundary rules' launches (cupy_mg.fill_specs: plain numbers, or values and gains along the sides,
+        uploaded once) on `stream`."""
+        for entry, grid, threads, args in fill_specs(u, self.boundary, self._fill_table):
+            self._fill_function(entry)(grid, threads, args, stream=stream)
 
-    def _fill_function(self):
-        key = ("fill", self.dtype.name)
+    def _fill_function(self, entry: str = gk.FILL_ENTRIES[0]):
+        key = ("fill", self.dtype.name, entry)
         if key not in self._kernels:
-            module = self.cp.RawModule(code=gk.fill_source(), options=gk.fill_options(self.dtype))
-            self._kernels[key] = module.get_function("fill_sides")
+            module = self._kernels.get(("fill", self.dtype.name))
+            if module is None:
+                module = self._kernels[("fill", self.dtype.name)] = self.cp.RawModule(code=gk.fill_source(),
+                                                                                       options=gk.fill_options(self.dtype))
+            self._kernels[key] = module.get_function(entry)
         return self._kernels[key]
 
     # numerics ----------------------------------------------------------------------------------
     def prepare(self, u, u_new, w) -> None:
         """Compile (or load from CuPy's cache) and load the kernels (one-step, tiled, the check's
         reduction, the boundary fill); anchor GPU event times to the host clock."""
+        self._data = gk.data_of(w)
         if self.refills:
-            self._fill_function()
+            self._fill_function(gk.fill_entry(self.boundary))
         self.launch(u_new, u, w, (1, 2, 1, 2), self.main)  # u_new is overwritten by the first step
         variant, block, k, _ = self.choice(u.shape)
-        if variant in gk.TILED and k > 1:
-            self.tile(u_new, u, w, k, (1, 2, 1, 2))
-        if variant in gk.ON_CHIP and not self.refills:
+        if (variant in gk.TILED and k > 1) or (variant in gk.ON_CHIP and self._data != gk.PLAIN and not self.refills):
+            self.tile(u_new, u, w, self.tiled_choice(u.shape, self._data)[2], (1, 2, 1, 2))  # (chip with data: its fallback)
+        if variant in gk.ON_CHIP and not self.refills and self._data == gk.PLAIN:
             self._chip_plan(u.shape)  # scratch, both modules (the plain passes', the residual's)
         self.max_update(u, u_new, (1, 2, 1, 2))
         self._shape = u.shape
@@ -486,8 +529,9 @@ class CupyBackend(CupyMultigrid, Backend):
 
     def advance_checked(self, u, u_new, w, n: int, region, timer, previous: bool, checks):
         """`chip`: heat's checks in the batch folded by its launches (_advance_chip: NaN / Inf only, each value
-        0 or inf), their words copied to the host after it."""
-        if not (checks and self._on_chip(u, u_new, region)):
+        0 or inf), their words copied to the host after it. Weights with data fields take chip's fallback (one
+        batch a check: Backend.advance_checked)."""
+        if not (checks and self._on_chip(u, u_new, region, w)):
             return super().advance_checked(u, u_new, w, n, region, timer, previous, checks)
         checks = list(checks)
         u, u_new = self.advance_timed(u, u_new, w, n, region, timer, previous, checks)
@@ -513,10 +557,10 @@ class CupyBackend(CupyMultigrid, Backend):
         captured at its first replay, inside the loop: about a millisecond per distinct n)."""
         if self._shape is None or self.choice(self._shape)[0] in gk.ON_CHIP:
             return
-        variant, block, k = self.tiled_choice(self._shape)
+        variant, block, k = self.tiled_choice(self._shape, self._data)
         if variant in gk.TILED and k > 1 and not self.refills:
             for n in {n for n in lengths if n >= 2}:
-                self._compile(self._shape, variant, block, self._depths(n, k))
+                self._compile(self._shape, variant, block, self._depths(n, k), self._data)
 
     def advance(self, u, u_new, w, n: int, region, previous: bool = True, checks=()):
         """n steps without exchange, enqueued on `main` (graph replays); returns (current, previous),
@@ -525,11 +569,12 @@ class CupyBackend(CupyMultigrid, Backend):
         only when `previous` is asked for (a check follows: core.loop's keep_previous). `checks`: see
         advance_checked (`chip` only)."""
         self.join()
-        if self._on_chip(u, u_new, region):
+        if self._on_chip(u, u_new, region, w):
             return self._advance_chip(u, u_new, w, n, self.choice(u.shape)[2], previous, checks)
         assert not checks, "checks inside a batch: chip only"
-        variant, _, k = self.tiled_choice(u.shape)
+        variant, _, k = self.tiled_choice(u.shape, gk.data_of(w))
         if variant in gk.TILED and k > 1 and n >= 2 and not self.refills:
+            self._note_data(u.shape, w, variant, k)
             return self._advance_tiled(u, u_new, w, n, region, k, previous)
         graphs = self.use_graphs and self.step_choice(u.shape)[0] != "expr"
         if graphs:
@@ -548,9 +593,11 @@ class CupyBackend(CupyMultigrid, Backend):
         return u, u_new
 
     # chip: the whole field on chip ---------------------------------------------------------------
-    def _on_chip(self, u, u_new, region) -> bool:
-        """advance() runs `chip` launches for these fields."""
-        return self.choice(u.shape)[0] in gk.ON_CHIP and self._whole(u, u_new, region) and not self.refills
+    def _on_chip(self, u, u_new, region, w) -> bool:
+        """advance() runs `chip` launches for these fields (and weights: chip reads no data fields; with them,
+        the streaming time tiles of tiled_choice, gk.DATA_FALLBACK)."""
+        return (self.choice(u.shape)[0] in gk.ON_CHIP and self._whole(u, u_new, region) and not self.refills
+                and gk.data_of(w) == gk.PLAIN)
 
     @staticmethod
     def _whole(u, u_new, region) -> bool:
@@ -686,8 +733,8 @@ class CupyBackend(CupyMultigrid, Backend):
     def _advance_tiled(self, u, u_new, w, n: int, region, k: int, resid: bool = True):
         depths = self._depths(n, k)
         self._tile_used = max(self._tile_used, k)
-        variant, block, _ = self.tiled_choice(u.shape)
-        self._compile(u.shape, variant, block, depths)
+        variant, block, _ = self.tiled_choice(u.shape, gk.data_of(w))
+        self._compile(u.shape, variant, block, depths, gk.data_of(w))
         if self.use_graphs:
             self._tile_graph(u, u_new, w, depths, region, resid).launch(self.main)
         else:
@@ -702,13 +749,13 @@ class CupyBackend(CupyMultigrid, Backend):
         """Steps per launch for n steps: whole tiles, then the rest as one shorter tile (or one step)."""
         return [k] * (n // k) + ([n % k] if n % k else [])
 
-    def _compile(self, shape, variant, block, depths) -> None:
+    def _compile(self, shape, variant, block, depths, data=gk.PLAIN) -> None:
         """Compile before any capture: module loads have no place in a graph."""
         for d in set(depths):
             if d > 1:
-                self._function(variant, block, d)
+                self._function(variant, block, d, data)
             elif self.step_choice(shape)[0] != "expr":
-                self._function(*self.step_choice(shape))
+                self._function(*self.step_choice(shape), 1, data)
 
     def _tile_graph(self, u, u_new, w, depths, region, resid: bool = True):
         """The CUDA graph of these tiles from (u, u_new), captured on first use."""
@@ -738,6 +785,10 @@ class CupyBackend(CupyMultigrid, Backend):
         key = (u.data.ptr, u_new.data.ptr, u.shape, u.strides, region, w, steps, self.choice(u.shape), self.fmad,
                self.boundary if self.refills else None)
         if key not in self._graphs:
+            self._compile(u.shape, None, None, [1], gk.data_of(w))
+            if self.refills:
+                fill_specs(u, self.boundary, self._fill_table)  # values along the sides on the device before the capture
+                self._fill_function(gk.fill_entry(self.boundary))
             s = self.main
             s.begin_capture()
             try:
@@ -853,7 +904,8 @@ class CupyBackend(CupyMultigrid, Backend):
 
         rt = cupy.cuda.runtime
         choices = {f"{k[0]}x{k[1]}": {"kernel": v, "block": list(b) if b else None, "time_tile": t, "source": src,
-                                      "launch": self.launch_facts((k[0] + 2, k[1] + 2))}
+                                      "launch": self.launch_facts((k[0] + 2, k[1] + 2)),
+                                      **({"with_data": list(self._data_paths[k].values())} if k in self._data_paths else {})}
                    for k, (v, b, t, src) in self._choice.items()}
         return {"backend": self.name, "threads": self.threads, "device": self.gpu_name, "gpu_index": self.device_index,
                 "gpu_name": self.gpu_name, "pci_bus_id": self.pci, "kernels": choices, "fmad": self.fmad,

@@ -31,6 +31,13 @@ grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned 
 variant's default (default_block: DEFAULT_BLOCK, a tiled variant's segment rows fitted to the grid);
 `backend.time_tile: null` the tuned depth, else DEFAULT_TILE.
 
+Physics as data (solver.core.physics.Weights: a source term; face coefficients in the flux or the Jacobi form):
+every variant but `chip` reads them (DATA_VARIANTS), compiled in by the defines SRC and FORM (data_of; options
+defines them only where the update reads data, so a plain case compiles today's modules token for token) and
+passed after the weights (data_args: u's pitch and alignment). `chip` falls back to the streaming time tiles
+(DATA_FALLBACK; the record says so); with face fields the default tiled kernel takes k = DATA_TILE, and the
+time-tiled kernels ask L2 for the data rows DATA_PREFETCH rows ahead.
+
 Every variant is compiled with --fmad=false: the terms are rounded in the order of solver/core/physics.py,
 so GPU results equal the CPU backends' bitwise (the kernels are memory-bound; BENCHMARKS.md gives the
 measured cost of this choice).
@@ -83,6 +90,19 @@ SWEEP = {  # block shapes `stencil tune` tries by default
 }
 SWEEP_TILES = (4, 8, 12)  # time tiles `stencil tune` tries for the tiled variants
 SWEEP_CHIP_STEPS = (256, 1024)  # steps per launch it tries for `chip`
+PLAIN = (0, 0)  # (SRC, FORM) of an update that reads nothing but u (data_of)
+DATA_VARIANTS = ("naive", "tiled", "rows", "vec", "expr", "wave", "wave2", "wave2a")  # read a source and face fields
+DATA_FALLBACK = {"chip": "chip holds the field on chip and reads no source or face fields (kernels/chip.cu is the "
+                         "plain update): time tiles of the streaming kernel instead"}
+DATA_PREFETCH = 4  # kernels/wave.cu DPF: rows ahead of level 1 whose data rows are prefetched into L2 (0: none).
+# Measured on an H200 at 8192^2 (2026-12-03, kernel-only, x the copy-bound rate counted with the fields' bytes),
+# wave2a k = 8: with face fields 1.52-1.54x against 1.00x without (float64; float32 1.28-1.31x against 0.93x), with
+# a source 2.77-2.79x against 2.61x (float32 2.12-2.14x against 2.13-2.16x: even)
+DATA_TILE = 4  # the default tiled kernel's k where the update reads face fields: at k = 8 the 8 levels of rows and
+# the faces spill (880 B of local memory a thread in float64); measured at 8192^2 with DPF 4, wave2a: faces k = 4
+# 2.14x (float64) and 2.05x (float32), k = 6 1.89x and 1.63x, k = 8 1.54x and 1.28x; faces and a source at k = 4
+# 1.97x and 1.82x. (`wave`, two columns fewer a thread, at k = 8 measured 2.43x and 2.72x with faces alone: the
+# candidate for a default once measured with a source and in the Jacobi form; `stencil tune` or the case can ask it.)
 FILES = {"naive": "naive.cu", "tiled": "tiled.cu", "rows": "march.cu", "vec": "march.cu", "wave": "wave.cu",
          "wave2": "wave.cu", "wave2a": "wave.cu", "chip": "chip.cu", "maxdiff": "maxdiff.cu"}
 ENTRY = {"naive": "naive", "tiled": "tiled", "rows": "march", "vec": "march", "wave": "wave", "wave2": "wave",
@@ -263,12 +283,14 @@ def source(variant: str) -> str:
 
 
 def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT,
-            v: int | None = None, levels: int = 1, resid: bool = True, allfast: bool = False) -> tuple[str, ...]:
+            v: int | None = None, levels: int = 1, resid: bool = True, allfast: bool = False,
+            data: tuple[int, int] = PLAIN) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
     are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
     block[0], tile rows, rt, columns a thread, v: chip_columns of the block asked for, and levels a pass;
     at levels 2 also whether the residual's pass is compiled in, `resid`, and whether only the code
-    without the interior mask is, `allfast`: chip_all_interior)."""
+    without the interior mask is, `allfast`: chip_all_interior). data: (SRC, FORM) of the fields the update
+    reads (data_of; kernels/common.cu), defined only where not plain, so a plain case compiles today's module."""
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     bx, by = block
     shape = {"wave2a": (f"-DBX={bx}", f"-DK={k}", f"-DPF={WAVE_PREFETCH}"),
@@ -277,7 +299,99 @@ def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int 
     v = v or (chip_columns(bx) if variant in ON_CHIP else lanes(variant, dtype))
     if variant in ON_CHIP and levels == 2:
         shape = (*shape, f"-DCHIP_RESID={int(resid)}", f"-DCHIP_ALLFAST={int(allfast)}")
+    if data != PLAIN:
+        assert variant in DATA_VARIANTS, f"kernel {variant} reads no data fields"
+        shape = (*shape, f"-DSRC={data[0]}", f"-DFORM={data[1]}")
+        if variant in TILED and data_prefetch():
+            shape = (*shape, f"-DDPF={data_prefetch()}")
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={v}")
+
+
+# physics as data (solver.core.physics.Weights' fields) ---------------------------------------------------
+
+def data_of(w) -> tuple[int, int]:
+    """(SRC, FORM) of the kernels for weights w (kernels/common.cu): SRC 1 where w has a source term; FORM 0 the
+    constant weights, 1 the flux form (face coefficients), 2 the Jacobi form."""
+    return int(w.s is not None), (0 if w.ax is None else 2 if w.jacobi else 1)
+
+
+def data_tile(data: tuple[int, int]) -> int | None:
+    """The default tiled kernel's time tile for an update reading `data` (DATA_TILE with face fields), None: the
+    plain default's."""
+    return DATA_TILE if data[1] else None
+
+
+def data_words(data: tuple[int, int]) -> str:
+    """What a kernel with these data reads beside u, in words (the record's kernel entry)."""
+    src, form = data
+    parts = (["a source term"] if src else []) + ([None, "face coefficients (flux form)",
+                                                   "face coefficients (Jacobi form)"][form:form + 1] if form else [])
+    return " and ".join(parts) or "nothing"
+
+
+def data_args(w, u, dtype) -> tuple:
+    """The arguments after the weights of a kernel reading w's fields (DATA_PARAMS): q, ax, ay (a null pointer where
+    not read) and sigma in the field's dtype; () where w is plain. The fields must share u's pitch, and its 16-byte
+    alignment at equal columns (the vector kernels load them as they load u: CupyBackend.coefficient)."""
+    src, form = data_of(w)
+    if not (src or form):
+        return ()
+    null = np.uint64(0)
+    fields = (w.s if src else None, w.ax if form else None, w.ay if form else None)
+    for f in fields:
+        if f is not None:
+            assert f.strides == u.strides and f.shape == u.shape, "data fields have u's shape and pitch"
+            assert (address(f) - address(u)) % 16 == 0, "data fields have u's 16-byte alignment"
+    return (*(null if f is None else f for f in fields), np.dtype(dtype).type(w.sigma))
+
+
+def step_launch(variant: str, dtype, block, out, u, w, region) -> tuple:
+    """(grid, block, args) of one update of `region` of `out` from `u` by a one-step compiled variant: the argument
+    list of kernels/naive.cu, tiled.cu and march.cu, the data fields after the weights (data_args). The vector
+    kernel aligns its loads on column 1: fields whose column 1 is not 16-byte aligned (multigrid's two-layer
+    fields, aligned on their first owned column) are passed from the column that is, the region shifted to match."""
+    r0, r1, c0, c1 = region
+    shift = misaligned(u) if lanes(variant, dtype) > 1 else 0
+    if shift:
+        assert misaligned(out) == shift and c0 > shift, "fields aligned differently, or a region on column 0"
+        out, u, w, c0, c1 = out[:, shift:], u[:, shift:], cut(w, shift), c0 - shift, c1 - shift
+    grid, threads = launch_shape(variant, dtype, block, (r0, r1, c0, c1))
+    return grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), np.int32(r0), np.int32(r1), np.int32(c0),
+                           np.int32(c1), w.wc, w.wx, w.wy, *data_args(w, u, dtype))
+
+
+def tile_launch(variant: str, dtype, block, out, u, w, k: int, region, store, resid) -> tuple:
+    """(grid, block, args) of one launch of a time-tiled variant (kernels/wave.cu): k steps updating `region` (C),
+    storing `store` (O); resid: the residual's device word, or a null pointer (np.uint64(0))."""
+    grid, threads = launch_shape(variant, dtype, block, store, k)
+    return grid, threads, (out, u, np.int64(u.strides[0] // u.itemsize), *map(np.int32, region), *map(np.int32, store),
+                           np.int32(block[1]), resid, w.wc, w.wx, w.wy, *data_args(w, u, dtype))
+
+
+def misaligned(a) -> int:
+    """Columns from column 1 of a field to the first 16-byte aligned one at or after it (0: column 1 is aligned)."""
+    return (-(address(a) + a.itemsize) % 16) // a.itemsize
+
+
+def cut(w, shift: int):
+    """w with its data fields from column `shift` on (passed with u from that column); w itself where it has none."""
+    if not shift or data_of(w) == PLAIN:
+        return w
+    from ..core.operator import view
+
+    return view(w, (slice(None), slice(shift, None)))
+
+
+def address(a) -> int:
+    """The address of a numpy or cupy array's first element."""
+    return a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+
+
+def data_prefetch() -> int:
+    """Rows ahead the time-tiled kernels ask L2 for the data level 1 will read (kernels/wave.cu DPF): DATA_PREFETCH,
+    or the environment's STENCIL_WAVE_DPF (0 to 16; for comparing them on a GPU)."""
+    value = os.environ.get("STENCIL_WAVE_DPF", "")
+    return int(value) if value.isdigit() and int(value) <= 16 else DATA_PREFETCH
 
 
 MAX_GRID_Y = 65535
@@ -345,16 +459,48 @@ def fill_options(dtype) -> tuple[str, ...]:
 FILL_THREADS = 256
 
 
+FILL_ENTRIES = ("fill_sides", "fill_rules")  # boundary.cu: numbers only (the plain case), every rule
+
+
+def fill_entry(fill) -> str:
+    """The boundary.cu entry for `fill`: fill_sides where every rule is of kind 1-3 with a constant number (today's
+    kernel and launch), else fill_rules (convective sides, values or gains along a side)."""
+    plain = all(r.kind != "convective" and not r.along for r in fill.rules)
+    return FILL_ENTRIES[0] if plain else FILL_ENTRIES[1]
+
+
 def fill_launches(fill, shape: tuple[int, int]) -> list[tuple[int, int, tuple]]:
-    """(blocks, axis, (kind_lo, v_lo, kind_hi, v_hi)) per axis with a rule, y first: the launches of boundary.cu."""
+    """(blocks, axis, rule arguments) per axis with a rule, y first: the launches of boundary.cu's fill_entry(fill).
+    fill_sides: (kind_lo, v_lo, kind_hi, v_hi); fill_rules: (kind_lo, v_lo, g_lo, vs_lo, gs_lo, kind_hi, ...), vs and
+    gs the values and gains along the side's padded length as float64 host arrays (None: the number v or g)."""
     rules, d = {r.side: r for r in fill.rules}, fill.depth
     ny, nx = shape[0] - 2 * d, shape[1] - 2 * d
+    general = fill_entry(fill) == FILL_ENTRIES[1]
     out = []
     for axis, (lo, hi) in enumerate((("bottom", "top"), ("left", "right"))):
         a, b = rules.get(lo), rules.get(hi)
         if a is None and b is None:
             continue
-        total = 2 * d * ((nx if axis == 0 else ny) + 2 * d)
-        out.append((-(-total // FILL_THREADS), axis, (a.code if a else 0, a.value if a else 0.0,
-                                                      b.code if b else 0, b.value if b else 0.0)))
+        length = (nx if axis == 0 else ny) + 2 * d
+        total = 2 * d * length
+        sides = (_fill_side(a, length) if general else (a.code if a else 0, a.value if a else 0.0)) + \
+            (_fill_side(b, length) if general else (b.code if b else 0, b.value if b else 0.0))
+        out.append((-(-total // FILL_THREADS), axis, sides))
     return out
+
+
+def _fill_side(rule, length: int) -> tuple:
+    """(kind, v, g, vs, gs) of one side for fill_rules: numbers, or float64 arrays of `length` points."""
+    if rule is None:
+        return 0, 0.0, 1.0, None, None
+    out = [rule.code]
+    for x in (rule.value, rule.gain):
+        out.append(float(x) if np.ndim(x) == 0 else 0.0)
+    for x in (rule.value, rule.gain):
+        if np.ndim(x) == 0:
+            out.append(None)
+        else:
+            a = np.ascontiguousarray(x, dtype=np.float64)  # the rule's own array where it is one already
+            assert a.shape == (length,), f"{rule.side}: {a.shape[0]} values along a side of {length} points"
+            out.append(a)
+    return tuple(out)

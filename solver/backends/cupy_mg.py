@@ -1,6 +1,13 @@
 """The multigrid verbs of the CuPy backend: kernels/mg.cu (the terms and order of mg_ops.py, compiled with
 --fmad=false, so every level's arithmetic equals numpy's bit for bit) and kernels/boundary.cu for the fills.
 
+Physics as data: with coefficient fields the sweeps and residuals are mg_vsmooth and mg_vresidual, the transfers
+that follow the coefficients mg_restrict_op and mg_prolong_op (solver.multigrid.opdep), conjugate gradients' updates
+mg_axpy and mg_xpay, and a dot product's two passes (solver.multigrid.dot) mg_products_max and mg_folded_sums,
+reduced on the device into words read back as Python floats (each folded sum is exact, so the order of the atomic
+additions changes no bit); fills take boundary.cu's fill_rules where a side is convective or its values vary along
+it (their arrays uploaded once: _fill_table).
+
 Launch specs: the functions below turn a verb's arguments into (entry, grid, block, args) or None when
 there is nothing to do; they import no cupy, so tests/test_mg_emulated.py runs the same specs through
 the CPU emulator (tests/cuda_emu). CupyMultigrid launches them and is mixed into CupyBackend.
@@ -20,6 +27,7 @@ the events complete (flush, at the next synchronisation), and the host's launch 
 from __future__ import annotations
 
 import time
+import weakref
 from importlib import resources
 
 import numpy as np
@@ -31,7 +39,7 @@ THREADS = 256  # one-dimensional kernels (solve, max_abs): threads per block, a 
 MAX_GRID_Y = 65535  # point kernels stride over rows beyond this many row tiles
 MAX_ABS_GRID = (4, 2048)  # max_abs: at most this many blocks across a row and rows at a time (as maxdiff)
 MAX_ABS_POINTS = 16  # max_abs: points a thread reads at least (fewer blocks, each warp folds once)
-FILL = "fill_sides"  # the entry of kernels/boundary.cu
+FILL = "fill_sides"  # the entry of kernels/boundary.cu for plain rules (numbers, kinds 1-3); gk.FILL_ENTRIES: both
 
 
 def source() -> str:
@@ -90,6 +98,72 @@ def residual_spec(r, u, g, w, region):
     return ("mg_residual", *_points(region), (r, u, gp, _pitch(r), _pitch(u), pg, *_ints(region), t(w.wx), t(w.wy)))
 
 
+def _faces(w):
+    """(ax, ay, their pitch) of weights with coefficient fields (both fields share one pitch)."""
+    pa = _pitch(w.ax)
+    assert _pitch(w.ay) == pa and w.ax.dtype == w.ay.dtype, "ax and ay share one layout"
+    return w.ax, w.ay, pa
+
+
+def vsmooth_spec(out, u, g, w, om, region):
+    """mg_ops.vsmooth: one weighted Jacobi sweep with coefficient fields (w.ax, w.ay, w.sigma)."""
+    if _empty(region):
+        return None
+    t = out.dtype.type
+    gp, pg = _optional(g)
+    ax, ay, pa = _faces(w)
+    return ("mg_vsmooth", *_points(region), (out, u, gp, ax, ay, _pitch(out), _pitch(u), pg, pa, *_ints(region),
+                                             t(w.wc), t(om), t(w.sigma)))
+
+
+def vresidual_spec(r, u, g, w, region):
+    """mg_ops.vresidual."""
+    if _empty(region):
+        return None
+    t = r.dtype.type
+    gp, pg = _optional(g)
+    ax, ay, pa = _faces(w)
+    return ("mg_vresidual", *_points(region), (r, u, gp, ax, ay, _pitch(r), _pitch(u), pg, pa, *_ints(region),
+                                               t(w.sigma)))
+
+
+def axpy_spec(y, a, x, region):
+    """mg_ops.axpy: y = y + a*x."""
+    if _empty(region):
+        return None
+    return ("mg_axpy", *_points(region), (y, x, _pitch(y), _pitch(x), *_ints(region), y.dtype.type(a)))
+
+
+def xpay_spec(y, x, b, region):
+    """mg_ops.xpay: y = x + b*y."""
+    if _empty(region):
+        return None
+    return ("mg_xpay", *_points(region), (y, x, _pitch(y), _pitch(x), *_ints(region), y.dtype.type(b)))
+
+
+def _reduction_grid(region):
+    """The grid of a reduction over the region (max_abs, the dot products' passes): as maxdiff."""
+    r0, r1, c0, c1 = region
+    gx = min(-(-(c1 - c0) // THREADS), MAX_ABS_GRID[0])
+    gy = min(r1 - r0, MAX_ABS_GRID[1], -(-(r1 - r0) * (c1 - c0) // (gx * THREADS * MAX_ABS_POINTS)))
+    return (gx, gy, 1), (THREADS, 1, 1)
+
+
+def products_max_spec(word, a, b, region):
+    """word: one uint64 device word (the bits of a non-negative double), zeroed before the launch."""
+    if _empty(region):
+        return None
+    return ("mg_products_max", *_reduction_grid(region), (word, a, b, _pitch(a), _pitch(b), *_ints(region)))
+
+
+def folded_sums_spec(sums, a, b, region, s1: float, s2: float):
+    """sums: two float64 device words, zeroed before the launch (solver.multigrid.dot's boundaries s1, s2)."""
+    if _empty(region):
+        return None
+    return ("mg_folded_sums", *_reduction_grid(region), (sums, a, b, _pitch(a), _pitch(b), *_ints(region),
+                                                         np.float64(s1), np.float64(s2)))
+
+
 def restrict_spec(gc, r, region, tables):
     """tables: (ys, yc, yw, xs, xc, xw, scale), as Backend.restrict."""
     if _empty(region):
@@ -110,6 +184,37 @@ def prolong_spec(u, e, region, tables):
     assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
     return ("mg_prolong", *_points(region), (u, e, _pitch(u), _pitch(e), *_ints(region), ys, yw, np.int32(yw.shape[1]),
                                              xs, xw, np.int32(xw.shape[1])))
+
+
+def _weights(ws):
+    """(wy0, wy1, wx0, wx1, their one pitch) of the per-point transfer weights (solver.multigrid.opdep)."""
+    pw = _pitch(ws[0])
+    assert all(_pitch(a) == pw and a.shape == ws[0].shape for a in ws), "the four weight fields share one layout"
+    return (*ws, pw)
+
+
+def prolong_op_spec(u, e, region, tables):
+    """mg_ops.prolong_op; tables (ys, xs, wy0, wy1, wx0, wx1), as Backend.prolong_op."""
+    if _empty(region):
+        return None
+    ys, xs, *ws = tables
+    _check_tables(u, region, (ys,), (xs,))
+    *w, pw = _weights(ws)
+    return ("mg_prolong_op", *_points(region), (u, e, *w, _pitch(u), _pitch(e), pw, *_ints(region), ys, xs))
+
+
+def restrict_op_spec(gc, r, region, tables):
+    """mg_ops.restrict_op; tables (ys, yc, xs, xc, ty, tx, origin, area, wy0, wy1, wx0, wx1), as Backend.restrict_op."""
+    if _empty(region):
+        return None
+    ys, yc, xs, xc, ty, tx, origin, area, *ws = tables
+    _check_tables(gc, region, (ys, yc), (xs, xc))
+    assert ty.dtype == tx.dtype == np.int64 and ty.shape[0] == tx.shape[0] == 2 and ty.flags.c_contiguous \
+        and tx.flags.c_contiguous, "targets: two rows of int64"
+    *w, pw = _weights(ws)
+    return ("mg_restrict_op", *_points(region), (gc, r, *w, _pitch(gc), _pitch(r), pw, *_ints(region), ys, yc, xs, xc,
+                                                 ty, np.int64(ty.shape[1]), tx, np.int64(tx.shape[1]),
+                                                 np.int64(origin[0]), np.int64(origin[1]), gc.dtype.type(area)))
 
 
 def _check_tables(field, region, rows, cols) -> None:
@@ -135,11 +240,7 @@ def max_abs_spec(word, a, region):
     """word: one device word (uint32 for float32, uint64 for float64), zeroed before the launch."""
     if _empty(region):
         return None
-    r0, r1, c0, c1 = region
-    gx = min(-(-(c1 - c0) // THREADS), MAX_ABS_GRID[0])
-    gy = min(r1 - r0, MAX_ABS_GRID[1], -(-(r1 - r0) * (c1 - c0) // (gx * THREADS * MAX_ABS_POINTS)))
-    grid = (gx, gy, 1)
-    return ("mg_max_abs", grid, (THREADS, 1, 1), (word, a, _pitch(a), *_ints(region)))
+    return ("mg_max_abs", *_reduction_grid(region), (word, a, _pitch(a), *_ints(region)))
 
 
 def clear_spec(a):
@@ -149,25 +250,43 @@ def clear_spec(a):
     return ("mg_clear", *_points((0, rows, 0, cols)), (a, _pitch(a), np.int32(rows), np.int32(cols)))
 
 
-def fill_specs(u, fill) -> list:
-    """The launches of kernels/boundary.cu for `fill` (solver.core.boundary.Fill, its depth u's ghost layers)."""
+def fill_specs(u, fill, upload=lambda host: host) -> list:
+    """The launches of kernels/boundary.cu for `fill` (solver.core.boundary.Fill, its depth u's ghost layers): its
+    entry gk.fill_entry(fill); upload(host array) gives the device copy of values along a side (the emulator
+    passes host arrays)."""
     d = fill.depth
     ny, nx = u.shape[0] - 2 * d, u.shape[1] - 2 * d
-    return [(FILL, (blocks, 1, 1), (gk.FILL_THREADS, 1, 1),
-             (u, _pitch(u), np.int32(ny), np.int32(nx), np.int32(d), np.int32(axis), np.int32(k0), np.float64(v0),
-              np.int32(k1), np.float64(v1)))
-            for blocks, axis, (k0, v0, k1, v1) in gk.fill_launches(fill, u.shape)]
+    entry = gk.fill_entry(fill)
+    head = (u, _pitch(u), np.int32(ny), np.int32(nx), np.int32(d))
+    out = []
+    for blocks, axis, rule in gk.fill_launches(fill, u.shape):
+        if entry == FILL:
+            k0, v0, k1, v1 = rule
+            tail = (np.int32(k0), np.float64(v0), np.int32(k1), np.float64(v1))
+        else:
+            tail = tuple(x for side in (rule[:5], rule[5:]) for x in _fill_side_args(side, upload))
+        out.append((entry, (blocks, 1, 1), (gk.FILL_THREADS, 1, 1), (*head, np.int32(axis), *tail)))
+    return out
+
+
+def _fill_side_args(side, upload) -> tuple:
+    kind, v, g, vs, gs = side
+    arrays = tuple(np.uint64(0) if a is None else upload(a) for a in (vs, gs))
+    return (np.int32(kind), np.float64(v), np.float64(g), *arrays)
 
 
 # the verbs -------------------------------------------------------------------------------------------
 class CupyMultigrid:
     """Backend's multigrid verbs for CupyBackend (which has zeros, the streams, events and copies). The
-    device-facing steps are _mg_stream, _mg_kernel, _mg_word and _mg_read (the emulated tests replace them)."""
+    device-facing steps are _mg_stream, _mg_kernel, _mg_word, _mg_read, _mg_zeroed, _mg_fetch and _fill_table (the
+    emulated tests replace them)."""
 
     _mg_timing = False  # inside timed(): the first launch records the start event
     _mg_first = None  # (stream, start event) of the verbs timed() is bracketing
     _mg_functions = None  # entry -> compiled function (this backend's dtype)
     _mg_word_dev = None  # max_abs's device word
+    _mg_words = None  # (dtype, count) -> the dot products' device words
+    _mg_tables = None  # id(host array) -> its device copy (a fill's values along a side)
 
     def clear(self, a) -> None:
         self._mg_run(clear_spec(a))
@@ -180,10 +299,12 @@ class CupyMultigrid:
         return dev
 
     def smooth(self, out, u, g, w, om, region) -> None:
-        """With g: kernels/mg.cu's sweep. Without (the finest level of laplace): the backend's own one-step
-        kernel (vec: 99.7% of the copy rate) on the fields' one-layer views, whose column 1 the pitched
-        allocation aligns (multigrid.cycle allocates with the owned block's first column aligned); the same
-        terms in the same order, so the same bits."""
+        """With coefficient fields: kernels/mg.cu's mg_vsmooth. With g: its sweep. Without (the finest level of
+        laplace): the backend's own one-step kernel (vec: 99.7% of the copy rate) on the fields' one-layer views,
+        whose column 1 the pitched allocation aligns (multigrid.cycle allocates with the owned block's first
+        column aligned); the same terms in the same order, so the same bits."""
+        if w.fields:
+            return self._mg_run(vsmooth_spec(out, u, g, w, om, region))
         if g is not None:
             return self._mg_run(smooth_spec(out, u, g, w, om, region))
         r0, r1, c0, c1 = region
@@ -191,13 +312,45 @@ class CupyMultigrid:
             self.launch(out[1:-1, 1:-1], u[1:-1, 1:-1], w, (r0 - 1, r1 - 1, c0 - 1, c1 - 1), self._mg_stream())
 
     def residual(self, r, u, g, w, region) -> None:
-        self._mg_run(residual_spec(r, u, g, w, region))
+        self._mg_run((vresidual_spec if w.fields else residual_spec)(r, u, g, w, region))
+
+    def axpy(self, y, a, x, region) -> None:
+        self._mg_run(axpy_spec(y, a, x, region))
+
+    def xpay(self, y, x, b, region) -> None:
+        self._mg_run(xpay_spec(y, x, b, region))
+
+    def products_max(self, a, b, region) -> float:
+        """max |a*b| over the region, the products in float64 (inf for NaN or Inf): a reduction into a device word."""
+        if _empty(region):
+            return 0.0
+        s = self._mg_stream()
+        word = self._mg_zeroed(s, np.uint64, 1)
+        self._mg_launch(products_max_spec(word, a, b, region), s)
+        m = float(self._mg_fetch(word, s).view(np.float64)[0])
+        return m if np.isfinite(m) else float("inf")
+
+    def folded_sums(self, a, b, region, s1: float, s2: float) -> tuple[float, float]:
+        """solver.multigrid.dot's two exact sums, reduced on the device in any order (each partial sum is exact)."""
+        if _empty(region):
+            return 0.0, 0.0
+        s = self._mg_stream()
+        sums = self._mg_zeroed(s, np.float64, 2)
+        self._mg_launch(folded_sums_spec(sums, a, b, region, s1, s2), s)
+        q = self._mg_fetch(sums, s)
+        return float(q[0]), float(q[1])
 
     def restrict(self, gc, r, region, tables) -> None:
         self._mg_run(restrict_spec(gc, r, region, tables))
 
     def prolong(self, u, e, region, tables) -> None:
         self._mg_run(prolong_spec(u, e, region, tables))
+
+    def prolong_op(self, u, e, region, tables) -> None:
+        self._mg_run(prolong_op_spec(u, e, region, tables))
+
+    def restrict_op(self, gc, r, region, tables) -> None:
+        self._mg_run(restrict_op_spec(gc, r, region, tables))
 
     def solve(self, e, r, minv, region) -> None:
         self._mg_run(solve_spec(e, r, minv, region))
@@ -216,7 +369,7 @@ class CupyMultigrid:
         if not fill.rules:
             return
         s = self._mg_stream(after_all=True)
-        for spec in fill_specs(u, fill):
+        for spec in fill_specs(u, fill, self._fill_table):
             self._mg_launch(spec, s)
 
     def timed(self, timer, fn) -> None:
@@ -275,8 +428,8 @@ class CupyMultigrid:
         return s
 
     def _mg_kernel(self, entry: str):
-        if entry == FILL:
-            return self._fill_function()
+        if entry in gk.FILL_ENTRIES:
+            return self._fill_function(entry)
         if self._mg_functions is None:
             self._mg_functions = {}
         if entry not in self._mg_functions:
@@ -298,3 +451,33 @@ class CupyMultigrid:
         value = float(word.get(stream=stream).view(self.dtype)[0])
         self.flush()
         return value
+
+    def _mg_zeroed(self, stream, dtype, count: int):
+        """`count` device words of `dtype` (the dot products' reductions), zeroed on `stream`."""
+        key = (np.dtype(dtype).name, count)
+        if self._mg_words is None:
+            self._mg_words = {}
+        if key not in self._mg_words:
+            self._mg_words[key] = self.cp.zeros(count, dtype=dtype)
+        w = self._mg_words[key]
+        self.cp.cuda.runtime.memsetAsync(w.data.ptr, 0, w.nbytes, stream.ptr)
+        return w
+
+    def _mg_fetch(self, words, stream) -> np.ndarray:
+        """A host copy of device words, after the work enqueued on `stream`."""
+        host = words.get(stream=stream)
+        self.flush()
+        return host
+
+    def _fill_table(self, host: np.ndarray):
+        """The device copy of a fill's values along a side (float64), uploaded once while the host array lives (the
+        rule keeps it: a side's profile or file), before any capture that replays it (CupyBackend._graph)."""
+        if self._mg_tables is None:
+            self._mg_tables = {}
+        key = id(host)
+        if key not in self._mg_tables:
+            with self.main:
+                self._mg_tables[key] = self.cp.asarray(host)
+            self.main.synchronize()
+            weakref.finalize(host, self._mg_tables.pop, key, None)
+        return self._mg_tables[key]

@@ -7,6 +7,7 @@
     python -m solver.bench.gpu tiling --sizes 4096 16384 --steps 2000 --json F  # time tiling: kernel-only and runs
     python -m solver.bench.gpu runs --cases 16384:float64 2048:float64 --steps 2400 --json F  # `stencil run`, x copy-bound
     python -m solver.bench.gpu ncu-launches --cases 2048:float64:chip 16384:float64:wave2a  # one launch each, for ncu
+    python -m solver.bench.gpu physics --size 8192 --dtypes float64 --json F  # kernels with a source / face fields
     python -m solver.bench.gpu table DIR                         # the short table the suite prints last
 
 Every timing is a median of repeats measured with CUDA events (single GPU) or with the host clock
@@ -262,6 +263,128 @@ def ncu_launches(args) -> dict:
     return {}
 
 
+# physics as data (issues 33, 34): kernels that read a source term and face coefficients -----------------------
+
+PHYSICS_FORMS = {"plain": {}, "source": {"s"}, "faces": {"ax", "ay"}, "faces+source": {"s", "ax", "ay"}}
+PHYSICS_KERNELS = [  # label, kernel, time tile, STENCIL_WAVE_DPF (None: the default)
+    ("vec", "vec", None, None), ("tiled", None, None, None), ("wave2a_k8_dpf0", "wave2a", 8, "0")]
+
+
+def physics_configs(items) -> list[tuple]:
+    """--configs KERNEL[:K[:DPF]] ('default' for the tiled default): PHYSICS_KERNELS' rows."""
+    out = []
+    for item in items:
+        kernel, k, dpf = (item.split(":") + [None, None])[:3]
+        label = item.replace(":", "_")
+        out.append((label, None if kernel == "default" else kernel, int(k) if k else None, dpf))
+    return out
+
+
+def data_fields(be, shape, form: str, wx: float, seed: int = 1) -> dict:
+    """Device fields of a form, on u's layout (zeros() as coefficient() allocates them): a source of small values
+    (dt q), face coefficients between 0.5 and 1 times wx (a stable flux form)."""
+    cp, out = be.cp, {}
+    rng = cp.random.default_rng(seed)
+    for key in sorted(PHYSICS_FORMS[form]):
+        a = be.zeros(shape)
+        with be.main:
+            a[...] = (rng.random(shape, dtype=be.dtype) * 1e-3 if key == "s"
+                      else (0.5 + 0.5 * rng.random(shape, dtype=be.dtype)) * wx)
+        out[key] = a
+    be.main.synchronize()
+    return out
+
+
+def data_gpu(size: int, dtype: str, kernel, form: str, repeats: int = 7, steps: int = 200, time_tile=None) -> dict:
+    """Kernel-only seconds per step (CUDA events around graph-batched advance, median of repeats) of the explicit
+    update with the fields of `form`, and its bytes per update: u read and written, each field read once."""
+    from ..backends.cupy_backend import CupyBackend
+    from ..core.physics import weights
+    from .tune import random_field, time_config
+
+    case = make_case(size, size, dtype)
+    be = CupyBackend(case.backend, dtype)
+    be.configure(kernel, None, False, time_tile)
+    shape, region = (size + 2, size + 2), (1, size + 1, 1, size + 1)
+    u, v = random_field(be, shape), be.zeros(shape)
+    w = weights(case).cast(dtype)
+    w = w.with_data(**data_fields(be, shape, form, float(w.wx)))
+    be.prepare(u, v, w)
+    from ..backends import cupy_kernels as gk
+
+    multi = be.choice(shape)[0] in gk.MULTI
+    k = be.tiled_choice(shape, gk.data_of(w))[2] if multi and form != "plain" else be.tile_steps(shape)
+    steps = -(-steps // k) * k
+    times = time_config(be, u, v, w, region, repeats, steps)
+    choice = be.describe()["kernels"][f"{size}x{size}"]
+    path = choice.get("with_data", [{}])[-1] if form != "plain" else {}  # the kernel and tile the data took
+    used, k_used = path.get("kernel", choice["kernel"]), path.get("time_tile", choice["time_tile"])
+    fn = None
+    if used in gk.TILED:
+        variant, block, kk = be.tiled_choice(shape, gk.data_of(w))
+        fn = be._function(variant, block, kk, gk.data_of(w))
+    elif used not in gk.ON_CHIP and used != "expr":
+        fn = be._function(*be.step_choice(shape), 1, gk.data_of(w))
+    regs = {"registers": getattr(fn, "num_regs", None), "local_bytes": getattr(fn, "local_size_bytes", None)}
+    per = float(np.median(times))
+    nbytes = (2 + len(PHYSICS_FORMS[form])) * np.dtype(dtype).itemsize
+    del be, u, v, w
+    free_device_memory()
+    return {"size": size, "dtype": dtype, "form": form, "kernel": used, "block": choice["block"],
+            "time_tile": k_used, "seconds_per_step": per, "spread": [float(min(times)), float(max(times))],
+            "gups": size * size / per / 1e9, "bytes_per_update": nbytes, **regs}
+
+
+def physics(args) -> dict:
+    """At --size, per dtype: the copy rate, then each PHYSICS_KERNELS kernel on each form (plain, a source, face
+    coefficients, both), kernel-only; x_copy = updates/s x bytes per update (the form's fields counted) / copy."""
+    import os
+
+    from ..backends.cupy_backend import CupyBackend
+
+    rows = []
+    for dtype in args.dtypes:
+        be = CupyBackend(make_case(args.size, args.size, dtype).backend, dtype)
+        copy = be.copy_bandwidth((args.size + 2) ** 2 * be.dtype.itemsize, args.repeats)
+        del be
+        free_device_memory()
+        row = {"size": args.size, "dtype": dtype, "copy_gbs": copy / 1e9, "runs": {}}
+        for label, kernel, tile, dpf in (physics_configs(args.configs) if args.configs else PHYSICS_KERNELS):
+            for form in args.forms or PHYSICS_FORMS:
+                if dpf is not None and form == "plain":
+                    continue
+                saved = os.environ.get("STENCIL_WAVE_DPF")
+                if dpf is not None:
+                    os.environ["STENCIL_WAVE_DPF"] = dpf
+                try:
+                    r = data_gpu(args.size, dtype, kernel, form, args.repeats, args.steps, tile)
+                finally:
+                    if dpf is not None:
+                        os.environ.pop("STENCIL_WAVE_DPF") if saved is None else os.environ.update(STENCIL_WAVE_DPF=saved)
+                r["x_copy"] = r["gups"] * 1e9 * r["bytes_per_update"] / copy
+                row["runs"][f"{label}/{form}"] = r
+                print(f"physics {args.size}^2 {dtype} {label}/{form}: {r['kernel']} {r['block']} k={r['time_tile']} "
+                      f"{r['seconds_per_step'] * 1e3:.4f} ms/step, {r['gups']:.1f} G/s, {r['x_copy']:.3f}x copy-bound at "
+                      f"{r['bytes_per_update']} B/update; {r['registers']} registers, {r['local_bytes']} B local",
+                      flush=True)
+        rows.append(row)
+        if not args.configs:
+            print(physics_line(row), flush=True)
+    return {"rows": rows, "steps": args.steps, "repeats": args.repeats}
+
+
+def physics_line(row: dict) -> str:
+    r = row["runs"]
+    x = lambda key: r[key]["x_copy"] if key in r else float("nan")  # noqa: E731
+    gain = lambda a, b: r[b]["seconds_per_step"] / r[a]["seconds_per_step"] if a in r and b in r else float("nan")  # noqa: E731
+    tiled = ", ".join(f"{form} {r['tiled/' + form]['kernel']} k={r['tiled/' + form]['time_tile']} {x('tiled/' + form):.2f} = "
+                      f"{gain('tiled/' + form, 'vec/' + form):.2f}x vec" for form in PHYSICS_FORMS if "tiled/" + form in r)
+    return (f"physics {row['size']}^2 {row['dtype']} (copy {row['copy_gbs']:.0f} GB/s), x the copy-bound rate counted with "
+            f"the fields' bytes: vec plain {x('vec/plain'):.3f}, source {x('vec/source'):.3f}, faces {x('vec/faces'):.3f}, "
+            f"faces+source {x('vec/faces+source'):.3f}; tiled default: {tiled}; wave2a k=8 without prefetch (DPF 0): "
+            f"source {x('wave2a_k8_dpf0/source'):.2f}, faces {x('wave2a_k8_dpf0/faces'):.2f}")
+
+
 def tiling_line(r: dict) -> str:
     t, v = r["tiled"], r["vec"]
     ko = t["kernel_only"]
@@ -456,6 +579,14 @@ def table(directory: Path) -> str:
     p = directory / "tiling.json"
     if p.exists():
         lines += [tiling_line(r) for r in json.loads(p.read_text())["rows"]]
+    p = directory / "physics.json"
+    if p.exists():
+        lines += [physics_line(r) for r in json.loads(p.read_text())["rows"]]
+    for p in sorted(directory.glob("physics_sweep*.json")):
+        for row in json.loads(p.read_text())["rows"]:
+            lines.append(f"physics sweep {row['size']}^2 {row['dtype']} (copy {row['copy_gbs']:.0f} GB/s): " + ", ".join(
+                f"{key} {r['kernel']} k={r['time_tile']} {r['x_copy']:.2f}x ({r['local_bytes']} B local)"
+                for key, r in row["runs"].items()))
     for name, key in (("launch.json", "launch"), ("fmad.json", "fmad")):
         p = directory / name
         if p.exists():
@@ -499,7 +630,7 @@ def hybrid_lines(directory: Path) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m solver.bench.gpu")
     p.add_argument("what", choices=["launch", "fmad", "hybrid", "ncu-target", "table", "tiling", "batches", "runs",
-                                     "ncu-launches"])
+                                     "ncu-launches", "physics"])
     p.add_argument("dir", nargs="?", default=".")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--large", type=int, default=16384)
@@ -515,13 +646,15 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--check-every", type=int, default=400, help="runs: the case's run.check_every")
     p.add_argument("--cases", nargs="+", default=["16384:float64"], help="runs, ncu-launches: SIZE:DTYPE[:KERNEL]")
+    p.add_argument("--configs", nargs="+", help="physics: KERNEL[:K[:DPF]] instead of the default set")
+    p.add_argument("--forms", nargs="+", choices=list(PHYSICS_FORMS), help="physics: the forms to time (default all)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     if args.what == "table":
         print(table(Path(args.dir)))
         return 0
     res = {"launch": launch, "fmad": fmad, "hybrid": hybrid, "ncu-target": ncu_target, "tiling": tiling,
-           "batches": batches, "runs": runs, "ncu-launches": ncu_launches}[args.what](args)
+           "batches": batches, "runs": runs, "ncu-launches": ncu_launches, "physics": physics}[args.what](args)
     from ..parallel.comm import launched_by_mpi
 
     rank0 = not launched_by_mpi() or _rank() == 0

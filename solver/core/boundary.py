@@ -248,10 +248,24 @@ def make_fill(case, block, depth: int = 1, t: float = 0.0) -> Fill:
     return Fill(tuple(rules), case.numerics.dtype, depth, timed=varies_in_time(case))
 
 
+def indices(start: int, origin: int, length: int, n: int, periodic: bool) -> np.ndarray:
+    """Global indices of `length` consecutive local elements along an axis of n points, local `origin` holding
+    global `start`: wrapped along a periodic axis, clamped to the first or last point beyond a wall."""
+    g = start - origin + np.arange(length)
+    return np.mod(g, n) if periodic else np.clip(g, 0, n - 1)
+
+
+def along_positions(case, side: str, index: np.ndarray) -> np.ndarray:
+    """Positions (case units) of points `index` along a side: x on the bottom and top sides, y on the others
+    ((j + o) h, as solver.core.grid.positions)."""
+    (dx, dy), _ = geometry(case)
+    ox, oy = offsets(case)
+    return (index + ox) * dx if side in AXIS_SIDES["y"] else (index + oy) * dy
+
+
 def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
     """One side's rule for `block` (ghost layers `depth` deep) at time t: values per point along the padded side
     where the side's data vary along it."""
-    from .grid import indices
     from .sides import convective_terms, value_at
 
     (dx, dy), _ = geometry(case)
@@ -262,7 +276,7 @@ def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
     start, n, count = (block.cols[0], case.grid.nx, block.nx) if along_y else (block.rows[0], case.grid.ny, block.ny)
     periodic = periodic_axes(case)[1 if along_y else 0]
     along = indices(start, depth, count + 2 * depth, n, periodic)
-    at = lambda key: value_at(spec, side, key, case, t, along)  # noqa: E731
+    at = lambda key: value_at(spec, side, key, t, along, along_positions(case, side, along), n)  # noqa: E731
     if spec.kind == "dirichlet":
         return Rule(side, "dirichlet", at("value"))
     if spec.kind == "neumann":

@@ -12,14 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .boundary import offsets, periodic_axes
-from .physics import spacing
-
-
-def indices(start: int, origin: int, length: int, n: int, periodic: bool) -> np.ndarray:
-    """Global indices of `length` consecutive local elements, local `origin` holding global `start`."""
-    g = start - origin + np.arange(length)
-    return np.mod(g, n) if periodic else np.clip(g, 0, n - 1)
+from .boundary import geometry, indices, offsets, periodic_axes
 
 
 def window(case, block, shape: tuple[int, int], owned: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -32,7 +25,8 @@ def window(case, block, shape: tuple[int, int], owned: tuple[int, int]) -> tuple
 
 def positions(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(y of each row, x of each column) of global indices: point j lies at (j + o) h (solver.core.boundary)."""
-    (dx, dy), (ox, oy) = spacing(case), offsets(case)
+    (dx, dy), _ = geometry(case)
+    ox, oy = offsets(case)
     return (rows + oy) * dy, (cols + ox) * dx
 
 

@@ -15,24 +15,21 @@ import numpy as np
 
 from . import datafile
 from .errors import InputError
-from .grid import positions
 
 Y_SIDES = ("bottom", "top")  # rows: their points run along x
 
 
-def value_at(spec, side: str, key: str, case, t: float, along: np.ndarray) -> float | np.ndarray:
+def value_at(spec, side: str, key: str, t: float, along: np.ndarray, s: np.ndarray, n: int) -> float | np.ndarray:
     """The side value `key` of `spec` (a side of case.boundary) at time t: a number when it does not vary along
-    the side, else an array over the global point indices `along` (columns on y sides, rows on x sides)."""
+    the side, else an array over the global point indices `along` of the side's n points (columns on y sides,
+    rows on x sides), which lie at positions s (case units)."""
     v = getattr(spec, key)
     if isinstance(v, float):
         return v
     if hasattr(v, "time"):
         table = np.asarray(v.time, dtype=np.float64)
         return float(np.interp(t, table[:, 0], table[:, 1]))
-    n = case.grid.nx if side in Y_SIDES else case.grid.ny
     if hasattr(v, "along"):
-        y, x = positions(case, along, along)
-        s = x if side in Y_SIDES else y
         table = np.asarray(v.along, dtype=np.float64)
         return np.interp(s, table[:, 0], table[:, 1])
     values = datafile.read(v.file, v.dataset, (n,), f"boundary.{side}.{key}", along, path_key="file")
@@ -63,16 +60,12 @@ def convective_terms(h, ambient, spacing: float):
     return (float(a) if np.ndim(a) == 0 else a), (float(b) if np.ndim(b) == 0 else b)
 
 
-def at_positions(spec, side: str, key: str, case, t: float, s: np.ndarray) -> float | np.ndarray:
+def at_positions(spec, side: str, key: str, t: float, s: np.ndarray, grid_s: np.ndarray) -> float | np.ndarray:
     """A side value at positions `s` along the side (case units): multigrid's coarse levels, whose points lie
-    elsewhere than the grid's. A file's values (one per grid point) are interpolated linearly between points."""
+    elsewhere than the grid's, grid_s (the side's n grid points). A file's values (one per grid point) are
+    interpolated linearly between points."""
     v = getattr(spec, key)
-    if isinstance(v, float) or hasattr(v, "time"):
-        return value_at(spec, side, key, case, t, s)
-    if hasattr(v, "along"):
-        table = np.asarray(v.along, dtype=np.float64)
-        return np.interp(s, table[:, 0], table[:, 1])
-    n = case.grid.nx if side in Y_SIDES else case.grid.ny
-    fine = np.arange(n)
-    y, x = positions(case, fine, fine)
-    return np.interp(s, x if side in Y_SIDES else y, value_at(spec, side, key, case, t, fine))
+    if isinstance(v, float) or hasattr(v, "time") or hasattr(v, "along"):
+        return value_at(spec, side, key, t, np.arange(0), s, len(grid_s))
+    n = len(grid_s)
+    return np.interp(s, grid_s, value_at(spec, side, key, t, np.arange(n), grid_s, n))

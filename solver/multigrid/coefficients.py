@@ -77,23 +77,30 @@ def _across(k: np.ndarray, fine: Axis, coarse: Axis) -> np.ndarray:
     """Rows coarsened across the flux: each coarse row the overlap-weighted mean of the fine rows its cell covers."""
     if fine.n == coarse.n:
         return k
-    w = _overlaps(fine, coarse)
-    return (w @ k) / w.sum(axis=1, keepdims=True)
+    rows, w = _overlaps(fine, coarse)
+    out = np.zeros((coarse.n, k.shape[1]))
+    for t in range(rows.shape[1]):  # a handful of fine rows per coarse row: banded, not a dense product
+        out += w[:, t:t + 1] * k[rows[:, t]]
+    return out / w.sum(axis=1, keepdims=True)
 
 
-def _overlaps(fine: Axis, coarse: Axis) -> np.ndarray:
-    """(m, n): the length shared by coarse cell I and fine cell i (cells: a point's half spacings either side;
-    walls clip them; a periodic axis wraps)."""
+def _overlaps(fine: Axis, coarse: Axis) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, weights), each (m, T): the fine cells each coarse cell I overlaps and the lengths they share (cells:
+    a point's half spacings either side; walls clip them; a periodic axis wraps, rows taken mod n)."""
     h, hc = fine.h, coarse.h
-    yf = (float(fine.offsets[0]) + np.arange(fine.n)) * h
-    yc = (float(coarse.offsets[0]) + np.arange(coarse.n)) * hc
-    shifts = (-fine.length, 0.0, fine.length) if fine.periodic else (0.0,)
-    w = np.zeros((coarse.n, fine.n))
-    for s in shifts:
-        lo = np.maximum((yc - hc / 2)[:, None], (yf + s - h / 2)[None, :])
-        hi = np.minimum((yc + hc / 2)[:, None], (yf + s + h / 2)[None, :])
-        w += np.clip(hi - lo, 0.0, None)
-    return w
+    lo_f, lo_c = float(fine.offsets[0]), float(coarse.offsets[0])
+    yc = (lo_c + np.arange(coarse.n)) * hc
+    first = np.floor((yc - hc / 2) / h - lo_f).astype(np.int64) - 1  # a fine cell just before the coarse cell
+    taps = int(np.ceil(hc / h)) + 3
+    idx = first[:, None] + np.arange(taps)[None, :]
+    yf = (lo_f + idx) * h
+    lo = np.maximum(yc[:, None] - hc / 2, yf - h / 2)
+    hi = np.minimum(yc[:, None] + hc / 2, yf + h / 2)
+    w = np.clip(hi - lo, 0.0, None)
+    if fine.periodic:
+        return np.mod(idx, fine.n), w
+    w = np.where((idx >= 0) & (idx < fine.n), w, 0.0)
+    return np.clip(idx, 0, fine.n - 1), w
 
 
 def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, start_rows: int, shape,

@@ -53,6 +53,7 @@ from ..core.boundary import AXIS_SIDES, OFFSET, kinds as side_kinds
 MIN_POINTS = 2  # an axis stops coarsening below this many points (a depth-2 mirror or wrap needs 2)
 ANISOTROPY = math.sqrt(2.0)  # semi-coarsening: an axis this much coarser than the other waits
 MAX_LEVELS = 40
+MIRRORED = ("neumann", "convective")  # sides whose coarse ghost mirrors the first coarse point
 LOW_REACH = 0.7  # the smoother's interval starts at this fraction of the high-frequency bound a (smoothing_weights)
 SLOW_SMOOTHING = 0.9  # a sweep that leaves more than this of some high frequency smooths slowly (a note before the run)
 
@@ -301,13 +302,41 @@ def transfer(fine: Axis, coarse: Axis) -> Transfer:
     p_start = num // q
     frac = num - p_start * q
     p_w = np.column_stack([(q - frac) / q, frac / q])
-    rows = [_restriction_row(fine, coarse, J) for J in range(m)]
-    taps = max(len(w) for _, w in rows)
-    r_w = np.zeros((m, taps))
-    for J, (_, w) in enumerate(rows):
-        r_w[J, :len(w)] = w / w.sum()  # integers: the division rounds once, as float(Fraction) would
-    return Transfer(p_start, p_w, np.array([s for s, _ in rows], dtype=np.int64),
-                    np.array([len(w) for _, w in rows], dtype=np.int64), r_w)
+    starts, counts, w = _restriction_rows(fine, coarse)
+    r_w = w / w.sum(axis=1, keepdims=True)  # integers: the division rounds once, as float(Fraction) would
+    return Transfer(p_start, p_w, starts, counts, r_w)
+
+
+def _restriction_rows(fine: Axis, coarse: Axis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every coarse point's row of P^T at once (_restriction_row's rule, vectorised): (first fine index, count,
+    integer weights padded with zeros), the end rows' ghosts folded as _restriction_row folds them."""
+    n, m = fine.n, coarse.n
+    a, c2, f2 = _scaled(fine, coarse)
+    centre = np.arange(m, dtype=np.int64)
+    lo = ((centre - 1) * 2 * f2 + a * f2) // (2 * c2) - a - 1
+    hi = ((centre + 1) * 2 * f2 + a * f2) // (2 * c2) + 3
+    j = lo[:, None] + np.arange(int((hi - lo).max()))[None, :]
+    num, q = _position(fine, coarse, j)
+    w = np.where(j < hi[:, None], q - np.abs(num - centre[:, None] * q), 0)
+    if not fine.periodic:
+        w = np.where((j >= 0) & (j < n), w, 0)
+    w = np.clip(w, 0, None)
+    for J in {0, m - 1} & set(range(m)):  # a mirrored end: the ghost's weights go to the point it mirrors
+        first, row = _restriction_row(fine, coarse, J)
+        w[J] = 0
+        j[J] = first + np.arange(j.shape[1])
+        w[J, :len(row)] = row
+    hit = w > 0
+    first_tap = hit.argmax(axis=1)
+    last_tap = j.shape[1] - 1 - hit[:, ::-1].argmax(axis=1)
+    counts = last_tap - first_tap + 1
+    starts = j[centre, first_tap]
+    taps = int(counts.max())
+    out = np.zeros((m, taps))
+    for t in range(taps):
+        col = np.clip(first_tap + t, 0, j.shape[1] - 1)
+        out[:, t] = np.where(t < counts, w[centre, col], 0)
+    return starts.astype(np.int64), counts.astype(np.int64), out
 
 
 def _window(fine: Axis, coarse: Axis, centre: int) -> np.ndarray:
@@ -340,9 +369,9 @@ def _restriction_row(fine: Axis, coarse: Axis, J: int) -> tuple[int, np.ndarray]
                 weights[jj] = weights.get(jj, 0) + ww
 
     add(J, periodic=fine.periodic)
-    if J == 0 and fine.kinds[0] == "neumann":
-        add(-1)  # the ghost at -1 mirrors coarse point 0
-    if J == m - 1 and fine.kinds[1] == "neumann":
+    if J == 0 and fine.kinds[0] in MIRRORED:
+        add(-1)  # the ghost at -1 mirrors coarse point 0 (a convective one: times its gain, near 1 on fine grids)
+    if J == m - 1 and fine.kinds[1] in MIRRORED:
         add(m)  # the ghost at m mirrors coarse point m - 1
     first, last = min(weights), max(weights)
     return first, np.array([weights.get(j, 0) for j in range(first, last + 1)], dtype=np.float64)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .coefficients import _interp
 from .grids import DEPTH
 from .levels import Axis, Transfer
 
@@ -41,14 +40,48 @@ def weights_1d(k: np.ndarray, fine: Axis, coarse: Axis, t: Transfer, points: np.
     if fine.periodic:
         k = np.concatenate([k, k, k], axis=1)
         x0 -= fine.length
-    cum = np.concatenate([np.zeros((k.shape[0], 1)), np.cumsum(h / k, axis=1)], axis=1)
-    start = t.p_start[points]
-    x = (lo + points) * h
-    r = _interp(cum, k, (x - x0) / h)
-    r_lo = _interp(cum, k, ((lo_c + start) * hc - x0) / h)
-    r_hi = _interp(cum, k, ((lo_c + start + 1) * hc - x0) / h)
-    span = r_hi - r_lo
-    return (r_hi - r) / span, (r - r_lo) / span
+    shift = fine.n if fine.periodic else 0  # point j ends face j's interval: cum index j + 1 (a period later if wrapped)
+    coarse_at = np.arange(-1, coarse.n + 1)  # every coarse point a fine point may interpolate from, ghosts included
+    tc = ((lo_c + coarse_at) * hc - x0) / h
+    w0 = np.empty((k.shape[0], len(points)))
+    w1 = np.empty_like(w0)
+    _resistance_weights(np.ascontiguousarray(k), h, shift, tc, t.p_start[points].astype(np.int64),
+                        points.astype(np.int64), w0, w1)
+    return w0, w1
+
+
+_KERNEL = None
+
+
+def _resistance_weights(k, h, shift, tc, start, points, w0, w1) -> None:
+    """Per row: the cumulated resistance R at every face end (cum[f] = sum of h / k over the faces before f, in
+    order), R at the coarse points (linear between face ends, extended with the end faces), and each point's
+    weights (R_hi - R_j) / (R_hi - R_lo) and (R_j - R_lo) / (R_hi - R_lo). Compiled once (numba), one pass a row."""
+    global _KERNEL
+    if _KERNEL is None:
+        from numba import njit, prange
+
+        @njit(parallel=True, cache=True)
+        def kernel(k, h, shift, tc, start, points, w0, w1):
+            faces = k.shape[1]
+            for r in prange(k.shape[0]):
+                cum = np.empty(faces + 1)
+                cum[0] = 0.0
+                for f in range(faces):
+                    cum[f + 1] = cum[f] + h / k[r, f]
+                rc = np.empty(len(tc))
+                for c in range(len(tc)):
+                    i = min(max(int(np.floor(tc[c])), 0), faces - 1)
+                    rc[c] = cum[i] + (tc[c] - i) * (cum[i + 1] - cum[i])
+                for p in range(len(points)):
+                    rj = cum[points[p] + 1 + shift]
+                    lo = rc[start[p] + 1]
+                    hi = rc[start[p] + 2]
+                    w0[r, p] = (hi - rj) / (hi - lo)
+                    w1[r, p] = (rj - lo) / (hi - lo)
+
+        _KERNEL = kernel
+    _KERNEL(k, h, shift, tc, start, points, w0, w1)
 
 
 def folded_targets(t: Transfer, fine: Axis, coarse: Axis, points: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.boundary import AXIS_SIDES, BLOCK_SIDE, SIDES, Fill, Rule
+from ..core.boundary import AXIS_SIDES, BLOCK_SIDE, SIDES, Fill, Rule, along_positions
 from ..core.sides import at_positions, convective_terms
 from .levels import Axis, Level
 
@@ -31,7 +31,8 @@ def level_fill(case, level: Level, block, depth: int, t: float = 0.0) -> Fill:
 def side_gain(case, side: str, spec, along: Axis, across: Axis, idx: np.ndarray, t: float):
     """A convective side's gain at points `idx` of the level's axis along the side (its spacing across)."""
     s = (float(along.offsets[0]) + idx) * along.h
-    h = at_positions(spec, side, "h", case, t, s)
+    n = case.grid.nx if side in AXIS_SIDES["y"] else case.grid.ny
+    h = at_positions(spec, side, "h", t, s, along_positions(case, side, np.arange(n)))
     return convective_terms(h, 0.0, across.h)[0]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from .maps import fig_maps, has_maps
+from .maps import has_maps, maps
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
@@ -483,6 +483,31 @@ def fig_fields(views: dict, name: str):
     change = visible_change(views["first"], views["last"])
     suptitle(fig, f"{name}: first and last snapshot; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
                   f"than {VISIBLE:.0%} of the range", fontsize=9)
+    return fig
+
+
+def fig_maps(rec: dict, views: dict):
+    """The material map (alpha, log scale where it varies), the source q and the last snapshot side by side."""
+    from matplotlib.colors import LogNorm
+
+    data = maps(rec, views["times"][1])
+    case, alpha, q, extent = data["case"], data["alpha"], data["q"], data["extent"]
+    varies = alpha.max() > alpha.min()
+    fig, axes = new_figure(3, 4.4)
+    a = axes[0].imshow(alpha, origin="lower", extent=extent, cmap="viridis", interpolation="nearest",
+                       norm=LogNorm() if varies else None)
+    fig.colorbar(a, ax=axes[0], label="alpha (log scale)" if varies else "alpha", shrink=0.8)
+    axes[0].set(title="material map: alpha", xlabel="x (case units)", ylabel="y (case units)")
+    heat = case.physics.equation == "heat"
+    s = axes[1].imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest")
+    fig.colorbar(s, ax=axes[1], label="q (u per unit time)", shrink=0.8)
+    axes[1].set(title=f"source q at t = {views['times'][1]:.3g}" if heat else "source q", xlabel="x (case units)")
+    u = axes[2].imshow(full_view(views["last"], VIEW_PIXELS * 2), origin="lower", extent=views["extent"],
+                       cmap="inferno", interpolation="nearest")
+    fig.colorbar(u, ax=axes[2], label="u (case units)", shrink=0.8)
+    when = f"at step {views['steps'][1]}" if heat else f"after {views['steps'][1]} iterations"
+    axes[2].set(title=f"u {when}", xlabel="x (case units)")
+    suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave", fontsize=9)
     return fig
 
 

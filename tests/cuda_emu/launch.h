@@ -5,7 +5,9 @@
 // Modes: serial runs every thread of every block one after another in the calling thread (kernels whose
 // threads never meet: no shuffles, no __syncthreads); warps runs 32 lane threads that go through the
 // blocks' warps one warp at a time, meeting at a barrier after each (kernels with warp shuffles; the block's
-// thread count must be a multiple of 32). Not a GPU: no concurrency between warps, nothing about speed.
+// thread count must be a multiple of 32); blocks runs every thread of one block at once, block after block,
+// meeting at __syncthreads (kernels with shared-memory tiles). Not a GPU: no concurrency between warps of the
+// serial and warps modes, nor between blocks, and nothing about speed.
 #pragma once
 #include "shim.h"
 #include <cstdio>
@@ -54,15 +56,41 @@ template <typename F> void emu_warps(unsigned gx, unsigned gy, unsigned bx, unsi
     for (auto& l : lanes) l.join();
 }
 
-template <auto K> struct emu_kernel;
-template <typename... A, void (*K)(A...)> struct emu_kernel<K> {
+template <typename F> void emu_blocks(unsigned gx, unsigned gy, unsigned bx, unsigned by, F body)
+{
+    gridDim = {gx, gy, 1};
+    blockDim = {bx, by, 1};
+    const unsigned per_block = bx * by;
+    for (unsigned y = 0; y < gy; ++y)
+        for (unsigned x = 0; x < gx; ++x) {
+            block_sync block(per_block, 0);
+            std::vector<warp_sync> warps((per_block + 31) / 32);
+            std::vector<std::thread> threads;
+            for (unsigned t = 0; t < per_block; ++t)
+                threads.emplace_back([&, t] {
+                    blockIdx = {x, y, 0};
+                    threadIdx = {t % bx, t / bx, 0};
+                    this_block = &block;
+                    this_warp = &warps[t / 32];
+                    body();
+                });
+            for (auto& t : threads) t.join();
+        }
+}
+
+template <auto Fn> struct emu_kernel;  // (not K, V, BX...: the kernels' defines)
+template <typename... A, void (*Fn)(A...)> struct emu_kernel<Fn> {
     static void serial(unsigned gx, unsigned gy, unsigned bx, unsigned by, A... a)
     {
-        emu_serial(gx, gy, bx, by, [&] { K(a...); });
+        emu_serial(gx, gy, bx, by, [&] { Fn(a...); });
     }
     static void warps(unsigned gx, unsigned gy, unsigned bx, unsigned by, A... a)
     {
-        emu_warps(gx, gy, bx, by, [&] { K(a...); });
+        emu_warps(gx, gy, bx, by, [&] { Fn(a...); });
+    }
+    static void blocks(unsigned gx, unsigned gy, unsigned bx, unsigned by, A... a)
+    {
+        emu_blocks(gx, gy, bx, by, [&] { Fn(a...); });
     }
 };
 

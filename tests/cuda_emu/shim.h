@@ -24,6 +24,7 @@
 #define __launch_bounds__(...)
 #define __shared__ static
 
+struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 struct dim3i { unsigned x, y, z; };
@@ -90,6 +91,12 @@ inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; 
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
 inline long long __double_as_longlong(double f) { long long i; std::memcpy(&i, &f, 8); return i; }
+template <typename T> inline T atomicAdd(T* p, T v) {
+    std::lock_guard<std::mutex> g(atomic_lock);
+    T old = *p;
+    *p = old + v;
+    return old;
+}
 template <typename T> inline T atomicMax(T* p, T v) {
     std::lock_guard<std::mutex> g(atomic_lock);
     T old = *p;

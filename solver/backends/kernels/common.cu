@@ -78,3 +78,68 @@ __device__ __forceinline__ void copy_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
+
+// Physics as data (solver/core/physics.py: Weights' fields, their forms and term order), compiled in by defines, so
+// that a plain case compiles exactly the code above: SRC 1 adds a source term q (last; in the Jacobi form, to the
+// neighbours' weighted sum before the division); FORM 0 keeps the constant weights wc, wx, wy, FORM 1 is the flux
+// form (face coefficients ax on east faces, ay on north faces), FORM 2 the Jacobi form (faces, and sigma, the
+// diagonal's constant part). The fields share u's pitch and alignment (CupyBackend.coefficient allocates them as
+// u). A kernel with data takes DATA_PARAMS after its weights: q, ax, ay (null where not read) and sigma.
+#ifndef SRC
+#define SRC 0
+#endif
+#ifndef FORM
+#define FORM 0
+#endif
+#define HAS_DATA (SRC || FORM)
+#if HAS_DATA
+#define DATA_PARAMS , const real* __restrict__ q, const real* __restrict__ ax, const real* __restrict__ ay, const real sigma
+
+// A point's data: its source f, its west (ax[i, j-1]), east (ax[i, j]), south (ay[i-1, j]) and north (ay[i, j]) faces.
+struct pdata {
+    real f, aw, ae, as_, an;
+};
+
+// The data of point k (an index into fields of one pitch); what the defines do not read stays zero.
+__device__ __forceinline__ pdata data_at(const idx k, const idx pitch, const real* __restrict__ q,
+                                         const real* __restrict__ ax, const real* __restrict__ ay)
+{
+    pdata d = {real(0), real(0), real(0), real(0), real(0)};
+#if SRC
+    d.f = q[k];
+#endif
+#if FORM
+    d.aw = ax[k - 1];
+    d.ae = ax[k];
+    d.as_ = ay[k - pitch];
+    d.an = ay[k];
+#endif
+    return d;
+}
+
+// One point's update with its data, in solver/core/physics.py's term order (mg_ops.vsmooth with om = 1 for FORM 2).
+__device__ __forceinline__ real update_data(const real c, const real w, const real e, const real s, const real n,
+                                            const real wc, const real wx, const real wy, const pdata& d, const real sigma)
+{
+#if FORM == 2
+    real v = (d.aw * w + d.ae * e) + (d.as_ * s + d.an * n);
+#if SRC
+    v = v + d.f;
+#endif
+    return wc * c + v / (sigma + ((d.aw + d.ae) + (d.as_ + d.an)));
+#else
+#if FORM == 1
+    const real v = c + ((d.ae * (e - c) - d.aw * (c - w)) + (d.an * (n - c) - d.as_ * (c - s)));
+#else
+    const real v = update(c, w, e, s, n, wc, wx, wy);
+#endif
+#if SRC
+    return v + d.f;
+#else
+    return v;
+#endif
+#endif
+}
+#else
+#define DATA_PARAMS
+#endif

@@ -156,3 +156,185 @@ mg_clear(real* __restrict__ a, const idx pitch_a, const int rows, const int cols
     if (j < 0) return;
     for (int i = first_row(0); i < rows; i += row_step()) a[i * pitch_a + j] = real(0);
 }
+
+// With coefficient fields (alpha a field: ax east faces, ay north faces; both with one pitch, pitch_a), in the
+// equation's own units: d = sigma + ((ax_W + ax_E) + (ay_S + ay_N)),
+// out = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ g]) / d)        (g null: no right-hand side)
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
+           const real* __restrict__ ay, const idx pitch_out, const idx pitch_u, const idx pitch_g, const idx pitch_a,
+           const int r0, const int r1, const int c0, const int c1, const real wc, const real om, const real sigma)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+        const real* p = u + i * pitch_u + j;
+        const real* a = ax + i * pitch_a + j;
+        const real* b = ay + i * pitch_a + j;
+        const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+        real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
+        if (g) v = v + g[i * pitch_g + j];
+        out[i * pitch_out + j] = wc * p[0] + om * (v / (sigma + ((aw + ae) + (as_ + an))));
+    }
+}
+
+// r = (((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ g]) - d*u
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_vresidual(real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
+             const real* __restrict__ ay, const idx pitch_r, const idx pitch_u, const idx pitch_g, const idx pitch_a,
+             const int r0, const int r1, const int c0, const int c1, const real sigma)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+        const real* p = u + i * pitch_u + j;
+        const real* a = ax + i * pitch_a + j;
+        const real* b = ay + i * pitch_a + j;
+        const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+        real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
+        if (g) v = v + g[i * pitch_g + j];
+        r[i * pitch_r + j] = v - (sigma + ((aw + ae) + (as_ + an))) * p[0];
+    }
+}
+
+// y = y + a*x (conjugate gradients)
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_axpy(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, const idx pitch_x, const int r0,
+        const int r1, const int c0, const int c1, const real a)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) y[i * pitch_y + j] = y[i * pitch_y + j] + a * x[i * pitch_x + j];
+}
+
+// y = x + b*y
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_xpay(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, const idx pitch_x, const int r0,
+        const int r1, const int c0, const int c1, const real b)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) y[i * pitch_y + j] = x[i * pitch_x + j] + b * y[i * pitch_y + j];
+}
+
+// The dot products' two passes (solver/multigrid/dot.py), the products a*b in double (exact for float fields).
+// mg_products_max: *out = max(*out, largest |a*b| over the region) as the bits of a non-negative double (NaN counts
+// as +inf; zero *out first). mg_folded_sums: out[0] += the sum of q1 = (t + s1) - s1, out[1] += that of
+// q2 = (r + s2) - s2, r = t - q1: every partial sum is exact, so the atomic additions' order changes no bit
+// (zero out first). Blocks of MG_THREADS stride over rows (y) and columns (x), as mg_max_abs.
+__device__ __forceinline__ void warp_max64_to(unsigned long long* to, double m)
+{
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        const double other = __shfl_xor_sync(FULL, m, d);
+        if (other > m) m = other;
+    }
+    if ((threadIdx.x & 31) == 0 && m > 0.0) atomicMax(to, (unsigned long long)__double_as_longlong(m));
+}
+
+extern "C" __global__ void __launch_bounds__(MG_THREADS)
+mg_products_max(unsigned long long* __restrict__ out, const real* __restrict__ a, const real* __restrict__ b,
+                const idx pitch_a, const idx pitch_b, const int r0, const int r1, const int c0, const int c1)
+{
+    double m = 0.0;
+    for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
+        const real* pa = a + i * pitch_a;
+        const real* pb = b + i * pitch_b;
+        for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
+            const double t = (double)pa[j] * (double)pb[j];
+            double d = t < 0.0 ? -t : t;
+            if (d != d) d = inf_of(d);
+            if (d > m) m = d;
+        }
+    }
+    warp_max64_to(out, m);
+}
+
+extern "C" __global__ void __launch_bounds__(MG_THREADS)
+mg_folded_sums(double* __restrict__ out, const real* __restrict__ a, const real* __restrict__ b, const idx pitch_a,
+               const idx pitch_b, const int r0, const int r1, const int c0, const int c1, const double s1,
+               const double s2)
+{
+    double acc1 = 0.0, acc2 = 0.0;
+    for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
+        const real* pa = a + i * pitch_a;
+        const real* pb = b + i * pitch_b;
+        for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
+            const double t = (double)pa[j] * (double)pb[j];
+            const double q1 = (t + s1) - s1;
+            const double rest = t - q1;
+            acc1 = acc1 + q1;
+            acc2 = acc2 + ((rest + s2) - s2);
+        }
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        acc1 = acc1 + __shfl_xor_sync(FULL, acc1, d);
+        acc2 = acc2 + __shfl_xor_sync(FULL, acc2, d);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(out, acc1);
+        atomicAdd(out + 1, acc2);
+    }
+}
+
+// Transfers that follow the coefficients (alpha a field: solver/multigrid/opdep.py), per-point weights wy0, wy1, wx0,
+// wx1 on the fine layout (one pitch, pitch_w).
+// mg_prolong_op: u[i, j] += (0 + wy0*((0 + wx0*e[s, t]) + wx1*e[s, t+1])) + wy1*((0 + wx0*e[s+1, t]) + wx1*e[s+1, t+1]),
+// s = ys[i - r0], t = xs[j - c0], the weights at (i, j).
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_prolong_op(real* __restrict__ u, const real* __restrict__ e, const real* __restrict__ wy0,
+              const real* __restrict__ wy1, const real* __restrict__ wx0, const real* __restrict__ wx1,
+              const idx pitch_u, const idx pitch_e, const idx pitch_w, const int r0, const int r1, const int c0,
+              const int c1, const idx* __restrict__ ys, const idx* __restrict__ xs)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    const idx s = xs[j - c0];
+    const real zero = real(0);
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+        const real* lo = e + ys[i - r0] * pitch_e + s;
+        const real* hi = lo + pitch_e;
+        const idx w = i * pitch_w + j;
+        const real row0 = (zero + wx0[w] * lo[0]) + wx1[w] * lo[1];
+        const real row1 = (zero + wx0[w] * hi[0]) + wx1[w] * hi[1];
+        real* o = u + i * pitch_u + j;
+        *o = *o + ((zero + wy0[w] * row0) + wy1[w] * row1);
+    }
+}
+
+// mg_restrict_op: gc[I, J] = sum over the window's fine points (rows ys[k] + a, a < yc[k]; columns xs[q] + b,
+// b < xc[q]; k = I - r0, q = J - c0) of every term ty[a'][i] == I + oy, tx[b'][j] == J + ox (global targets) of
+// (area * (wy_a'[i, j] * wx_b'[i, j])) * r[i, j], from zero in the order a, b, a', b'. ty, tx: (2, ny_t), (2, nx_t).
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_restrict_op(real* __restrict__ gc, const real* __restrict__ r, const real* __restrict__ wy0,
+               const real* __restrict__ wy1, const real* __restrict__ wx0, const real* __restrict__ wx1,
+               const idx pitch_gc, const idx pitch_r, const idx pitch_w, const int r0, const int r1, const int c0,
+               const int c1, const idx* __restrict__ ys, const idx* __restrict__ yc, const idx* __restrict__ xs,
+               const idx* __restrict__ xc, const idx* __restrict__ ty, const idx ny_t, const idx* __restrict__ tx,
+               const idx nx_t, const idx oy, const idx ox, const real area)
+{
+    const int J = column_of(c0, c1);
+    if (J < 0) return;
+    const int q = J - c0;
+    const idx x0 = xs[q], nb = xc[q];
+    for (int I = first_row(r0); I < r1; I += row_step()) {
+        const int k = I - r0;
+        real acc = real(0);
+        for (idx a = 0; a < yc[k]; ++a) {
+            const idx i = ys[k] + a;
+            for (idx b = 0; b < nb; ++b) {
+                const idx j = x0 + b;
+                const real x = r[i * pitch_r + j];
+                const idx w = i * pitch_w + j;
+                for (int ai = 0; ai < 2; ++ai) {
+                    if (ty[ai * ny_t + i] != I + oy) continue;
+                    const real wy = ai ? wy1[w] : wy0[w];
+                    for (int bi = 0; bi < 2; ++bi)
+                        if (tx[bi * nx_t + j] == J + ox) acc = acc + (area * (wy * (bi ? wx1[w] : wx0[w]))) * x;
+                }
+            }
+        }
+        gc[I * pitch_gc + J] = acc;
+    }
+}

@@ -30,6 +30,14 @@
 // Residual: with `resid` non-null, the largest |level K - level K-1| over O (NaN -> +inf) is
 // atomically maxed into *resid as an integer bit pattern (non-negative floats order like integers):
 // the convergence / NaN check of the last step, without storing level K-1.
+// Data (common.cu: SRC, FORM; the plain case compiles none of this): level L's row j = i - L reads row j's source
+// and faces (east faces of its columns, the west face of a lane's first column by shuffle from the lane to the
+// west, the north faces of rows j - 1 and j) straight from global memory at every level: level 1 brings each
+// data row into the caches and levels 2 .. K find it there (16-byte loads, guarded as u's on the edge path),
+// so the data add about one read of each field per launch to DRAM traffic, not one per step. The data row is
+// clamped into C's rows: rows outside C are kept (edge path) or never reach a stored point (the garbage rows a
+// segment computes before its levels fill), and the clamp keeps every read inside the fields. DPF > 0: each
+// iteration also asks L2 to prefetch the data rows level 1 will read DPF iterations later.
 
 constexpr int VW = 16 / (int)sizeof(real);  // elements per 16-byte vector
 constexpr int NV = V / VW;                  // 16-byte vectors per thread and row
@@ -39,6 +47,9 @@ static_assert(K >= 1 && 2 * A < 32, "K too deep for this V: the apron would fill
 constexpr int WOUT = (32 - 2 * A) * V;  // columns a strip stores
 #ifndef PF
 #define PF 0
+#endif
+#ifndef DPF
+#define DPF 0
 #endif
 constexpr int SLOTS = PF + 1;  // rows in a warp's prefetch ring
 
@@ -68,6 +79,12 @@ struct wave_ctx {
     real wc, wx, wy;
     vec* ring;       // this warp's prefetch ring (PF > 0): SLOTS rows of NV vectors per lane
     int rd, wr;      // ring slots of the row read next and of the row copied next
+#if HAS_DATA
+    const real* q;   // the data fields (u's pitch and alignment) and the diagonal's constant part
+    const real* ax;
+    const real* ay;
+    real sigma;
+#endif
 };
 
 // The ring's vector q of slot `slot` for this lane: lanes adjacent within a vector (no bank conflict).
@@ -120,17 +137,92 @@ __device__ __forceinline__ void load_row(real (&n)[V], const int i, const wave_c
     for (int m = 0; m < V; ++m) n[m] = r.e[m];
 }
 
-// One level of one row: o = update of the centre row c with rows s (above) and n (below).
+#if HAS_DATA
+// One data row's values at this lane's columns from `base` + at (zeros where the edge path loads nothing).
+template <bool EDGE>
+__device__ __forceinline__ void load_data(real (&n)[V], const real* base, const idx at, const wave_ctx& c)
+{
+    const real* p = base + at;
+    row_t r;
+#pragma unroll
+    for (int q = 0; q < NV; ++q) {
+        if (!EDGE || c.ld[q]) {
+            r.v[q] = reinterpret_cast<const vec*>(p)[q];
+        } else {
+#pragma unroll
+            for (int m = 0; m < VW; ++m) r.e[q * VW + m] = real(0);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < V; ++m) n[m] = r.e[m];
+}
+
+// Row j's data at this lane's columns: source, east faces, south faces (row j - 1's north) and north faces.
+struct row_data {
+    real f[V], ae[V], as_[V], an[V];
+};
+
+template <bool EDGE>
+__device__ __forceinline__ void data_row(row_data& d, const int j, const wave_ctx& c)
+{
+    const idx at = (idx)min(max(j, c.r0), c.r1 - 1) * c.pitch + c.x;
+#if SRC
+    load_data<EDGE>(d.f, c.q, at, c);
+#endif
+#if FORM
+    load_data<EDGE>(d.ae, c.ax, at, c);
+    load_data<EDGE>(d.as_, c.ay, at - c.pitch, c);
+    load_data<EDGE>(d.an, c.ay, at, c);
+#endif
+}
+
+// L2 prefetch of the data rows at row j (DPF > 0; nothing without a GPU).
+__device__ __forceinline__ void prefetch_data(const int j, const wave_ctx& c)
+{
+#ifdef __CUDA_ARCH__
+    const idx at = (idx)min(max(j, c.r0), c.r1 - 1) * c.pitch + c.x;
+#if SRC
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c.q + at));
+#endif
+#if FORM
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c.ax + at));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c.ay + at));
+#endif
+#endif
+}
+#define LEVEL_DATA , const row_data& d
+#else
+#define LEVEL_DATA
+#endif
+
+// One level of one row: o = update of the centre row c with rows s (above) and n (below) (and the row's data).
 __device__ __forceinline__ void level(real (&o)[V], const real (&s)[V], const real (&c)[V], const real (&n)[V],
-                                      const wave_ctx& x)
+                                      const wave_ctx& x LEVEL_DATA)
 {
     const real w0 = __shfl_up_sync(FULL, c[V - 1], 1);
     const real e0 = __shfl_down_sync(FULL, c[0], 1);
+#if FORM
+    const real aw0 = __shfl_up_sync(FULL, d.ae[V - 1], 1);  // lane 0's is wrong: it lies in the apron, as its w0
+#endif
 #pragma unroll
     for (int m = 0; m < V; ++m) {
         const real wm = m == 0 ? w0 : c[m - 1];
         const real em = m == V - 1 ? e0 : c[m + 1];
+#if HAS_DATA
+        pdata pd = {real(0), real(0), real(0), real(0), real(0)};
+#if SRC
+        pd.f = d.f[m];
+#endif
+#if FORM
+        pd.aw = m == 0 ? aw0 : d.ae[m - 1];
+        pd.ae = d.ae[m];
+        pd.as_ = d.as_[m];
+        pd.an = d.an[m];
+#endif
+        o[m] = update_data(c[m], wm, em, s[m], n[m], x.wc, x.wx, x.wy, pd, x.sigma);
+#else
         o[m] = update(c[m], wm, em, s[m], n[m], x.wc, x.wx, x.wy);
+#endif
     }
 }
 
@@ -170,11 +262,20 @@ __device__ __forceinline__ void wave_row(real (&P)[K][V], real (&C)[K][V], real 
     } else if (i < c.e) {
         load_row<EDGE>(N[0], i, c);
     }
+#if HAS_DATA && DPF > 0
+    prefetch_data(i - 1 + DPF, c);
+#endif
 #pragma unroll
     for (int L = 1; L <= K; ++L) {
         const int j = i - L;
         real o[V];
+#if HAS_DATA
+        row_data d;
+        data_row<EDGE>(d, j, c);
+        level(o, P[L - 1], C[L - 1], N[L - 1], c, d);
+#else
         level(o, P[L - 1], C[L - 1], N[L - 1], c);
+#endif
         if (EDGE) {
             const bool row_in = j >= c.r0 && j < c.r1;
 #pragma unroll
@@ -219,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(BX)
 wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
      const int r0, const int r1, const int c0, const int c1,
      const int o0, const int o1, const int p0, const int p1, const int rows,
-     rbits* __restrict__ resid, const real wc, const real wx, const real wy)
+     rbits* __restrict__ resid, const real wc, const real wx, const real wy DATA_PARAMS)
 {
 #if PF > 0
     __shared__ vec ring[BX / 32 * SLOTS * NV * 32];
@@ -238,6 +339,12 @@ wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
     c.wc = wc;
     c.wx = wx;
     c.wy = wy;
+#if HAS_DATA
+    c.q = q;
+    c.ax = ax;
+    c.ay = ay;
+    c.sigma = sigma;
+#endif
 #if PF > 0
     c.ring = ring + (threadIdx.x >> 5) * (SLOTS * NV * 32);
 #else
