@@ -356,6 +356,8 @@ class TimeLoop:
                 self.ex = self.connect(self.layout.block, s, self.ex)
                 if self.data.weights is not None:  # fields on the new block
                     self.w, self.w_tiles = self.data.weights(step, self.ex)
+                if self.data.balance is not None:  # the energy balance's walls on the new block
+                    self.data.balance.moved(self.layout.block)
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
