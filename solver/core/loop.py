@@ -182,8 +182,10 @@ class TimeLoop:
                     self.ex.advance(s, n, self.w_tiles, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
             finally:
                 self._batched = False
-            if self.data.balance is not None:
+            if self.data.balance is not None:  # the batch's sources, summed step by step: time of the loop's own
+                t = time.perf_counter()
                 self.data.balance.batch(first, n)
+                timer.add("other", t)
             if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
                 t = time.perf_counter()
                 time.sleep(self.slow * self.layout.block.ny * (s.step - first))
