@@ -34,7 +34,12 @@ def build_case(data: dict, overrides: dict[str, Any] | None = None) -> Case:
     `overrides` (dotted field paths -> values) applied; validated as a file is."""
     import copy
 
-    data = copy.deepcopy(dict(data))
+    from .core.errors import InputError
+
+    if not isinstance(data, dict):
+        raise InputError(f"case: {type(data).__name__} is not a mapping; give a case laid out as a case file, e.g. "
+                         "{'grid': {'nx': 64, 'ny': 64}}")
+    data = copy.deepcopy(data)
     data.setdefault("name", "case")
     return case_from_data(data, "case", overrides)
 
@@ -42,7 +47,17 @@ def build_case(data: dict, overrides: dict[str, Any] | None = None) -> Case:
 def with_fields(case: Case, overrides: dict[str, Any]) -> Case:
     """A copy of `case` with fields changed by dotted path, e.g. {"physics.alpha": 2.0, "run.steps": 100},
     validated again (`output.dir` keeps its value unless overridden)."""
-    return case_from_data(case.model_dump(mode="json"), case.name, overrides)
+    return case_from_data(_case(case).model_dump(mode="json"), case.name, overrides)
+
+
+def _case(case) -> Case:
+    """`case` itself when it is a Case, else the InputError that says how to make one."""
+    if not isinstance(case, Case):
+        from .core.errors import InputError
+
+        raise InputError(f"case: a {type(case).__name__} is not a case; make one with api.load_case(path) or "
+                         "api.build_case(mapping)")
+    return case
 
 
 @dataclass
@@ -85,6 +100,7 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
     from .parallel.comm import Comm
     from .run import Options, Run
 
+    case = _case(case)
     comm = comm or Comm.world(mpi)
     opts = Options(overwrite=overwrite, quiet=progress is False, verify=verify, ceiling=ceiling,
                    progress=progress if callable(progress) else None)

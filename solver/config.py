@@ -385,6 +385,13 @@ class Case(Section):
             raise ValueError("parallel.balance: dynamic applies to the jacobi solver and heat; set balance: none "
                              "for multigrid")
         m = self.multigrid
+        if m.pre + m.post == 0:
+            raise ValueError("multigrid.pre: pre: 0 and post: 0 leave the cycles without smoothing, and the coarse levels "
+                             "cannot remove the error they do not see; use at least one sweep (the default: pre: 2, post: 2)")
+        if m.smoother == "jacobi" and m.omega >= 1:
+            raise ValueError(f"multigrid.omega: {m.omega:g} does not smooth: a weighted Jacobi sweep multiplies the "
+                             f"checkerboard mode by 1 - 2 omega = {1 - 2 * m.omega:g}, which does not shrink it; use "
+                             "0 < omega < 1 (0.8 is the textbook weight) or smoother: chebyshev")
         if m.krylov == "cg" and (m.pre != m.post or m.cycle == "F"):
             raise ValueError(f"multigrid.krylov: cg needs symmetric cycles (pre = post, V or W); here pre = {m.pre}, post "
                              f"= {m.post}, cycle {m.cycle}: set pre and post equal and cycle V or W, or krylov: none")
@@ -487,7 +494,7 @@ def _check_ranges(case: Case) -> None:
     """Values every field accepts alone but that together overflow or underflow in the case dtype."""
     import numpy as np
 
-    from .core.physics import weights
+    from .core.physics import stable_dt, weights
 
     big = float(np.finfo(case.numerics.dtype).max)
     init = case.initial
@@ -502,8 +509,13 @@ def _check_ranges(case: Case) -> None:
     if init.kind == "random" and not math.isfinite(init.high - init.low):
         raise ValueError(f"initial.high: the range [{init.low:g}, {init.high:g}) is too wide to draw from (its width "
                          "overflows); narrow it")
-    w = weights(case).cast(case.numerics.dtype)
+    with np.errstate(over="ignore", under="ignore"):  # a cast out of range is the finding, said below (no warning)
+        w = weights(case).cast(case.numerics.dtype)
     if not all(math.isfinite(float(x)) for x in (w.wc, w.wx, w.wy)) or float(w.wx) <= 0 or float(w.wy) <= 0:
+        if case.physics.equation == "heat" and case.physics.dt is not None:
+            raise ValueError(f"physics.dt: {case.physics.dt:g} (alpha {case.physics.alpha:g}) on this grid gives weights "
+                             f"wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; use a "
+                             f"dt nearer the explicit limit {stable_dt(case):.3g} (or dt: null), or numerics.dtype: float64")
         raise ValueError(f"grid: lx = {case.grid.lx:g}, ly = {case.grid.ly:g} on {case.grid.nx} x {case.grid.ny} points "
                          f"give weights wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; "
                          "bring lx/nx and ly/ny closer to each other (or dt and alpha into range)")
@@ -668,8 +680,11 @@ def load_case(path: str | Path, overrides: dict[str, Any] | None = None) -> Case
 
 def case_from_data(data: dict, source: str, overrides: dict[str, Any] | None = None) -> Case:
     """A case mapping (a file's, or a checkpoint's saved case) with overrides applied (see load_case), validated."""
+    if overrides is not None and not isinstance(overrides, dict):
+        raise InputError(f"{source}: overrides: {quote(overrides)} is not a mapping; give field paths and values, e.g. "
+                         "{'physics.alpha': 0.5}")
     for name, value in (overrides or {}).items():
-        if name.startswith("--"):
+        if isinstance(name, str) and name.startswith("--"):
             if name not in OPTION_FIELDS:
                 raise InputError(f"{source}: {name}: not an option that sets a case field; use one of "
                                  f"{', '.join(OPTION_FIELDS)}, or a field path such as 'physics.alpha'")
@@ -905,6 +920,14 @@ DESCRIPTIONS = {
     "DiskRegion.kind": "disk: alpha = value on the points within radius of center",
     "AlphaFile.kind": "file: alpha read from a .npy or HDF5 array of shape (ny, nx)",
     "Periodic.kind": "periodic: the side wraps to the opposite one (give both sides of the axis)",
+    "Convective.kind": "convective: Newton cooling, -du/dn = h (u - ambient) at the wall",
+    "ConstantSource.kind": "constant: the same heat source everywhere",
+    "GaussianSource.kind": "gaussian: a source of given amplitude and width around a centre",
+    "RectangleSource.kind": "rectangle: a source of one value inside a rectangle",
+    "FileSource.kind": "file: the source read from a .npy or HDF5 file",
+    "RectangleRegion.kind": "rectangle: alpha of one value inside a rectangle",
+    "DiskRegion.kind": "disk: alpha of one value inside a disk",
+    "AlphaFile.kind": "file: alpha read from a .npy or HDF5 file",
     "Constant.kind": "constant: the same value everywhere",
     "Constant.value": "the value of every interior point",
     "FromFile.kind": "file: read the field from a .npy or HDF5 file",

@@ -109,7 +109,11 @@ class Run:
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         if self.mg is not None:  # its kernels too: the first cycle is timed as the others
             from .multigrid.cycle import warm_up
+            from .multigrid.levels import smoothing_note
 
+            note = smoothing_note(self.mg.levels)
+            if note and self.comm.rank == 0:
+                print(note, file=sys.stderr, flush=True)
             warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
         self.comm.barrier()
         self.clock.lap("compile")
@@ -154,6 +158,7 @@ class Run:
     def _build(self) -> None:
         case, lay = self.case, self.layout
         interior = self.restart.read_block(lay.block) if self.restart else initial_block(case, lay.block)
+        self.restored = {n: self.restart.read_block(lay.block, n) for n in self.restart.state} if self.restart else {}
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
         t0 = self.first_step * lay.dt  # side values that vary in time: the ghosts hold their values at the start
@@ -175,7 +180,8 @@ class Run:
         self.outputs = Outputs(lay, self.comm, self.backend, self.resume, quiet=self.opts.quiet,
                                segments=self.restart.segments if self.restart else (),
                                current=segment(first, self.comm.size, self.hosts, self.started),
-                               progress=self.opts.progress, signals=self.signals)
+                               progress=self.opts.progress, signals=self.signals,
+                               solver_state=self.mg.state if self.mg is not None else None)
         if self.comm.rank == 0:
             write_text(lay.outdir / "case.yaml", lay.resolved_yaml)
 
@@ -190,6 +196,7 @@ class Run:
                                 self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
+            self.mg.restore(self.restored)  # a restart: the solver's own state beside the field
             return
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
@@ -231,7 +238,8 @@ class Run:
 
     # the run -----------------------------------------------------------------------------------
     def execute(self) -> dict:
-        with StopSignals.held() as self.signals:  # one signal policy from set-up to the end (its docstring)
+        # NaN and Inf are the loop's to find and report (exit 4, one line): numpy's own overflow warnings are not
+        with StopSignals.held() as self.signals, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             try:
                 return self._execute()
             finally:
@@ -240,8 +248,9 @@ class Run:
 
     def _execute(self) -> dict:
         self.setup()
-        state = LoopState(self.u, self.u_new, step=self.restart.step if self.restart else 0,
-                          r0=self.restart.r0 if self.restart else None)
+        cp = self.restart  # a restart continues with every piece of state that decides the next step
+        state = LoopState(self.u, self.u_new, step=cp.step if cp else 0, r0=cp.r0 if cp else None,
+                          residuals=list(cp.residuals) if cp else [])
         if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
             from .parallel.balance import Balancer
 
@@ -320,6 +329,11 @@ class Run:
         if self.state.stopped_by == "signal":
             raise self.outputs.interrupted(self.state)
         self._note_late_signal()
+        if self.state.stopped_by == "diverged":  # written like any ending, then exit 4 as NaN/Inf do
+            err = NumericalError(f"{record['solver']['ended']}; the record and the final field are in "
+                                 f"{self.layout.outdir}")
+            err.agreed, err.report = True, self.comm.rank == 0
+            raise err
         return record
 
     def _note_late_signal(self) -> None:
@@ -378,7 +392,7 @@ class Run:
         start = self.restart.step if self.restart else 0
         facts = {"method": self.case.physics.solver, "iterations": s.step - start, "initial_residual": s.r0,
                  "residuals": [(k, r, s.relative(r)) for k, r in s.residuals], "tolerance": self.case.run.tolerance,
-                 "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start}
+                 "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start, "floor": s.floor}
         if self.mg is not None:
             facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
         return facts

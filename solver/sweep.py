@@ -100,6 +100,9 @@ class Point:
 
 # input -----------------------------------------------------------------------------------------
 
+MAX_COUNTS = 64  # entries of a list option (--ranks 1,2,4...): each one a sweep point or a measurement
+
+
 def parse_counts(text: str, option: str) -> list[int]:
     """'1,2,4,8' -> [1, 2, 4, 8]: positive, distinct, increasing."""
     try:
@@ -108,6 +111,8 @@ def parse_counts(text: str, option: str) -> list[int]:
         raise InputError(f"{option}: {text!r} is not a comma-separated list of whole numbers; e.g. 1,2,4,8") from None
     if not counts or min(counts) < 1:
         raise InputError(f"{option}: give positive counts, e.g. 1,2,4,8")
+    if len(counts) > MAX_COUNTS:
+        raise InputError(f"{option}: {len(counts)} counts; give at most {MAX_COUNTS} (each is a point to run or measure)")
     if counts != sorted(set(counts)):
         raise InputError(f"{option}: {text!r} must increase without repeats; e.g. 1,2,4,8")
     return counts
@@ -360,10 +365,14 @@ def run_points(s: Settings, launcher: list[str], points: list[Point], say) -> No
 
 
 def read_record(d: Path) -> dict | None:
+    """A point's record.json (solver.core.readers), or None where the point wrote none that reads as an object."""
+    from .core.readers import read_json
+
     try:
-        return json.loads((Path(d) / "record.json").read_text())
-    except (OSError, ValueError):
+        rec = read_json(Path(d) / "record.json", None, "")
+    except InputError:
         return None
+    return rec if isinstance(rec, dict) else None
 
 
 # rows ------------------------------------------------------------------------------------------

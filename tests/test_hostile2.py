@@ -385,7 +385,7 @@ def test_an_invalid_model_entry_is_said_and_measured_again(tmp_path, monkeypatch
 
     monkeypatch.setenv("STENCIL_CACHE_DIR", str(tmp_path))
     point = {"ny": 16, "nx": 32, "k": 1, "occupancy": 1, "pattern": "serial", "hosts": ["h"], "node_ranks": [0],
-             "tile_seconds": [[1e-5, 2e-5]]}
+             "tile_seconds": [[1e-5, 2e-5]], "check_seconds": 1e-6}  # every value the model reads (inputs.Inputs)
     messages = {"ranks": 2, "per_node": 2, "pingpong": {"intra": [[8, 3e-6]], "inter": []}, "exchange": [[512, 2e-5]]}
     entries = {"good": {"kernel": [point], "gpu": [], "messages": messages},
                "seconds": {"kernel": [{**point, "tile_seconds": [[1e-5, "slow"]]}]},

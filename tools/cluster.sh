@@ -6,7 +6,9 @@
 # used only inside a node, and TCP (libfabric's tcp provider, MPIR_CVAR_CH4_NETMOD=ofi) between them.
 #
 #   tools/cluster.sh check               can namespaces be made here? exit 0, or print why not and exit 1
-#   tools/cluster.sh up [NODES] [RATE]   build NODES nodes (default 2); RATE shapes every link (e.g. 1gbit)
+#   tools/cluster.sh up [NODES] [RATE]   build NODES nodes (default 2, at most 64); RATE shapes every link (e.g.
+#                                        1gbit; none: unshaped). Arguments are checked before anything is made, and
+#                                        an `up` that fails half-way removes what it made (and nothing else)
 #   tools/cluster.sh shape RATE|none     reshape every link (tbf rate, e.g. 10gbit), or remove the shaping
 #   tools/cluster.sh status              nodes, addresses, cores, shaping
 #   tools/cluster.sh down                remove every namespace, veth pair and the bridge it made
@@ -27,7 +29,27 @@ STATE_DIR=/run/stencil-cluster
 STATE=$STATE_DIR/$P.env
 BR=${P}br
 
+MAX_NODES=64  # each node is a namespace, a veth pair and a share of the cores; more take long to build and share
+
 die() { echo "cluster.sh: $*" >&2; exit 1; }
+usage() { echo "cluster.sh: $*" >&2; exit 2; }  # a bad argument: one line, exit 2, nothing made
+
+check_nodes() {  # check_nodes N: a whole number 1..MAX_NODES
+  [[ $1 =~ ^[0-9]+$ ]] && (( 10#$1 >= 1 && 10#$1 <= MAX_NODES )) ||
+    usage "NODES: '$1' is not a number of nodes; give a whole number from 1 to $MAX_NODES, e.g. up 2"
+}
+
+check_rate() {  # check_rate RATE: none, or a tc rate (a number and a unit: bit, kbit, mbit, gbit, tbit, bps, kbps...)
+  [[ $1 == none || $1 =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]i?)?(bit|bps)$ ]] ||
+    usage "RATE: '$1' is not a link rate; give a number with a unit (e.g. 1gbit, 100mbit, 25gbit) or none"
+}
+
+check_names() {  # what STENCIL_CLUSTER and STENCIL_CLUSTER_NET make: interface names of at most 15 characters, an address
+  [[ $P =~ ^[a-z][a-z0-9]{0,8}$ ]] ||
+    usage "STENCIL_CLUSTER: '$P' is not a prefix; give 1 to 9 lower-case letters or digits, starting with a letter"
+  [[ $NET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] && (( BASH_REMATCH[1] <= 255 && BASH_REMATCH[2] <= 255 &&
+    BASH_REMATCH[3] <= 255 )) || usage "STENCIL_CLUSTER_NET: '$NET' is not the first three numbers of an IPv4 address; e.g. 10.77.0"
+}
 
 check() {  # why namespaces cannot be made here (nothing printed: they can)
   [[ $(id -u) == 0 ]] || { echo "not root (network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)"; return; }
@@ -56,17 +78,44 @@ shape_link() {  # shape_link DEV RATE: tbf on one device (RATE none: no shaping)
   [[ $2 == none ]] || tc qdisc add dev "$1" root tbf rate "$2" burst "${STENCIL_CLUSTER_BURST:-256kb}" latency 100ms
 }
 
+MADE=()  # what this `up` made, newest last: undone in reverse if it fails half-way
+
+undo() {  # the EXIT trap of a failed `up`: remove what it made (namespaces and links made before it are kept)
+  local rc=$? k
+  trap - EXIT
+  (( rc == 0 )) && return
+  for ((k = ${#MADE[@]} - 1; k >= 0; k--)); do
+    case ${MADE[k]} in
+      netns:*) ip netns del "${MADE[k]#netns:}" 2>/dev/null || true ;;
+      link:*) ip link del "${MADE[k]#link:}" 2>/dev/null || true ;;
+      file:*) rm -f "${MADE[k]#file:}" ;;
+    esac
+  done
+  echo "cluster.sh: up failed (exit $rc); removed what it had made" >&2
+  exit "$rc"
+}
+
 up() {
+  (( $# <= 2 )) || usage "up takes at most NODES and RATE, not '$*'; e.g. up 2 1gbit"
   local n=${1:-2} rate=${2:-none} i
+  check_nodes "$n"
+  check_rate "$rate"
+  check_names
+  n=$((10#$n))
   [[ -z $(check) ]] || die "cannot build the cluster: $(check)"
   [[ ! -f $STATE ]] || die "a cluster named $P exists already ($STATE); tools/cluster.sh down first"
+  ! ip link show "$BR" > /dev/null 2>&1 || die "a link named $BR exists already; tools/cluster.sh down, or another STENCIL_CLUSTER"
+  trap undo EXIT
   mkdir -p "$STATE_DIR"
+  MADE+=("file:$STATE")
   printf 'NODES=%s\nRATE=%s\nNET=%s\n' "$n" "$rate" "$NET" > "$STATE"
+  MADE+=("link:$BR")
   ip link add "$BR" type bridge
   ip addr add "$NET.254/24" dev "$BR"
   ip link set "$BR" up
   for ((i = 1; i <= n; i++)); do
     ip netns add "$P$i"
+    MADE+=("netns:$P$i" "link:$P${i}h")
     ip link add "$P${i}h" type veth peer name "$P${i}n"
     ip link set "$P${i}n" netns "$P$i"
     ip link set "$P${i}h" master "$BR" up
@@ -77,10 +126,13 @@ up() {
   done
   shape "$rate"
   status
+  trap - EXIT
 }
 
 shape() {
-  local rate=${1:?shape RATE|none} i
+  (( $# == 1 )) || usage "shape takes one RATE (e.g. shape 10gbit, or shape none)"
+  local rate=$1 i
+  check_rate "$rate"
   load
   for ((i = 1; i <= NODES; i++)); do
     shape_link "$P${i}h" "$rate"  # towards the node
@@ -115,8 +167,10 @@ status() {
 }
 
 launch() {  # launch -n P [mpiexec args] CMD...: the venv's mpiexec (MPICH hydra) over the nodes
+  [[ ${2:-} =~ ^[1-9][0-9]{0,5}$ ]] || usage "-n: '${2:-}' is not a number of ranks; e.g. -n 4 python3 -c ..."
+  (( $# >= 3 )) || usage "-n $2: give the command to run, e.g. -n $2 python3 -c 'print(1)'"
   load
-  local p=${2:?-n P}
+  local p=$2
   shift 2
   local per=$(( (p + NODES - 1) / NODES )) hosts="" i
   for ((i = 1; i <= NODES; i++)); do hosts+="${hosts:+,}node$i"; done
@@ -127,8 +181,11 @@ launch() {  # launch -n P [mpiexec args] CMD...: the venv's mpiexec (MPICH hydra
 }
 
 node_exec() {  # node_exec NODE CMD...: CMD in that node (its namespace, host name and cores)
+  [[ ${1:-} =~ ^[0-9]+$ ]] || usage "exec: '${1:-}' is not a node number; e.g. exec 1 hostname"
+  (( $# >= 2 )) || usage "exec $1: give the command to run, e.g. exec $1 hostname"
   load
-  local i=$1 c="CORES$1"
+  (( 10#$1 >= 1 && 10#$1 <= NODES )) || usage "exec: node $1 is not a node of this cluster; give 1 to $NODES"
+  local i=$((10#$1)) c="CORES$((10#$1))"
   shift
   exec ip netns exec "$P$i" unshare --uts sh -c "hostname node$i; exec taskset -c ${!c} \"\$@\"" sh "$@"
 }
@@ -141,5 +198,5 @@ case ${1:-} in
   status) status ;;
   exec) shift; node_exec "$@" ;;
   -n) launch "$@" ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

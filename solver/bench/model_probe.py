@@ -371,33 +371,77 @@ def load_entry(key: str) -> dict | None:
 
 
 def entry_problem(key: str, entry) -> str | None:
-    """Why a model.json entry cannot be used (what missing_kernels, needs_messages and solver.model.inputs
-    read: kernel points with their shape, occupancy, hosts and per-rank tile seconds; message tables), or None."""
-    from ..core.cache import positive, problem, whole
+    """Why a calibration entry (a model.json entry, or the file `stencil model --inputs` reads) cannot be used,
+    or None: every value solver.model.inputs and the cache's users read, with its type and range (counts whole
+    numbers >= 1, times and sizes finite and > 0, one host and node rank per rank of a kernel point)."""
+    from ..core.cache import problem
 
-    def table(v) -> bool:  # [[size, seconds], ...]
-        return isinstance(v, list) and all(isinstance(r, list) and len(r) == 2 and all(positive(x) for x in r) for r in v)
-
-    def rows(v) -> bool:  # per rank: a list of positive seconds
-        return isinstance(v, list) and v != [] and all(isinstance(r, list) and r and all(positive(x) for x in r) for r in v)
-
-    count, listed = (whole(1), "a whole number >= 1"), (lambda v: isinstance(v, list), "a list")
-    point = [("ny", *count), ("nx", *count), ("k", *count), ("occupancy", *count), ("tile_seconds", rows,
-             "a list of positive seconds per rank"), ("hosts", *listed), ("node_ranks", *listed)]
-    why = problem(entry, [("kernel", *listed), ("gpu", *listed), ("messages", lambda v: isinstance(v, dict), "an object")],
-                  optional=("gpu", "messages"))
-    for i, p in enumerate([] if why else entry["kernel"]):
-        why = why or (f"kernel[{i}]: {w}" if (w := problem(p, point)) else None)
-    for i, p in enumerate([] if why else entry.get("gpu") or []):
-        why = why or (f"gpu[{i}]: {w}" if (w := problem(p, [("ny", *count), ("nx", *count)])) else None)
+    why = problem(entry, [("kernel", _listed, "a list"), ("gpu", _listed, "a list"),
+                          ("messages", lambda v: isinstance(v, dict), "an object")], optional=("gpu", "messages"))
+    for name, items, check in (("kernel", entry.get("kernel") if not why else [], _kernel_problem),
+                               ("gpu", (entry.get("gpu") or []) if not why else [], _gpu_problem)):
+        for i, p in enumerate(items):
+            why = why or (f"{name}[{i}].{w}" if (w := check(p)) else None)
     m = None if why else entry.get("messages")
     if m:
-        tables = [(name, table, "a table of [size, seconds] rows") for name in ("exchange", "allreduce")]
-        why = problem(m, [("ranks", *count), ("per_node", *count), ("pingpong", lambda v: isinstance(v, dict)
-                          and all(table(v.get(n) or []) for n in ("intra", "inter")), "intra and inter tables"),
-                          *tables], optional=("exchange", "allreduce"))
-        why = f"messages: {why}" if why else None
+        why = _messages_problem(m)
+        why = f"messages.{why}" if why else None
     return why
+
+
+def _listed(v) -> bool:
+    return isinstance(v, list)
+
+
+def _table(v) -> bool:
+    """[[size, seconds], ...]: each a pair of finite numbers > 0."""
+    from ..core.cache import positive
+
+    return isinstance(v, list) and all(isinstance(r, list) and len(r) == 2 and all(positive(x) for x in r) for r in v)
+
+
+_TABLE = (_table, "a table of [size, seconds] rows, each > 0")
+
+
+def _kernel_problem(p) -> str | None:
+    from ..core.cache import positive, problem, text, whole
+
+    def rows(v) -> bool:  # per rank: a list of positive seconds
+        return isinstance(v, list) and v != [] and all(isinstance(r, list) and r and all(positive(x) for x in r)
+                                                       for r in v)
+
+    why = problem(p, [*((k, whole(1), "a whole number >= 1") for k in ("ny", "nx", "k", "occupancy")),
+                      ("tile_seconds", rows, "a list of seconds > 0 per rank"),
+                      ("check_seconds", positive, "seconds > 0"),
+                      ("hosts", lambda v: isinstance(v, list) and all(text(h) for h in v), "a list of host names"),
+                      ("node_ranks", lambda v: isinstance(v, list) and all(whole(0)(r) for r in v),
+                       "a list of whole numbers >= 0"),
+                      ("pattern", lambda v: v in ("serial", "halo"), "serial or halo")], optional=("pattern",))
+    if why is None and not len(p["hosts"]) == len(p["node_ranks"]) == len(p["tile_seconds"]):
+        why = "hosts, node_ranks and tile_seconds differ in length (one entry per rank each)"
+    return why
+
+
+def _gpu_problem(p) -> str | None:
+    from ..core.cache import positive, problem, whole
+
+    return problem(p, [("ny", whole(1), "a whole number >= 1"), ("nx", whole(1), "a whole number >= 1"),
+                       ("step_seconds", positive, "seconds > 0"), ("check_seconds", positive, "seconds > 0"),
+                       ("time_tile", whole(1), "a whole number >= 1"), ("stage", *_TABLE),
+                       ("stage_bytes", positive, "bytes > 0"), ("stage_seconds", positive, "seconds > 0")],
+                   optional=("time_tile", "stage", "stage_bytes", "stage_seconds"))
+
+
+def _messages_problem(m) -> str | None:
+    from ..core.cache import positive, problem, whole
+
+    return problem(m, [("ranks", whole(1), "a whole number >= 1"), ("per_node", whole(1), "a whole number >= 1"),
+                       ("nodes", whole(1), "a whole number >= 1"),
+                       ("pingpong", lambda v: isinstance(v, dict) and all(_table(v.get(n) or []) for n in ("intra", "inter")),
+                        "intra and inter tables of [size, seconds] rows, each > 0"),
+                       ("exchange", *_TABLE), ("allreduce", *_TABLE),
+                       ("write_bytes_per_second", positive, "bytes per second > 0")],
+                   optional=("nodes", "exchange", "allreduce", "write_bytes_per_second"))
 
 
 def point_id(p: dict) -> tuple:

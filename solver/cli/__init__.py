@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..core.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, StencilError, VerificationError
-from ..core.limits import MAX_THREADS, MAX_TIME_TILE
+from ..core.limits import MAX_RANKS, MAX_THREADS, MAX_TIME_TILE
 from . import stdout
 
 
@@ -115,6 +115,39 @@ def _check_fields_fit(option: str, size: int, dtype: str) -> None:
     if available and need > available:
         raise InputError(f"{option}: {size}^2 points of {dtype} need {need / 2**30:.1f} GiB for two fields but "
                          f"{available / 2**30:.1f} GiB are available here; use a smaller {option}")
+
+
+MAX_REPEATS = 1000  # timed repeats of a benchmark: a median of more says nothing new
+MAX_BATCH = 100_000  # steps per timed batch of a benchmark (a batch is a measurement, not a run)
+MAX_LOCK_ELEMENTS = 1 << 22  # bench reduction's lock-per-add variant: Python threads taking a lock per element
+
+
+def _check_elements_fit(option: str, n: int, dtype: str, extra: int = 8) -> None:
+    """n elements of `dtype` (and `extra` bytes each for their making) in the memory available here."""
+    import numpy as np
+
+    from ..core.machine import memory_bytes
+
+    need = n * (np.dtype(dtype).itemsize + extra)
+    _, available = memory_bytes()
+    if available and need > available:
+        raise InputError(f"{option}: {n} elements of {dtype} need {need / 2**30:.1f} GiB but {available / 2**30:.1f} GiB "
+                         f"are available here; use a smaller {option}")
+
+
+def _shapes_fit(text: str, option: str, dtype: str, ranks: int) -> list[tuple[int, int]]:
+    """NYxNX,... block shapes: whole numbers >= 3 each, whose two fields per rank fit the memory here."""
+    from ..bench.model_probe import shapes
+
+    try:
+        out = shapes(text)
+    except ValueError:
+        raise InputError(f"{option}: {text!r} is not a list of NYxNX shapes; e.g. 256x4096,1024x1024") from None
+    if not out or any(len(s) != 2 or min(s) < 3 for s in out):
+        raise InputError(f"{option}: {text!r}: give shapes NYxNX of at least 3 x 3 each; e.g. 256x4096,1024x1024")
+    for ny, nx in out:
+        _check_elements_fit(option, 2 * (ny + 2) * (nx + 2) * ranks, dtype, extra=0)
+    return out
 
 
 def _check_backends(names: list[str]) -> list[str]:
@@ -251,7 +284,7 @@ def _free_saved_dims(data: dict, ranks: int, over: dict) -> str | None:
 @app.command()
 def validate(
     case: Path = typer.Argument(..., help="case file (YAML)"),
-    ranks: int = typer.Option(1, min=1, help="plan for this many MPI ranks"),
+    ranks: int = typer.Option(1, min=1, max=MAX_RANKS, help="plan for this many MPI ranks"),
     backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
     dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
     output: Optional[str] = typer.Option(None, "--output", "-o"), sets: Optional[list[str]] = _SET,
@@ -294,8 +327,8 @@ def tune(
     kernel: Optional[list[str]] = typer.Option(None, "--kernel", "-k", help="variants to sweep (default: all)"),
     blocks: Optional[str] = typer.Option(None, help="block shapes, e.g. 32x8,128x16 (default: a set per variant)"),
     dtype: Optional[str] = typer.Option(None, help="override numerics.dtype"),
-    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
-    steps: int = typer.Option(20, min=2, help="steps per timed batch"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed repeats; the median is reported"),
+    steps: int = typer.Option(20, min=2, max=MAX_BATCH, help="steps per timed batch"),
     save: bool = typer.Option(True, "--save/--no-save", help="store the fastest choices for runs with block: null"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
     time_tile: Optional[list[int]] = typer.Option(None, "--time-tile", help="steps per launch for wave/wave2/wave2a (default 4 8 12)"),
@@ -340,8 +373,8 @@ def bench(
     dtype: str = typer.Option("float64", help="float32 | float64"),
     threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS, help="numba threads (default: all cores)"),
     backend: list[str] = typer.Option(["numpy", "numba"], "--backend", "-b", help="backends to measure"),
-    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
-    steps: int = typer.Option(50, min=2, help="steps per batch (a one-process run's batch between polls is 50)"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed repeats; the median is reported"),
+    steps: int = typer.Option(50, min=2, max=MAX_BATCH, help="steps per batch (a one-process run's batch between polls is 50)"),
     time_tile: list[int] = typer.Option([1, 0], "--time-tile", help="numba time tiles to measure (1 = plain kernel, "
                                         "0 = the default: stored by --tune, else chosen per block)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
@@ -401,7 +434,7 @@ def bench_bandwidth(
     backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="default: every available backend"),
     threads: Optional[str] = typer.Option(None, help="numba threads per rank, e.g. 1,2,4,8 (default: powers of two "
                                                      "up to the cores per rank)"),
-    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed repeats; the median is reported"),
     refresh: bool = typer.Option(False, help="measure again and replace the cached entries"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
@@ -426,11 +459,12 @@ def bench_bandwidth(
 @bench_app.command("reduction")
 def bench_reduction(
     size: int = typer.Option(1 << 25, min=1, help="elements per rank"),
-    lock_size: int = typer.Option(1 << 17, min=1, help="elements for the lock-per-add variant (it is slow)"),
+    lock_size: int = typer.Option(1 << 17, min=1, max=MAX_LOCK_ELEMENTS,
+                                  help="elements for the lock-per-add variant (it is slow)"),
     threads: Optional[int] = typer.Option(None, min=1, max=MAX_THREADS, help="threads per rank (default: cores / ranks per node)"),
     dtype: str = typer.Option("float64", help="float32 | float64 (sums accumulate in float64)"),
     gpu: Optional[bool] = typer.Option(None, "--gpu/--no-gpu", help="GPU variants (default: when cupy and a GPU are here)"),
-    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed repeats; the median is reported"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
     mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
 ) -> None:
@@ -440,6 +474,7 @@ def bench_reduction(
     from ..parallel.comm import Comm
 
     _check_dtype(dtype)
+    _check_elements_fit("--size", size, dtype)
     comm = Comm.world(mpi)
     reason = registry()["cupy"].unavailable()
     if gpu and reason:
@@ -465,7 +500,7 @@ def bench_vectorize(
     dtype: str = typer.Option("float64", help="float32 | float64"),
     threads: int = typer.Option(1, min=1, max=MAX_THREADS, help="numba threads (1 shows SIMD alone)"),
     sizes: Optional[str] = typer.Option(None, help="grid sides, e.g. 176,4096 (default: one in L2, one far beyond L3)"),
-    repeats: int = typer.Option(5, min=1, help="timed repeats; the median is reported"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed repeats; the median is reported"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
 ) -> None:
     """SIMD evidence in the numba kernel's assembly, and its speed with LLVM's loop vectoriser on and off."""
@@ -488,8 +523,8 @@ def bench_access(
     sizes: Optional[str] = typer.Option(None, help="array sizes, powers of two: 4K,64K,1M or a range 4K-256M "
                                                    "(default: 4K to at least 4x the last-level cache)"),
     strides: Optional[str] = typer.Option(None, help="strides in elements, e.g. 2,8,64 (default: 2,4,8,16,64,512)"),
-    repeats: int = typer.Option(5, min=1, help="timed rounds; the median is reported"),
-    min_time: float = typer.Option(0.02, min=1e-4, help="seconds one timed call lasts at least"),
+    repeats: int = typer.Option(5, min=1, max=MAX_REPEATS, help="timed rounds; the median is reported"),
+    min_time: float = typer.Option(0.02, min=1e-4, max=60, help="seconds one timed call lasts at least"),
     clock: str = typer.Option("wall", help="wall | cpu: the CPU clock (process CPU time / threads) for a machine "
                                            "shared with other jobs; both are recorded"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
@@ -513,7 +548,7 @@ app.add_typer(sweep_app, name="sweep")
 _LAUNCHER = typer.Option(None, help="mpirun | mpiexec | srun | none, or a path (default: mpirun; threads: none)")
 _LAUNCHER_ARGS = typer.Option("", "--launcher-args", help="extra launcher arguments as one string, e.g. "
                                                           "'--bind-to core' or '--oversubscribe'")
-_REPEATS = typer.Option(1, min=1, help="runs per point; the median time per step is reported")
+_REPEATS = typer.Option(1, min=1, max=MAX_REPEATS, help="runs per point; the median time per step is reported")
 _OUTPUT = typer.Option(None, "--output", "-o", help="sweep directory (default: output/sweep-KIND-CASE)")
 _BACKEND = typer.Option(None, help="override backend.name")
 _STEPS = typer.Option(None, help="override run.steps")
@@ -562,7 +597,7 @@ def _rank_sweep(kind: str, case_help: str, doc: str):
         timeout: Optional[float] = _TIMEOUT, time_tile: Optional[int] = _TIME_TILE, fields: bool = _FIELDS,
         model: bool = _MODEL, network: Optional[str] = _NETWORK, sets: Optional[list[str]] = _SET,
     ) -> None:
-        _sweep(kind, case, _counts(ranks, "--ranks", []), threads_per_rank=threads_per_rank, launcher=launcher,
+        _sweep(kind, case, _counts(ranks, "--ranks", [], MAX_RANKS), threads_per_rank=threads_per_rank, launcher=launcher,
                launcher_args=launcher_args, repeats=repeats, output=output, backend=backend, steps=steps, dtype=dtype,
                halo=halo, decomposition=decomposition, balance=balance, verify=verify, overwrite=overwrite,
                timeout=timeout, time_tile=time_tile, fields=fields, model=model, network=network, sets=_sets(sets))
@@ -606,9 +641,9 @@ def report(
 @app.command()
 def model(
     case: Optional[Path] = typer.Argument(None, help="case file (YAML); not needed with --validate"),
-    ranks: Optional[int] = typer.Option(None, min=1, help="MPI ranks (default: nodes x ranks per node, else 1)"),
-    nodes: Optional[int] = typer.Option(None, min=1, help="nodes (default: as many as --ranks needs)"),
-    ranks_per_node: Optional[int] = typer.Option(None, "--ranks-per-node", min=1,
+    ranks: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="MPI ranks (default: nodes x ranks per node, else 1)"),
+    nodes: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="nodes (default: as many as --ranks needs)"),
+    ranks_per_node: Optional[int] = typer.Option(None, "--ranks-per-node", min=1, max=MAX_RANKS,
                                                  help="ranks per node (default: the cores here; with --gpus 1)"),
     gpus: bool = typer.Option(False, "--gpus", help="one GPU per rank (cupy backend)"),
     network: Optional[str] = typer.Option(None, help="between nodes: a preset (infiniband-hdr, infiniband-ndr, "
@@ -665,7 +700,7 @@ def model(
 @bench_app.command("model")
 def bench_model(
     case: Path = typer.Argument(..., help="case file (YAML): its dtype and halo mode"),
-    ranks: Optional[int] = typer.Option(None, min=1, help="ranks of the probe launch (default: the cores here)"),
+    ranks: Optional[int] = typer.Option(None, min=1, max=MAX_RANKS, help="ranks of the probe launch (default: the cores here)"),
     gpu: Optional[str] = typer.Option(None, help="GPU sizes to measure, e.g. 4096,8192,16384 (square)"),
     shapes: Optional[str] = typer.Option(None, help="CPU block shapes NYxNX, e.g. 256x4096,1024x1024 (default: a grid)"),
     time_tile: str = typer.Option("1,8", "--time-tile", help="time tiles to measure"),
@@ -675,16 +710,17 @@ def bench_model(
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the measured inputs here (for --inputs)"),
 ) -> None:
     """Measure the scaling model's inputs (kernel by block and tile, messages, MPI_Allreduce; GPU) and cache them."""
-    from ..bench.model_probe import SHAPES, shapes as parse_shapes
+    from ..bench.model_probe import SHAPES
     from ..config import load_case
     from ..core.machine import cpu_count
     from ..model import calibrate
 
     cfg = load_case(case)
     n = ranks or cpu_count()
-    sizes = _counts(gpu, "--gpu", [])
+    sizes = _counts(gpu, "--gpu", [], 1 << 17)
+    blocks = _shapes_fit(shapes, "--shapes", cfg.numerics.dtype, n) if shapes is not None else None
     got = calibrate.measure(calibrate.launcher(launcher, launcher_args), n, cfg.numerics.dtype, cfg.parallel.halo,
-                            parse_shapes(shapes) if shapes else ([] if sizes else list(SHAPES)),
+                            blocks if blocks is not None else ([] if sizes else list(SHAPES)),
                             _counts(time_tile, "--time-tile", [1]), [], [(s, s) for s in sizes], refresh,
                             say=lambda line: print(line, flush=True))
     print("\n".join(got.describe()))

@@ -50,6 +50,13 @@ class Balance:
         self.scale = 0.0  # largest sum |u| dx dy seen (the rounding bound's scale)
         self._sums: dict = {}
 
+    def moved(self, block) -> None:
+        """A rebalance gave this rank another block (parallel.balance: dynamic): the walls' weights and the
+        sources' sums follow it; the terms summed so far stay."""
+        self.block, self._sums = block, {}
+        self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
+        self.sides = {side: self.sides.get(side, 0.0) for side in self.c}
+
     # what a rank holds -----------------------------------------------------------------------------------
     def _physical(self, side: str) -> bool:
         return (self.block.neighbours[BLOCK_SIDE[side]] is None

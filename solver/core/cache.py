@@ -40,13 +40,16 @@ def path(name: str) -> Path:
 
 def _raw(name: str) -> tuple[dict, str | None]:
     """(the file's object, why it could not be read: None when it was, or is absent)."""
+    from .errors import InputError
+    from .readers import read_json
+
     p = path(name)
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
+    if not os.path.lexists(p):
         return {}, None
-    except (OSError, ValueError) as exc:
-        return {}, f"cannot be read ({str(exc).splitlines()[0][:80]})"
+    try:
+        data = read_json(p, None, "")
+    except InputError as exc:  # '<path>: <why>; ' (solver.core.readers): the why
+        return {}, f"cannot be read ({str(exc).removeprefix(f'{p}: ').removesuffix('; ')[:80]})"
     return (data, None) if isinstance(data, dict) else ({}, "is not a JSON object")
 
 

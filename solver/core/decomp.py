@@ -17,9 +17,11 @@ neighbour, so that side stays None and is filled locally (a copy, no message). `
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .errors import InputError
+from .limits import MAX_RANKS
 
 
 def split(n: int, parts: int, k: int) -> tuple[int, int]:
@@ -104,6 +106,9 @@ def choose_dims(size: int, shape: tuple[int, int], decomposition: str, dims: lis
     """(py, px) for `size` ranks. rows: (size, 1). cart: the given dims, or the factor pair with the
     smallest halo per rank for this grid's aspect ratio (MPI_Dims_create ignores the aspect)."""
     ny, nx = shape
+    if size > MAX_RANKS:
+        raise InputError(f"parallel: {size} ranks: at most {MAX_RANKS} are supported (each rank lists every rank's "
+                         f"block); use at most {MAX_RANKS} ranks")
     if decomposition == "rows":
         py, px = size, 1
     elif dims is not None:
@@ -112,7 +117,8 @@ def choose_dims(size: int, shape: tuple[int, int], decomposition: str, dims: lis
             raise InputError(f"parallel.dims: {py} x {px} = {py * px} processes but the job has {size} ranks; "
                              f"make py * px = {size} or use dims: null")
     else:
-        pairs = [(p, size // p) for p in range(1, size + 1) if size % p == 0 and p <= ny and size // p <= nx]
+        small = [p for p in range(1, math.isqrt(size) + 1) if size % p == 0]  # the divisors, in sqrt(size) steps
+        pairs = [(p, size // p) for d in small for p in {d, size // d} if p <= ny and size // p <= nx]
         if not pairs:
             raise InputError(f"parallel: {size} ranks cannot tile a {ny} x {nx} grid; use fewer ranks")
         py, px = min(pairs, key=lambda d: (ny / d[0] + nx / d[1], -d[0]))

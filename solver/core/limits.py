@@ -2,3 +2,6 @@
 
 MAX_THREADS = 1 << 16  # numba threads per rank, from any source (case, options, OMP_NUM_THREADS, caches)
 MAX_TIME_TILE = 64  # numba steps per sweep (and halo depth under MPI): backend.time_tile, --time-tile, tiles.json
+MAX_RANKS = 1 << 16  # ranks of a run, a plan (validate) or a prediction (model): every rank lists every rank's block
+# (core.decomp.all_blocks) and the model simulates each rank; at 65536 (4096 nodes x 16, the largest the docs
+# predict) `stencil model` answers in about 10 s on a 2-core VM

@@ -20,6 +20,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from . import stops
 from .errors import NumericalError
 from .physics import IMPLICIT_TOLERANCE
 from .timing import Timer
@@ -29,7 +30,6 @@ SERIAL_POLL_EVERY = 50  # one process: polls cost nothing, but each ends a batch
 GPU_POLL_EVERY = 1000  # one process on a GPU: a batch costs 0.03-0.1 ms beyond its steps (a launch's fill and drain:
 # `chip` at 2048^2 float64, 3.88 us a step in launches of 400 against 3.75 in 1024); polls still come every POLL_SECONDS
 # at most (fit_poll), and every 10% of the steps where progress lines are shown (poll_period)
-STALL_CHECKS = 3  # multigrid: checks in a row that do not halve the best residual before it end the run ("floor")
 POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
 
 
@@ -40,13 +40,21 @@ class LoopState:
     step: int = 0
     residuals: list[tuple[int, float]] = field(default_factory=list)  # (step, max |residual|): laplace's checks
     converged: bool = False
-    stopped_by: str | None = None  # "signal" when a stop request ended the loop early; "floor": the residual stalled
+    stopped_by: str | None = None  # "signal": a stop request paused the run; multigrid: a stop rule (core.stops.ENDINGS)
     r0: float | None = None  # laplace: max |residual| of the initial field, the unit of run.tolerance
-    solves: list[tuple[int, int, float, float]] = field(default_factory=list)  # implicit heat: (step, cycles, max|g|, relative)
+    solves: list[tuple[int, int, float, float, str]] = field(default_factory=list)  # implicit heat: (step, cycles,
+    # the unit max|g - A u^n|, the relative residual reached, why the solve ended: multigrid.cycle.Multigrid.time_step)
+
+    floor: float | None = None  # multigrid: the rounding floor of the residual, measured when the residual stalled
 
     def relative(self, r: float) -> float:
         """A residual in units of the initial one (0 when the initial field already solves the problem)."""
         return r / self.r0 if self.r0 else (0.0 if r == 0 else float("inf"))
+
+    def finished(self, end: int) -> bool:
+        """The run ends at this step: run.steps reached, converged, or a stop rule held (a stop request only
+        pauses it: the run continues from its checkpoint)."""
+        return self.step >= end or self.converged or self.stopped_by in stops.ENDINGS
 
 
 @dataclass
@@ -174,8 +182,10 @@ class TimeLoop:
                     self.ex.advance(s, n, self.w_tiles, timer, lambda st, tm: self.step(st, tm, slow=False), keep_previous)
             finally:
                 self._batched = False
-            if self.data.balance is not None:
+            if self.data.balance is not None:  # the batch's sources, summed step by step: time of the loop's own
+                t = time.perf_counter()
                 self.data.balance.batch(first, n)
+                timer.add("other", t)
             if self.slow:  # the test hook of step(), for every step of the batch, charged to compute
                 t = time.perf_counter()
                 time.sleep(self.slow * self.layout.block.ny * (s.step - first))
@@ -206,12 +216,12 @@ class TimeLoop:
         t = time.perf_counter()
         before = bal.fluxes(self.backend, self.iterate.views()[0]) if bal is not None else None
         timer.add("other", t)
-        cycles, scale, rel = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
+        cycles, scale, rel, why = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
         if bal is not None:
             t = time.perf_counter()
             bal.implicit(before, bal.fluxes(self.backend, self.iterate.views()[0]), s.step)
             timer.add("other", t)
-        s.solves.append((s.step + 1, cycles, scale, rel))
+        s.solves.append((s.step + 1, cycles, scale, rel, why))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)
 
@@ -223,6 +233,7 @@ class TimeLoop:
             self.backend.plan(self._batches(s.step, end, warm_end))
         if self.iterate is not None and self.laplace and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
             s.r0 = self.comm.allmax(self.iterate.residual_norm(self.warm_timer))
+            self._finite(s.r0, s.step)
             self._converged(s, s.r0)
         try:
             self._run(s, end, warm_end)
@@ -319,17 +330,17 @@ class TimeLoop:
         self._resolve(timer, None if step == end else first)  # the checks of the batches before this one
         if self.hooks is None:
             return
-        if (out.every and step % out.every == 0) or step == end or s.converged:
+        if (out.every and step % out.every == 0) or s.finished(end):  # every ending writes its final field
             self._settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
-        if out.checkpoint_every and step % out.checkpoint_every == 0 and step != end:
+        if out.checkpoint_every and step % out.checkpoint_every == 0 and not s.finished(end):  # (the end: after_loop)
             self._settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
             timer.add("io", t)
-        if step % self.poll_every == 0 and step != end and not s.converged and s.stopped_by is None:
+        if step % self.poll_every == 0 and not s.finished(end) and s.stopped_by is None:
             t = time.perf_counter()
             stop = self._vote(self.hooks.stop_requested())
             t = timer.add("wait", t)
@@ -340,13 +351,15 @@ class TimeLoop:
                 t = time.perf_counter()
             self.hooks.progress(step)  # shows something only when due
             timer.add("other", t)
-        if self.balancer and self.balancer.due(step) and step != end and not s.converged and s.stopped_by is None:
+        if self.balancer and self.balancer.due(step) and not s.finished(end) and s.stopped_by is None:
             if self.balancer.maybe(s, timer):  # rows moved: layout.block is new, and so must the exchanger be
                 t = time.perf_counter()
                 self.ex.close()
                 self.ex = self.connect(self.layout.block, s, self.ex)
                 if self.data.weights is not None:  # fields on the new block
                     self.w, self.w_tiles = self.data.weights(step, self.ex)
+                if self.data.balance is not None:  # the energy balance's walls on the new block
+                    self.data.balance.moved(self.layout.block)
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:
@@ -402,18 +415,21 @@ class TimeLoop:
     def _finite(self, r: float, step: int) -> None:
         if r == float("inf") or r != r:
             raise NumericalError(f"NaN or Inf in the field at step {step} (checked every {self.check_every} "
-                                 "steps); reduce physics.dt or check the initial and boundary values")
+                                 f"steps); {stops.overflow_fix(self.case)}")
 
     def _converged(self, s: LoopState, r: float) -> None:
-        """The stop tests: the relative residual below run.tolerance; multigrid also stops when the residual
-        has stopped falling (STALL_CHECKS checks without halving the best so far: the floating-point floor)."""
+        """The stop tests: the relative residual below run.tolerance (or none left at all); multigrid also
+        stops when its residual has stopped falling, for a reason the figures show (solver.core.stops)."""
         tol = self.case.run.tolerance
-        if tol is not None and s.relative(r) < tol or s.r0 == 0:
+        if tol is not None and s.relative(r) < tol or r == 0:
             s.converged = True
-        elif self.iterate is not None and len(s.residuals) > STALL_CHECKS:
-            best = min(v for _, v in s.residuals[:-STALL_CHECKS])
-            if min(v for _, v in s.residuals[-STALL_CHECKS:]) > 0.5 * best:
-                s.stopped_by = "floor"
+        elif self.iterate is not None:
+            s.stopped_by = stops.ending([v for _, v in s.residuals], lambda: self._floor(s))
+
+    def _floor(self, s: LoopState) -> float:
+        """The residual's rounding floor now (collective), kept in the state for the record."""
+        s.floor = stops.rounding_floor(self.case.numerics.dtype, self.comm.allmax(self.iterate.scale()))
+        return s.floor
 
 
 def _injected_failure(rank: int) -> int | None:

@@ -7,6 +7,10 @@ Layout:
     ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
     residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio), segments (JSON:
     the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them).
+    /residuals (checks, 2) float64: laplace's checks up to `step`, (step, max |residual|) each: multigrid's stop
+    rules read this history (solver.core.stops), so a restart decides every later cycle as the run would have.
+    /NAME (ny, nx), one per name in the attribute `state` (JSON list): the solver's own fields beyond u that
+    decide its next step (laplace with multigrid.krylov cg: cg_r, cg_p, the residual and the search direction).
 The boundary (every side's kind and value or flux) lives in the case and in the fingerprint, so a
 restart with other boundaries is refused; ghost layers on physical sides are filled from the owned
 points by their rules and those facing a neighbour by the first halo exchange, so a restart is bitwise
@@ -34,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.stops import ENDINGS
 from .fields import RESERVE_SLACK, chunk_rows, for_each_block, hdf5_writer, write_skeleton
 from .safeio import WriteFailed, replaced, reserve, writing
 
@@ -139,6 +144,44 @@ def _segments(a, p: Path, step: int) -> tuple:
     return tuple(segs)
 
 
+def _residuals(f, p: Path, step: int) -> tuple:
+    """The checks' (step, residual) history, each step a whole number after the last and up to `step`, each
+    residual finite and >= 0 (a checkpoint written before histories were kept has none: empty)."""
+    if "residuals" not in f:
+        return ()
+    h = f["residuals"]
+    shape = getattr(h, "shape", None)  # a group where the dataset belongs: no shape
+    data = h[()] if shape and len(shape) == 2 and shape[1] == 2 and shape[0] <= step + 1 else None
+    if data is None or not np.all(np.isfinite(data)) or (len(data) and (
+            np.any(data[:, 0] != np.round(data[:, 0])) or np.any(data < 0) or np.any(np.diff(data[:, 0]) <= 0)
+            or data[-1, 0] > step)):
+        raise InputError(f"--restart: {p} has a dataset residuals that is not a history of checks up to step {step}: "
+                         "the checkpoint is damaged; restart from an intact copy")
+    return tuple((int(k), float(r)) for k, r in data)
+
+
+def _ended(a, p: Path) -> str | None:
+    """The stop rule that ended the run that wrote the checkpoint (attribute `ended`), or None ('' or absent)."""
+    ended = a.get("ended", "")
+    if ended not in ("", *ENDINGS):
+        raise InputError(f"--restart: {p} has attribute ended = {str(ended)[:40]!r}, not one of {', '.join(ENDINGS)} or "
+                         "empty: the checkpoint is damaged; restart from an intact copy")
+    return ended or None
+
+
+def _state(f, p: Path) -> tuple:
+    """The names of the solver's fields the checkpoint holds beside u, each a dataset shaped and typed as /u."""
+    import h5py
+
+    names = json.loads(f.attrs.get("state", "[]"))
+    u = f["u"]
+    if not (isinstance(names, list) and all(isinstance(n, str) and n != "u" and isinstance(f.get(n), h5py.Dataset)
+                                            and f[n].shape == u.shape and f[n].dtype == u.dtype for n in names)):
+        raise InputError(f"--restart: {p} has attribute state = {str(names)[:60]!r}, not the names of fields laid out "
+                         "as /u: the checkpoint is damaged; restart from an intact copy")
+    return tuple(names)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path
@@ -150,6 +193,9 @@ class Checkpoint:
     shape: tuple[int, int]
     r0: float | None = None  # laplace: the initial field's max residual, the unit of run.tolerance
     segments: tuple = ()  # the segments that led to `step` (dicts), oldest first
+    residuals: tuple = ()  # laplace: the checks' (step, max |residual|) up to `step` (the stop rules' history)
+    ended: str | None = None  # the stop rule that ended its run (core.stops.ENDINGS): there is nothing to continue
+    state: tuple = ()  # names of the solver's own fields beside u (datasets laid out as /u: write_checkpoint)
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -166,7 +212,8 @@ class Checkpoint:
                     raise InputError(f"--restart: {p} is not a stencil checkpoint; {hint}")
                 step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
                 return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0=r0,
-                           segments=_segments(a, p, step))
+                           segments=_segments(a, p, step), residuals=_residuals(f, p, step), state=_state(f, p),
+                           ended=_ended(a, p))
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -182,21 +229,28 @@ class Checkpoint:
         if self.step >= steps:
             raise InputError(f"run.steps: {steps} but the checkpoint is already at step {self.step}; "
                              f"use --steps above {self.step} to continue the run")
+        if self.ended:
+            why = {"floor": f"its residual reached {case.numerics.dtype}'s rounding floor",
+                   "stalled": "its residual stalled far above the rounding floor",
+                   "diverged": "its cycles diverged"}[self.ended]
+            raise InputError(f"--restart: {self.path}: its run ended at step {self.step} ({why}); there is nothing to "
+                             "continue: run the case again without --restart (with other multigrid settings to get "
+                             "further)")
         tol = case.run.tolerance
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
             raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
                              f"{self.tolerance:g}); lower run.tolerance to continue it")
 
-    def read_block(self, block) -> np.ndarray:
-        """This rank's owned block, read directly from the file."""
+    def read_block(self, block, name: str = "u") -> np.ndarray:
+        """This rank's owned block of the field `name` (u, or one of `state`), read directly from the file."""
         import h5py
 
         (r0, r1), (c0, c1) = block.rows, block.cols
         try:
             with h5py.File(self.path, "r") as f:
-                return f["u"][r0:r1, c0:c1]
+                return f[name][r0:r1, c0:c1]
         except OSError as exc:  # a chunk whose checksum (fletcher32) does not match, a truncated file
-            raise InputError(f"--restart: dataset /u of {self.path} cannot be read (rows {r0}-{r1 - 1}: "
+            raise InputError(f"--restart: dataset /{name} of {self.path} cannot be read (rows {r0}-{r1 - 1}: "
                              f"{str(exc).splitlines()[0][:80]}): the checkpoint is damaged; restart from an intact "
                              "copy") from None
 
@@ -205,59 +259,75 @@ class Checkpoint:
         return self.path.parent
 
 
-def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
-    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, segments."""
+def write_checkpoint(path: Path, comm, blocks, mine: np.ndarray, meta: dict, state: dict | None = None) -> None:
+    """Collective. meta: step, time, fingerprint (dict), case (YAML), dims, converged, tolerance, r0, segments,
+    residuals. state: the solver's own fields beyond u that decide its next step, by name (this rank's owned
+    blocks, the same names on every rank: conjugate gradients' residual and direction), each a dataset of
+    its own laid out as /u."""
+    fields = {"u": mine, **(state or {})}
     if hdf5_writer(comm) == "mpio":
-        return _write_parallel(path, comm, blocks, mine, meta)
+        return _write_parallel(path, comm, blocks, fields, meta)
     if comm.rank != 0:
-        for_each_block(comm, blocks, mine, None)
+        for a in fields.values():
+            for_each_block(comm, blocks, a, None)
         return
     with replaced(path, durable=True) as tmp:
-        _stream_into(tmp, comm, blocks, mine, meta)
+        _stream_into(tmp, comm, blocks, fields, meta)
 
 
-def _stream_into(tmp: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
+def _stream_into(tmp: Path, comm, blocks, fields: dict, meta: dict) -> None:
+    """Rank 0: every field's blocks into the temporary file. A write that fails still receives every later
+    block (no rank is left blocked in its send) and is raised at the end."""
     import h5py
 
-    opened = {}
+    opened, failed = {}, []
 
-    def put(b, data) -> None:
-        if not opened:  # at the first block: the skeleton, then room for all the data, then HDF5 writes
-            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
-            opened["f"] = f = h5py.File(tmp, "r+")
-            opened["u"] = f["u"]
-        opened["u"][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
+    def writer(name: str, dtype):
+        def put(b, data) -> None:
+            if not opened:  # at the first block: the skeleton, then room for all the data, then HDF5 writes
+                _prepare(tmp, comm, blocks[0].shape, dtype, meta, list(fields))
+                opened["f"] = h5py.File(tmp, "r+")
+            if name not in opened:
+                opened[name] = opened["f"][name]
+            opened[name][b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = data
+        return put
 
     try:
-        for_each_block(comm, blocks, mine, put)
+        for name, a in fields.items():
+            try:
+                for_each_block(comm, blocks, a, None if failed else writer(name, a.dtype))
+            except Exception as exc:  # noqa: BLE001 - raised below, once every block has arrived
+                failed.append(exc)
     finally:
         if opened:
             opened["f"].close()
+    if failed:
+        raise failed[0]
 
 
-def _prepare(tmp: Path, comm, shape, dtype, meta: dict) -> None:
+def _prepare(tmp: Path, comm, shape, dtype, meta: dict, names: list[str]) -> None:
     """The temporary file's skeleton, written by Python, then room reserved for all of its data."""
-    write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm)))
-    nbytes = math.prod(shape) * dtype.itemsize
+    write_skeleton(tmp, lambda f: _create(f, shape, dtype, meta, comm.size, hdf5_writer(comm), names))
+    nbytes = math.prod(shape) * dtype.itemsize * len(names)
     reserve(tmp, tmp.stat().st_size + nbytes + nbytes // 32 + RESERVE_SLACK)
 
 
-def _write_parallel(path: Path, comm, blocks, mine: np.ndarray, meta: dict) -> None:
-    """Parallel HDF5: rank 0 prepares the temporary file, every rank writes its block, rank 0 renames."""
+def _write_parallel(path: Path, comm, blocks, fields: dict, meta: dict) -> None:
+    """Parallel HDF5: rank 0 prepares the temporary file, every rank writes its blocks, rank 0 renames."""
     if comm.rank != 0:
-        return _write_block(comm.bcast(None), path, comm, blocks[comm.rank], mine)
+        return _write_block(comm.bcast(None), path, comm, blocks[comm.rank], fields)
     with replaced(path, durable=True) as tmp:
         try:
-            _prepare(tmp, comm, blocks[0].shape, mine.dtype, meta)
+            _prepare(tmp, comm, blocks[0].shape, fields["u"].dtype, meta, list(fields))
         except Exception:
             comm.bcast(None)  # the other ranks return; collective() reports this error on every rank
             raise
         comm.bcast(str(tmp))
-        _write_block(tmp, path, comm, blocks[0], mine)
+        _write_block(tmp, path, comm, blocks[0], fields)
 
 
-def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
-    """Collective: every rank writes its own block into `tmp` (None: rank 0 could not prepare it).
+def _write_block(tmp, path: Path, comm, block, fields: dict) -> None:
+    """Collective: every rank writes its own block of every field into `tmp` (None: rank 0 could not prepare it).
 
     Every rank learns whether every write succeeded; rank 0 raises if any failed, so the temporary
     file is removed and the previous checkpoint stays.
@@ -270,9 +340,10 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
     reason = None
     try:
         with writing(path), h5py.File(tmp, "r+", driver="mpio", comm=comm.mpi) as f:
-            u = f["u"]  # one Dataset object: f["u"] makes a new one each time, without the collective setting
-            with u.collective:
-                u[r0:r1, c0:c1] = mine
+            for name, mine in fields.items():
+                d = f[name]  # one Dataset object: f[name] makes a new one each time, without the collective setting
+                with d.collective:
+                    d[r0:r1, c0:c1] = mine
     except WriteFailed as exc:
         reason = exc.reason
     failed = [r for r in comm.allgather(reason) if r]
@@ -280,10 +351,11 @@ def _write_block(tmp, path: Path, comm, block, mine: np.ndarray) -> None:
         raise WriteFailed(path, OSError(None, reason or failed[0]))
 
 
-def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
+def _create(f, shape, dtype, meta: dict, ranks: int, writer: str, names: list[str]):
     ny, nx = shape
-    u = f.create_dataset("u", shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx),
-                         fletcher32=True)  # a checksum per chunk, verified by every read (restart)
+    for name in names:  # u, then the solver's state; a checksum per chunk, verified by every read (restart)
+        f.create_dataset(name, shape=shape, dtype=dtype, chunks=(min(ny, chunk_rows(nx, dtype.itemsize)), nx),
+                         fletcher32=True)
     tol = meta.get("tolerance")
     f.attrs.update({"format": FORMAT, "version": VERSION, "step": int(meta["step"]), "time": float(meta["time"]),
                     "fingerprint": json.dumps(meta["fingerprint"]), "case": meta["case"], "ranks": ranks,
@@ -291,5 +363,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str):
                     "tolerance": float("nan") if tol is None else float(tol),
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
-                    "segments": json.dumps(meta.get("segments", []))})
-    return u
+                    "segments": json.dumps(meta.get("segments", [])), "state": json.dumps(names[1:]),
+                    "ended": meta.get("ended") if meta.get("ended") in ENDINGS else ""})
+    f.create_dataset("residuals", data=np.array(meta.get("residuals", []), dtype=np.float64).reshape(-1, 2))

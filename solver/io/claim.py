@@ -157,9 +157,11 @@ def _temporaries(d: Path) -> list[Path]:
 
 def _manifest_entries(d: Path) -> list[Path]:
     """Entries of the last run's MANIFEST that are plain files inside d, reached through real folders."""
+    from ..core.readers import read_json
+
     try:
-        names = json.loads((d / MANIFEST).read_text()).get("files", [])
-    except (OSError, ValueError, AttributeError):
+        names = read_json(d / MANIFEST, None, "").get("files", [])
+    except (InputError, AttributeError):
         return []
     out = []
     for name in names if isinstance(names, list) else []:

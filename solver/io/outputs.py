@@ -238,25 +238,28 @@ class Progress:
 
     def iteration(self, step: int, r: float, rel: float) -> None:
         """One line per multigrid cycle (a cycle takes long enough to be worth a line): the residual."""
-        if self.show:
-            print(f"cycle {step}: relative residual {rel:.3e} (max |g - A u| {r:.3e}), "
-                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
-            self.last_step, self.last_t = step, self.clock()
+        self._say(step, lambda elapsed: f"cycle {step}: relative residual {rel:.3e} (max |g - A u| {r:.3e}), "
+                                        f"{elapsed:.1f} s elapsed")
 
     def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
         """One line per implicit step (each is a multigrid solve): its cycles and residual."""
-        if self.show:
-            print(f"step {step}/{self.total}: {cycles} cycle(s), relative residual {rel:.2e} (tolerance {tol:.0e}), "
-                  f"{self.clock() - self.t0:.1f} s elapsed", file=self.stream, flush=True)
-            self.last_step, self.last_t = step, self.clock()
+        self._say(step, lambda elapsed: f"step {step}/{self.total}: {cycles} cycle(s), relative residual {rel:.2e} "
+                                        f"(tolerance {tol:.0e}), {elapsed:.1f} s elapsed")
 
     def _line(self, step: int, now: float) -> None:
-        elapsed, rate = now - self.t0, self.rate(step, now)
+        self._say(step, lambda elapsed: f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s "
+                                        f"elapsed, {self.rate(step, now):.0f} MLUP/s", now)
+
+    def _say(self, step: int, text, now: float | None = None) -> None:
+        """Every progress line goes through here: printed, or given to the callback (the Python API's
+        progress=) as (step, total, elapsed seconds, MLUP/s) instead. text(elapsed) makes the line."""
+        if not self.show:
+            return
+        now = self.clock() if now is None else now
         if self.callback is not None:
-            self.callback(step, self.total, elapsed, rate)
+            self.callback(step, self.total, now - self.t0, self.rate(step, now))
         else:
-            print(f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s elapsed, "
-                  f"{rate:.0f} MLUP/s", file=self.stream, flush=True)
+            print(text(now - self.t0), file=self.stream, flush=True)
         self.last_step, self.last_t = step, now
 
     def _bar(self, step: int, now: float) -> None:
@@ -324,8 +327,10 @@ class Outputs:
     """
 
     def __init__(self, layout, comm, backend, resume: Resume = Resume(), quiet: bool = False,
-                 segments: tuple = (), current: dict | None = None, progress=None, signals: StopSignals | None = None):
+                 segments: tuple = (), current: dict | None = None, progress=None, signals: StopSignals | None = None,
+                 solver_state=None):
         self.layout, self.comm, self.backend = layout, comm, backend
+        self.solver_state = solver_state  # () -> the solver's own fields a checkpoint keeps (write_checkpoint's state)
         self.segments, self.current = list(segments), current  # earlier segments (a checkpoint's), this one
         self.resume = resume.step
         self.appending = resume.appending
@@ -448,10 +453,12 @@ class Outputs:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
         meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
-                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged,
-                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step)}
+                "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged, "ended": s.stopped_by,
+                "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
+                "residuals": s.residuals}
         mine = owned(self.backend, s.u)
-        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta),
+        state = self.solver_state() if self.solver_state else {}
+        self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta, state),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
 

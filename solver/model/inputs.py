@@ -9,7 +9,6 @@ measured shape. Messages: tables by size, log-log between points (solver.model.i
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -30,15 +29,21 @@ class Inputs:
 
     @classmethod
     def from_file(cls, path: Path) -> Inputs:
-        """A probe's JSON (its "entry"), or a cache file's entry when it holds one."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise InputError(f"--inputs: cannot read {path}: {exc}; give a model_probe JSON or model.json") from None
-        entry = data.get("entry") or (next(iter(data.values())) if len(data) == 1 else None)
-        if not isinstance(entry, dict) or "kernel" not in entry:
-            raise InputError(f"--inputs: {path} holds no calibration (one entry with 'kernel'); give the JSON "
-                             "written by `stencil bench model --json` or a model.json with one entry")
+        """A probe's JSON (its "entry"), or a cache file's entry when it holds one, read and checked as the cache's
+        entries are (solver.bench.model_probe.entry_problem): every value the model reads, its type and range."""
+        from ..bench.model_probe import entry_problem
+        from ..core.readers import read_json
+
+        fix = "give the JSON written by `stencil bench model --json`, or a model.json with one entry"
+        data = read_json(path, "--inputs", fix)
+        entry = (data.get("entry") if "entry" in data else next(iter(data.values())) if len(data) == 1 else None) \
+            if isinstance(data, dict) else None
+        if not isinstance(entry, dict):
+            raise InputError(f"--inputs: {path}: holds no calibration (an object with one entry: 'entry', or one key of "
+                             f"model.json); {fix}")
+        why = entry_problem("entry", entry)
+        if why:
+            raise InputError(f"--inputs: {path}: entry {why}; {fix}")
         return cls(entry, f"file {path}")
 
     def node_ranks(self) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from ..core.errors import InputError
 
@@ -57,16 +56,16 @@ def load(spec: str, measured: list | None = None) -> Network:
     if not path.exists():
         raise InputError(f"--network: {spec!r} is neither a preset ({', '.join(preset_names())}, {MEASURED}) nor a "
                          "file; name a preset or give a YAML file with name, latency_us, bandwidth_gbs, source")
-    return from_data(_read(path), str(path))
+    return from_data(_read(path), f"--network: {path}")
 
 
 def _read(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"--network: cannot read {path}: {exc}; give a YAML file") from None
+    from ..core.readers import read_yaml
+
+    fix = "give a YAML file with name, latency_us, bandwidth_gbs, source"
+    data = read_yaml(path, "--network", fix)
     if not isinstance(data, dict):
-        raise InputError(f"--network: {path} is not a mapping; write name, latency_us, bandwidth_gbs, source")
+        raise InputError(f"--network: {path}: not a mapping; {fix}")
     return data
 
 

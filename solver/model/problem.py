@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core.decomp import Block, all_blocks, choose_dims
 from ..core.errors import InputError
+from ..core.limits import MAX_RANKS
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,14 @@ def placement(ranks: int | None, nodes: int | None, per_node: int | None, cores:
         total = ranks or nodes * per
         if total != nodes * per and ranks is not None and per_node is not None:
             raise InputError(f"--ranks: {ranks} is not --nodes {nodes} x --ranks-per-node {per_node}; give two of them")
-        return Placement(total, per, gpus)
-    total = ranks or 1
-    per = per_node or min(total, default)
-    return Placement(total, per, gpus)
+    else:
+        total = ranks or 1
+        per = per_node or min(total, default)
+    if total > MAX_RANKS:
+        given = "--ranks" if ranks else f"--nodes {nodes} x {per} ranks per node"
+        raise InputError(f"{given}: {total} ranks, but the model predicts at most {MAX_RANKS} (it simulates every rank, "
+                         f"and answers within seconds up to there); use at most {MAX_RANKS} ranks")
+    return Placement(total, max(per, 1), gpus)
 
 
 def blocks(problem: Problem, ranks: int) -> list[Block]:

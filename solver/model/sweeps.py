@@ -9,7 +9,6 @@ each point (predicted / measured - 1), the median and the largest.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -109,19 +108,22 @@ def summary(errors: list[float]) -> str:
 
 def validate(directory: Path, inputs_file: Path | None = None, network: str | None = None) -> dict:
     """Every point of a sweep directory: measured and predicted seconds per step and the error; the
-    predictions are the sweep's own, or made again from the records with --inputs FILE."""
-    path = Path(directory) / "sweep.json"
-    try:
-        res = json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise InputError(f"--validate: {directory} holds no sweep.json; give a directory `stencil sweep` wrote") from None
+    predictions are the sweep's own, or made again from the records with --inputs FILE. The directory is read
+    as `stencil report` reads it (solver.results.report.load_sweep: sweep.json, every point's record and
+    timings, each checked), and what the model reads of it besides is checked here (check_point)."""
+    from ..results.report import load_sweep
+
+    d = Path(directory)
+    if not (d / "sweep.json").is_file():
+        raise InputError(f"--validate: {d} holds no sweep.json; give a directory `stencil sweep` wrote")
+    res = load_sweep(d)
     inputs = Inputs.from_file(inputs_file) if inputs_file else None
     rows = []
-    for r in res["rows"]:
-        if r.get("status") != "ok":
-            continue
+    for i, r in enumerate(r for r in res["rows"] if r["status"] == "ok"):
+        rec = r.pop("_record")
+        r.pop("_timings", None)
+        check_point(d, i, r, rec if inputs is not None else None)
         if inputs is not None:
-            rec = json.loads((Path(directory) / r["record"]).read_text())
             problem, place = point(rec)
             pred = predict(problem, place, inputs, choose_network(network, place, inputs)[0])
             r = {**r, **row_fields(pred, r["seconds_per_step"])}
@@ -132,3 +134,38 @@ def validate(directory: Path, inputs_file: Path | None = None, network: str | No
                          "--inputs FILE to predict from its records)")
     return {"dir": str(directory), "kind": res["kind"], "case": res["case_name"], "rows": rows,
             "summary": summary([r["model_error"] for r in rows])}
+
+
+def check_point(d: Path, i: int, row: dict, rec: dict | None) -> None:
+    """What the model reads of an ok row of sweep.json (its measured time, its prediction) and, when it predicts
+    the point again, of the point's record (its case, validated as a case file is, and where its ranks ran)."""
+    from ..config import validate_case
+    from ..results.report import NUM, Optional_, shape_problem
+
+    fix = "it is damaged or not stencil's: run the sweep again"
+    positive = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf"), "a number > 0")
+    problem = shape_problem(row, {"seconds_per_step": positive, "predicted_seconds_per_step": Optional_(positive),
+                                  "model_error": Optional_(NUM)}, f"rows[{i}]")
+    if problem is None and row.get("predicted_seconds_per_step") is not None and row.get("model_error") is None:
+        problem = f"rows[{i}].model_error is missing beside predicted_seconds_per_step"
+    if problem:
+        raise InputError(f"--validate: {d / 'sweep.json'}: {problem}; {fix}")
+    if rec is None:
+        return
+    path = d / row["record"]
+    place = (lambda v: isinstance(v, list) and v != [] and all(isinstance(p, dict) and isinstance(p.get("host"), str)
+                                                              for p in v), "a list of objects with a host")
+    problem = shape_problem(rec, {"case": (lambda v: isinstance(v, dict), "an object"),
+                                  "resources": {"placement": place, "ranks": (lambda v: isinstance(v, int), "a whole number"),
+                                                "threads_per_rank": (lambda v: True, "anything")},
+                                  "stencil": {"backend": (lambda v: isinstance(v, str), "text")}})
+    res = rec.get("resources", {})
+    if problem is None and len(res["placement"]) != res["ranks"]:
+        problem = "resources.placement does not list one entry per rank"
+    dims = res.get("dims")
+    if problem is None and not (isinstance(dims, list) and len(dims) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in dims) and dims[0] * dims[1] == res["ranks"]):
+        problem = f"resources.dims is {dims!r}, not two whole numbers whose product is the {res['ranks']} ranks"
+    if problem:
+        raise InputError(f"--validate: {path}: {problem}; {fix}")
+    rec["case"] = validate_case(rec["case"], source=f"--validate: {path}: case").model_dump(mode="json")

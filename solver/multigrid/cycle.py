@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core import operator
+from ..core import operator, stops
 from ..core.boundary import Fill, homogeneous_fill, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
@@ -191,6 +191,17 @@ class Multigrid:
         if self.graphs is not None:  # the first cycle captured now, with the set-up (graphs.py)
             self.graphs.ahead()
         return self.views()
+
+    def state(self) -> dict:
+        """The solver's own fields beyond u that decide the next cycle, this rank's owned blocks by name (what a
+        checkpoint keeps): laplace with conjugate gradients, its residual and direction; otherwise none (a
+        cycle starts from u alone, and an implicit step's solve starts afresh)."""
+        return self.cg.state() if self.cg is not None and not self.case.implicit else {}
+
+    def restore(self, fields: dict) -> None:
+        """A restart: the fields `state` gave, read back from the checkpoint (none: nothing to restore)."""
+        if fields and self.cg is not None and not self.case.implicit:
+            self.cg.restore(fields)
 
     def views(self):
         """The finest level's (current, other) one-layer views."""
@@ -358,14 +369,15 @@ class Multigrid:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 
     # implicit heat steps -----------------------------------------------------------------------------------
-    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float]:
+    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
         """One implicit step from u^n (the finest level's u, n = step): g = the explicit part of u^n and the source
         (one update with the weights of rhs_weights: over the operator's diagonal where alpha is a number, in the
         equation's units where it is a field); the ghosts then take the sides' values at t_{n+1} where they vary
         in time; then cycles from u^n until the relative
         residual max|g - A u| / max|g - A u^n| (the step's initial residual as the unit: what the step has to
-        change) is below tol, the residual stops falling (the rounding floor), or `most` cycles are done.
-        Returns (cycles, max|g - A u^n|, the relative residual reached); collective.
+        change) is below tol, a stop rule of solver.core.stops holds (the rounding floor, divergence, a
+        stall), or `most` cycles are done. Returns (cycles, max|g - A u^n|, the relative residual reached, why
+        the solve ended: "tolerance", "max_cycles" or a stop rule); collective.
 
         Units tried and dropped (docs/multigrid.md): max|g|, and the normwise backward error
         max|r| / (max|g| + |A| max|u|). With dt far past the explicit limit, g = u^n / d with d ~ 10^4, and
@@ -377,15 +389,21 @@ class Multigrid:
         if self.timed_sides:
             self._refill(step + 1, timer)
         r0 = self._reduced(self.residual_norm(timer), timer)
-        rel, history = (0.0 if r0 == 0 else 1.0), []
-        while rel >= tol and len(history) < most and not _stalled(history):
+        rel, history, why = (0.0 if r0 == 0 else 1.0), [], None
+        floor = lambda: stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer)) / r0  # noqa: E731
+        while rel >= tol and why is None:
+            if len(history) == most:
+                why = "max_cycles"
+                break
             self.cycle(timer)
             rel = self._reduced(self.residual_norm(timer), timer) / r0
             history.append(rel)
             if rel != rel or rel == float("inf"):
+                why = "overflow"  # the loop's check reports it (NumericalError)
                 break
+            why = stops.ending(history, floor)
         self.last = rel
-        return len(history), r0, rel
+        return len(history), r0, rel, why or "tolerance"
 
     def _rhs(self, w: Weights, timer) -> None:
         grid = self._at(0, timer)
@@ -434,6 +452,24 @@ class Multigrid:
         return r
 
     # the stop test ---------------------------------------------------------------------------------------
+    def scale(self) -> float:
+        """This rank's largest value the finest level's residual is computed from: max |u| with its ghost
+        layer (boundary values, neighbours' points) times the operator's largest diagonal, plus max |g| (the
+        scale of the rounding floor)."""
+        grid, be = self.grids[0], self.backend
+        r0, r1, c0, c1 = grid.owned
+        g = be.max_abs(grid.g, grid.owned) if grid.g is not None else 0.0
+        return be.max_abs(grid.u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * self._diagonal + g
+
+    @property
+    def _diagonal(self) -> float:
+        """The largest diagonal of the finest level's operator: 1 (unit diagonal) where alpha is a number; in the
+        equation's units, sigma plus the largest face coefficients, where it is a field."""
+        if self.faces is None:
+            return 1.0
+        fx, fy = self._scaled_faces(self.levels[0])
+        return float(self.settings.sigma + 2.0 * (np.max(fx) + np.max(fy)))
+
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
         if self.graphs is not None:  # right after a graphed cycle: the value its replay computed
@@ -535,11 +571,6 @@ def tiny_case(case):
     return case.model_copy(update={"grid": case.grid.model_copy(update={"nx": 9, "ny": 7}),
                                    "physics": case.physics.model_copy(update=physics),
                                    "boundary": case.boundary.model_copy(update=sides)})
-
-
-def _stalled(history: list[float], checks: int = 3) -> bool:
-    """The residual has stopped falling: `checks` cycles in a row without halving the best before them."""
-    return len(history) > checks and min(history[-checks:]) > 0.5 * min(history[:-checks])
 
 
 def _shift(region):

@@ -27,15 +27,29 @@ class ConjugateGradient:
         lay = mg.grids[0].layout
         self.r, self.z, self.p, self.q, self.spare = (be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(5))
         self.rz = None  # (r, z) of the current direction; None: start afresh at the next iteration
+        self.resumed = False  # r and p came from a checkpoint: the next iteration recomputes z and (r, z) from them
         self.count = mg.case.grid.nx * mg.case.grid.ny
 
     def reset(self) -> None:
         """A new right-hand side (an implicit step): the next iteration starts from the current x."""
-        self.rz = None
+        self.rz, self.resumed = None, False
+
+    def state(self) -> dict:
+        """What a checkpoint keeps to continue the iteration bitwise (this rank's owned blocks): r and p; z and
+        (r, z) follow from r (z = M r is deterministic). None before the first iteration."""
+        own, be = self.mg.grids[0].owned, self.mg.backend
+        return {} if self.rz is None else {"cg_r": be.get(self.r, own), "cg_p": be.get(self.p, own)}
+
+    def restore(self, fields: dict) -> None:
+        """r and p from a checkpoint (state); the next iteration recomputes z and (r, z) before going on."""
+        own, be = self.mg.grids[0].owned, self.mg.backend
+        be.put(self.r, own, fields["cg_r"])
+        be.put(self.p, own, fields["cg_p"])
+        self.resumed = True
 
     def iterate(self, timer) -> None:
         if self.rz is None:
-            self._start(timer)
+            self._resume(timer) if self.resumed else self._start(timer)
         mg, be, own = self.mg, self.mg.backend, self.mg.grids[0].owned
         mg.apply(self.q, self.p, timer)  # q = -A p
         pq = -self._dot(self.p, self.q, timer)
@@ -58,6 +72,12 @@ class ConjugateGradient:
         mg.true_residual(self.r, timer)
         self.z, self.spare = mg.precondition(self.z, self.spare, self.r, timer)
         be.timed(timer, lambda: (be.clear(self.p), be.axpy(self.p, mg.dtype.type(1), self.z, own)))
+        self.rz = self._dot(self.r, self.z, timer)
+
+    def _resume(self, timer) -> None:
+        """z = M r and (r, z) from the restored r, as the iteration before the checkpoint left them."""
+        self.resumed = False
+        self.z, self.spare = self.mg.precondition(self.z, self.spare, self.r, timer)
         self.rz = self._dot(self.r, self.z, timer)
 
     def _dot(self, a, b, timer) -> float:

@@ -262,12 +262,13 @@ def free_all(requests) -> None:
 
 
 def agree(comm: Comm, fn):
-    """Run fn on every rank; if it fails anywhere, every rank raises (the first failing rank reports).
+    """Run fn on every rank; if it fails anywhere, every rank raises the first failing rank's error: the same
+    class and message (so one `except InputError` serves every rank), reported by that rank alone.
 
     For set-up steps, where a rank that fails alone (a file missing on one node) would otherwise
     leave the others waiting in the next collective.
     """
-    from ..core.errors import InputError, PeerFailed, StencilError
+    from ..core.errors import InputError, StencilError
 
     err, result = None, None
     try:
@@ -277,11 +278,25 @@ def agree(comm: Comm, fn):
     except (OSError, MemoryError) as exc:  # name the file where there is one (errors must say which)
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         err = InputError(f"{where}{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}")
-    codes = [0] if comm.mpi is None else comm.mpi.allgather(err.exit_code if err else 0)
-    if err is None and not any(codes):
+    mine = (type(err).__name__, err.exit_code, str(err)) if err else None
+    every = [mine] if comm.mpi is None else comm.mpi.allgather(mine)
+    first = next((r for r, e in enumerate(every) if e), None)
+    if first is None:
         return result
-    first = next(r for r, c in enumerate(codes) if c) if comm.mpi is not None else comm.rank
     if err is None:
-        raise PeerFailed(codes[first])
+        err = _peer_error(*every[first])
     err.agreed, err.report = True, comm.rank == first
     raise err
+
+
+def _peer_error(name: str, code: int, message: str):
+    """Another rank's set-up error, as the same class with the same message (PeerFailed for a class of its own)."""
+    from ..core import errors
+
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, errors.StencilError) and cls is not errors.PeerFailed:
+        try:
+            return cls(message)
+        except TypeError:  # a class whose constructor takes something else
+            pass
+    return errors.PeerFailed(code)

@@ -82,6 +82,11 @@ COARSE_BOUND = 0.5  # multigrid: levels below the finest above this share of the
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
 
 
+def _no_cycles(sol: dict | None) -> bool:
+    """A multigrid run whose solves needed no cycle at all (the initial fields already solved them)."""
+    return bool(sol) and sol["method"] == "multigrid" and sol.get("cycles", sol.get("iterations")) == 0
+
+
 def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "float64", on_gpu: bool = False) -> str:
     """One sentence naming the limit the timings show, by the first regime that applies (each rule is
     tested in tests/test_bottleneck.py with constructed rank rows). Fractions are of a rank's loop
@@ -258,12 +263,13 @@ def check_not_reached(outdir: Path, case) -> None:
     checkpoint would recompute the stretch since then and rewrite its results: an InputError that says so
     (nothing is changed). Read-only; a directory without a readable record.json is not checked."""
     from ..core.errors import InputError
+    from ..core.readers import read_json
 
     try:
-        rec = json.loads((Path(outdir) / "record.json").read_text())
+        rec = read_json(Path(outdir) / "record.json", None, "")
         reached, converged = int(rec["run"]["steps"]), bool(rec["run"].get("converged"))
         tol = rec["case"]["run"].get("tolerance")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (InputError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return
     converged = converged and tol is not None and (case.run.tolerance or 0.0) >= tol  # a lower tolerance goes on
     if reached >= case.run.steps or converged:
@@ -308,7 +314,8 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "times": facts["phases"],
         "timings": stats,
         "throughput": tp,
-        "bottleneck": bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]),
+        "bottleneck": (bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]) if tp or not _no_cycles(sol)
+                       else "no multigrid cycle ran (every solve started at its answer): nothing to time"),
     }
 
 

@@ -139,11 +139,11 @@ def _quote(value) -> str:
 
 
 def load_json(path: Path, spec=None, again: str = "run the sweep or the case again"):
-    """A JSON file the report reads, checked against `spec`: InputError naming the file and the key otherwise."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read it ({str(exc).splitlines()[0][:80]}); {again}") from None
+    """A JSON file the report reads (solver.core.readers), checked against `spec`: InputError naming the file and
+    the key otherwise."""
+    from ..core.readers import read_json
+
+    data = read_json(path, None, again)
     problem = shape_problem(data, spec) if spec is not None else None
     if problem:
         raise InputError(f"{path}: {problem}; it is damaged or not stencil's: {again}")

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..core import boundary
+from ..core import boundary, stops
 
 # array passes per point of a level, per verb (reads + writes of whole fields; tables and coarse fields aside)
 PASSES = {"sweep": 2, "sweep_g": 3, "residual": 2, "residual_g": 3, "restrict": 1, "prolong": 2, "clear": 1,
@@ -51,6 +51,11 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     if res:
         out["final_residual"], out["final_relative"] = res[-1][1], res[-1][2]
         out["reduction_per_iteration"] = reduction(res)
+    elif facts["initial_residual"] is not None:  # no check after the first: the initial field's residual is the last
+        out["final_residual"] = facts["initial_residual"]
+        out["final_relative"] = 0.0 if facts["initial_residual"] == 0 else 1.0
+    if facts.get("floor") is not None:  # measured when the residual stopped halving (solver.core.stops)
+        out["rounding_floor"] = facts["floor"]
     if facts["method"] == "jacobi":
         rho = jacobi_rho(case)
         out["contraction"] = rho
@@ -63,25 +68,40 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     return out
 
 
+WHY = {"floor": "at the rounding floor", "max_cycles": "at multigrid.max_cycles", "diverged": "diverging",
+       "stalled": "stalled far above the rounding floor", "overflow": "with NaN or Inf"}  # an implicit solve's end
+
+
 def implicit_record(facts: dict, rows: list[dict]) -> dict:
-    """Implicit heat: each step's solve (cycles, the residual's unit, relative residual reached)."""
+    """Implicit heat: each step's solve (cycles, the residual's unit, relative residual reached, why it ended)."""
     solves = facts["solves"]
-    cycles = [c for _, c, _, _ in solves]
-    worst = max((rel for *_, rel in solves), default=None)
+    cycles = [c for _, c, _, _, _ in solves]
+    worst = max((rel for _, _, _, rel, _ in solves), default=None)
     out = {"method": "multigrid", "scheme": facts["scheme"], "cycle": facts["cycle"], "tolerance": facts["tolerance"],
            "steps": len(solves), "cycles": sum(cycles),
            "cycles_per_step": {"min": min(cycles), "mean": sum(cycles) / len(cycles), "max": max(cycles)} if cycles else None,
            "worst_relative": worst,
-           "unconverged_steps": [k for k, _, _, rel in solves if not rel < facts["tolerance"]],
-           "history": [{"step": k, "cycles": c, "unit": g, "relative": rel} for k, c, g, rel in solves],
+           "unconverged_steps": [k for k, _, _, _, why in solves if why != "tolerance"],
+           "history": [{"step": k, "cycles": c, "unit": g, "relative": rel, "ended": why} for k, c, g, rel, why in solves],
            "levels": level_table(facts["levels"], rows)}
-    bad = out["unconverged_steps"]
-    out["ended"] = (f"{len(solves)} {facts['scheme']} steps, {out['cycles']} cycles "
-                    f"({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']}); "
-                    + (f"every solve reached the relative residual {facts['tolerance']:.0e} (worst {worst:.1e})"
-                       if not bad else f"{len(bad)} step(s) stopped above the tolerance {facts['tolerance']:.0e} "
-                       f"(worst {worst:.1e}: the rounding floor, or multigrid.max_cycles)")) if cycles else "no steps"
+    out["ended"] = implicit_ending(out, solves)
     return out
+
+
+def implicit_ending(out: dict, solves: list) -> str:
+    """One sentence: the steps, their cycles, and whether every solve reached the tolerance (if not, why not)."""
+    if not solves:
+        return "no steps"
+    tol, n = out["tolerance"], len(solves)
+    head = f"{n} {out['scheme']} steps, {out['cycles']} cycles"
+    if out["cycles"] == 0:
+        return f"{head}: every step's field already solved its equations (each step's initial residual was 0)"
+    head += f" ({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']})"
+    bad = [why for *_, why in solves if why != "tolerance"]
+    if not bad:
+        return f"{head}; every solve reached the relative residual {tol:.0e} (worst {out['worst_relative']:.1e})"
+    kinds = ", ".join(f"{bad.count(w)} {WHY.get(w, w)}" for w in dict.fromkeys(bad))
+    return f"{head}; {len(bad)} step(s) stopped above the tolerance {tol:.0e}: {kinds} (worst {out['worst_relative']:.1e})"
 
 
 def reduction(res: list) -> float | None:
@@ -93,20 +113,42 @@ def reduction(res: list) -> float | None:
 
 
 def ending(out: dict) -> str:
-    """One sentence: converged (the test that held), stalled at the floor, stopped, or ran out of iterations."""
+    """One sentence from the measured figures: converged (the test that held), the initial field already a
+    solution, stopped at the rounding floor, stalled above it, diverged, stopped by a signal, or out of
+    iterations (slowly, for multigrid, when the residual fell less than stops.SLOW per cycle)."""
     what = "cycles" if out["method"] == "multigrid" else "iterations"
-    rel = out.get("final_relative")
+    rel, n = out.get("final_relative"), out["first_iteration"] + out["iterations"]  # a restart's too: the field's
     rel_text = f"relative residual {rel:.2e}" if rel is not None else "no residual checked"
+    r0, stop = out["initial_residual"], out["stopped_by"]
     if out["converged"]:
+        if r0 == 0:
+            return "converged: the initial field already solves the equations (max |g - A u_0| = 0)"
+        if out.get("final_residual") == 0:
+            return f"converged: the residual is exactly 0 after {n} {what}"
+        return f"converged: {rel_text} < tolerance {out['tolerance']:.1e} after {n} {what}"
+    floor = out.get("rounding_floor")
+    floor_rel = f"{floor / r0:.1e}" if floor is not None and r0 else "?"
+    if stop == "floor":
         tol = out["tolerance"]
-        return (f"converged: {rel_text} < tolerance {tol:.1e} after {out['iterations']} {what}" if tol else
-                f"converged: the initial field solves the equations (residual {out['initial_residual']:.1e})")
-    if out["stopped_by"] == "floor":
-        return (f"stopped at the rounding floor: {rel_text} stopped falling after {out['iterations']} {what} "
-                f"(run.tolerance {out['tolerance'] or 'null'}; this is as far as the field's dtype goes)")
-    if out["stopped_by"] == "signal":
-        return f"stopped by a signal after {out['iterations']} {what}: {rel_text}"
-    return f"not converged: {rel_text} after {out['iterations']} {what} (run.steps reached)"
+        return (f"stopped at the rounding floor: {rel_text} stopped falling after {n} {what}, within the dtype's "
+                f"rounding floor ({floor_rel} relative: {stops.FLOOR_ULPS:g} eps x the largest value); "
+                + (f"run.tolerance {tol:.1e} is below it: the dtype goes no further" if tol else
+                   "run.tolerance null: this is as far as the field's dtype goes"))
+    if stop == "stalled":
+        return (f"stalled: {rel_text} stopped falling after {n} {what}, far above the rounding floor ({floor_rel} "
+                "relative): the cycles no longer reduce the residual; check multigrid.smoother, omega, pre and post")
+    if stop == "diverged":
+        best = min(h["relative"] for h in out["history"])
+        return (f"diverged: the residual grew to {rel_text} after {n} {what} (best {best:.2e}): the cycles amplify "
+                "the error; check multigrid.smoother, omega, pre and post")
+    if stop == "signal":
+        return f"stopped by a signal after {n} {what}: {rel_text}"
+    text = f"not converged: {rel_text} after {n} {what} (run.steps reached)"
+    fall = out.get("reduction_per_iteration")
+    if out["method"] == "multigrid" and fall is not None and fall > stops.SLOW:
+        text += (f"; the residual fell only {fall:.2f} per cycle, slowly (a working cycle leaves 0.1-0.2): check "
+                 "multigrid.smoother and multigrid.omega")
+    return text
 
 
 def level_table(levels: list[dict], rows: list[dict]) -> list[dict]:
@@ -140,10 +182,10 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
     """The multigrid run's figures in the time loop's throughput shape (per cycle instead of per step)."""
     steps = rows[0]["steps"]  # timed steps: cycles (laplace), or implicit time steps
     solve = max(r["loop"] - r["io"] for r in rows)
-    if steps == 0 or solve <= 0:
+    cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if "scheme" in solver else 1.0
+    if steps == 0 or solve <= 0 or not cycles:  # no cycle ran (every step's field already solved): no rate
         return None
     m = case.multigrid
-    cycles = solver["cycles_per_step"]["mean"] if "scheme" in solver else 1.0
     moved = cycle_bytes(case, solver["levels"], m.pre, m.post) * cycles
     per = solve / steps
     out = {"timed_steps": steps, "seconds_per_step": per, "mlups": case.grid.nx * case.grid.ny / per / 1e6,

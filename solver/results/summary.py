@@ -116,13 +116,25 @@ def iteration_plan(case) -> str:
     else:
         head = f"Jacobi, at most {case.run.steps} iterations"
     if tol is None:
-        stop = ("; tolerance null: " + ("until the residual stops falling (the rounding floor)"
+        stop = ("; tolerance null: " + ("until the residual reaches its rounding floor (or stalls above it, or "
+                                         "diverges: the record says which)"
                                          if case.physics.solver == "multigrid" else "every iteration is run"))
     else:
         stop = (f"; stops when the relative residual max|g - A u| / max|g - A u_0| < {tol:g} (the initial field's "
                 "residual is the unit; before this version tolerance bounded the largest update instead, which for "
                 "Jacobi is the residual itself, now divided by the first one)")
     return head + stop
+
+
+def smoothing_note(case) -> str | None:
+    """Multigrid: the note the run prints before it starts when the smoothing sweeps smooth slowly."""
+    if not case.uses_multigrid:
+        return None
+    from ..multigrid.cycle import settings_of
+    from ..multigrid.levels import hierarchy, smoothing_note as note
+
+    op = physics.implicit_operator(case) if case.implicit else (0.0, 1.0)
+    return note(hierarchy(case, settings_of(case, *op)))
 
 
 def snapshot_count(case) -> int:
@@ -196,6 +208,9 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
     t.add_row("disk space", disk_text(p))
     con.print(t)
+    note = smoothing_note(case)
+    if note:
+        con.print(f"[yellow]{escape(note)}[/yellow]")
     reason = registry()[case.backend.name].unavailable()
     if reason:
         con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {escape(reason)}[/yellow]")
