@@ -402,6 +402,16 @@ def _tiling_line(res: dict) -> str:
             f"{res['messages_per_step']:.2f} halo messages per step (all ranks).")
 
 
+def when(source: str) -> str:
+    """A ceiling's source ('cached 2026-12-01 06:36' or 'measured now', solver.bench.bandwidth) as the run
+    table and record.md say it: when it was measured, and whether in this run."""
+    if source.startswith("cached"):
+        date = source.removeprefix("cached").strip() or "earlier"
+        return (f"measured {date} and cached, not in this run; `stencil bench bandwidth --refresh` measures it "
+                "again")
+    return "measured in this run" if source == "measured now" else source
+
+
 def verdict(passed) -> str:
     return "PASS" if passed else "FAIL"
 
@@ -497,12 +507,12 @@ def markdown(rec: dict) -> str:
                       f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
                       f"| GFLOP/s ({tp['flops_per_update']} flop/update) | {tp['gflops']:.2f} |"]
         if "copy_gbs" in tp:
-            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({tp['copy_source']}) |",
+            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({when(tp['copy_source'])}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]
         if "peak_mul_add_gflops" in tp:
             lines += [f"| compute peak, multiply + add (as the stencil is compiled) | {tp['peak_mul_add_gflops']:.1f} "
-                      f"GFLOP/s ({tp['peak_mul_add_source']}) |",
-                      f"| compute peak, fused multiply-add | {tp['peak_fma_gflops']:.1f} GFLOP/s ({tp['peak_fma_source']}) |",
+                      f"GFLOP/s ({when(tp['peak_mul_add_source'])}) |",
+                      f"| compute peak, fused multiply-add | {tp['peak_fma_gflops']:.1f} GFLOP/s ({when(tp['peak_fma_source'])}) |",
                       f"| fraction of the multiply + add peak | {tp['fraction_of_peak']:.2%} |"]
         lines.append("")
     lines += ["## Environment", "", f"{env['cpu']}, {env['cores']} cores, {env['memory_gb']} GB; Python "

@@ -10,6 +10,7 @@ from rich.table import Table
 from ..core import physics
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
+from .record import when
 from .solver import summary_rows as solver_rows
 
 
@@ -40,10 +41,10 @@ def print_summary(rec: dict) -> None:
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s "
                                     "(after warm-up, output excluded, as in the progress lines; slowest rank)")
         if "copy_gbs" in tp:
-            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
+            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {when(tp.get('copy_source', 'cached'))} "
                                             f"({tp['fraction_of_copy']:.0%} reached)")
         if "peak_mul_add_gflops" in tp:
-            table.add_row("compute peak", f"{tp['peak_mul_add_gflops']:.1f} GFLOP/s multiply + add, {tp['peak_mul_add_source']} "
+            table.add_row("compute peak", f"{tp['peak_mul_add_gflops']:.1f} GFLOP/s multiply + add, {when(tp['peak_mul_add_source'])} "
                                           f"({tp['fraction_of_peak']:.1%} reached)")
     gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
     if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
