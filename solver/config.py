@@ -121,7 +121,7 @@ class Random(Section):
 
 
 class FromFile(Section):
-    """A .npy file, or an HDF5 file with `dataset`, holding an array of shape (ny, nx)."""
+    """A .npy file, or an HDF5 file's `dataset` (default /u: a fields.h5 gives its last snapshot), shape (ny, nx)."""
 
     kind: Literal["file"]
     path: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
@@ -739,7 +739,8 @@ DESCRIPTIONS = {
     "Constant.value": "the value of every interior point",
     "FromFile.kind": "file: read the field from a .npy or HDF5 file",
     "FromFile.path": "the file: .npy, or HDF5 with `dataset`; relative to the working directory",
-    "FromFile.dataset": "HDF5 only: the dataset holding the (ny, nx) array",
+    "FromFile.dataset": "HDF5 only: the dataset holding the (ny, nx) array, or a (snapshots, ny, nx) series (its last "
+                        "snapshot is read); null = /u, the field of a file stencil wrote (fields.h5, checkpoint.h5)",
     "Hotspot.kind": "hotspot: a hot disc on a uniform background",
     "Hotspot.value": "u inside the disc",
     "Hotspot.radius": "disc radius, physical units",
