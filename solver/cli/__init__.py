@@ -243,9 +243,11 @@ def _free_saved_dims(data: dict, ranks: int, over: dict) -> str | None:
 def validate(
     case: Path = typer.Argument(..., help="case file (YAML)"),
     ranks: int = typer.Option(1, min=1, help="plan for this many MPI ranks"),
-    backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
-    dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
-    output: Optional[str] = typer.Option(None, "--output", "-o"),
+    backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
+    steps: Optional[int] = typer.Option(None, help="override run.steps"),
+    dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
+    threads: Optional[int] = typer.Option(None, help="numba threads per rank"),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="override output.dir"),
 ) -> None:
     """Print the resolved case (dt, weights, stability, memory, bytes per step) or the errors."""
     from ..config import load_case
@@ -261,6 +263,27 @@ def schema() -> None:
     from ..config import schema as case_schema
 
     typer.echo(json.dumps(case_schema(), indent=2))
+
+
+@app.command()
+def docs(
+    directory: Path = typer.Option(Path("docs"), "--dir", help="where the pages go"),
+    check: bool = typer.Option(False, "--check", help="write nothing; exit 1 when a page differs from the code"),
+) -> None:
+    """Write the case-file and command-line references (docs/case_file.md, docs/command_line.md) from the code."""
+    from . import reference as pages
+
+    if check:
+        stale = pages.stale(directory)
+        if stale:
+            echo_err(f"out of date in {directory}: {', '.join(stale)}; run `stencil docs` and commit them")
+            sys.exit(1)
+        print(f"{directory}: {', '.join(pages.PAGES)} match the code")
+        return
+    if not directory.is_dir():
+        raise InputError(f"--dir: {directory} is not a directory; run from the repository root or give --dir")
+    for path in pages.write(directory):
+        print(f"wrote {path}")
 
 
 @app.command()
