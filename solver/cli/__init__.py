@@ -342,7 +342,7 @@ def tune(
 
 
 bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, "
-                             "access.", **HELP)
+                             "access; the machine's balance; the scaling model's inputs.", **HELP)
 app.add_typer(bench_app, name="bench")
 
 
@@ -471,6 +471,28 @@ def bench_reduction(
         exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
         exc.report = comm.rank == 0
         raise exc
+
+
+@bench_app.command("balance")
+def bench_balance(
+    block: int = typer.Option(1024, min=3, help="side of every rank's square block (float64)"),
+    steps: int = typer.Option(200, min=2, help="steps per timed repeat, and of the lockstep loop"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the medians are reported"),
+    copy_mib: int = typer.Option(64, "--copy-mib", min=1, help="MiB each rank copies for its copy rate"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Is the machine balanced? Each rank's own kernel and copy speed with no messages, then the wait of a
+    lockstep loop with empty messages: what equal blocks on these cores pay in any halo mode (run under mpirun)."""
+    from ..bench.balance import balance_bench, report_lines
+    from ..parallel.comm import Comm
+
+    comm = Comm.world(mpi)
+    _check_fields_fit("--block", block, "float64")
+    res = balance_bench(comm.mpi, block, steps, repeats, copy_mib)
+    if comm.rank == 0:
+        print("\n".join(report_lines(res)))
+    _write_json(json_out, res, comm)
 
 
 @bench_app.command("vectorize")

@@ -8,8 +8,8 @@ compute roofs measured with the same ranks and threads: multiply + add and fused
 Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
 wrote trace.json). Benchmark results: <stem>.png per `bench access` JSON (GB/s by array size per access
 pattern, the caches drawn as labelled vertical lines), allreduce.png from the `bench reduction` JSONs run
-under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/mpi_scaling.py
-JSON-lines file (speedup and bandwidth against ranks; tools/plot_scaling.py draws the same). Figures
+under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/cpu_scaling.py
+JSON-lines file (speedup and bandwidth against ranks). Figures
 are built as matplotlib Figure objects (no pyplot state, Agg canvas) so tests can count their series; every axis has a label with units, every chart a title and a legend.
 """
 
@@ -578,7 +578,7 @@ def fig_allreduce(runs: list[dict]):
 
 
 def fig_mpi_scaling(rows: list[dict], where: str):
-    """tools/mpi_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
+    """tools/cpu_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
     decomposition with the blocking and overlap halos), and strong scaling's bandwidth against the copy
     (and memcpy) ceiling measured at the same rank count."""
     from collections import defaultdict
@@ -637,7 +637,7 @@ def _nothing(ax, title: str, why: str) -> None:
 
 
 def load_scaling_rows(path: Path) -> list[dict] | None:
-    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else;
+    """The rows of a tools/cpu_scaling.py JSON-lines file, or None if the file is something else;
     InputError naming the line when it is such a file but a row is damaged."""
     try:
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -649,7 +649,7 @@ def load_scaling_rows(path: Path) -> list[dict] | None:
     for i, r in enumerate(rows):
         problem = shape_problem(r, SCALING_ROW, f"row {i + 1}")
         if problem:
-            raise InputError(f"{path}: {problem}; it is damaged: run tools/mpi_scaling.py again")
+            raise InputError(f"{path}: {problem}; it is damaged: run tools/cpu_scaling.py again")
     return rows
 
 
@@ -701,7 +701,7 @@ def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
     for stem, res in found.items():
         if res["bench"] == "mpi_scaling":
             figs[f"{stem}.png"] = fig_mpi_scaling(res["rows"], res["where"])
-            md += [f"## {stem}: MPI scaling", "", f"`tools/mpi_scaling.py` rows from {res['where']}.", "",
+            md += [f"## {stem}: MPI scaling", "", f"`tools/cpu_scaling.py` rows from {res['where']}.", "",
                    f"![scaling]({stem}.png)", ""]
     mpi = [r for r in found.values() if r["bench"] == "reduction" and r.get("allreduce_by_size")]
     if mpi:
@@ -709,7 +709,7 @@ def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
         md += ["## MPI_Allreduce by message size", "", "![allreduce](allreduce.png)", ""]
     if not figs:
         raise InputError("no `stencil bench access` result, no `stencil bench reduction` result run under MPI and no "
-                         "tools/mpi_scaling.py JSON lines in this directory: write them there with --json")
+                         "tools/cpu_scaling.py JSON lines in this directory: write them there with --json")
     return figs, "\n".join(md)
 
 
