@@ -125,14 +125,11 @@ def run_example(tmp_path, launcher=()):
     return [r[:3] for r in rows]
 
 
-def test_the_parameter_study_of_docs_python_md_runs(tmp_path):
-    pytest.importorskip("xarray")
-    run_example(tmp_path)
-
-
 @needs_mpi
 @pytest.mark.mpi
 def test_the_parameter_study_runs_under_mpirun_with_the_same_results(tmp_path):
+    """docs/python.md's study on one process (as tests/test_docs_commands.py runs the page) and under mpirun -n 2:
+    the same table, bitwise."""
     pytest.importorskip("xarray")
     one = run_example(tmp_path / "one")
     two = run_example(tmp_path / "two", launcher=(*mpirun_command(), "-n", "2"))

@@ -1,6 +1,8 @@
 """The reference pages generated from the code (docs/case_file.md, docs/command_line.md; solver.cli.reference):
 the committed pages are what `stencil docs` writes now, and they hold what a user looks for first."""
 
+import re
+
 from conftest import ROOT, stencil
 
 from solver.cli import reference
@@ -46,3 +48,32 @@ def test_the_option_list_has_every_run_option_a_user_meets():
     for command in ("run", "validate", "sweep strong", "sweep weak", "sweep threads", "report", "model", "bench",
                     "bench bandwidth", "docs"):
         assert f"## `{command}`" in page, command
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped (hyphens and underscores kept), spaces to -."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_every_link_between_the_pages_resolves_to_a_file_and_a_heading():
+    pages = [ROOT / "README.md", ROOT / "BENCHMARKS.md", ROOT / "CHANGELOG.md", ROOT / "tools" / "README.md",
+             *sorted(DOCS.glob("*.md"))]
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            assert dest.exists(), f"{page.relative_to(ROOT)}: link to {target}: no such file"
+            if anchor and dest.suffix == ".md":
+                headings = {slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), re.M)}
+                assert anchor in headings, f"{page.relative_to(ROOT)}: link to {target}: no such heading"
+
+
+def test_the_readme_takes_a_newcomer_to_the_main_picture_in_its_first_60_lines():
+    head = (ROOT / "README.md").read_text().splitlines()[:60]
+    text = "\n".join(head)
+    assert "make run" in text and "![" in text and "docs/img/heat_4096.png" in text
+    assert "make test" in text
