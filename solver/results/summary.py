@@ -114,8 +114,8 @@ def iteration_plan(case) -> str:
                                          if case.physics.solver == "multigrid" else "every iteration is run"))
     else:
         stop = (f"; stops when the relative residual max|g - A u| / max|g - A u_0| < {tol:g} (the initial field's "
-                "residual is the unit; before this version tolerance bounded the largest update instead, which for "
-                "Jacobi is the residual itself, now divided by the first one)")
+                "residual is the unit; for Jacobi the residual is a sweep's update, so this is the update over the "
+                "first one)")
     return head + stop
 
 
