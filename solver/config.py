@@ -174,7 +174,7 @@ def _dirichlet(value: float = 0.0) -> Dirichlet:
 
 
 class Boundary(Section):
-    """One kind per side; they never change during a run (discretisation: README, solver/core/boundary.py)."""
+    """One kind per side; they never change during a run (docs/discretisation.md, solver/core/boundary.py)."""
 
     top: Side = Field(default_factory=_dirichlet, description=f"side y = ly: {_SIDE_HELP}")
     bottom: Side = Field(default_factory=_dirichlet, description=f"side y = 0: {_SIDE_HELP}")
