@@ -9,7 +9,7 @@ CORES  := $(shell nproc 2>/dev/null || echo 1)
 RANKS  ?= $(shell [ $(CORES) -ge 8 ] && echo 8 || echo $(CORES))
 CASE   ?= cases/heat_4096.yaml
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench docs venv clean
 
 $(BIN)/stencil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ run:
 
 test: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
+
+docs: venv   # docs/case_file.md and docs/command_line.md from the code (tests/test_docs.py checks them)
+	$(BIN)/stencil docs
 
 bench: venv
 	$(BIN)/stencil bench --size 4096 --dtype float64 --repeats 7

@@ -12,7 +12,8 @@ arrays with their coordinates (an xarray Dataset where xarray is installed), wit
 
 The distribution is `stencil`, the package `solver` (docs/python.md). Bad input raises
 solver.core.errors.InputError (the message names the field and the fix) before anything is written; a
-failed --verify raises VerificationError. Nothing here initialises MPI unless the process was started by
+failed verification (verify=True) raises VerificationError. Error messages use the API's words
+(overwrite=True, output.dir), not the command line's options. Nothing here initialises MPI unless the process was started by
 an MPI launcher (or `mpi=True`).
 """
 
@@ -94,7 +95,7 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
     mpi / comm: by default MPI is used when an MPI launcher started this process; or pass a
       solver.parallel.comm.Comm (e.g. Comm(MPI.COMM_WORLD)).
     """
-    from .core.errors import VerificationError
+    from .core.errors import StencilError, VerificationError
     from .core.physics import origin, spacing
     from .io.fields import gather_field, owned
     from .parallel.comm import Comm
@@ -104,8 +105,12 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
     comm = comm or Comm.world(mpi)
     opts = Options(overwrite=overwrite, quiet=progress is False, verify=verify, ceiling=ceiling,
                    progress=progress if callable(progress) else None)
-    r = Run(case, comm, opts)
-    record = r.execute()
+    try:
+        r = Run(case, comm, opts)
+        record = r.execute()
+    except StencilError as exc:
+        exc.args = tuple(api_words(a) if isinstance(a, str) else a for a in exc.args)
+        raise
     final = gather_field(comm, r.layout.blocks, owned(r.backend, r.state.u))
     (dx, dy), (x0, y0) = spacing(case), origin(case)
     result = Result(record, Path(case.output.dir), final, x0 + dx * np.arange(case.grid.nx),
@@ -115,6 +120,18 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
         raise VerificationError(f"verification failed: relative error {c['relative_error']:.3e} > tolerance "
                                 f"{c['tolerance']:.1e} against the {c['reference']}")
     return result
+
+
+# The library's messages name the command line's options; the API's arguments and fields instead (longest first).
+API_WORDS = {"--overwrite": "overwrite=True", "--output": "output.dir", "--verify": "verify=True",
+             "--no-verify": "verify=False", "--quiet": "progress=False"}
+
+
+def api_words(message: str) -> str:
+    """`message` with the command line's option names replaced by the API's words (run's arguments, fields)."""
+    import re
+
+    return re.sub(r"--[a-z][a-z-]*", lambda m: API_WORDS.get(m.group(0), m.group(0)), message)
 
 
 def read_snapshots(path: Path):

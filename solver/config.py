@@ -130,7 +130,7 @@ class Random(Section):
 
 
 class FromFile(Section):
-    """A .npy file, or an HDF5 file with `dataset`, holding an array of shape (ny, nx)."""
+    """A .npy file, or an HDF5 file's `dataset` (default /u: a fields.h5 gives its last snapshot), shape (ny, nx)."""
 
     kind: Literal["file"]
     path: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
@@ -206,7 +206,7 @@ def _dirichlet(value: float = 0.0) -> Dirichlet:
 
 
 class Boundary(Section):
-    """One kind per side; they never change during a run (discretisation: README, solver/core/boundary.py)."""
+    """One kind per side; they never change during a run (docs/discretisation.md, solver/core/boundary.py)."""
 
     top: Side = Field(default_factory=_dirichlet, description=f"side y = ly: {_SIDE_HELP}")
     bottom: Side = Field(default_factory=_dirichlet, description=f"side y = 0: {_SIDE_HELP}")
@@ -263,11 +263,12 @@ class BackendSettings(Section):
     time_tile: int | None = Field(None, ge=1, le=MAX_TIME_TILE, description=(
         "steps fused per pass (temporal blocking). numba: one sweep through memory; under MPI also the halo "
         "depth, exchanged once per tile; null = the stored `stencil bench --tune` choice, else the deepest tile "
-        "up to 8 whose recomputed rows stay within 10% of a block's. cupy (one process): steps per launch of "
-        "wave/wave2, at most 16; null = tuned or 8. Neumann sides and a periodic axis one rank spans take "
+        "up to 8 whose recomputed rows stay within 1/8 of a block's. cupy: steps per launch of wave/wave2/wave2a, "
+        "at most 16 (chip: any), under MPI also the halo depth; null = tuned or 8 (chip: 256). Neumann sides and a periodic axis one rank spans take "
         "plain steps. 1 = off"))
     kernel: str | None = Field(None, max_length=100, description=(
-        "cupy only: naive | tiled | rows | vec | expr | wave | wave2; null = tuned, else wave2 (vec with time_tile 1)"))
+        "cupy only: naive | tiled | rows | vec | expr | wave | wave2 | wave2a | chip; null = tuned, else wave2a (chip "
+        "where the field fits on the chip, vec with time_tile 1)"))
     block: list[int] | None = Field(None, min_length=2, max_length=2, description=(
         "cupy only: [bx, by] threads (naive, tiled), [threads, rows per thread] (rows, vec) or [threads, rows per "
         "warp] (wave, wave2); null = tuned/default"))
@@ -901,7 +902,7 @@ DESCRIPTIONS = {
     "Case.grid": "the grid: interior points and domain size (required)",
     "Case.physics": "the equation and its coefficients",
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
-    "Case.boundary": "fixed (Dirichlet) values on the four sides",
+    "Case.boundary": "the four sides, each a kind (dirichlet, neumann, periodic) with its value",
     "Case.run": "steps, convergence and checks",
     "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",
@@ -932,7 +933,8 @@ DESCRIPTIONS = {
     "Constant.value": "the value of every interior point",
     "FromFile.kind": "file: read the field from a .npy or HDF5 file",
     "FromFile.path": "the file: .npy, or HDF5 with `dataset`; relative to the working directory",
-    "FromFile.dataset": "HDF5 only: the dataset holding the (ny, nx) array",
+    "FromFile.dataset": "HDF5 only: the dataset holding the (ny, nx) array, or a (snapshots, ny, nx) series (its last "
+                        "snapshot is read); null = /u, the field of a file stencil wrote (fields.h5, checkpoint.h5)",
     "Hotspot.kind": "hotspot: a hot disc on a uniform background",
     "Hotspot.value": "u inside the disc",
     "Hotspot.radius": "disc radius, physical units",
@@ -944,7 +946,8 @@ DESCRIPTIONS = {
     "Parallel.decomposition": "rows: blocks of whole rows; cart: a 2D process grid (shorter halos per rank)",
     "Parallel.halo": "blocking (Sendrecv) | nonblocking (Isend/Irecv, Waitall) | overlap (interior computed "
                      "while the messages move)",
-    "Physics.equation": "heat: explicit time steps of u_t = alpha (u_xx + u_yy); laplace: Jacobi iterations",
+    "Physics.equation": "heat: time steps of u_t = alpha (u_xx + u_yy) (physics.scheme); laplace: its steady state "
+                        "u_xx + u_yy = 0 (physics.solver)",
     "Random.kind": "random: uniform values, the same for any rank count",
     "Random.seed": "random generator seed",
     "Random.low": "lower bound (included)",

@@ -314,6 +314,7 @@ class Run:
                 correctness["passed"] = bool(correctness["passed"] and energy["closed"])
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
+        self.field_range = self._field_range()
         rows = self.comm.gather(self.rank_row())
         written = {}
 
@@ -395,7 +396,20 @@ class Run:
                  "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start, "floor": s.floor}
         if self.mg is not None:
             facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
+        else:
+            facts["field_range"] = self.field_range  # what Jacobi's error estimate is weighed against
         return facts
+
+    def _field_range(self) -> float | None:
+        """max(u) - min(u) of the final field over every rank (collective), for Jacobi's error estimate."""
+        if self.case.physics.equation != "laplace" or self.mg is not None:
+            return None
+        from .io.fields import owned
+
+        u = owned(self.backend, self.state.u)
+        hi = self.comm.allmax(float(u.max()) if u.size else -np.inf)
+        lo = -self.comm.allmax(float(-u.min()) if u.size else -np.inf)
+        return hi - lo
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:

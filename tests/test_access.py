@@ -195,7 +195,7 @@ def test_gpu_patterns_read_every_element_once():
 
 
 def test_report_draws_mpi_scaling_rows(tmp_path):
-    """tools/mpi_scaling.py JSON lines in a results directory: the scaling figure docs/answers.md uses."""
+    """tools/cpu_scaling.py JSON lines in a results directory: the scaling figure docs/answers.md uses."""
     import shutil
 
     import matplotlib.image

@@ -53,6 +53,19 @@ def test_a_run_returns_the_field_the_snapshots_and_the_record(tmp_path):
     assert float(hot) == 100.0  # the disc's centre, found by its coordinates
 
 
+def test_errors_use_the_apis_words_not_the_command_lines(tmp_path):
+    """A second run into the same directory: the fix is `overwrite=True` (an argument of api.run) or another
+    `output.dir` (a field), not the command line's --overwrite / --output."""
+    case = small(tmp_path, **{"run.steps": 2})
+    api.run(case, progress=False, ceiling=False)
+    with pytest.raises(InputError) as err:
+        api.run(case, progress=False, ceiling=False)
+    message = str(err.value)
+    assert "already holds results; pass overwrite=True to replace them, or choose another output.dir" in message
+    assert "--" not in message
+    assert api.api_words("use --steps 5 or --overwrite") == "use --steps 5 or overwrite=True"
+
+
 def test_without_xarray_the_snapshots_are_arrays(tmp_path):
     """xarray missing (blocked from import in a fresh process): a dict of numpy arrays instead."""
     code = ("import sys; sys.modules['xarray'] = None\n"
@@ -112,14 +125,11 @@ def run_example(tmp_path, launcher=()):
     return [r[:3] for r in rows]
 
 
-def test_the_parameter_study_of_docs_python_md_runs(tmp_path):
-    pytest.importorskip("xarray")
-    run_example(tmp_path)
-
-
 @needs_mpi
 @pytest.mark.mpi
 def test_the_parameter_study_runs_under_mpirun_with_the_same_results(tmp_path):
+    """docs/python.md's study on one process (as tests/test_docs_commands.py runs the page) and under mpirun -n 2:
+    the same table, bitwise."""
     pytest.importorskip("xarray")
     one = run_example(tmp_path / "one")
     two = run_example(tmp_path / "two", launcher=(*mpirun_command(), "-n", "2"))

@@ -218,3 +218,21 @@ def test_compute_ceiling_is_measured_once_then_cached_with_its_date(cache):
     assert all(e["source"].startswith("cached 20") and e["gflops"] == first[k]["gflops"] for k, e in again.items())
     stored = json.loads(cache.read_text())
     assert {e["kind"] for e in stored.values()} == {"fma-float32", "mul_add-float32"}
+
+
+def test_the_run_table_says_when_a_cached_ceiling_was_measured(tmp_path):
+    """The first run measures the copy ceiling (`measured in this run`); the second reads the cache and says
+    when it was measured, and that it was not in this run."""
+    from conftest import write_case
+
+    from solver.results.record import when
+
+    assert when("cached 2026-12-01 06:36").startswith("measured 2026-12-01 06:36 and cached, not in this run")
+    assert when("measured now") == "measured in this run"
+    case = write_case(tmp_path / "c.yaml", output={"vtk": False})
+    env = {"STENCIL_CACHE_DIR": str(tmp_path / "cache"), "STENCIL_BANDWIDTH_MIB": "16", "COLUMNS": "300"}
+    first = stencil(["run", str(case), "-q"], env=env)
+    again = stencil(["run", str(case), "-q", "--overwrite"], env=env)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert "measured in this run" in first.stdout and "not in this run" not in first.stdout
+    assert "and cached, not in this run" in " ".join(again.stdout.split())

@@ -210,3 +210,56 @@ def test_gpu_on_chip_names_the_chip_not_memory():
     assert text.startswith("on chip: the field (32 MiB) stays in the registers and shared memory of 128 blocks "
                            "(512 threads, 16 rows each; 132 multiprocessors) for up to 256 steps per launch"), text
     assert "memory bandwidth" not in text
+
+
+# The regimes a user meets, each with the advice it must give and the advice it must never give. `tp` adds to
+# line()'s throughput; a GPU row is on_gpu. One place lists them, so a new rule is checked against all.
+REGIMES = {
+    "one rank, memory-bound 4096^2": (dict(rows=[row()], frac=0.85), "memory bandwidth: 85%", ["rank"]),
+    "one rank, below the copy rate on a large grid": (dict(rows=[row()], frac=0.4), "kernel efficiency: 40%",
+                                                      ["fewer ranks"]),
+    "one rank, multigrid coarse levels": (dict(rows=[row()], frac=0.3, tp={"level_shares": [0.3, 0.4, 0.3]}),
+                                          "multigrid coarse levels", ["fewer ranks"]),
+    "tiny grid 64^2, one rank: per-step overhead": (
+        dict(rows=[row(points=64 * 64)], frac=0.02, step=3e-4), "per-step overhead: 0.300 ms per step (at the copy "
+        "rate its data would move in 6.0 us)", ["better kernel", "SIMD", "more threads", "fewer ranks"]),
+    "tiny grid 64^2 on two ranks": (dict(rows=ranks(2, points=32 * 64), frac=0.05, step=2e-4), "per-step overhead",
+                                    ["better kernel", "SIMD"]),
+    "in cache: the working set fits in the last-level cache": (
+        dict(rows=[row(points=256 * 256)], frac=2.4), "data reused from cache: 240%", ["kernel", "fewer ranks"]),
+    "in cache: time tiles": (dict(rows=[row(time_tile=8)], frac=2.9), "data reused from cache: 290%",
+                             ["fewer ranks", "better kernel"]),
+    "launch-bound GPU": (dict(rows=[row(compute=0.3, other=0.6, device={"device": "gpu", "time_tile": 1})],
+                              frac=0.2, on_gpu=True), "GPU launch gaps: the kernels (CUDA events) run 30%",
+                         ["fewer ranks", "better kernel"]),
+    "comm-bound, 8 ranks": (dict(rows=ranks(8, compute=0.5, comm=0.2, wait=0.2, other=0.1), frac=0.5),
+                            "communication: comm + wait take up to 40%", ["better kernel"]),
+    "oversubscribed: 4 ranks x 2 threads on 4 cores": (
+        dict(rows=[row(rank=r, affinity="0-3", threads=2) for r in range(4)], frac=0.5),
+        "oversubscription: 4 rank(s) with 8 thread(s) in all on 4 core(s)", ["better kernel"]),
+}
+
+
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_each_regime_gets_its_sentence_and_never_the_wrong_advice(regime, monkeypatch):
+    monkeypatch.setattr(record, "last_level_cache_bytes", lambda cores=None: 32 << 20)
+    spec, start, never = REGIMES[regime]
+    spec = dict(spec)
+    extra, rows = spec.pop("tp", {}), spec.pop("rows")
+    tp = {"seconds_per_step": spec.get("step", 1e-2), "fraction_of_copy": spec["frac"], "copy_gbs": 20.0, **extra}
+    text = record.bottleneck(tp, record.section_stats(rows), rows, "float64", spec.get("on_gpu", False))
+    assert text.startswith(start), text
+    for words in never:
+        assert words not in text, (words, text)
+    if len(rows) == 1:
+        assert "ranks help" not in text and "fewer ranks" not in text
+
+
+@pytest.mark.parametrize("frac", [0.02, 0.3, 0.6, 0.9, 1.05, 1.5, 3.0])
+@pytest.mark.parametrize("step", [1e-5, 3e-4, 1e-2])
+def test_a_one_rank_run_is_never_told_to_use_fewer_ranks(frac, step, monkeypatch):
+    monkeypatch.setattr(record, "last_level_cache_bytes", lambda cores=None: 32 << 20)
+    for extra in ({}, {"level_shares": [0.2, 0.5, 0.3]}):
+        tp = {"seconds_per_step": step, "fraction_of_copy": frac, "copy_gbs": 20.0, **extra}
+        text = record.bottleneck(tp, record.section_stats([row()]), [row()], "float64", False)
+        assert "fewer ranks" not in text and "ranks help" not in text, text

@@ -133,3 +133,22 @@ def test_a_full_stdout_is_exit_5_and_a_closed_pipe_ends_quietly(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(120) == 0 and err == "", err
     assert (tmp_path / "out" / "record.json").exists()
+
+
+def test_an_hdf5_initial_field_without_a_dataset_reads_u(tmp_path):
+    """initial: {kind: file, path: prev/fields.h5} needs no `dataset`: a file stencil wrote holds its field in
+    /u (fields.h5: the last snapshot; checkpoint.h5: the field); another HDF5 file names its dataset."""
+    import numpy as np
+
+    from solver.core.errors import InputError
+    from solver.core.initial import read_field_file
+
+    series = np.arange(3 * 4 * 5, dtype=np.float64).reshape(3, 4, 5)
+    with h5py.File(tmp_path / "fields.h5", "w") as f:
+        f["u"] = series
+    got = read_field_file(str(tmp_path / "fields.h5"), None, (4, 5), range(1, 3), range(0, 5))
+    assert np.array_equal(got, series[-1, 1:3])
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["temperature"] = series[0]
+    with pytest.raises(InputError, match=r"initial.dataset: .*other.h5 has no /u; name the HDF5 dataset .*/temperature"):
+        read_field_file(str(tmp_path / "other.h5"), None, (4, 5), range(0, 4), range(0, 5))

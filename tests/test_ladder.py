@@ -134,6 +134,23 @@ def test_default_sizes_bracket_the_caches():
     assert 2 * (small + 2) ** 2 * 8 <= l2 and large >= 4096 and large % 512 == 0
 
 
+@needs_mpi
+def test_bench_balance_gives_every_ranks_speed_and_the_lockstep_wait(tmp_path):
+    """`stencil bench balance`: one line per rank, the spreads, the lockstep wait; the
+    JSON holds every rank's figures. One process measures itself (nothing to wait for)."""
+    args = ["bench", "balance", "--block", "64", "--steps", "10", "--repeats", "2", "--copy-mib", "1"]
+    res = mpirun(2, [*args, "--json", str(tmp_path / "b.json")])
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("P=2 block 64x64 float64") and [x.split()[0] for x in lines[2:4]] == ["0", "1"]
+    assert lines[-1].startswith("lockstep with empty neighbour messages: wait max")
+    got = json.loads((tmp_path / "b.json").read_text())
+    assert [r["rank"] for r in got["rows"]] == [0, 1] and all(r["step_s"] > 0 and 0 <= r["lockstep_wait"] < 1
+                                                              for r in got["rows"])
+    one = stencil(args)
+    assert one.returncode == 0 and one.stdout.startswith("P=1 block 64x64"), one.stderr
+
+
 # GPU variants (run on the GPU machine by tools/device_suite.sh) -----------------------------------
 
 @pytest.mark.gpu

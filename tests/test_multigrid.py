@@ -210,7 +210,21 @@ def test_jacobi_stops_on_the_relative_residual_and_estimates_its_error(tmp_path)
     rho = np.cos(np.pi / 32)
     assert s["contraction"] == pytest.approx(rho, rel=1e-12)
     assert s["error_estimate"] == pytest.approx(s["final_residual"] / (1 - rho))
-    assert "error estimate" in res.stdout
+    assert "error estimate" in res.stdout and "bounds nothing" not in res.stdout
+    assert 0.5 < s["field_range"] <= 1 and s["error_estimate"] < s["field_range"]
+
+
+def test_a_jacobi_error_estimate_beyond_the_fields_range_says_it_bounds_nothing(tmp_path):
+    """255^2 lid, 200 iterations: rho = cos(pi/256), the estimate (residual / (1 - rho)) is far above the field's
+    whole range (at most 1, the lid's value): the summary says so instead of printing it as a bound."""
+    path = write_case(tmp_path / "b.yaml", grid={"nx": 255, "ny": 255}, physics={"equation": "laplace"},
+                      initial={"kind": "constant"}, boundary={"top": 1.0}, run={"steps": 200},
+                      backend={"name": "numba"}, output={"vtk": False})
+    res = stencil(["run", str(path)])
+    assert res.returncode == 0, res.stderr
+    s = json.loads((tmp_path / "out_b" / "record.json").read_text())["solver"]
+    assert 0 < s["field_range"] <= 1 < s["error_estimate"]
+    assert "so it bounds nothing" in " ".join(res.stdout.split())
 
 
 def test_multigrid_case_errors_name_the_field(case_file):

@@ -133,3 +133,40 @@ def test_a_stream_that_is_no_terminal_gets_lines():
     for stream in (NotebookStream(), type("Bare", (), {"write": lambda s, x: None, "flush": lambda s: None})()):
         p = Progress(100, True, points=10, stream=stream)
         assert not p.enabled and p.show
+
+
+RULE = re.compile(r"^(step|cycle) (\d+)/(\d+) \(\d+%\), [\d.]+ s elapsed, \d+ MLUP/s(, .*)?$")
+
+
+def test_implicit_steps_follow_the_same_rule_with_their_last_solve():
+    """An implicit step is a multigrid solve: its cycles and residual ride on the rule's line, never a line
+    per step (200 steps: about 10 lines, not 200)."""
+    out = io.StringIO()
+    p = Progress(200, True, points=100, stream=out)
+    for step in range(1, 201):
+        p.solved(step, 3, 1e-9, 1e-8)
+        p.update(step)
+    text = out.getvalue().splitlines()
+    assert len(text) == 10 and all(RULE.match(t) for t in text), text
+    assert text[0].startswith("step 20/200 (10%), ")
+    assert text[0].endswith(", last solve 3 cycle(s) to a relative residual 1.00e-09 (tolerance 1e-08)")
+
+
+def test_multigrid_cycles_follow_the_same_rule_with_the_residual():
+    out = io.StringIO()
+    p = Progress(100, True, points=100, stream=out, unit="cycle")
+    for cycle in range(1, 31):
+        p.iteration(cycle, 10.0 ** -cycle, 10.0 ** -cycle)
+        p.update(cycle)
+    text = out.getvalue().splitlines()
+    assert [RULE.match(t).group(2) for t in text] == ["10", "20", "30"], text
+    assert text[0].startswith("cycle 10/100 (10%)") and "relative residual 1.000e-10" in text[0]
+
+
+def test_an_implicit_run_prints_about_ten_lines_not_one_per_step(tmp_path):
+    case = write_case(tmp_path / "i.yaml", grid={"nx": 31, "ny": 31}, run={"steps": 60},
+                      physics={"scheme": "backward-euler"}, output={"vtk": False})
+    res = stencil(["run", str(case)])
+    assert res.returncode == 0, res.stderr
+    got = [s for s in res.stdout.splitlines() if s.startswith("step ")]
+    assert 5 <= len(got) <= 11 and all(RULE.match(s) and "last solve" in s for s in got), res.stdout

@@ -90,9 +90,21 @@ def test_sweep_figures_have_the_expected_series(strong):
     tps = [r["_record"]["throughput"] for r in res["rows"]]
     peaks = {k: sorted({tp[f"peak_{k}_gflops"] for tp in tps}) for k in ("mul_add", "fma")}
     roofs = sum(min(len(p), 2) for p in peaks.values())
-    assert len(roof.get_lines()) == min(ceilings, 2) + roofs + 2  # memory and compute roofs, the points, the marker
+    assert len(roof.get_lines()) == min(ceilings, 2) + roofs + len(tps) + 1  # memory and compute roofs, a point each, the marker
     drawn = [line.get_ydata()[0] for line in roof.get_lines() if "compute roof" in line.get_label()]
     assert sorted(drawn) == sorted(p for v in peaks.values() for p in {v[0], v[-1]})  # the records' measured peaks
+    labels = [line.get_label() for line in roof.get_lines() if "roof" in line.get_label()]
+    assert labels and all(" at 1 rank(s): " in t or " at 2 rank(s): " in t for t in labels), labels  # whose roof
+    assert len(set(labels)) == len(labels)  # no two entries alike
+
+
+def test_the_model_figure_is_titled_by_what_it_plots():
+    """Milliseconds per step, measured and predicted: the title says so (not a ratio)."""
+    rows = [{"status": "ok", "ranks": n, "seconds_per_step": 1e-3 * n, "predicted_seconds_per_step": 1.1e-3 * n,
+             **{f"predicted_{p}": 2.5e-4 * n for p in report.MODEL_PARTS}} for n in (1, 2)]
+    a, b = report.fig_model({"kind": "strong", "rows": rows}).axes
+    assert a.get_ylabel() == "ms per step" and "over" not in a.get_title() and "predicted" in a.get_title()
+    np.testing.assert_allclose(a.get_lines()[1].get_ydata(), [1.0, 2.0])
 
 
 @needs_mpi

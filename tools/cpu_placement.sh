@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Is this machine balanced for P single-threaded ranks? Topology, then tools/cpu_probe.py (each rank's
+# Is this machine balanced for P single-threaded ranks? Topology, then `stencil bench balance` (each rank's
 # own kernel and copy speed, no messages) under several Open MPI placements, then the coupled weak run
 # (1024^2 per rank, rows, overlap) with each rank's compute / wait from timings.csv.
 #   tools/cpu_placement.sh [P]        (default 16)
 set -uo pipefail
 P=${1:-16}
 here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"  # python -m solver from the repository
 PY=${PY:-python3}
 export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1
 echo "== topology"
@@ -21,7 +22,7 @@ if mpirun --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
 else  # MPICH's hydra
   L=(mpirun) CORE="-bind-to core" NONE="-bind-to none"
 fi
-probe() { echo "== probe: mpirun -n $1 ${*:2}"; "${L[@]}" -n "$1" ${@:2} $PY "$here/tools/cpu_probe.py" ${PROBE_ARGS:-}; }
+probe() { echo "== probe: mpirun -n $1 ${*:2}"; "${L[@]}" -n "$1" ${@:2} $PY -m solver bench balance ${PROBE_ARGS:-}; }
 for n in 1 2 4 8 "$P" "$P"; do (( n <= P )) && probe "$n" "$CORE"; done
 probe "$P" "$NONE"
 W=$(mktemp -d /dev/shm/placement-XXXX 2>/dev/null || mktemp -d)

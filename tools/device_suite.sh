@@ -24,7 +24,7 @@
 #           runs filled a 450 s limit): give the large sizes a call of their own); Nsight Compute on one launch of each CHIP_NCU kernel
 #           (limiting unit, stall reasons); CHIP_NCU_SRC (e.g. 2048:float64:chip): one launch's stall
 #           reasons, whole and by SASS instruction (chip_sass.csv). The GPU tests of the touched files come first (CHIP_TESTS_K
-#           picks), then CHIP_PROBE, when set: tools/chip_probe.py's kernel-only timings of its arguments.
+#           picks), then CHIP_PROBE, when set: `tools/gpu_probe.py chip`'s kernel-only timings of its arguments.
 #   tune    block sweeps at 4096^2 and 8192^2, both dtypes (what is best differs by size).
 #   hybrid  hybrid tests under mpirun (pytest -m "gpu and mpi": 1 rank per GPU, 2 ranks on one GPU,
 #           errors); strong scaling 1 -> 2 GPUs at 16384^2 and 32768^2, weak scaling at 16384^2 per
@@ -64,8 +64,8 @@
 #           (source faces); PHYSICS_BENCH=0 and PHYSICS_ROUNDS=0 leave out the bench and the before/after.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
-#   cpu     tools/cpu_scaling.sh DIR, when that script exists (MPI scaling on the CPU cores).
-#   deep    tools/deep_scaling.sh DIR (issue 14): mpirun -n 1/2/4/8/16, strong 4096^2 and weak 1024^2
+#   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
+#   deep    tools/deep_bench.py --parts scaling (issue 14): mpirun -n 1/2/4/8/16, strong 4096^2 and weak 1024^2
 #           per rank, default time tile (deep halos) vs time_tile 1, the lockstep floor in each launch,
 #           one process x 16 threads tiled; a short table.
 # Written: $OUT/suite.log (everything printed), $OUT/summary.txt (the table), $OUT/suite.tar.gz (every
@@ -162,7 +162,7 @@ if [[ $SECTIONS == *" chip "* ]]; then  # issue 26
   [[ -z ${SKIP_SMOKE:-} ]] && step chip_smoke 60 $PY -m pytest -q -x -p no:cacheprovider tests/test_gpu_chip.py -k "several_launches and float64 and None"
   step chip_tests ${CHIP_TESTS_S:-240} $PY -m pytest -q -rfEs -p no:cacheprovider -n 16 tests/test_gpu_chip.py \
     tests/test_gpu_wave.py tests/test_gpu_kernels.py tests/test_gpu_boundary.py -k "${CHIP_TESTS_K:-chip or wave2a or default or record or tune}"
-  [[ -n ${CHIP_PROBE:-} ]] && step probe26 ${CHIP_PROBE_S:-90} $PY tools/chip_probe.py $CHIP_PROBE
+  [[ -n ${CHIP_PROBE:-} ]] && step probe26 ${CHIP_PROBE_S:-90} $PY tools/gpu_probe.py chip $CHIP_PROBE
   CHIP_TUNE=${CHIP_TUNE-"16384 float64 wave2,wave2a 32x256
 16384 float32 wave2,wave2a 32x128
 8192 float64 wave2,wave2a 32x128
@@ -344,9 +344,9 @@ if [[ $SECTIONS == *" probe "* ]]; then
   step cpu_placement 240 bash tools/cpu_placement.sh 16
 fi
 
-if [[ $SECTIONS == *" cpu "* ]] && [[ -f tools/cpu_scaling.sh ]]; then
+if [[ $SECTIONS == *" cpu "* ]]; then
   mkdir -p "$W/cpu"
-  step cpu_scaling 300 bash tools/cpu_scaling.sh "$W/cpu"
+  step cpu_scaling 300 $PY tools/cpu_scaling.py "$W/cpu" ${SCALING_ARGS:-}
 fi
 
 # verify: the merged code in one short call (about 9 minutes): every GPU test (pytest-xdist, 8 workers:
@@ -357,8 +357,8 @@ if [[ $SECTIONS == *" verify "* ]]; then
   step hybrid_tests 150 $PY -m pytest -q -rfEs -p no:cacheprovider -m "gpu and mpi" tests/
   if [[ -z ${VERIFY_GPU_ONLY:-} ]]; then  # VERIFY_GPU_ONLY=1: the GPU tests alone (CPU tables in their own call)
     mkdir -p "$W/deep"
-    export DEEP_ARGS=${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
-    step deep_scaling 150 bash tools/deep_scaling.sh "$W/deep"
+    step deep_scaling 150 $PY tools/deep_bench.py --parts scaling --dir "$W/deep" --node-threads ${NODE_THREADS:-16} \
+      ${DEEP_ARGS:---repeats 3 --strong-steps 60 --weak-steps 120}
     step access_gpu 60 $PY -m solver bench access --backend cupy --repeats 3 --json "$W/access_gpu.json"
   fi
 fi
@@ -366,7 +366,7 @@ fi
 # deep halos on the CPU cores (issue 14) ---------------------------------------------------------------
 if [[ $SECTIONS == *" deep "* ]]; then
   mkdir -p "$W/deep"
-  step deep_scaling 540 bash tools/deep_scaling.sh "$W/deep"
+  step deep_scaling 540 $PY tools/deep_bench.py --parts scaling --dir "$W/deep" --node-threads ${NODE_THREADS:-16} ${DEEP_ARGS:-}
 fi
 
 # access (issue 18; `tools/device_suite.sh access`, not part of "all") ---------------------------------
@@ -416,7 +416,7 @@ fi
   $PY -m solver.bench.gpu table "$W" 2>&1
   [[ -f $W/cpu_placement.log ]] && grep -a -E "^(==|step max|copy GB|ms/step|lockstep)" "$W/cpu_placement.log"
   [[ -f $W/cpu/scaling.md ]] && cat "$W/cpu/scaling.md"
-  [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_scaling.sh)"; cat "$W/deep/deep.md"; }
+  [[ -f $W/deep/deep.md ]] && { echo "== deep halos (tools/deep_bench.py --parts scaling)"; cat "$W/deep/deep.md"; }
   [[ -f $W/batches.log ]] && grep -a "^batches " "$W/batches.log"
   [[ -f $W/plain.txt ]] && cat "$W/plain.txt"
   [[ -f $W/mg35.txt ]] && cat "$W/mg35.txt"

@@ -9,7 +9,7 @@ What it measures, every figure on the ranks as the launcher placed them (one num
   on a middle block of a rows decomposition (neighbours on both sides), called as the halo mode calls
   it (overlap: the interior in bands, then the edge strips; k > 1: solver.parallel.deep's inner part in
   bands, then its frame), all at once with no messages; each rank's seconds per tile are kept in order,
-  so the model replays the per-rank speed spread and its variation in time (what tools/cpu_probe.py
+  so the model replays the per-rank speed spread and its variation in time (what `stencil bench balance`
   shows). Also the convergence check's local reduction (max_update) on the block.
 - exchange: the halo exchanger itself (solver.parallel.exchange, the run's mode) between the first two
   ranks of the first node, a ring of two (each has two sides, as a middle rank), no compute: seconds per

@@ -285,9 +285,12 @@ def _free_saved_dims(data: dict, ranks: int, over: dict) -> str | None:
 def validate(
     case: Path = typer.Argument(..., help="case file (YAML)"),
     ranks: int = typer.Option(1, min=1, max=MAX_RANKS, help="plan for this many MPI ranks"),
-    backend: Optional[str] = typer.Option(None), steps: Optional[int] = typer.Option(None),
-    dtype: Optional[str] = typer.Option(None), threads: Optional[int] = typer.Option(None),
-    output: Optional[str] = typer.Option(None, "--output", "-o"), sets: Optional[list[str]] = _SET,
+    backend: Optional[str] = typer.Option(None, help="numpy | numba | cupy"),
+    steps: Optional[int] = typer.Option(None, help="override run.steps"),
+    dtype: Optional[str] = typer.Option(None, help="float32 | float64"),
+    threads: Optional[int] = typer.Option(None, help="numba threads per rank"),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="override output.dir"),
+    sets: Optional[list[str]] = _SET,
 ) -> None:
     """Print the resolved case (dt, weights, stability, memory, bytes per step) or the errors."""
     from ..config import load_case
@@ -303,6 +306,27 @@ def schema() -> None:
     from ..config import schema as case_schema
 
     typer.echo(json.dumps(case_schema(), indent=2))
+
+
+@app.command()
+def docs(
+    directory: Path = typer.Option(Path("docs"), "--dir", help="where the pages go"),
+    check: bool = typer.Option(False, "--check", help="write nothing; exit 1 when a page differs from the code"),
+) -> None:
+    """Write the case-file and command-line references (docs/case_file.md, docs/command_line.md) from the code."""
+    from . import reference as pages
+
+    if check:
+        stale = pages.stale(directory)
+        if stale:
+            echo_err(f"out of date in {directory}: {', '.join(stale)}; run `stencil docs` and commit them")
+            sys.exit(1)
+        print(f"{directory}: {', '.join(pages.PAGES)} match the code")
+        return
+    if not directory.is_dir():
+        raise InputError(f"--dir: {directory} is not a directory; run from the repository root or give --dir")
+    for path in pages.write(directory):
+        print(f"wrote {path}")
 
 
 @app.command()
@@ -362,7 +386,7 @@ def tune(
 
 
 bench_app = typer.Typer(help="Benchmarks: the stencil (default), and the ladder's bandwidth, reduction, vectorize, "
-                             "access.", **HELP)
+                             "access; the machine's balance; the scaling model's inputs.", **HELP)
 app.add_typer(bench_app, name="bench")
 
 
@@ -493,6 +517,28 @@ def bench_reduction(
         exc = VerificationError(f"wrong sums beyond the stated tolerance: {', '.join(bad)}")
         exc.report = comm.rank == 0
         raise exc
+
+
+@bench_app.command("balance")
+def bench_balance(
+    block: int = typer.Option(1024, min=3, help="side of every rank's square block (float64)"),
+    steps: int = typer.Option(200, min=2, help="steps per timed repeat, and of the lockstep loop"),
+    repeats: int = typer.Option(5, min=1, help="timed repeats; the medians are reported"),
+    copy_mib: int = typer.Option(64, "--copy-mib", min=1, help="MiB each rank copies for its copy rate"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results here"),
+    mpi: Optional[bool] = typer.Option(None, "--mpi/--no-mpi", help="default: use MPI when started by mpirun/srun"),
+) -> None:
+    """Is the machine balanced? Each rank's own kernel and copy speed with no messages, then the wait of a
+    lockstep loop with empty messages: what equal blocks on these cores pay in any halo mode (run under mpirun)."""
+    from ..bench.balance import balance_bench, report_lines
+    from ..parallel.comm import Comm
+
+    comm = Comm.world(mpi)
+    _check_fields_fit("--block", block, "float64")
+    res = balance_bench(comm.mpi, block, steps, repeats, copy_mib)
+    if comm.rank == 0:
+        print("\n".join(report_lines(res)))
+    _write_json(json_out, res, comm)
 
 
 @bench_app.command("vectorize")

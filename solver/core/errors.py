@@ -1,4 +1,4 @@
-"""Exceptions that map to the documented exit codes (see README, "Exit codes")."""
+"""Exceptions that map to the documented exit codes (docs/exit_codes.md)."""
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1

@@ -28,7 +28,7 @@ def initial_block(case, block: Block) -> np.ndarray:
     else:
         u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols),
                                  dtype=case.numerics.dtype)
-        name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset}"
+        name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset or '/u'}"
         return _finite(u, name, rows, cols)  # also after the cast: 1e300 is inf in float32
     return np.ascontiguousarray(u, dtype=case.numerics.dtype)
 
@@ -72,13 +72,16 @@ def read_field_file(path: str, dataset: str | None, shape: tuple[int, int], rows
 def _read_h5(p: Path, dataset: str | None, shape, rows: range, cols: range) -> np.ndarray:
     import h5py
 
-    if dataset is None:
-        raise InputError(f"initial.dataset: {p} is not a .npy file; name the HDF5 dataset, e.g. dataset: /u")
     try:
         f = h5py.File(p, "r")
     except OSError:
         raise InputError(f"initial.path: {p} is neither .npy nor HDF5; give a .npy or .h5 file") from None
     with f:
+        if dataset is None:  # the field of a file stencil wrote: fields.h5's /u (its last snapshot), checkpoint.h5's
+            if "u" not in f:
+                raise InputError(f"initial.dataset: {p} has no /u; name the HDF5 dataset that holds the field, one "
+                                 f"of: {_datasets(f)}")
+            dataset = "/u"
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise InputError(f"initial.dataset: {dataset!r} not found in {p}; datasets there: {_datasets(f)}")
         d = f[dataset]

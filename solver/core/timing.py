@@ -1,6 +1,6 @@
 """Per-rank section timers for the time loop.
 
-Sections (the README repeats these definitions):
+Sections (docs/timings.md repeats these definitions):
 - compute: the stencil kernel (GPU: measured with CUDA events, not host clocks);
 - comm:    posting sends/receives, packing/unpacking halo buffers, staging copies, Sendrecv;
 - wait:    blocked in Wait/Waitall, or in a collective (convergence, stop and NaN checks);

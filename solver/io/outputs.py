@@ -170,15 +170,18 @@ class StopSignals:
 
 
 class Progress:
-    """Progress on rank 0 (`--quiet` silences it). A terminal gets a bar once a run passes DELAY seconds;
-    anything else (mpirun, srun, a pipe, a log file, a Jupyter notebook) gets plain lines
-    `step N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every LINE_SECONDS,
-    whichever comes first (at the loop's polls, which solver.core.loop spaces at most POLL_SECONDS apart);
-    with a `callback` (the Python API's progress=), it is called with (step, total, elapsed, mlups) instead of
-    a line. R is the summary's quantity, point updates per second of the steps after the warm-up with the
-    output written inside the loop left out, measured on rank 0 (the summary takes the slowest rank). The loop asks `due(step)` first and waits for a GPU's queued
-    steps when it is, so a line counts the steps computed, not those enqueued. Before a first compilation
-    it says so, since that can take half a minute."""
+    """Progress on rank 0 (`--quiet` silences it), by one rule for every solver. A terminal gets a bar once a
+    run passes DELAY seconds; anything else (mpirun, srun, a pipe, a log file, a Jupyter notebook) gets plain
+    lines `UNIT N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every
+    LINE_SECONDS, whichever comes first (at the loop's polls, which solver.core.loop spaces at most
+    POLL_SECONDS apart). UNIT is `step` (explicit and implicit heat steps, Jacobi iterations) or `cycle`
+    (multigrid's steady state); a solver with a residual adds the latest one to the line (`, relative residual
+    X`, and for an implicit step the cycles its solve took), never a line of its own. With a `callback` (the
+    Python API's progress=), it is called with (step, total, elapsed, mlups) instead of a line. R is the
+    summary's quantity, point updates per second of the steps after the warm-up with the output written inside
+    the loop left out, measured on rank 0 (the summary takes the slowest rank). The loop asks `due(step)`
+    first and waits for a GPU's queued steps when it is, so a line counts the steps computed, not those
+    enqueued. Before a first compilation it says so, since that can take half a minute."""
 
     DELAY = 2.0
     LINE_FRACTION = 0.1
@@ -186,9 +189,10 @@ class Progress:
     BAR_SECONDS = 0.5  # a terminal's bar moves at most this often (each move waits for a GPU)
 
     def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter,
-                 callback=None):
+                 callback=None, unit: str = "step"):
         self.stream, self.clock, self.callback = stream or sys.stdout, clock, callback
-        self.total, self.show, self.points = total, enabled, points
+        self.total, self.show, self.points, self.unit = total, enabled, points, unit
+        self.detail = ""  # the solver's latest residual, added to the next line
         self.enabled = enabled and callback is None and _isatty(self.stream)  # the bar
         self.output_seconds = 0.0  # output written inside the loop so far: not stepping
         self.bar = None
@@ -237,18 +241,16 @@ class Progress:
         return self.points * (step - self.rate_first) / stepping / 1e6 if stepping > 0 else 0.0
 
     def iteration(self, step: int, r: float, rel: float) -> None:
-        """One line per multigrid cycle (a cycle takes long enough to be worth a line): the residual."""
-        self._say(step, lambda elapsed: f"cycle {step}: relative residual {rel:.3e} (max |g - A u| {r:.3e}), "
-                                        f"{elapsed:.1f} s elapsed")
+        """A multigrid cycle's residual: shown on the next line (the lines' rule is the same for every solver)."""
+        self.detail = f", relative residual {rel:.3e} (max |g - A u| {r:.3e})"
 
     def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
-        """One line per implicit step (each is a multigrid solve): its cycles and residual."""
-        self._say(step, lambda elapsed: f"step {step}/{self.total}: {cycles} cycle(s), relative residual {rel:.2e} "
-                                        f"(tolerance {tol:.0e}), {elapsed:.1f} s elapsed")
+        """An implicit step's solve: its cycles and residual, shown on the next line."""
+        self.detail = f", last solve {cycles} cycle(s) to a relative residual {rel:.2e} (tolerance {tol:.0e})"
 
     def _line(self, step: int, now: float) -> None:
-        self._say(step, lambda elapsed: f"step {step}/{self.total} ({step / max(self.total, 1):.0%}), {elapsed:.1f} s "
-                                        f"elapsed, {self.rate(step, now):.0f} MLUP/s", now)
+        self._say(step, lambda elapsed: f"{self.unit} {step}/{self.total} ({step / max(self.total, 1):.0%}), "
+                                        f"{elapsed:.1f} s elapsed, {self.rate(step, now):.0f} MLUP/s{self.detail}", now)
 
     def _say(self, step: int, text, now: float | None = None) -> None:
         """Every progress line goes through here: printed, or given to the callback (the Python API's
@@ -267,7 +269,7 @@ class Progress:
         if self.bar is None:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("step"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            self.bar = Progress(TextColumn(self.unit), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                                 TimeRemainingColumn(), transient=True)
             self.task = self.bar.add_task("run", total=self.total)
             self.bar.start()
@@ -339,8 +341,10 @@ class Outputs:
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
+        steady_mg = layout.case.physics.equation == "laplace" and layout.case.uses_multigrid
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
-                                     layout.case.grid.nx * layout.case.grid.ny, callback=progress)
+                                     layout.case.grid.nx * layout.case.grid.ny, callback=progress,
+                                     unit="cycle" if steady_mg else "step")
         self.lines = not quiet or progress is not None  # progress at 10% of the steps (the same on every rank)
         self.snapshots: list[int] = []
         self.listed_at, self.unlisted = time.perf_counter(), False
@@ -511,11 +515,11 @@ class Outputs:
         self.progress_bar.warmed(step)
 
     def iteration(self, step: int, r: float, rel: float) -> None:
-        """A multigrid cycle's line: its residual (rank 0, unless --quiet)."""
+        """A multigrid cycle's residual, for the next progress line."""
         self.progress_bar.iteration(step, r, rel)
 
     def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
-        """An implicit step's line: the cycles its solve took (rank 0, unless --quiet)."""
+        """An implicit step's cycles and residual, for the next progress line."""
         self.progress_bar.solved(step, cycles, rel, tol)
 
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:

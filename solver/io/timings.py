@@ -80,7 +80,7 @@ def write_timings_table(path: Path, rows: list[dict], first_step: int, last_step
         d = f.create_dataset("ranks", data=table)
         d.attrs["columns"] = ("segment: 0 for the first run, +1 per restart appended; first_step/last_step: "
                               "steps of that segment; compute, comm, wait, io, other, loop, warmup: seconds "
-                              "(see timings.csv and the README for the sections); steps: timed steps")
+                              "(see timings.csv and docs/timings.md for the sections); steps: timed steps")
 
     with replaced(path) as tmp:
         write_skeleton(tmp, build)  # small: built in memory, written by Python

@@ -3,7 +3,7 @@
 Equal blocks finish together only on cores that run at equal speed. On a shared or virtualised node
 they do not: on the GPU machine's 32 vCPUs, 16 ranks with no messages at all computed their equal
 blocks at speeds up to 1.6x apart, and which ranks were slow changed from one run to the next
-(tools/cpu_probe.py; BENCHMARKS.md). In a coupled run the fast ranks then wait for the slow ones at
+(`stencil bench balance`; BENCHMARKS.md). In a coupled run the fast ranks then wait for the slow ones at
 every halo exchange, whatever the halo mode.
 
 Every `parallel.balance_every` steps each rank's speed is measured as rows computed per second of its

@@ -77,6 +77,9 @@ COMM_BOUND = 0.25  # comm + wait of one rank, as a fraction of its loop
 IMBALANCED = 1.15  # max / mean compute
 OVERHEAD_STEP = 1e-4  # seconds per step below which launch and Python costs dominate
 OVERHEAD_OTHER = 0.3  # or: `other` above this fraction of a rank's loop
+OVERHEAD_DATA = 5e-5  # or: below the copy rate while a step's data would move in less than this (seconds) at that
+#                       rate: about the fixed cost of a CPU step (a Python call, a thread-pool wake-up), so the time
+#                       is that cost, not the kernel's (a tiny grid)
 COMPUTE_BOUND = 0.5  # GFLOP/s above this fraction of the measured multiply + add peak: arithmetic is the limit
 COARSE_BOUND = 0.5  # multigrid: levels below the finest above this share of the cycle
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
@@ -102,7 +105,8 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     if frac is None:
         return "unknown: no copy bandwidth measured to compare with"
     if frac >= MEMORY_BOUND:
-        return (f"memory bandwidth: {frac:.0%} of the copy bandwidth measured with the same ranks and threads "
+        workers = "ranks and threads" if len(rows) > 1 else "threads"
+        return (f"memory bandwidth: {frac:.0%} of the copy bandwidth measured with the same {workers} "
                 f"({tp['copy_gbs']:.1f} GB/s); more workers help only as far as that copy rate grows with them")
     return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
             "(more threads, SIMD or a better kernel would help)")
@@ -150,7 +154,7 @@ def _coarse_levels(tp, stats, rows, dtype, on_gpu) -> str | None:
         return None
     return (f"multigrid coarse levels: levels 1-{len(shares) - 1} take {sum(shares[1:]):.0%} of the cycle, the "
             f"finest {shares[0]:.0%}; their grids are small, so per-sweep costs (messages, launches, Python) "
-            "dominate: a larger multigrid.coarsest or fewer ranks help")
+            "dominate: a larger multigrid.coarsest" + (" or fewer ranks help" if len(rows) > 1 else " helps"))
 
 
 def _compute(tp, stats, rows, dtype, on_gpu) -> str | None:
@@ -217,10 +221,15 @@ def _overhead(tp, stats, rows, dtype, on_gpu) -> str | None:
     if on_gpu:  # host sections overlap the GPU's kernels there: the GPU's overhead rule is _launch_gaps
         return None
     other = max(r["other"] / max(r["loop"] - r["io"], 1e-300) for r in rows)
-    if tp["seconds_per_step"] >= OVERHEAD_STEP and other <= OVERHEAD_OTHER:
+    frac, step = tp.get("fraction_of_copy"), tp["seconds_per_step"]
+    moved = frac * step if frac is not None else None  # the step's bytes at the copy rate, in seconds
+    tiny = moved is not None and frac < MEMORY_BOUND and moved < OVERHEAD_DATA
+    if step >= OVERHEAD_STEP and other <= OVERHEAD_OTHER and not tiny:
         return None
-    return (f"per-step overhead: {tp['seconds_per_step'] * 1e3:.3f} ms per step, {min(other, 1):.0%} of the loop "
-            "outside compute and communication: launch and Python costs dominate; use a larger grid")
+    data = f" (at the copy rate its data would move in {moved * 1e6:.1f} us)" if moved is not None else ""
+    return (f"per-step overhead: {step * 1e3:.3f} ms per step{data}, {min(other, 1):.0%} of the loop outside "
+            "compute and communication: fixed costs per step (Python calls, thread wake-ups, launches) dominate, "
+            "not the kernel; use a larger grid")
 
 
 def time_tile(rows: list[dict]) -> int:
@@ -405,6 +414,16 @@ def _tiling_line(res: dict) -> str:
             f"{res['messages_per_step']:.2f} halo messages per step (all ranks).")
 
 
+def when(source: str) -> str:
+    """A ceiling's source ('cached 2026-12-01 06:36' or 'measured now', solver.bench.bandwidth) as the run
+    table and record.md say it: when it was measured, and whether in this run."""
+    if source.startswith("cached"):
+        date = source.removeprefix("cached").strip() or "earlier"
+        return (f"measured {date} and cached, not in this run; `stencil bench bandwidth --refresh` measures it "
+                "again")
+    return "measured in this run" if source == "measured now" else source
+
+
 def verdict(passed) -> str:
     return "PASS" if passed else "FAIL"
 
@@ -500,12 +519,12 @@ def markdown(rec: dict) -> str:
                       f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
                       f"| GFLOP/s ({tp['flops_per_update']} flop/update) | {tp['gflops']:.2f} |"]
         if "copy_gbs" in tp:
-            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({tp['copy_source']}) |",
+            lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({when(tp['copy_source'])}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]
         if "peak_mul_add_gflops" in tp:
             lines += [f"| compute peak, multiply + add (as the stencil is compiled) | {tp['peak_mul_add_gflops']:.1f} "
-                      f"GFLOP/s ({tp['peak_mul_add_source']}) |",
-                      f"| compute peak, fused multiply-add | {tp['peak_fma_gflops']:.1f} GFLOP/s ({tp['peak_fma_source']}) |",
+                      f"GFLOP/s ({when(tp['peak_mul_add_source'])}) |",
+                      f"| compute peak, fused multiply-add | {tp['peak_fma_gflops']:.1f} GFLOP/s ({when(tp['peak_fma_source'])}) |",
                       f"| fraction of the multiply + add peak | {tp['fraction_of_peak']:.2%} |"]
         lines.append("")
     lines += ["## Environment", "", f"{env['cpu']}, {env['cores']} cores, {env['memory_gb']} GB; Python "

@@ -8,8 +8,8 @@ compute roofs measured with the same ranks and threads: multiply + add and fused
 Run charts: ranks.png (sections per rank), bandwidth.png, timeline.png (per-rank trace, when the run
 wrote trace.json). Benchmark results: <stem>.png per `bench access` JSON (GB/s by array size per access
 pattern, the caches drawn as labelled vertical lines), allreduce.png from the `bench reduction` JSONs run
-under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/mpi_scaling.py
-JSON-lines file (speedup and bandwidth against ranks; tools/plot_scaling.py draws the same). Figures
+under MPI (MPI_Allreduce time by message size, a line per rank count), <stem>.png per tools/cpu_scaling.py
+JSON-lines file (speedup and bandwidth against ranks). Figures
 are built as matplotlib Figure objects (no pyplot state, Agg canvas) so tests can count their series; every axis has a label with units, every chart a title and a legend.
 """
 
@@ -281,13 +281,13 @@ def fig_model(res: dict):
     fig, (a, b) = new_figure(2, 5.2)
     a.plot(n, [r["predicted_seconds_per_step"] * 1e3 for r in rows], "-", label="predicted (stencil model)")
     a.plot(n, [r["seconds_per_step"] * 1e3 for r in rows], "o", label="measured")
-    a.set(title="Time per step: measured over predicted", xlabel=axis_name(kind), ylabel="ms per step")
+    a.set(title="Time per step: measured (points) and predicted (line)", xlabel=axis_name(kind), ylabel="ms per step")
     bottom = [0.0] * len(rows)
     for part in MODEL_PARTS:
         v = [r[f"predicted_{part}"] * 1e3 for r in rows]
-        b.bar([str(x) for x in n], v, bottom=bottom, label=part)
+        b.bar([str(x) for x in n], v, bottom=bottom, label=f"predicted {part}")
         bottom = [x + y for x, y in zip(bottom, v)]
-    b.plot([str(x) for x in n], [r["seconds_per_step"] * 1e3 for r in rows], "ko", label="measured")
+    b.plot([str(x) for x in n], [r["seconds_per_step"] * 1e3 for r in rows], "ko", label="measured (whole step)")
     b.set(title="Predicted parts", xlabel=axis_name(kind), ylabel="ms per step")
     _log2_axis(a, n)
     for ax in (a, b):
@@ -342,14 +342,16 @@ def fig_bandwidth(res: dict):
     _log2_axis(a, n)
     a.grid(alpha=0.3)
     a.legend()
-    roofline(b, [(f"{count_of(r, kind)}", r["_record"]["throughput"]) for r in rows])
+    roofline(b, [(f"{count_of(r, kind)}", r["_record"]["throughput"]) for r in rows],
+             "thread(s)" if kind == "threads" else "rank(s)")
     return fig
 
 
-def roofline(ax, points: list[tuple[str, dict]]) -> None:
+def roofline(ax, points: list[tuple[str, dict]], unit: str = "rank(s)") -> None:
     """Memory roofs (copy ceiling x intensity) for the smallest and largest ceiling, the compute roofs
     measured with the same ranks and threads (solver.bench.peak: multiply + add, as the stencil is
-    compiled, and fused multiply-add), and the achieved points."""
+    compiled, and fused multiply-add), and the achieved points. `points`: (count, throughput) per run, the
+    count in `unit` (ranks or threads): each roof's legend entry names the count it was measured at."""
     points = [(label, tp) for label, tp in points if tp and "flops_per_update" in tp]
     tps = [tp for _, tp in points]
     if not tps:  # multigrid: its levels and verbs have no single intensity (docs/multigrid.md)
@@ -359,20 +361,28 @@ def roofline(ax, points: list[tuple[str, dict]]) -> None:
         return
     ai = tps[0]["flops_per_update"] / tps[0]["bytes_per_update"]
     x = np.logspace(-2, 2, 50)
-    ceilings = sorted({tp["copy_gbs"] for tp in tps if tp.get("copy_gbs")})
-    for c in ([ceilings[0], ceilings[-1]] if len(ceilings) > 1 else ceilings):
-        ax.plot(x, c * x, "--", label=f"memory roof {c:.1f} GB/s")
-    for kind, style, name in (("mul_add", "-", "compute roof, multiply + add"), ("fma", ":", "compute roof, FMA")):
-        peaks = sorted({tp[f"peak_{kind}_gflops"] for tp in tps if tp.get(f"peak_{kind}_gflops")})
-        for p in ([peaks[0], peaks[-1]] if len(peaks) > 1 else peaks):
-            ax.axhline(p, ls=style, color="tab:red", lw=1.2, label=f"{name} {p:.0f} GFLOP/s")
-    ax.plot([ai] * len(tps), [tp["gflops"] for tp in tps], "o", label="stencil (n = " +
-            ", ".join(label for label, tp in points if tp) + ")")
+    for label, c in _extremes(points, "copy_gbs"):
+        ax.plot(x, c * x, "--", label=f"memory roof at {label} {unit}: copy {c:.1f} GB/s")
+    for kind, style, name in (("mul_add", "-", "multiply + add"), ("fma", ":", "FMA")):
+        ends = _extremes(points, f"peak_{kind}_gflops")
+        for (label, p), colour in zip(ends, ("tab:red", "lightcoral")):
+            ax.axhline(p, ls=style, color=colour, lw=1.2, label=f"compute roof at {label} {unit}: {name} {p:.0f} GFLOP/s")
+    for (label, tp), marker in zip(points, "o^sDv<>ph*" * len(points)):
+        ax.plot([ai], [tp["gflops"]], marker, color="tab:green", label=f"stencil at {label} {unit}: {tp['gflops']:.3g} GFLOP/s")
     ax.axvline(ai, color="gray", lw=0.8)
     ax.set(xscale="log", yscale="log", title=f"Roofline view: {ai:.3g} flop/byte",
            xlabel="arithmetic intensity (flop/byte)", ylabel="performance (GFLOP/s)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+
+
+def _extremes(points: list[tuple[str, dict]], key: str) -> list[tuple[str, float]]:
+    """(count, value) of the smallest and the largest `key` among the points' throughputs (one pair if equal)."""
+    found = [(label, tp[key]) for label, tp in points if tp.get(key)]
+    if not found:
+        return []
+    lo, hi = min(found, key=lambda f: f[1]), max(found, key=lambda f: f[1])
+    return [hi, lo] if lo[1] != hi[1] else [hi]
 
 
 # figures: one run ------------------------------------------------------------------------------
@@ -594,7 +604,7 @@ def fig_allreduce(runs: list[dict]):
 
 
 def fig_mpi_scaling(rows: list[dict], where: str):
-    """tools/mpi_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
+    """tools/cpu_scaling.py's rows (JSON lines): speedup against ranks for strong and weak scaling (every
     decomposition with the blocking and overlap halos), and strong scaling's bandwidth against the copy
     (and memcpy) ceiling measured at the same rank count."""
     from collections import defaultdict
@@ -653,7 +663,7 @@ def _nothing(ax, title: str, why: str) -> None:
 
 
 def load_scaling_rows(path: Path) -> list[dict] | None:
-    """The rows of a tools/mpi_scaling.py JSON-lines file, or None if the file is something else;
+    """The rows of a tools/cpu_scaling.py JSON-lines file, or None if the file is something else;
     InputError naming the line when it is such a file but a row is damaged."""
     try:
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -665,7 +675,7 @@ def load_scaling_rows(path: Path) -> list[dict] | None:
     for i, r in enumerate(rows):
         problem = shape_problem(r, SCALING_ROW, f"row {i + 1}")
         if problem:
-            raise InputError(f"{path}: {problem}; it is damaged: run tools/mpi_scaling.py again")
+            raise InputError(f"{path}: {problem}; it is damaged: run tools/cpu_scaling.py again")
     return rows
 
 
@@ -717,7 +727,7 @@ def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
     for stem, res in found.items():
         if res["bench"] == "mpi_scaling":
             figs[f"{stem}.png"] = fig_mpi_scaling(res["rows"], res["where"])
-            md += [f"## {stem}: MPI scaling", "", f"`tools/mpi_scaling.py` rows from {res['where']}.", "",
+            md += [f"## {stem}: MPI scaling", "", f"`tools/cpu_scaling.py` rows from {res['where']}.", "",
                    f"![scaling]({stem}.png)", ""]
     mpi = [r for r in found.values() if r["bench"] == "reduction" and r.get("allreduce_by_size")]
     if mpi:
@@ -725,7 +735,7 @@ def bench_report(found: dict[str, dict]) -> tuple[dict, str]:
         md += ["## MPI_Allreduce by message size", "", "![allreduce](allreduce.png)", ""]
     if not figs:
         raise InputError("no `stencil bench access` result, no `stencil bench reduction` result run under MPI and no "
-                         "tools/mpi_scaling.py JSON lines in this directory: write them there with --json")
+                         "tools/cpu_scaling.py JSON lines in this directory: write them there with --json")
     return figs, "\n".join(md)
 
 

@@ -7,7 +7,8 @@ the residual says about the error, and (multigrid) where each level's time went.
   first and the last check of this run.
 - Jacobi's error estimate: an update (the residual) d leaves an error of up to about d / (1 - rho), rho the
   spectral radius of the Jacobi iteration (2 wx cos(theta_x) + 2 wy cos(theta_y) of the lowest mode the
-  boundary kinds allow); with rho near 1 a small update is not a small error.
+  boundary kinds allow); with rho near 1 a small update is not a small error. Where the estimate reaches the
+  final field's whole range (max - min), it says that it bounds nothing.
 - multigrid throughput: the bytes its kernels move per cycle, counted (array passes x points x itemsize, as
   the time loop counts 2 x itemsize per update), over the measured time per cycle, against the copy rate.
 """
@@ -61,6 +62,7 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
         out["contraction"] = rho
         if res:
             out["error_estimate"] = res[-1][1] / (1 - rho) if rho < 1 else float("inf")
+        out["field_range"] = facts.get("field_range")
     else:
         out["cycle"] = facts["cycle"]
         out["levels"] = level_table(facts["levels"], rows)
@@ -209,9 +211,18 @@ def summary_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("reduction per " + ("cycle" if s["method"] == "multigrid" else "iteration"),
                      f"{s['reduction_per_iteration']:.4g} (geometric mean)"))
     if "error_estimate" in s:
-        rows.append(("error estimate", f"up to about {s['error_estimate']:.2e} (residual / (1 - rho), "
-                                       f"rho = {s['contraction']:.8f})"))
+        rows.append(("error estimate", error_text(s)))
     return rows
+
+
+def error_text(s: dict) -> str:
+    """Jacobi's error estimate, and where it exceeds the final field's whole range, that it bounds nothing."""
+    est, spread = s["error_estimate"], s.get("field_range")
+    text = f"up to about {est:.2e} (residual / (1 - rho), rho = {s['contraction']:.8f})"
+    if spread is not None and est >= spread:
+        text += (f"; larger than the field's whole range ({spread:.2e}), so it bounds nothing: a smaller "
+                 "run.tolerance, more steps or physics.solver: multigrid")
+    return text
 
 
 def markdown_lines(s: dict) -> list[str]:

@@ -13,6 +13,7 @@ from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
 from .energy import energy_row
 from .physics import physics_rows
+from .record import when
 from .solver import summary_rows as solver_rows
 
 
@@ -43,10 +44,10 @@ def print_summary(rec: dict) -> None:
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s "
                                     "(after warm-up, output excluded, as in the progress lines; slowest rank)")
         if "copy_gbs" in tp:
-            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {tp.get('copy_source', 'cached')} "
+            table.add_row("copy bandwidth", f"{tp['copy_gbs']:.2f} GB/s, {when(tp.get('copy_source', 'cached'))} "
                                             f"({tp['fraction_of_copy']:.0%} reached)")
         if "peak_mul_add_gflops" in tp:
-            table.add_row("compute peak", f"{tp['peak_mul_add_gflops']:.1f} GFLOP/s multiply + add, {tp['peak_mul_add_source']} "
+            table.add_row("compute peak", f"{tp['peak_mul_add_gflops']:.1f} GFLOP/s multiply + add, {when(tp['peak_mul_add_source'])} "
                                           f"({tp['fraction_of_peak']:.1%} reached)")
     gpu = res["devices"][0] if res.get("devices") and isinstance(res["devices"][0], dict) else {}
     if "h2d_s" in gpu:  # GPU runs: transfers (rank 0) and kernel time from CUDA events (max over ranks)
@@ -121,8 +122,8 @@ def iteration_plan(case) -> str:
                                          if case.physics.solver == "multigrid" else "every iteration is run"))
     else:
         stop = (f"; stops when the relative residual max|g - A u| / max|g - A u_0| < {tol:g} (the initial field's "
-                "residual is the unit; before this version tolerance bounded the largest update instead, which for "
-                "Jacobi is the residual itself, now divided by the first one)")
+                "residual is the unit; for Jacobi the residual is a sweep's update, so this is the update over the "
+                "first one)")
     return head + stop
 
 
