@@ -28,6 +28,7 @@ other), and to the level it worked on (timer.level: the record's per-level table
 
 from __future__ import annotations
 
+import functools
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -461,7 +462,7 @@ class Multigrid:
         g = be.max_abs(grid.g, grid.owned) if grid.g is not None else 0.0
         return be.max_abs(grid.u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * self._diagonal + g
 
-    @property
+    @functools.cached_property
     def _diagonal(self) -> float:
         """The largest diagonal of the finest level's operator: 1 (unit diagonal) where alpha is a number; in the
         equation's units, sigma plus the largest face coefficients, where it is a field."""
@@ -593,5 +594,8 @@ def _exchange(ex, a) -> None:
 
 def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
     m = case.multigrid
+    from ..core.physics import alpha_of
+
     return Settings(sigma=sigma, kappa=kappa, pre=m.pre, post=m.post, smoother=m.smoother, omega=m.omega,
-                    coarsest=m.coarsest, symmetric=case.krylov == "cg")
+                    coarsest=m.coarsest, symmetric=case.krylov == "cg",
+                    alpha_scale=alpha_of(case) if case.alpha_field else 1.0)

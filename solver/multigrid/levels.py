@@ -148,6 +148,8 @@ class Settings:
     smoother: str = "chebyshev"
     omega: float = 0.8
     coarsest: int = 64  # most points of the coarsest level (solved directly)
+    alpha_scale: float = 1.0  # alpha a field: its largest value, so the weights (and the smoother's interval) are
+    # those of the most strongly coupled points (kappa then carries no alpha: the face coefficients do)
     symmetric: bool = False  # the same weights after the coarse correction as before it, reversed (a symmetric
     # cycle: conjugate gradients' preconditioner); else one polynomial of degree pre + post dealt to both
 
@@ -195,7 +197,7 @@ def _coarsening(x: Axis, y: Axis) -> tuple[bool, bool]:
 
 
 def _level(index: int, x: Axis, y: Axis, settings: Settings, fine, tx, ty) -> Level:
-    wx, wy, d = operator(x.h, y.h, settings.sigma, settings.kappa)
+    wx, wy, d = operator(x.h, y.h, settings.sigma, settings.kappa * settings.alpha_scale)
     scale = fine.diag / d if fine is not None else 1.0
     return Level(index, x, y, wx, wy, d, tx, ty, scale, pre=(), post=())
 
