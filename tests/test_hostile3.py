@@ -445,7 +445,8 @@ def test_cases_that_are_not_mappings_or_cases_raise_input_error(tmp_path):
         api.run({"grid": {"nx": 8, "ny": 8}})
 
 
-@pytest.mark.parametrize("extra", [{}, {"physics.equation": "heat", "physics.scheme": "crank-nicolson", "run.steps": 6}],
+@pytest.mark.parametrize("extra", [{"run.steps": 8}, {"physics.equation": "heat", "physics.scheme": "crank-nicolson",
+                                                       "run.steps": 6}],
                          ids=["multigrid cycles", "crank-nicolson steps"])
 def test_the_progress_callable_is_called_wherever_progress_true_prints_a_line(tmp_path, capsys, extra):
     case = api.build_case({**LID, "name": "p", "output": {"dir": str(tmp_path / "p"), "vtk": False}}, extra)
@@ -454,7 +455,7 @@ def test_the_progress_callable_is_called_wherever_progress_true_prints_a_line(tm
     silent = capsys.readouterr().out
     api.run(case, overwrite=True, progress=True, ceiling=False)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("cycle ", "step "))]
-    assert len(calls) == len(lines) >= 6 and "cycle " not in silent and "step " not in silent
+    assert len(calls) == len(lines) >= 2 and "cycle " not in silent and "step " not in silent  # (lines: every 10%)
     assert [c[0] for c in calls] == [int(ln.split()[1].rstrip(":").split("/")[0]) for ln in lines]
 
 

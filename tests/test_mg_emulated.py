@@ -495,7 +495,8 @@ def test_whole_runs_through_the_backend_verbs_equal_numpy_bitwise(emu, tmp_path,
     assert got_res == want_res and len(want_res) == 8
     assert want_res[-1][1] < 1e-3 * want_res[0][1], "the cycles did not converge: a weak comparison"
     want_calls = {*ENTRIES, cupy_mg.FILL, "mg_residual_max"} - {"mg_max_abs"}  # (the stop test: one pass)
-    assert set(emulator.calls) == want_calls, emulator.calls  # every verb ran as a kernel
+    # every verb ran as a kernel; mg_max_abs too where the stop rules measured the floor's scale (max |u|)
+    assert want_calls <= set(emulator.calls) <= want_calls | {"mg_max_abs"}, emulator.calls
 
 
 # the stop test in one pass, and whole cycles as graphs (issue 35) -------------------------------------------------

@@ -43,7 +43,32 @@ def case_page() -> str:
     options = {".".join(path): option for option, path in OPTION_FIELDS.items()}
     for name, prop in s["properties"].items():
         out += _section(name, prop, defs, models, options, required=name in s.get("required", []))
+    out += _nested(out, defs, models, options)
     return "\n".join(out).rstrip() + "\n"
+
+
+NESTED = {  # the models the sections reach only through lists and value forms: where each is written
+    "ConstantSource": "physics.source.N", "GaussianSource": "physics.source.N", "RectangleSource": "physics.source.N",
+    "FileSource": "physics.source.N", "AlphaRegions": "physics.alpha", "AlphaFile": "physics.alpha",
+    "RectangleRegion": "physics.alpha.regions.N", "DiskRegion": "physics.alpha.regions.N",
+    "TimeTable": "<side value>", "AlongTable": "<side value>", "SideFile": "<side value>",
+}
+
+
+def _nested(page: list[str], defs: dict, models: dict, options: dict) -> list[str]:
+    """Models reached through lists (sources, regions) and through a field's forms (alpha a field, a side value
+    that varies), each with its fields, under the path it is written at."""
+    text = "\n".join(page)
+    todo = [name for name in NESTED if name in defs and f"### `{NESTED[name]}` {name}" not in text]
+    if not todo:
+        return []
+    out = ["## Sources, materials and side values that vary", "",
+           "A side value (`value`, `flux`, `h`, `ambient`) is a number or one of the forms below; `physics.alpha` "
+           "a number or a field; `physics.source` a list of terms (docs/physics.md).", ""]
+    for name in todo:
+        title = f"### `{NESTED[name]}` {name}"
+        out += [title, ""] + _fields(NESTED[name], name, defs, models, options)
+    return out
 
 
 def _example() -> list[str]:
