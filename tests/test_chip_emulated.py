@@ -10,40 +10,39 @@ or about the GPU's memory ordering."""
 
 import ctypes
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_wave_emulated import HERE, field, numpy_steps, pitched
+from test_wave_emulated import field, library, numpy_steps, pitched
 
 from solver.backends import cupy_kernels as gk
 from solver.backends.numpy_backend import NumpyBackend
 from solver.config import BackendSettings
 from solver.core.physics import Weights
 
-_LIBS: dict = {}
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 
 
-def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False):
+def chip_lib(tmp_dir, dtype, nt, rr, rt, v, levels=1, resid=True, allfast=False, wait=True):
     """The kernel compiled as the backend compiles it for a layout: its threads, tile rows, columns a
     thread and levels a pass compiled in (at levels 2 also the residual's pass or not, and only the
     code without the mask where every tile is interior)."""
-    key = (dtype, nt, rr, rt, v, levels, resid, allfast)
-    if key not in _LIBS:
-        src = tmp_dir / f"chip_{dtype}_{nt}_{rr}_{rt}_{v}_{levels}_{int(resid)}{int(allfast)}.cu"
-        src.write_text(gk.source("chip"))
-        defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v, levels=levels, resid=resid,
-                                         allfast=allfast) if o.startswith("-D")]
-        lib = src.with_suffix(".so")
-        res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
-                              f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver_chip.cpp"),
-                              "-o", str(lib)], capture_output=True, text=True, timeout=300)
-        assert res.returncode == 0, res.stderr[-3000:]
-        _LIBS[key] = ctypes.CDLL(str(lib))
-    return _LIBS[key]
+    defines = [o for o in gk.options("chip", dtype, (nt, rr), rt=rt, v=v, levels=levels, resid=resid,
+                                     allfast=allfast) if o.startswith("-D")]
+    return library(("chip", dtype, nt, rr, rt, v, levels, resid, allfast), tmp_dir, gk.source("chip"), defines,
+                   "driver_chip.cpp", wait)
+
+
+def chip_build(dtype, block, sms, shape, levels):
+    """The layout of a case and the arguments of chip_lib that it compiles in (but resid)."""
+    layout = gk.chip_layout(dtype, shape, sms, block, 1 << 30, levels)
+    assert layout is not None, "the case fits"
+    _, _, threads, rt, _ = layout
+    v = gk.chip_columns(block[0])
+    allfast = levels == 2 and gk.chip_all_interior(layout, shape, v)
+    return layout, (dtype, threads, block[1], rt, v, levels), allfast
 
 
 def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1, inner=None, w=None):
@@ -51,12 +50,10 @@ def run_chip(tmp_dir, dtype, block, sms, host, steps, resid=True, levels=1, inne
     (out, residual, layout); with inner=(first, every, count) also heat's checks in the launch: (out,
     residual, layout, their values)."""
     ny, nx = host.shape[0] - 2, host.shape[1] - 2
-    layout = gk.chip_layout(dtype, (ny, nx), sms, block, 1 << 30, levels)
-    assert layout is not None, "the case fits"
+    layout, args, allfast = chip_build(dtype, block, sms, (ny, nx), levels)
     gx, gy, threads, rt, smem = layout
-    v = gk.chip_columns(block[0])
-    allfast = levels == 2 and gk.chip_all_interior(layout, (ny, nx), v)
-    lib = chip_lib(tmp_dir, dtype, threads, block[1], rt, v, levels, resid, allfast)
+    v = args[4]
+    lib = chip_lib(tmp_dir, *args, resid, allfast)
     u = pitched(host)
     out = pitched(np.full_like(host, np.nan))
     rows, cols, nflags = gk.chip_buffer_sizes(layout, v)
@@ -164,6 +161,21 @@ INNER = [  # heat's checks in one launch: dtype, block, sms, shape, steps, (firs
     ("float64", (64, 1), 9, (21, 520), 7, (7, 2, 1), 1),    # v6 (3 x 3 blocks): the last level
     ("float32", (64, 2), 6, (37, 300), 14, (14, 2, 1), 1),  # v6, 2 x 3 blocks
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_in_the_background(tmp_path_factory):
+    """Every case's library submitted to the background compilations before the first test (g++ takes most of
+    this file's time; test_wave_emulated.library runs them on every core)."""
+    if shutil.which("g++") is None:
+        return
+    tmp = tmp_path_factory.mktemp("chip_libs")
+    builds = [(c[:4], 1, True) for c in CASES] + [(c[:4], 2, r) for c in CASES2 for r in (True, False)]
+    builds += [(c[:4], c[6], r) for c in INNER for r in (True, False)]
+    builds += [(("float64", (64, 2), 4, (12, 70)), levels, True) for levels in (1, 2)]
+    for (dtype, block, sms, shape), levels, resid in builds:
+        _, args, allfast = chip_build(dtype, block, sms, shape, levels)
+        chip_lib(tmp, *args, resid, allfast, wait=False)
 
 
 def numpy_levels(host, n, dtype, w):

@@ -19,7 +19,9 @@ pyproject.toml is dated before its install, so `make` there finds it up to date:
 is said here):
 - one ceiling and model cache for all pages (as one machine's ~/.cache/stencil would be), a copy of the test
   session's: measured once; and
-  numba's compiled kernels of the copy's solver/ kept from page to page (fresh_copy);
+  the copy's solver/ a link to the repository's (fresh_copy): the same package the venv's `stencil` imports,
+  so `python -m solver` in the copy (sweep points) loads the kernels numba compiled for the rest of the suite
+  instead of compiling its own (a minute on a fresh clone);
 - the copy's case files with more than SHRINK_ABOVE points are shrunk to 256 x 256 and at most SHRUNK_STEPS steps
   (cases/heat_4096.yaml, heat_implicit.yaml, laplace_multigrid.yaml: each takes a minute or more at its size on
   2 cores);
@@ -95,23 +97,19 @@ def override(line: str) -> str:
 
 
 def fresh_copy(dest: Path) -> Path:
-    """The repository's files at `dest`, nothing else: what a page's commands wrote there before is gone, except
-    the compiled-kernel caches of solver/ (numba's, in __pycache__, as an installed package keeps them): kept
-    at the same path, so the copy's `python -m solver` (sweep points) compiles once per test session."""
-    keep = dest.parent / "solver-with-caches"
-    if (dest / "solver").is_dir():
-        (dest / "solver").rename(keep)
+    """The repository's files at `dest`, nothing else: what a page's commands wrote there before is gone. solver/
+    is a link to the repository's package (what the venv's editable install imports anyway), so its compiled
+    kernels (numba's, in __pycache__) are the test session's; no command writes into it."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    if keep.is_dir():
-        keep.rename(dest / "solver")
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, files):
         src = ROOT / name
-        if src.is_file():
+        if src.is_file() and name.split("/")[0] != "solver":
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+    (dest / "solver").symlink_to(ROOT / "solver")
     (dest / ".venv").symlink_to(ROOT / ".venv")  # make's venv step: `python3 -m venv .venv` fails on it, never reinstalls
     installed = (ROOT / ".venv" / "bin" / "stencil").stat().st_mtime
     os.utime(dest / "pyproject.toml", (installed - 1, installed - 1))  # the venv is up to date with the copy: make skips it

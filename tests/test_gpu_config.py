@@ -3,8 +3,10 @@ detection under a real mpirun, trace tracks, and the CUDA sources compiled by a 
 Without cupy or a GPU, asking for the backend is a one-line error with exit 2 and nothing written."""
 
 import json
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,17 +157,33 @@ def test_kernel_options_inject_dtype_block_and_no_fma():
     assert "-DV=1" in gk.options("rows", "float32", (128, 16))
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc here")
-@pytest.mark.parametrize("variant", gk.COMPILED)
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_cuda_sources_compile_with_nvcc_without_spills(tmp_path, variant, dtype):
-    """The same source and defines NVRTC gets, through a real nvcc for sm_90: no errors, no local memory."""
-    src = tmp_path / "k.cu"
+def _nvcc(variant: str, dtype: str, out: Path) -> subprocess.CompletedProcess:
+    out.mkdir()
+    src = out / "k.cu"
     src.write_text(gk.source(variant))
     k = gk.DEFAULT_TILE if variant in gk.TILED else 1
     defines = [o for o in gk.options(variant, dtype, gk.DEFAULT_BLOCK[variant], k=k) if o.startswith("-D")]
-    res = subprocess.run(["nvcc", "-arch=sm_90", "--fmad=false", "-cubin", "-Xptxas", "-v", *defines, str(src),
-                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=120)
+    return subprocess.run(["nvcc", "-arch=sm_90", "--fmad=false", "-cubin", "-Xptxas", "-v", *defines, str(src),
+                           "-o", str(out / "k.cubin")], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def nvcc_runs(tmp_path_factory):
+    """Every variant x dtype compiled by nvcc, on every core at once (each compilation takes a second or two)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tmp = tmp_path_factory.mktemp("nvcc")
+    jobs = [(v, d) for v in gk.COMPILED for d in ("float32", "float64")]
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return dict(zip(jobs, pool.map(lambda job: _nvcc(*job, tmp / f"{job[0]}-{job[1]}"), jobs)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc here")
+@pytest.mark.parametrize("variant", gk.COMPILED)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cuda_sources_compile_with_nvcc_without_spills(nvcc_runs, variant, dtype):
+    """The same source and defines NVRTC gets, through a real nvcc for sm_90: no errors, no local memory."""
+    res = nvcc_runs[variant, dtype]
     assert res.returncode == 0, res.stderr
     assert "0 bytes spill stores" in res.stderr and "error" not in res.stderr.lower()
 

@@ -8,8 +8,10 @@ shapes and depths. The GPU itself is tested by
 tests/test_gpu_wave.py; this emulation says nothing about speed."""
 
 import ctypes
+import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +24,40 @@ from solver.core.physics import Weights
 
 HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
+_POOL = ThreadPoolExecutor(os.cpu_count() or 1)
+_BUILDS: dict = {}  # key -> (the g++ run's Future, the library's path)
 _LIBS: dict = {}
 
 
-def kernel_lib(tmp_dir: Path, variant, dtype, block, k):
-    key = (variant, dtype, block[0], k)  # segment rows are a launch argument
+def _gxx(source: str, defines: list[str], driver: str, lib: Path) -> subprocess.CompletedProcess:
+    src = lib.with_suffix(".cu")
+    src.write_text(source)
+    return subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
+                           f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / driver), "-o", str(lib)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def library(key, tmp_dir: Path, source: str, defines: list[str], driver: str, wait: bool = True):
+    """A kernel's source with its defines and the emulator's driver as a loaded shared library, compiled once per
+    key. The compilations run in the background on every core (a module's fixture submits all its cases' keys
+    with wait=False before its first test), so a test waits only for its own."""
+    if key not in _BUILDS:
+        lib = tmp_dir / f"lib{len(_BUILDS)}.so"
+        _BUILDS[key] = (_POOL.submit(_gxx, source, defines, driver, lib), lib)
+    if not wait:
+        return None
     if key not in _LIBS:
-        src = tmp_dir / f"{variant}_{dtype}_{block[0]}_k{k}.cu"
-        src.write_text(gk.source(variant))
-        defines = [o for o in gk.options(variant, dtype, block, k=k) if o.startswith("-D")]
-        lib = src.with_suffix(".so")
-        res = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
-                              f"-I{HERE}", f'-DKERNEL_SOURCE="{src}"', *defines, str(HERE / "driver.cpp"),
-                              "-o", str(lib)], capture_output=True, text=True, timeout=300)
+        future, lib = _BUILDS[key]
+        res = future.result()
         assert res.returncode == 0, res.stderr[-3000:]
         _LIBS[key] = ctypes.CDLL(str(lib))
     return _LIBS[key]
+
+
+def kernel_lib(tmp_dir: Path, variant, dtype, block, k, wait=True):
+    defines = [o for o in gk.options(variant, dtype, block, k=k) if o.startswith("-D")]
+    # segment rows (block[1]) are a launch argument
+    return library((variant, dtype, block[0], k), tmp_dir, gk.source(variant), defines, "driver.cpp", wait)
 
 
 def pitched(host: np.ndarray) -> np.ndarray:
@@ -161,6 +181,14 @@ DEEP_CASES = [  # variant, dtype, block, d, rank of a 3 x 3 process grid (4: nei
     ("wave2", "float64", (32, 4), 8, 7),
     ("wave2a", "float32", (32, 6), 5, 4),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_in_the_background(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wave_libs")
+    for variant, dtype, block, k in [c[:4] for c in CASES + DEEP_CASES] + [("wave2", "float64", (32, 8), 5),
+                                                                         ("wave", "float32", (32, 4), 4)]:
+        kernel_lib(tmp, variant, dtype, block, k, wait=False)
 
 
 @pytest.mark.parametrize("variant,dtype,block,d,rank", DEEP_CASES, ids=lambda x: str(x))
