@@ -20,7 +20,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 # Copy-bandwidth ceilings measured during the tests go to a cache of their own, not the user's.
-os.environ.setdefault("STENCIL_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"stencil-test-cache-{os.getuid()}"))
+# Under pytest-xdist (`make test`: -n), each worker process has its own.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+os.environ.setdefault("STENCIL_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp"))
+                                               / f"stencil-test-cache-{os.getuid()}{'-' + _WORKER if _WORKER else ''}"))
 MPI_SCRIPTS = Path(__file__).resolve().parent / "mpi"
 
 
