@@ -37,3 +37,55 @@ def test_a_run_with_every_kind_of_data_continues_on_another_rank_count_bitwise(t
     assert more.returncode == 0, more.stderr
     with h5py.File(tmp_path / "out_whole" / "fields.h5") as a, h5py.File(tmp_path / "out_part" / "fields.h5") as b:
         assert np.array_equal(a["u"][-1], b["u"][-1]) and int(b["step"][-1]) == 70
+
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_paraview_output_carries_alpha_and_q_beside_u(tmp_path, ranks):
+    """The VTK files hold alpha and q as point arrays beside u (issue 34: ParaView colours by the material map),
+    read back by VTK's own readers: one .vti on one process, the .pvti's pieces on two ranks; equal to the case's
+    alpha and q at every point at each snapshot's time (from u.pvd), q without the windowed term once its window
+    has closed."""
+    pytest.importorskip("pyvista")
+    import xml.etree.ElementTree as ET
+
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPImageDataReader
+
+    from solver import api
+    from solver.core import sources
+    from solver.core.materials import alpha_at
+
+    nx, ny = 40, 30
+    sections = {"grid": {"nx": nx, "ny": ny}, "backend": {"name": "numba", "threads": 1},
+                "physics": {"alpha": {"background": 1.0, "regions": [
+                    {"kind": "disk", "center": [0.3, 0.6], "radius": 0.2, "value": 20.0},
+                    {"kind": "rectangle", "lower": [0.6, 0.1], "upper": [0.9, 0.4], "value": 0.05}]},
+                    "source": [{"kind": "gaussian", "center": [0.5, 0.5], "width": 0.1, "amplitude": 4.0},
+                               {"kind": "rectangle", "lower": [0.1, 0.1], "upper": [0.3, 0.2], "value": 2.0,
+                                "active": [0.0, 2e-5]}]},
+                "boundary": {"left": {"kind": "convective", "h": 2.0, "ambient": 0.5}},
+                "run": {"steps": 40}, "output": {"dir": str(tmp_path / "out"), "every": 20, "fields": False}}
+    res = mpirun(ranks, ["run", str(write_case(tmp_path / "maps.yaml", **sections)), "-q"])
+    assert res.returncode == 0, res.stderr
+    case = api.build_case({"name": "maps", **sections})
+    rows, cols = np.arange(ny), np.arange(nx)
+    want_alpha = alpha_at(case, rows, cols)
+    assert want_alpha.min() == 0.05 and want_alpha.max() == 20.0  # both regions and the background are in it
+    snapshots = [(float(d.get("timestep")), tmp_path / "out" / d.get("file"))
+                 for d in ET.parse(tmp_path / "out" / "u.pvd").getroot().iter("DataSet")]
+    assert len(snapshots) == 3 and all(p.suffix == (".pvti" if ranks > 1 else ".vti") for _, p in snapshots)
+    qs = []
+    for time, path in snapshots:
+        reader = vtkXMLPImageDataReader() if ranks > 1 else vtkXMLImageDataReader()
+        reader.SetFileName(str(path))
+        reader.Update()
+        assert reader.GetErrorCode() == 0, path
+        points = reader.GetOutput().GetPointData()
+        got = {name: vtk_to_numpy(points.GetArray(name)).reshape(ny, nx) for name in ("u", "alpha", "q")}
+        np.testing.assert_array_equal(got["alpha"], want_alpha)
+        np.testing.assert_array_equal(got["q"], sources.q_at(case, sources.active(case, time), rows, cols))
+        assert np.isfinite(got["u"]).all()
+        qs.append(got["q"])
+    assert snapshots[-1][0] > 2e-5 and (qs[0] > qs[-1]).any(), "the windowed term was on at first and off at the end"
