@@ -19,16 +19,17 @@ from .errors import InputError  # noqa: F401 - re-exported for the readers built
 
 
 def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, rows=None, cols=None,
-         series: bool = False, path_key: str = "path") -> np.ndarray:
+         series: bool = False, path_key: str = "path", default_dataset: str | None = None) -> np.ndarray:
     """The values at global `rows` x `cols` (index arrays or ranges; None: all) of a file holding an array of
     `shape` ((ny, nx), or (n,) for a side: then only `rows` indexes), in float64, checked finite. series: an
-    HDF5 dataset of shape (snapshots, ny, nx) (a fields.h5) gives its last snapshot."""
-    with opened(path, dataset, field, path_key) as (a, name):
+    HDF5 dataset of shape (snapshots, ny, nx) (a fields.h5) gives its last snapshot (only the part asked for is
+    read). default_dataset: the HDF5 dataset taken when `dataset` is None (a file stencil wrote: /u)."""
+    with opened(path, dataset, field, path_key, default_dataset) as (a, name):
         if series and a.ndim == 3 and tuple(a.shape[1:]) == tuple(shape):
             if a.shape[0] == 0:
                 raise InputError(f"{field}.dataset: {name} is a series with no snapshot; give a file whose run "
                                  "wrote at least one")
-            a = a[-1]
+            a = _Last(a)
         if tuple(a.shape) != tuple(shape):
             want = "(ny, nx) = " if len(shape) == 2 else "one value per point of the side: "
             raise InputError(f"{field}.{path_key}: {name} holds an array of shape {tuple(a.shape)} but {want}"
@@ -40,11 +41,22 @@ def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, row
         except OSError as exc:  # HDF5: a checksum (fletcher32) that does not match, a truncated file
             raise InputError(f"{field}.{path_key}: {name} cannot be read ({str(exc).splitlines()[0][:80]}): the file "
                              "is damaged (a checksum mismatch if stencil wrote it); give an intact copy") from None
-    return _finite(values, name, field, path_key)
+    return _finite(values, name, field, path_key, rows, cols)
+
+
+class _Last:
+    """The last snapshot of a (snapshots, ny, nx) dataset, indexed like a (ny, nx) one: an HDF5 read takes only the
+    part asked for."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.ndim = a, tuple(a.shape[1:]), a.dtype, 2
+
+    def __getitem__(self, key):
+        return self.a[(self.a.shape[0] - 1, *key)]
 
 
 @contextmanager
-def opened(path: str, dataset: str | None, field: str, path_key: str = "path"):
+def opened(path: str, dataset: str | None, field: str, path_key: str = "path", default_dataset: str | None = None):
     """(the array: a memory map or an open HDF5 dataset, its name for messages)."""
     p = Path(path)
     if not p.is_file():
@@ -60,13 +72,18 @@ def opened(path: str, dataset: str | None, field: str, path_key: str = "path"):
         return
     import h5py
 
-    if dataset is None:
+    if dataset is None and default_dataset is None:
         raise InputError(f"{field}.dataset: {p} is not a .npy file; name the HDF5 dataset, e.g. dataset: /u")
     try:
         f = h5py.File(p, "r")
     except OSError:
         raise InputError(f"{field}.{path_key}: {p} is neither .npy nor HDF5; give a .npy or .h5 file") from None
     with f:
+        if dataset is None:  # a file stencil wrote (fields.h5, checkpoint.h5): its default_dataset
+            if default_dataset not in f:
+                raise InputError(f"{field}.dataset: {p} has no {default_dataset}; name the HDF5 dataset that holds "
+                                 f"the field, one of: {_datasets(f)}")
+            dataset = default_dataset
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise InputError(f"{field}.dataset: {dataset!r} not found in {p}; datasets there: {_datasets(f)}")
         yield f[dataset], f"{p}:{dataset}"
@@ -102,10 +119,17 @@ def _datasets(f) -> str:
     return ", ".join(names) or "none"
 
 
-def _finite(values: np.ndarray, name: str, field: str, path_key: str) -> np.ndarray:
+def _finite(values: np.ndarray, name: str, field: str, path_key: str, rows=None, cols=None) -> np.ndarray:
+    """values, when every one is finite; else the error names the first that is not by its place in the file."""
     bad = ~np.isfinite(values)
     if bad.any():
-        at = ", ".join(str(int(k)) for k in np.argwhere(bad)[0])
-        raise InputError(f"{field}.{path_key}: {name} holds {values[bad][0]} (at index {at} of the part read); "
-                         "every value must be finite")
+        at = [int(k) for k in np.argwhere(bad)[0]]
+        glob = [_global(idx, k) for idx, k in zip((rows, cols), at)]
+        where = f"row {glob[0]}, column {glob[1]}" if values.ndim == 2 else f"point {glob[0]} of the side"
+        raise InputError(f"{field}.{path_key}: {name} holds {values[tuple(at)]} at {where}; every value must be finite")
     return values
+
+
+def _global(idx, k: int) -> int:
+    """The file's index of the k-th index of `idx` (a range, an index array, or None: all)."""
+    return k if idx is None else int(idx[k])

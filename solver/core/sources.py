@@ -62,7 +62,7 @@ def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         if a.ndim != 2 or min(a.shape) < 1:
             raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
                                       "is 2-D (rows along y, columns along x)")
-        values = np.asarray(a[:], dtype=np.float64)
+        values = datafile._finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
     (x0, y0), (x1, y1) = t.extent
     m, k = values.shape
     ci = np.floor((x - x0) / (x1 - x0) * k).astype(np.int64)
@@ -70,7 +70,7 @@ def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     inside_x = (x >= x0) & (x <= x1)
     inside_y = (y >= y0) & (y <= y1)
     out = values[np.clip(ri, 0, m - 1)][:, np.clip(ci, 0, k - 1)]
-    return np.where(inside_y[:, None] & inside_x[None, :], datafile._finite(out, name, field, "path"), 0.0)
+    return np.where(inside_y[:, None] & inside_x[None, :], out, 0.0)
 
 
 def step_terms(case, step: int, dt: float) -> tuple[int, ...]:
