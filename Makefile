@@ -1,15 +1,13 @@
 # Two commands do all set-up on a fresh machine:
 #   make run    creates .venv, installs stencil with MPI, runs the main job under mpirun
 #               (8 ranks where there are at least 8 cores, else one per core)
-#   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun), one test process a core (at most 4)
+#   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 CORES  := $(shell nproc 2>/dev/null || echo 1)
 RANKS  ?= $(shell [ $(CORES) -ge 8 ] && echo 8 || echo $(CORES))
 CASE   ?= cases/heat_4096.yaml
-# test processes (pytest-xdist): one per core, at most 4 (MPI tests start ranks of their own)
-TEST_WORKERS ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo $(CORES))
 
 .PHONY: run test bench docs venv clean
 
@@ -27,7 +25,7 @@ run:
 	PATH=$(CURDIR)/$(BIN):$$PATH mpirun -n $(RANKS) stencil run $(CASE) --overwrite
 
 test: venv
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
 
 docs: venv   # docs/case_file.md and docs/command_line.md from the code (tests/test_docs.py checks them)
 	$(BIN)/stencil docs

@@ -19,7 +19,7 @@ def test_ghosts_hold_the_neighbours_rank_after_one_exchange(n):
     assert f"ok halos on {n} ranks" in res.stdout
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 6])
+@pytest.mark.parametrize("n", [2, 3, 4])  # 6 ranks (cart 2 x 3): check_deep.py, time tile 1 included
 def test_distributed_equals_one_process_bitwise(n, tmp_path):
     res = mpi_script(n, "check_equal.py", tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr

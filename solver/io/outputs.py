@@ -12,6 +12,7 @@ next scheduled one, so the series has no duplicate and no hole.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -53,6 +54,16 @@ def vtk_wanted(case, rank: int = 0) -> bool:
         print("note: no VTK output: pyvista is not installed (pip install -e .[vtk]); fields.h5 and fields.xdmf "
               "are written as usual", file=sys.stderr)
     return False
+
+
+
+def _race_ignored(unraisable, default) -> None:
+    """sys.unraisablehook after settle(): a stop signal that the C handler caught just as its Python handler gave
+    way to SIG_IGN is reported by Python as "Signal N ignored due to race condition" (an OSError with a traceback);
+    ignoring it is what settle() asked for, so it is not printed. Anything else goes to the hook before."""
+    if isinstance(unraisable.exc_value, OSError) and "ignored due to race condition" in str(unraisable.exc_value):
+        return
+    default(unraisable)
 
 
 class StopSignals:
@@ -100,6 +111,7 @@ class StopSignals:
         thread only, and the kernel hands a signal to any thread that does not block it (numpy's BLAS
         threads), while Python's shutdown resets its own handlers to the default but keeps SIG_IGN."""
         if cls._current is not None:
+            sys.unraisablehook = functools.partial(_race_ignored, default=sys.unraisablehook)
             for sig in STOP_SIGNALS:
                 signal.signal(sig, signal.SIG_IGN)
 
