@@ -59,29 +59,23 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     return harmonic(a[:-1, :-1], a[:-1, 1:]), harmonic(a[:-1, :-1], a[1:, :-1])
 
 
-def alpha_max(case) -> float:
-    """The largest alpha on the grid's points (a number: itself): the explicit stability limit uses it."""
+def alpha_range(case) -> tuple[float, float]:
+    """(smallest, largest) alpha on the grid's points (a number: itself twice): the explicit stability limit uses
+    the largest, the record's contrast both. A file is read once (cached); regions that cover no point do not count."""
     a = case.physics.alpha
     if isinstance(a, float):
-        return a
+        return a, a
     if getattr(a, "kind", None) == "file":
-        return _file_max(case.shape, a.path, a.dataset)
+        return _file_minmax(tuple(case.shape), a.path, a.dataset, _stamp(a.path))
     rows, cols = whole(case)
     y, x = positions(case, rows, cols)
     present = [a.background] + [r.value for r in a.regions if _covers_any(r, x, y)]
-    return float(max(present))
+    return float(min(present)), float(max(present))
 
 
-def alpha_min(case) -> float:
-    """The smallest alpha given (for the record's contrast)."""
-    a = case.physics.alpha
-    if isinstance(a, float):
-        return a
-    if getattr(a, "kind", None) == "file":
-        return _file_min(case.shape, a.path, a.dataset)
-    rows, cols = whole(case)
-    y, x = positions(case, rows, cols)
-    return float(min([a.background] + [r.value for r in a.regions if _covers_any(r, x, y)]))
+def alpha_max(case) -> float:
+    """The largest alpha on the grid's points (alpha_range)."""
+    return alpha_range(case)[1]
 
 
 def _covers_any(shape, x: np.ndarray, y: np.ndarray) -> bool:
@@ -117,11 +111,3 @@ def _stamp(path: str):
         return (st.st_mtime_ns, st.st_size)
     except OSError:
         return None
-
-
-def _file_max(shape, path: str, dataset) -> float:
-    return _file_minmax(tuple(shape), path, dataset, _stamp(path))[1]
-
-
-def _file_min(shape, path: str, dataset) -> float:
-    return _file_minmax(tuple(shape), path, dataset, _stamp(path))[0]

@@ -11,9 +11,9 @@ SIDES = ("bottom", "top", "left", "right")
 def physics_record(case, resources: dict, tiles: bool) -> dict:
     """Sources, alpha (a number or a field: its range and contrast), each side's kind and how its values vary,
     the update's form, the steps' path and, for float32 with a large contrast, a note on what it resolves."""
-    from ..core.materials import alpha_max, alpha_min
+    from ..core.materials import alpha_range
 
-    lo, hi = alpha_min(case), alpha_max(case)
+    lo, hi = alpha_range(case)
     out = {"sources": [_term(t) for t in case.physics.source],
            "alpha": {"field": case.alpha_field, "min": lo, "max": hi, "contrast": hi / lo},
            "sides": {s: _side(getattr(case.boundary, s)) for s in SIDES},
@@ -82,9 +82,9 @@ def physics_rows(case) -> list[tuple[str, str]]:
     if case.physics.source:
         rows.append(("sources", "; ".join(_term(t) for t in case.physics.source)))
     if case.alpha_field:
-        from ..core.materials import alpha_max, alpha_min
+        from ..core.materials import alpha_range
 
-        lo, hi = alpha_min(case), alpha_max(case)
+        lo, hi = alpha_range(case)
         rows.append(("alpha", f"a field from {lo:g} to {hi:g} (contrast {hi / lo:.3g}); faces take harmonic means"))
     sides = {s: _side(getattr(case.boundary, s)) for s in SIDES}
     if any(not v.startswith(("dirichlet, value", "neumann, flux", "periodic")) or "table" in v or "profile" in v
