@@ -304,6 +304,50 @@ def test_fused_passes_on_the_device_equal_the_verbs_they_replace(dtype):
         assert_same_bits(down(be, dev_out), want, f"prolong_smooth g={g_on}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
+    """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.TILE): mg_prolong where it carries one, one or two mg_smooth
+    sweeps, then the residual into r
+    and/or the stop test's max through norm(), on a field of many tiles (partial ones at the far edges), with and
+    without a right-hand side: bitwise mg_ops's, u untouched."""
+    be, rng = gpu(dtype), np.random.default_rng(351)
+    t = np.dtype(dtype).type
+    shape = (137, 205)  # 133 x 201 points: 3 x 6 tiles of 58 x 26, the last ones partial
+    region = (2, 135, 2, 203)
+    r0, r1, c0, c1 = region
+    ring = np.zeros(shape, bool)
+    ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
+    ring[r0:r1, c0:c1] = False
+    e = values((70, 104), dtype, rng)  # a coarse correction and random prolongation tables over the region
+    tables = (rng.integers(0, 69, r1 - r0), values((r1 - r0, 2), dtype, rng), rng.integers(0, 103, c1 - c0),
+              values((c1 - c0, 2), dtype, rng))
+    dev_tables = (be.table(tables[0]), be.table(tables[1], True), be.table(tables[2]), be.table(tables[3], True))
+    for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", True), (2, True, "residual", False),
+                                     (1, True, "max", False), (2, True, "keep", True), (2, True, "residual", True)]:
+        u, g, r, out = (values(shape, dtype, rng) for _ in range(4))
+        out[ring] = u[ring]  # (constant ghost rules: both buffers hold the same ghosts)
+        sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
+        w, gg = weights(dtype, rng), (g if g_on else None)
+        a, b, want_r = u.copy(), out.copy(), r.copy()
+        if corrected:
+            mg_ops.prolong(a, e, region, *tables)
+        for sw, om in sweeps:
+            mg_ops.smooth(b, a, gg, sw, om, region)
+            a, b = b, a
+        if tail:
+            mg_ops.residual(want_r, a, gg, w, region)
+        expect = out.copy()
+        expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]
+        dev_u, dev_out, dev_r, dev_g = up(be, u), up(be, out), up(be, r), (up(be, g) if g_on else None)
+        extra = {None: None, "residual": ("residual", dev_r, w), "max": ("max", None, w), "keep": ("max", dev_r, w)}
+        be.sweeps(dev_out, dev_u, dev_g, sweeps, region, extra[tail], (up(be, e), dev_tables) if corrected else None)
+        assert_same_bits(down(be, dev_out), expect, f"out n={n} g={g_on} {tail}")
+        assert_same_bits(down(be, dev_u), u, "u untouched")
+        assert_same_bits(down(be, dev_r), want_r if tail in ("residual", "keep") else r, f"r {tail}")
+        if tail in ("max", "keep"):
+            assert be.norm() == mg_ops.max_abs(want_r, region), (n, g_on, tail)
+
+
 def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
     data = {**MG_CASE, "name": name, "grid": {"nx": n, "ny": n - 30}, "initial": {"kind": "random"},
             "boundary": {"top": 1.0, "bottom": 0.5, "left": 0.0, "right": -1.0}, "run": {"steps": 12},
@@ -316,7 +360,8 @@ def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
 
 def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, monkeypatch):
     """One cycle a replay (Dirichlet sides, STENCIL_MG_FUSE=1: the fused passes too) against the verbs launched one
-    by one (STENCIL_MG_GRAPHS=0), the same case: the same bits and residuals; the graphs' levels from their external
+    by one (STENCIL_MG_GRAPHS=0), and those with every sweep a pass of its own (STENCIL_MG_TILES=0), the same case:
+    the same bits and residuals; the graphs' levels from their external
     events, each level's compute partitioning the whole, which the loop's wall time bounds."""
     monkeypatch.setenv("STENCIL_MG_FUSE", "1")  # (opt-in)
     graphed, rec = lid_run(tmp_path, "graphed", n=1023)
@@ -325,6 +370,10 @@ def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, m
     assert graphed.mg.graphs is not None and plain.mg.graphs is None
     assert_same_bits(last_snapshot(tmp_path, "graphed"), last_snapshot(tmp_path, "plain"), "graphed vs launched")
     assert rec["run"]["residuals"] == plain_rec["run"]["residuals"]
+    monkeypatch.setenv("STENCIL_MG_TILES", "0")  # every sweep, residual and stop test a pass of its own
+    _, untiled_rec = lid_run(tmp_path, "untiled", n=1023)
+    assert_same_bits(last_snapshot(tmp_path, "untiled"), last_snapshot(tmp_path, "plain"), "tiled vs one by one")
+    assert untiled_rec["run"]["residuals"] == plain_rec["run"]["residuals"]
     facts = rec["resources"]["devices"][0]["multigrid_graphs"]
     assert "external events" in facts["levels"] and facts["replays"] >= 12, facts
     levels = graphed.timer.levels
@@ -349,7 +398,8 @@ def test_implicit_and_cg_cycles_through_graphs_equal_numpy_bitwise(tmp_path):
     graph replays: bitwise numpy's."""
     from test_mg_emulated import GRAPH_RUNS, graph_run
 
-    for name in ("crank-nicolson-source", "cg-faces-source", "F-neumann-periodic", "backward-euler-dirichlet"):
+    for name in ("crank-nicolson-source", "cg-faces-source", "F-neumann-periodic", "backward-euler-dirichlet",
+                 "V-dirichlet-default", "W-dirichlet-1-3"):  # (Dirichlet sides: sweeps tiled, be.sweeps)
         spec = GRAPH_RUNS[name]
         want, want_rec, _ = graph_run(tmp_path, f"numpy-{name}", spec)
         dtype, sections = spec

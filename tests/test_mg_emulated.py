@@ -35,13 +35,13 @@ HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 DTYPES = ["float64", "float32"]
 MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "warps", "mg_residual_max": "warps",
-         "mg_vresidual_max": "warps"}  # warp shuffles; others: serial
+         "mg_vresidual_max": "warps", "mg_sweeps": "blocks"}  # warp shuffles, shared tiles; others: serial
 ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
 PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
-NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_residual_restrict", "mg_prolong_smooth")  # issue 35: the
-# stop test in one pass, and the fused passes of a captured cycle
+NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_residual_restrict", "mg_prolong_smooth",
+                "mg_sweeps")  # issue 35: the stop test in one pass, the fused passes of a captured cycle, tiled sweeps
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -588,6 +588,82 @@ def test_fused_passes_equal_the_verbs_they_replace(emu, dtype, kind, level):
         assert_same_bits(dev_u, u, "u untouched")
 
 
+@pytest.fixture(scope="module")
+def small_tiles(tmp_path_factory):
+    """mg_sweeps built with tiles of 7 x 5 points (the backend's are 58 x 26), so that a 25 x 39 region has many
+    tiles, partial ones at its far edges, and every tile's halo reads its neighbours' points."""
+    build = tmp_path_factory.mktemp("mg_tiles")
+    libs = {}
+    for dt in DTYPES:
+        opts = tuple(o for o in cupy_mg.options(dt) if not o.startswith(("-DMG_TX", "-DMG_TY"))) + ("-DMG_TX=7",
+                                                                                                   "-DMG_TY=5")
+        lib = _compile(build, "mg_small", cupy_mg.source(), opts, ("mg_sweeps",))
+        libs[dt] = ctypes.c_void_p.in_dll(lib, "launch_mg_sweeps").value
+    return libs
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tiles", ["backend", "small"])
+def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch, dtype, tiles):
+    """mg_sweeps = (mg_prolong, where it carries one, then) one or two mg_smooth sweeps (the other buffer's ghosts as
+    u's: constant rules), then mg_residual of the result into r and its max |.| as mg_residual_max folds it; with and
+    without a right-hand side, on the owned region, bands and an empty one; u, r's ghosts and every point outside the
+    region untouched."""
+    rng = np.random.default_rng(350 + (tiles == "small") + 2 * (dtype == "float32"))
+    launch = emu[dtype].kernel("mg_sweeps")
+    if tiles == "small":
+        monkeypatch.setattr(cupy_mg, "TILE", (7, 5))
+        address = small_tiles[dtype]
+
+        def launch(grid, block, args, stream=None):
+            types, vals = zip(*map(_c_arg, args))
+            ctypes.CFUNCTYPE(None, *[ctypes.c_uint] * 4, *types)(address)(*grid[:2], *block[:2], *vals)
+
+    t = np.dtype(dtype).type
+    for region in REGIONS:
+        for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", False),
+                                         (2, True, "residual", False), (1, True, "max", True), (2, True, None, False),
+                                         (2, False, "both", True), (2, True, "residual", True)]:
+            u, g, r, out = (values(SHAPE, dtype, rng) for _ in range(4))
+            r0, r1, c0, c1 = region
+            e = values((15, 23), dtype, rng)  # a coarse correction and random prolongation tables over the region
+            tables = (rng.integers(0, 14, max(r1 - r0, 0)), values((max(r1 - r0, 0), 2), dtype, rng),
+                      rng.integers(0, 22, max(c1 - c0, 0)), values((max(c1 - c0, 0), 2), dtype, rng))
+            ring = np.zeros(SHAPE, bool)
+            ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
+            ring[r0:r1, c0:c1] = False
+            out[ring] = u[ring]  # the layer around the region: the same in both buffers (constant ghost rules)
+            sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
+            w = weights(dtype, rng)
+            gg = g if g_on else None
+            a, b, want_r = u.copy(), out.copy(), r.copy()
+            if corrected and not cupy_mg._empty(region):
+                mg_ops.prolong(a, e, region, *tables)
+            for sw, om in sweeps:
+                mg_ops.smooth(b, a, gg, sw, om, region)
+                a, b = b, a
+            if tail:
+                mg_ops.residual(want_r, a, gg, w, region)
+            expect = out.copy()
+            expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]  # (the last sweep's field; out's own values elsewhere)
+            dev_u, dev_out = pitched(u, 2, wider=1), pitched(out, 2)
+            dev_g, dev_r = pitched(g, 2, wider=3), pitched(r, 2, wider=2)
+            word = np.zeros(1, dtype=np.uint32 if dtype == "float32" else np.uint64)
+            spec = cupy_mg.sweeps_spec(dev_out, dev_u, dev_g if g_on else None, sweeps, region,
+                                       dev_r if tail in ("residual", "both") else None, w if tail else None,
+                                       word if tail in ("max", "both") else None,
+                                       (pitched(e, 2, wider=2), tables) if corrected else None)
+            if spec is None:
+                assert cupy_mg._empty(region)
+                continue
+            launch(*spec[1:])
+            assert_same_bits(dev_out, expect, f"out {region} n={n} g={g_on}")
+            assert_same_bits(dev_u, u, "u untouched")
+            assert_same_bits(dev_r, want_r if tail in ("residual", "both") else r, f"r {region} {tail}")
+            if tail in ("max", "both"):
+                assert float(word.view(dtype)[0]) == mg_ops.max_abs(want_r, region), (region, n, tail)
+
+
 class TapingBackend(EmulatedBackend):
     """EmulatedBackend that captures (solver/multigrid/graphs.py takes it as a GPU): mg_capture's launches, the
     stop test's word and copy, and the external events go onto a tape instead of running; a replay runs the tape.
@@ -723,9 +799,10 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
     cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
     emu[spec[0]].calls.clear()
-    fused = "dirichlet" in name and "default" not in name
-    if fused:  # (the fused passes are opt-in)
+    fused = name == "V-dirichlet"
+    if fused:  # (the fused passes are opt-in, and for sweeps one at a time)
         monkeypatch.setenv("STENCIL_MG_FUSE", "1")
+        monkeypatch.setenv("STENCIL_MG_TILES", "0")
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
     assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
@@ -742,12 +819,16 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     calls = set(emu[spec[0]].calls)
     if "faces" in name and run.mg.cg is None:
         assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= calls
-    if "faces" not in name:
+    if "faces" not in name and "dirichlet" not in name:
         assert "mg_residual_max" in calls, calls
     if fused:  # the fused passes: plain weights and constant fills (Dirichlet sides, every level)
         assert {"mg_residual_restrict", "mg_prolong_smooth"} <= calls and "mg_prolong" not in calls, calls
     else:
         assert not calls & {"mg_residual_restrict", "mg_prolong_smooth"}, calls
+    tiled = "dirichlet" in name and not fused  # sweeps two at a time in one pass: constant ghost rules, plain weights
+    assert ("mg_sweeps" in calls) == tiled, calls
+    if tiled:  # every sweep tiled (the stop test after a cycle in its last pass; the first one, before any cycle, not)
+        assert "mg_smooth" not in calls, calls
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

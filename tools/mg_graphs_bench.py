@@ -10,7 +10,8 @@ Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml 
 cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
 (the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nofuse
 and fuse (STENCIL_MG_FUSE=0 / 1: graphs without / with the fused passes; off by default since 2026-12-03's second
-call, which ran `new` with them), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs). Per run one JSON line: the
+call, which ran `new` with them), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs), notiles
+(STENCIL_MG_TILES=0: every sweep a pass of its own, the residual and the stop test passes of their own). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -46,7 +47,7 @@ def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"}, "fuse": {"STENCIL_MG_FUSE": "1"},
-                "nomarks": {"STENCIL_MG_MARKS": "0"}}.get(variant, {}))
+                "nomarks": {"STENCIL_MG_MARKS": "0"}, "notiles": {"STENCIL_MG_TILES": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]
     cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", backend, "-o", str(out), "-q", "--overwrite",
@@ -101,9 +102,10 @@ def table(rows: list[dict]) -> str:
                          f"cycles {r0['cycles']}, {r0['timed']} timed, levels ms/{r0['per']} {r0['levels_ms_per'][:4]} + "
                          f"{sum(r0['levels_ms_per'][4:]):.4f}; {len(ok)} runs")
             lines.append(f"{'':15s} bottleneck: {r0['bottleneck']}; graphs: {r0['graphs']}")
-        if "base" in med and "new" in med:
-            b, n = med["base"], med["new"]
-            lines.append(f"{item:10s} new/base: whole {b['whole_s'] / n['whole_s']:.2f}x faster, per "
+        old = "base" if "base" in med else "notiles"
+        if old in med and "new" in med:
+            b, n = med[old], med["new"]
+            lines.append(f"{item:10s} new/{old}: whole {b['whole_s'] / n['whole_s']:.2f}x faster, per "
                          f"{b['ms_per'] / n['ms_per']:.2f}x; x copy {b['x_copy']:.3f} -> {n['x_copy']:.3f}")
     return "\n".join(lines)
 

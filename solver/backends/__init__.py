@@ -205,6 +205,8 @@ class Backend:
         """An index (int64) or weight (the field's dtype) table in this backend's memory."""
         return np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
 
+    mg_tiles = False  # a backend with `sweeps(out, u, g, sweeps, region, tail)`: two sweeps in one pass (cupy_mg)
+
     def smooth(self, out, u, g, w, om, region: Region) -> None:
         """One weighted Jacobi sweep with right-hand side g (None: zero): mg_ops.smooth, or mg_ops.vsmooth where
         w has coefficient fields."""

@@ -48,6 +48,7 @@ from . import cupy_kernels as gk
 BLOCK = (32, 8)  # point kernels (smooth, residual, restrict, prolong, clear): threads over columns, rows
 THREADS = 256  # one-dimensional kernels (solve, max_abs): threads per block, a multiple of 32
 MAX_GRID_Y = 65535  # point kernels stride over rows beyond this many row tiles
+TILE = (58, 26)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 64 x 32 in shared memory
 MAX_ABS_GRID = (4, 2048)  # max_abs: at most this many blocks across a row and rows at a time (as maxdiff)
 MAX_ABS_POINTS = 16  # max_abs: points a thread reads at least (fewer blocks, each warp folds once)
 FILL = "fill_sides"  # the entry of kernels/boundary.cu for plain rules (numbers, kinds 1-3); gk.FILL_ENTRIES: both
@@ -61,7 +62,8 @@ def source() -> str:
 
 def options(dtype) -> tuple[str, ...]:
     real = "float" if np.dtype(dtype) == np.float32 else "double"
-    return ("--fmad=false", f"-DREAL={real}", f"-DMG_BX={BLOCK[0]}", f"-DMG_BY={BLOCK[1]}", f"-DMG_THREADS={THREADS}")
+    return ("--fmad=false", f"-DREAL={real}", f"-DMG_BX={BLOCK[0]}", f"-DMG_BY={BLOCK[1]}", f"-DMG_THREADS={THREADS}",
+            f"-DMG_TX={TILE[0]}", f"-DMG_TY={TILE[1]}")
 
 
 # launch specs ----------------------------------------------------------------------------------------
@@ -107,6 +109,37 @@ def residual_spec(r, u, g, w, region):
     t = r.dtype.type
     gp, pg = _optional(g)
     return ("mg_residual", *_points(region), (r, u, gp, _pitch(r), _pitch(u), pg, *_ints(region), t(w.wx), t(w.wy)))
+
+
+def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=None):
+    """mg_sweeps: smooth_spec's sweeps (one or two (Weights, om), plain weights) from u into out in one pass, then
+    residual_spec(r, out, g, w, region) where r is not None and its max |.| folded into `word` (zeroed before the
+    launch) where word is not None; prolong (e, tables): the sweeps start from u as prolong_spec(u, e, region,
+    tables) would correct it (u not written)."""
+    if _empty(region):
+        return None
+    assert 1 <= len(sweeps) <= 2 and not any(sw.fields for sw, _ in sweeps), "one or two sweeps of plain weights"
+    assert out is not u, "mg_sweeps writes another buffer than it reads"
+    r0, r1, c0, c1 = region
+    t = out.dtype.type
+    gp, pg = _optional(g)
+    rp, pr = _optional(r)
+    wp = np.uint64(0) if word is None else word
+    terms = []
+    for sw, om in (sweeps * 2)[:2]:
+        terms += [t(sw.wc), t(sw.wx), t(sw.wy), t(0 if om is None else om)]
+    rw = (t(0), t(0)) if w is None else (t(w.wx), t(w.wy))
+    if prolong is None:
+        up = (np.uint64(0), np.int64(0), np.uint64(0), np.uint64(0), np.int32(0), np.uint64(0), np.uint64(0), np.int32(0))
+    else:
+        e, (ys, yw, xs, xw) = prolong
+        _check_tables(u, region, (ys, yw), (xs, xw))
+        assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
+        up = (e, _pitch(e), ys, yw, np.int32(yw.shape[1]), xs, xw, np.int32(xw.shape[1]))
+    grid = (-(-(c1 - c0) // TILE[0]), -(-(r1 - r0) // TILE[1]), 1)
+    assert grid[1] <= MAX_GRID_Y, "mg_sweeps: too many rows of tiles"
+    return ("mg_sweeps", grid, (*BLOCK, 1), (out, rp, wp, u, gp, _pitch(out), pr, _pitch(u), pg, *_ints(region),
+                                             np.int32(len(sweeps)), *terms, *rw, *up))
 
 
 def _faces(w):
@@ -339,6 +372,7 @@ class CupyMultigrid:
     device-facing steps are _mg_stream, _mg_kernel, _mg_word, _mg_read, _mg_zeroed, _mg_fetch and _fill_table (the
     emulated tests replace them)."""
 
+    mg_tiles = True  # sweeps(): two sweeps in one pass (mg_sweeps)
     _mg_timing = False  # inside timed(): the first launch records the start event
     _mg_first = None  # (stream, start event) of the verbs timed() is bracketing
     _mg_functions = None  # entry -> compiled function (this backend's dtype)
@@ -385,6 +419,25 @@ class CupyMultigrid:
         r0, r1, c0, c1 = region
         if r1 > r0 and c1 > c0:
             self.launch(out[1:-1, 1:-1], u[1:-1, 1:-1], w, (r0 - 1, r1 - 1, c0 - 1, c1 - 1), self._mg_stream())
+
+    def sweeps(self, out, u, g, sweeps, region, tail=None, prolong=None) -> None:
+        """One or two sweeps (plain weights) from u into out in one pass (kernels/mg.cu's mg_sweeps), for a level whose
+        ghost rules are constant; tail: None, ("residual", r, w) (r = g - A out, as residual() stores it), or
+        ("max", r or None, w) (residual_max's stop test, its word copied for norm()); prolong: (e, tables), the
+        sweeps start from u as prolong() would correct it (u itself not written)."""
+        if tail is None or tail[0] == "residual":
+            r, w = (None, None) if tail is None else tail[1:]
+            return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong))
+        _, r, w = tail
+        word, host = self._mg_norm_buffers()
+        s = self._mg_stream()
+        self._mg_clear_word(word, s)
+        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong)
+        if spec is not None:
+            self._mg_launch(spec, s)
+        self._mg_copy_word(host, word, s)
+        if not self._mg_capturing:
+            self._mg_norm_done(s)
 
     def residual(self, r, u, g, w, region) -> None:
         """Inside a capture (plain weights) held until the next verb: a restriction of r takes it in its pass."""
@@ -798,7 +851,7 @@ class CupyMultigrid:
 MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
               "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
               "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_residual_restrict",
-              "mg_prolong_smooth")  # kernels/mg.cu's entries
+              "mg_prolong_smooth", "mg_sweeps")  # kernels/mg.cu's entries
 
 
 class Captured:

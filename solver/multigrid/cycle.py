@@ -29,6 +29,7 @@ other), and to the level it worked on (timer.level: the record's per-level table
 from __future__ import annotations
 
 import functools
+import os
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -101,6 +102,7 @@ class Multigrid:
         self.last = None  # implicit heat: the relative residual the last step's solve reached
         self.cg = ConjugateGradient(self) if case.krylov == "cg" else None
         self.sources: dict = {}  # the finest level's source fields by the terms they sum (solver.core.sources)
+        self.tiles = backend.mg_tiles and os.environ.get("STENCIL_MG_TILES", "1") != "0"  # (_tiled)
         self.graphs = cycle_graphs(self)  # whole cycles as graph replays (one GPU: graphs.py), or None
 
     # construction ------------------------------------------------------------------------------------
@@ -265,12 +267,15 @@ class Multigrid:
             g0.u, g0.t, g0.g, g0.fill = saved
         return out
 
-    def _cycle(self, i: int, kind: str, timer) -> None:
+    def _cycle(self, i: int, kind: str, timer, norm=None) -> bool:
+        """A cycle at level i. norm (level 0 only): the stop test, folded into the last sweep's pass where the level's
+        sweeps run tiled (`_tiled`): ("max", keep r); returns whether it was (else the caller computes it)."""
         grid = self.grids[i]
         if i + 1 == len(self.grids):
-            return self._solve(grid, timer)
-        self._smooth(i, grid.pre, timer)
-        self._residual(i, timer)
+            self._solve(grid, timer)
+            return False
+        if not self._smooth(i, grid.pre, timer, "residual"):
+            self._residual(i, timer)
         self._restrict(i, timer)
         if kind == "W":
             self._cycle(i + 1, "W", timer)
@@ -280,8 +285,7 @@ class Multigrid:
             self._cycle(i + 1, "V", timer)
         else:
             self._cycle(i + 1, "V", timer)
-        self._prolong(i, timer)
-        self._smooth(i, grid.post, timer)
+        return self._smooth(i, grid.post, timer, norm, self._prolong(i, timer))
 
     def _at(self, i: int, timer):
         timer.level = i
@@ -291,8 +295,13 @@ class Multigrid:
                 ex.timer = timer
         return grid
 
-    def _smooth(self, i: int, sweeps, timer) -> None:
+    def _smooth(self, i: int, sweeps, timer, tail=None, carried=None) -> bool:
+        """The sweeps of level i; tail: what their last pass also computes where they run tiled: "residual" (into r,
+        before the restriction) or ("max", keep r) (the stop test). carried: the prolongation _prolong left to the
+        first tiled pass. Returns whether the tail was computed."""
         grid = self._at(i, timer)
+        if sweeps and self._tiled(grid):
+            return self._smooth_tiled(grid, sweeps, timer, tail, carried)
         be, shift = self.backend, _shift
         for w, om in sweeps:
             u, t, g = grid.u, grid.t, grid.g
@@ -309,6 +318,29 @@ class Multigrid:
             t0 = time.perf_counter()
             grid.u, grid.t = grid.t, grid.u
             timer.add("other", t0)
+        return False
+
+    def _tiled(self, grid: Grid) -> bool:
+        """Whether the level's sweeps run two at a time in one pass (the backend's `sweeps`: a GPU's tiles): nothing to
+        exchange between sweeps (one process), no ghost to refill (constant rules), plain weights."""
+        return (self.tiles and (grid.ex is None or grid.ex.trivial) and not grid.w.fields
+                and not (grid.fill.rules and not grid.fill.constant))
+
+    def _smooth_tiled(self, grid: Grid, sweeps, timer, tail, carried) -> bool:
+        be = self.backend
+        for k in range(0, len(sweeps), 2):
+            pair, last = sweeps[k:k + 2], k + 2 >= len(sweeps)
+            extra = None
+            if last and tail == "residual":
+                extra = ("residual", grid.r, grid.w)
+            elif last and tail is not None:
+                extra = ("max", grid.r if tail[1] else None, grid.w)
+            u, t, g, up = grid.u, grid.t, grid.g, (carried if k == 0 else None)
+            be.timed(timer, lambda: be.sweeps(t, u, g, pair, grid.owned, extra, up))  # noqa: B023 - called at once
+            t0 = time.perf_counter()
+            grid.u, grid.t = grid.t, grid.u
+            timer.add("other", t0)
+        return tail is not None
 
     def _residual(self, i: int, timer) -> None:
         grid = self._at(i, timer)
@@ -347,18 +379,22 @@ class Multigrid:
         be.put(coarse.g, coarse.owned, full)
         timer.add("comm", t)
 
-    def _prolong(self, i: int, timer) -> None:
+    def _prolong(self, i: int, timer):
+        """u = u + P u' on level i, or (u', tables) where the level's first tiled post-sweep takes it in its pass."""
         coarse = self._at(i + 1, timer)
         be = self.backend
         if coarse.ex_e is not None:
             _exchange(coarse.ex_e, coarse.u)
-        if coarse.fill.rules:
+        if coarse.fill.rules and not coarse.fill.constant:  # (constant rules: the ghosts hold their values already)
             be.timed(timer, lambda: be.fill(coarse.u, coarse.fill))
         grid = self._at(i, timer)
+        if self.faces is None and grid.post and self._tiled(grid):  # the first post-sweep's pass corrects u as it loads
+            return coarse.u, grid.up
         prolong = be.prolong_op if self.faces is not None else be.prolong
         be.timed(timer, lambda: prolong(grid.u, coarse.u, grid.owned, grid.up))
         if grid.fill.rules and not grid.fill.constant:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
+        return None
 
     def _solve(self, grid: Grid, timer) -> None:
         """The coarsest level (shared, or the only one on one process): u = u + M (g - A u)."""
@@ -366,7 +402,7 @@ class Multigrid:
         self._residual(i, timer)
         be = self.backend
         be.timed(timer, lambda: be.solve(grid.u, grid.r, self.minv, grid.owned))
-        if grid.fill.rules:
+        if grid.fill.rules and not grid.fill.constant:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
 
     # implicit heat steps -----------------------------------------------------------------------------------

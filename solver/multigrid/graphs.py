@@ -120,8 +120,8 @@ class CycleGraphs:
     # inside ------------------------------------------------------------------------------------------------
     def _body(self, timer, norm: bool) -> None:
         mg = self.mg
-        mg._cycle(0, mg.kind, timer)
-        if norm:
+        folded = mg._cycle(0, mg.kind, timer, ("max", self.keep_r) if norm else None)
+        if norm and not folded:
             grid, be = mg._at(0, timer), self.be
             r = grid.r if self.keep_r else None
             be.timed(timer, lambda: be.residual_max(r, grid.u, grid.g, grid.w, grid.owned))

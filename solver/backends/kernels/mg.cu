@@ -2,7 +2,8 @@
 //
 // Defines injected at compile time (cupy_mg.options): REAL (common.cu), MG_BX x MG_BY threads per block of the
 // point kernels (one thread per point: x over columns, y over rows, blocks striding over rows when the grid's
-// y extent is capped), MG_THREADS per block of the one-dimensional ones (solve, max_abs; a multiple of 32).
+// y extent is capped), MG_THREADS per block of the one-dimensional ones (solve, max_abs; a multiple of 32),
+// MG_TX x MG_TY points per tile of mg_sweeps (MG_BX x MG_BY threads).
 // Fields are padded 2-D arrays whose rows lie `pitch` elements apart (every field has its own pitch); regions
 // are local index ranges [r0, r1) x [c0, c1). Tables: index tables are int64 (idx), weight tables REAL and
 // row-major with `width` entries a row.
@@ -71,15 +72,29 @@ mg_restrict(real* __restrict__ gc, const real* __restrict__ r, const idx pitch_g
     const int q = j - c0;
     const idx x0 = xs[q], nb = xc[q];
     const real* wq = xw + (idx)q * xw_width;
+    const bool three = nb == 3;  // full weighting's 3 x 3 windows: the same sums unrolled (their loads all at once)
+    const real zero = real(0), w0 = three ? wq[0] : zero, w1 = three ? wq[1] : zero, w2 = three ? wq[2] : zero;
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const int k = i - r0;
         const real* wk = yw + (idx)k * yw_width;
         real acc = real(0);
-        for (idx a = 0; a < yc[k]; ++a) {
-            const real* src = r + (ys[k] + a) * pitch_r + x0;
-            real row = real(0);
-            for (idx b = 0; b < nb; ++b) row = row + wq[b] * src[b];
-            acc = acc + wk[a] * row;
+        if (three && yc[k] == 3) {
+            const real* s0 = r + ys[k] * pitch_r + x0;
+            const real* s1 = s0 + pitch_r;
+            const real* s2 = s1 + pitch_r;
+            const real a0 = s0[0], a1 = s0[1], a2 = s0[2], b0 = s1[0], b1 = s1[1], b2 = s1[2], d0 = s2[0], d1 = s2[1],
+                       d2 = s2[2];
+            const real row0 = ((zero + w0 * a0) + w1 * a1) + w2 * a2;
+            const real row1 = ((zero + w0 * b0) + w1 * b1) + w2 * b2;
+            const real row2 = ((zero + w0 * d0) + w1 * d1) + w2 * d2;
+            acc = ((acc + wk[0] * row0) + wk[1] * row1) + wk[2] * row2;
+        } else {
+            for (idx a = 0; a < yc[k]; ++a) {
+                const real* src = r + (ys[k] + a) * pitch_r + x0;
+                real row = real(0);
+                for (idx b = 0; b < nb; ++b) row = row + wq[b] * src[b];
+                acc = acc + wk[a] * row;
+            }
         }
         gc[i * pitch_gc + j] = scale * acc;
     }
@@ -286,6 +301,147 @@ mg_prolong_smooth(real* __restrict__ out, const real* __restrict__ u, const real
 #undef MG_AT
         if (g) v = v + om * g[i * pitch_g + j];
         out[i * pitch_out + j] = v;
+    }
+}
+
+// mg_sweeps (issue 35): one or two sweeps of mg_smooth over the region in one pass over memory, and optionally the
+// residual of their result (mg_residual's terms: kept in r where r is not null, its max |.| folded into *word as
+// mg_residual_max folds it where word is not null). Each block owns a tile of MG_TX x MG_TY points and holds it with
+// MG_HALO layers around in shared memory; each thread owns the same MG_PY x MG_PX places of that array at every
+// stage (rows threadIdx.y + k MG_BY, columns threadIdx.x + m MG_BX), so its loads of u and g are all issued at once
+// at the start (g then stays in registers) and no stage reads global memory. Loads are clamped to the region and its
+// one ghost layer (nothing further is read). A stage computes every place of the array but its outermost ring from
+// the stage before (a place outside the region keeps u's value: the ghost rules are constant, so the other buffer's
+// ghosts are the same): after stage s the places at least s from the array's edge are exact, which covers the
+// tile and the layer around it that the residual reads. Only the last field (and the residual) reach memory: out
+// must not be u. Where e is not null, the first sweep starts from u corrected by mg_prolong (e the coarse level's
+// correction, the tables mg_prolong's over the same region), computed as the tile is loaded; u itself is not
+// corrected. The terms and their order are mg_prolong's, mg_smooth's and mg_residual's: the bits are those of the
+// separate verbs.
+#if !defined(MG_TX) || !defined(MG_TY)
+#error "mg.cu needs MG_TX and MG_TY (solver/backends/cupy_mg.py passes them)"
+#endif
+#define MG_HALO 3
+#define MG_SW (MG_TX + 2 * MG_HALO)
+#define MG_SH (MG_TY + 2 * MG_HALO)
+#define MG_PX ((MG_SW + MG_BX - 1) / MG_BX)
+#define MG_PY ((MG_SH + MG_BY - 1) / MG_BY)
+static_assert(MG_PX * MG_PY <= 32, "mg_sweeps: a thread's places are the bits of one word");
+
+// One stage: b = S(a) at this thread's places inside the region and off the array's outer ring, b = a elsewhere.
+__device__ __forceinline__ void tile_sweep(real (*b)[MG_SW], real (*a)[MG_SW], const real (&gv)[MG_PY][MG_PX],
+                                           const unsigned inside, const bool with_g, const real wc, const real wx,
+                                           const real wy, const real om)
+{
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+        const int y = (int)threadIdx.y + k * MG_BY;
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int x = (int)threadIdx.x + m * MG_BX;
+            if (y >= MG_SH || x >= MG_SW) continue;
+            real v = a[y][x];
+            if ((inside >> (k * MG_PX + m)) & 1u && y > 0 && y < MG_SH - 1 && x > 0 && x < MG_SW - 1) {
+                v = update(v, a[y][x - 1], a[y][x + 1], a[y - 1][x], a[y + 1][x], wc, wx, wy);
+                if (with_g) v = v + om * gv[k][m];
+            }
+            b[y][x] = v;
+        }
+    }
+}
+
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word, const real* __restrict__ u,
+          const real* __restrict__ g, const idx pitch_out, const idx pitch_r, const idx pitch_u, const idx pitch_g,
+          const int r0, const int r1, const int c0, const int c1, const int sweeps, const real wc1, const real wx1,
+          const real wy1, const real om1, const real wc2, const real wx2, const real wy2, const real om2,
+          const real rwx, const real rwy, const real* __restrict__ e, const idx pitch_e, const idx* __restrict__ ys,
+          const real* __restrict__ yw, const int yw_width, const idx* __restrict__ xs, const real* __restrict__ xw,
+          const int xw_width)
+{
+    __shared__ real tile_a[MG_SH][MG_SW];
+    __shared__ real tile_b[MG_SH][MG_SW];
+    __shared__ real folded[MG_BX * MG_BY / 32];
+    const int i0 = r0 + (int)blockIdx.y * MG_TY - MG_HALO, j0 = c0 + (int)blockIdx.x * MG_TX - MG_HALO;
+    const bool with_g = g != nullptr;
+    real uv[MG_PY][MG_PX], gv[MG_PY][MG_PX];
+    unsigned inside = 0;  // bit k MG_PX + m: the place lies in the region
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+        const int y = (int)threadIdx.y + k * MG_BY, i = i0 + y;
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
+            const bool here = y < MG_SH && x < MG_SW;
+            const bool in = here && i >= r0 && i < r1 && j >= c0 && j < c1;
+            const bool near = here && i >= r0 - 1 && i <= r1 && j >= c0 - 1 && j <= c1;
+            real v = near ? u[i * pitch_u + j] : real(0);
+            if (e && in) {  // mg_prolong's correction of this point, as it adds it
+                const int kk = i - r0, q = j - c0;
+                const real zero = real(0);
+                const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
+                const real* lo = e + ys[kk] * pitch_e + xs[q];
+                const real* hi = lo + pitch_e;
+                const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
+                const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
+                const real y0 = yw[(idx)kk * yw_width], y1 = yw[(idx)kk * yw_width + 1];
+                v = v + ((zero + y0 * row0) + y1 * row1);
+            }
+            uv[k][m] = v;
+            gv[k][m] = in && with_g ? g[i * pitch_g + j] : real(0);
+            inside |= (in ? 1u : 0u) << (k * MG_PX + m);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+        const int y = (int)threadIdx.y + k * MG_BY;
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int x = (int)threadIdx.x + m * MG_BX;
+            if (y < MG_SH && x < MG_SW) tile_a[y][x] = uv[k][m];
+        }
+    }
+    __syncthreads();
+    tile_sweep(tile_b, tile_a, gv, inside, with_g, wc1, wx1, wy1, om1);
+    __syncthreads();
+    real (*f)[MG_SW] = tile_b;
+    if (sweeps == 2) {
+        tile_sweep(tile_a, tile_b, gv, inside, with_g, wc2, wx2, wy2, om2);
+        __syncthreads();
+        f = tile_a;
+    }
+    const bool res = r != nullptr || word != nullptr;
+    real mx = real(0);
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+        const int y = (int)threadIdx.y + k * MG_BY, i = i0 + y;
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
+            if (y < MG_HALO || y >= MG_HALO + MG_TY || x < MG_HALO || x >= MG_HALO + MG_TX) continue;
+            if (!((inside >> (k * MG_PX + m)) & 1u)) continue;
+            out[i * pitch_out + j] = f[y][x];
+            if (res) {
+                real v = rwx * (f[y][x - 1] + f[y][x + 1]) + rwy * (f[y - 1][x] + f[y + 1][x]);
+                if (with_g) v = v + gv[k][m];
+                v = v - f[y][x];
+                if (r) r[i * pitch_r + j] = v;
+                mx = fold_abs(mx, v);
+            }
+        }
+    }
+    if (word == nullptr) return;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {  // the block's largest value, then one atomic where it is larger than the word
+        const real other = __shfl_xor_sync(FULL, mx, d);
+        if (other > mx) mx = other;
+    }
+    const int t = (int)(threadIdx.y * MG_BX + threadIdx.x);
+    if ((t & 31) == 0) folded[t >> 5] = mx;
+    __syncthreads();
+    if (t == 0) {
+        for (int k = 1; k < MG_BX * MG_BY / 32; ++k) mx = folded[k] > mx ? folded[k] : mx;
+        if (mx > real(0) && as_bits(mx) > *(volatile rbits*)word) atomicMax(word, as_bits(mx));
     }
 }
 
