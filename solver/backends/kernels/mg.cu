@@ -307,17 +307,18 @@ mg_prolong_smooth(real* __restrict__ out, const real* __restrict__ u, const real
 // mg_sweeps (issue 35): one or two sweeps of mg_smooth over the region in one pass over memory, and optionally the
 // residual of their result (mg_residual's terms: kept in r where r is not null, its max |.| folded into *word as
 // mg_residual_max folds it where word is not null). Each block owns a tile of MG_TX x MG_TY points and holds it with
-// MG_HALO layers around in shared memory; each thread owns the same MG_PY x MG_PX places of that array at every
-// stage (rows threadIdx.y + k MG_BY, columns threadIdx.x + m MG_BX), so its loads of u and g are all issued at once
-// at the start (g then stays in registers) and no stage reads global memory. Loads are clamped to the region and its
-// one ghost layer (nothing further is read). A stage computes every place of the array but its outermost ring from
-// the stage before (a place outside the region keeps u's value: the ghost rules are constant, so the other buffer's
-// ghosts are the same): after stage s the places at least s from the array's edge are exact, which covers the
-// tile and the layer around it that the residual reads. Only the last field (and the residual) reach memory: out
-// must not be u. Where e is not null, the first sweep starts from u corrected by mg_prolong (e the coarse level's
-// correction, the tables mg_prolong's over the same region), computed as the tile is loaded; u itself is not
-// corrected. The terms and their order are mg_prolong's, mg_smooth's and mg_residual's: the bits are those of the
-// separate verbs.
+// MG_HALO layers around in shared memory. Each thread owns the same MG_PY x MG_PX places of that array at every
+// stage (MG_PY consecutive rows from threadIdx.y MG_PY, columns threadIdx.x + m MG_BX) and keeps their values in
+// registers: its loads of u and g are all issued at once at the start (g then stays in registers); a stage reads
+// only the left and right neighbours and the rows just above and below its strip from shared memory, then writes its
+// places back. Loads are clamped to the region and its one ghost layer (nothing further is read). A stage computes
+// every place but the array's outermost ring from the stage before (a place outside the region keeps u's value: the
+// ghost rules are constant, so the other buffer's ghosts are the same): after stage s the places at least s from the
+// array's edge are exact, which covers the tile and the layer around it that the residual reads. Only the last
+// field (and the residual) reach memory: out must not be u. Where e is not null, the first sweep starts from u
+// corrected by mg_prolong (e the coarse level's correction, the tables mg_prolong's over the same region), computed
+// as the tile is loaded; u itself is not corrected. The terms and their order are mg_prolong's, mg_smooth's and
+// mg_residual's: the bits are those of the separate verbs.
 #if !defined(MG_TX) || !defined(MG_TY)
 #error "mg.cu needs MG_TX and MG_TY (solver/backends/cupy_mg.py passes them)"
 #endif
@@ -328,26 +329,49 @@ mg_prolong_smooth(real* __restrict__ out, const real* __restrict__ u, const real
 #define MG_PY ((MG_SH + MG_BY - 1) / MG_BY)
 static_assert(MG_PX * MG_PY <= 32, "mg_sweeps: a thread's places are the bits of one word");
 
-// One stage: b = S(a) at this thread's places inside the region and off the array's outer ring, b = a elsewhere.
-__device__ __forceinline__ void tile_sweep(real (*b)[MG_SW], real (*a)[MG_SW], const real (&gv)[MG_PY][MG_PX],
+__device__ __forceinline__ bool has(const unsigned inside, const int k, const int m)
+{
+    return (inside >> (k * MG_PX + m)) & 1u;
+}
+
+// One stage: cur = S(cur) at this thread's places inside the region and off the array's outer ring (their
+// neighbours from `a`, which holds every thread's cur), then `a` updated to the new values.
+__device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][MG_PX], const real (&gv)[MG_PY][MG_PX],
                                            const unsigned inside, const bool with_g, const real wc, const real wx,
                                            const real wy, const real om)
 {
+    const int y0 = (int)threadIdx.y * MG_PY;
+    real next[MG_PY][MG_PX];
 #pragma unroll
-    for (int k = 0; k < MG_PY; ++k) {
-        const int y = (int)threadIdx.y + k * MG_BY;
+    for (int m = 0; m < MG_PX; ++m) {
+        const int x = (int)threadIdx.x + m * MG_BX;
+        const bool col = x > 0 && x < MG_SW - 1;
+        const real top = col && y0 > 0 && y0 <= MG_SH ? a[y0 - 1][x] : real(0);
+        const real bottom = col && y0 + MG_PY < MG_SH ? a[y0 + MG_PY][x] : real(0);
 #pragma unroll
-        for (int m = 0; m < MG_PX; ++m) {
-            const int x = (int)threadIdx.x + m * MG_BX;
-            if (y >= MG_SH || x >= MG_SW) continue;
-            real v = a[y][x];
-            if ((inside >> (k * MG_PX + m)) & 1u && y > 0 && y < MG_SH - 1 && x > 0 && x < MG_SW - 1) {
-                v = update(v, a[y][x - 1], a[y][x + 1], a[y - 1][x], a[y + 1][x], wc, wx, wy);
+        for (int k = 0; k < MG_PY; ++k) {
+            const int y = y0 + k;
+            real v = cur[k][m];
+            if (col && has(inside, k, m) && y > 0 && y < MG_SH - 1) {
+                const real up = k == 0 ? top : cur[k - 1][m];
+                const real down = k == MG_PY - 1 ? bottom : cur[k + 1][m];
+                v = update(v, a[y][x - 1], a[y][x + 1], up, down, wc, wx, wy);
                 if (with_g) v = v + om * gv[k][m];
             }
-            b[y][x] = v;
+            next[k][m] = v;
         }
     }
+    __syncthreads();  // (every thread has read the stage before)
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
+            cur[k][m] = next[k][m];
+            if (y < MG_SH && x < MG_SW) a[y][x] = next[k][m];
+        }
+    }
+    __syncthreads();
 }
 
 extern "C" __global__ void MG_POINT_BOUNDS
@@ -359,16 +383,16 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
           const real* __restrict__ yw, const int yw_width, const idx* __restrict__ xs, const real* __restrict__ xw,
           const int xw_width)
 {
-    __shared__ real tile_a[MG_SH][MG_SW];
-    __shared__ real tile_b[MG_SH][MG_SW];
+    __shared__ real tile[MG_SH][MG_SW];
     __shared__ real folded[MG_BX * MG_BY / 32];
     const int i0 = r0 + (int)blockIdx.y * MG_TY - MG_HALO, j0 = c0 + (int)blockIdx.x * MG_TX - MG_HALO;
+    const int y0 = (int)threadIdx.y * MG_PY;
     const bool with_g = g != nullptr;
-    real uv[MG_PY][MG_PX], gv[MG_PY][MG_PX];
+    real cur[MG_PY][MG_PX], gv[MG_PY][MG_PX];
     unsigned inside = 0;  // bit k MG_PX + m: the place lies in the region
 #pragma unroll
     for (int k = 0; k < MG_PY; ++k) {
-        const int y = (int)threadIdx.y + k * MG_BY, i = i0 + y;
+        const int y = y0 + k, i = i0 + y;
 #pragma unroll
         for (int m = 0; m < MG_PX; ++m) {
             const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
@@ -384,47 +408,43 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
                 const real* hi = lo + pitch_e;
                 const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
                 const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
-                const real y0 = yw[(idx)kk * yw_width], y1 = yw[(idx)kk * yw_width + 1];
-                v = v + ((zero + y0 * row0) + y1 * row1);
+                const real y0w = yw[(idx)kk * yw_width], y1w = yw[(idx)kk * yw_width + 1];
+                v = v + ((zero + y0w * row0) + y1w * row1);
             }
-            uv[k][m] = v;
+            cur[k][m] = v;
             gv[k][m] = in && with_g ? g[i * pitch_g + j] : real(0);
             inside |= (in ? 1u : 0u) << (k * MG_PX + m);
         }
     }
 #pragma unroll
     for (int k = 0; k < MG_PY; ++k) {
-        const int y = (int)threadIdx.y + k * MG_BY;
 #pragma unroll
         for (int m = 0; m < MG_PX; ++m) {
-            const int x = (int)threadIdx.x + m * MG_BX;
-            if (y < MG_SH && x < MG_SW) tile_a[y][x] = uv[k][m];
+            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
+            if (y < MG_SH && x < MG_SW) tile[y][x] = cur[k][m];
         }
     }
     __syncthreads();
-    tile_sweep(tile_b, tile_a, gv, inside, with_g, wc1, wx1, wy1, om1);
-    __syncthreads();
-    real (*f)[MG_SW] = tile_b;
-    if (sweeps == 2) {
-        tile_sweep(tile_a, tile_b, gv, inside, with_g, wc2, wx2, wy2, om2);
-        __syncthreads();
-        f = tile_a;
-    }
+    tile_stage(tile, cur, gv, inside, with_g, wc1, wx1, wy1, om1);
+    if (sweeps == 2) tile_stage(tile, cur, gv, inside, with_g, wc2, wx2, wy2, om2);
     const bool res = r != nullptr || word != nullptr;
     real mx = real(0);
 #pragma unroll
-    for (int k = 0; k < MG_PY; ++k) {
-        const int y = (int)threadIdx.y + k * MG_BY, i = i0 + y;
+    for (int m = 0; m < MG_PX; ++m) {
+        const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
+        if (x < MG_HALO || x >= MG_HALO + MG_TX) continue;
 #pragma unroll
-        for (int m = 0; m < MG_PX; ++m) {
-            const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
-            if (y < MG_HALO || y >= MG_HALO + MG_TY || x < MG_HALO || x >= MG_HALO + MG_TX) continue;
-            if (!((inside >> (k * MG_PX + m)) & 1u)) continue;
-            out[i * pitch_out + j] = f[y][x];
+        for (int k = 0; k < MG_PY; ++k) {
+            const int y = y0 + k, i = i0 + y;
+            if (y < MG_HALO || y >= MG_HALO + MG_TY || !has(inside, k, m)) continue;
+            const real c = cur[k][m];
+            out[i * pitch_out + j] = c;
             if (res) {
-                real v = rwx * (f[y][x - 1] + f[y][x + 1]) + rwy * (f[y - 1][x] + f[y + 1][x]);
+                const real up = k == 0 ? tile[y - 1][x] : cur[k - 1][m];
+                const real down = k == MG_PY - 1 ? tile[y + 1][x] : cur[k + 1][m];
+                real v = rwx * (tile[y][x - 1] + tile[y][x + 1]) + rwy * (up + down);
                 if (with_g) v = v + gv[k][m];
-                v = v - f[y][x];
+                v = v - c;
                 if (r) r[i * pitch_r + j] = v;
                 mx = fold_abs(mx, v);
             }
