@@ -323,13 +323,16 @@ def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
               values((c1 - c0, 2), dtype, rng))
     dev_tables = (be.table(tables[0]), be.table(tables[1], True), be.table(tables[2]), be.table(tables[3], True))
     for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", True), (2, True, "residual", False),
-                                     (1, True, "max", False), (2, True, "keep", True), (2, True, "residual", True)]:
+                                     (1, True, "max", False), (2, True, "keep", True), (2, True, "residual", True),
+                                     (2, True, "residual", "zero")]:
         u, g, r, out = (values(shape, dtype, rng) for _ in range(4))
+        if corrected == "zero":  # (a coarse level's first pass: u taken as zeros, not read)
+            u[ring] = 0.0
         out[ring] = u[ring]  # (constant ghost rules: both buffers hold the same ghosts)
         sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
         w, gg = weights(dtype, rng), (g if g_on else None)
-        a, b, want_r = u.copy(), out.copy(), r.copy()
-        if corrected:
+        a, b, want_r = (np.zeros_like(u) if corrected == "zero" else u.copy()), out.copy(), r.copy()
+        if corrected is True:
             mg_ops.prolong(a, e, region, *tables)
         for sw, om in sweeps:
             mg_ops.smooth(b, a, gg, sw, om, region)
@@ -340,7 +343,8 @@ def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
         expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]
         dev_u, dev_out, dev_r, dev_g = up(be, u), up(be, out), up(be, r), (up(be, g) if g_on else None)
         extra = {None: None, "residual": ("residual", dev_r, w), "max": ("max", None, w), "keep": ("max", dev_r, w)}
-        be.sweeps(dev_out, dev_u, dev_g, sweeps, region, extra[tail], (up(be, e), dev_tables) if corrected else None)
+        be.sweeps(dev_out, dev_u, dev_g, sweeps, region, extra[tail],
+                  (up(be, e), dev_tables) if corrected is True else None, corrected == "zero")
         assert_same_bits(down(be, dev_out), expect, f"out n={n} g={g_on} {tail}")
         assert_same_bits(down(be, dev_u), u, "u untouched")
         assert_same_bits(down(be, dev_r), want_r if tail in ("residual", "keep") else r, f"r {tail}")

@@ -623,7 +623,8 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
     for region in REGIONS:
         for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", False),
                                          (2, True, "residual", False), (1, True, "max", True), (2, True, None, False),
-                                         (2, False, "both", True), (2, True, "residual", True)]:
+                                         (2, False, "both", True), (2, True, "residual", True),
+                                         (2, True, "residual", "zero"), (1, False, "max", "zero")]:
             u, g, r, out = (values(SHAPE, dtype, rng) for _ in range(4))
             r0, r1, c0, c1 = region
             e = values((15, 23), dtype, rng)  # a coarse correction and random prolongation tables over the region
@@ -632,12 +633,14 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
             ring = np.zeros(SHAPE, bool)
             ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
             ring[r0:r1, c0:c1] = False
+            if corrected == "zero":  # a coarse level's first pass: u taken as zeros (a cleared field), not read
+                u[ring] = 0.0
             out[ring] = u[ring]  # the layer around the region: the same in both buffers (constant ghost rules)
             sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
             w = weights(dtype, rng)
             gg = g if g_on else None
-            a, b, want_r = u.copy(), out.copy(), r.copy()
-            if corrected and not cupy_mg._empty(region):
+            a, b, want_r = (np.zeros_like(u) if corrected == "zero" else u.copy()), out.copy(), r.copy()
+            if corrected is True and not cupy_mg._empty(region):
                 mg_ops.prolong(a, e, region, *tables)
             for sw, om in sweeps:
                 mg_ops.smooth(b, a, gg, sw, om, region)
@@ -652,7 +655,8 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
             spec = cupy_mg.sweeps_spec(dev_out, dev_u, dev_g if g_on else None, sweeps, region,
                                        dev_r if tail in ("residual", "both") else None, w if tail else None,
                                        word if tail in ("max", "both") else None,
-                                       (pitched(e, 2, wider=2), tables) if corrected else None)
+                                       (pitched(e, 2, wider=2), tables) if corrected is True else None,
+                                       corrected == "zero")
             if spec is None:
                 assert cupy_mg._empty(region)
                 continue

@@ -111,15 +111,17 @@ def residual_spec(r, u, g, w, region):
     return ("mg_residual", *_points(region), (r, u, gp, _pitch(r), _pitch(u), pg, *_ints(region), t(w.wx), t(w.wy)))
 
 
-def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=None):
+def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=None, zero=False):
     """mg_sweeps: smooth_spec's sweeps (one or two (Weights, om), plain weights) from u into out in one pass, then
     residual_spec(r, out, g, w, region) where r is not None and its max |.| folded into `word` (zeroed before the
     launch) where word is not None; prolong (e, tables): the sweeps start from u as prolong_spec(u, e, region,
-    tables) would correct it (u not written)."""
+    tables) would correct it (u not written); zero: u taken as zeros (a cleared field) without reading it."""
     if _empty(region):
         return None
     assert 1 <= len(sweeps) <= 2 and not any(sw.fields for sw, _ in sweeps), "one or two sweeps of plain weights"
+    pu = _pitch(u)
     assert out is not u, "mg_sweeps writes another buffer than it reads"
+    u = np.uint64(0) if zero else u  # (a null u: zeros, nothing read)
     r0, r1, c0, c1 = region
     t = out.dtype.type
     gp, pg = _optional(g)
@@ -138,7 +140,7 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
         up = (e, _pitch(e), ys, yw, np.int32(yw.shape[1]), xs, xw, np.int32(xw.shape[1]))
     grid = (-(-(c1 - c0) // TILE[0]), -(-(r1 - r0) // TILE[1]), 1)
     assert grid[1] <= MAX_GRID_Y, "mg_sweeps: too many rows of tiles"
-    return ("mg_sweeps", grid, (*BLOCK, 1), (out, rp, wp, u, gp, _pitch(out), pr, _pitch(u), pg, *_ints(region),
+    return ("mg_sweeps", grid, (*BLOCK, 1), (out, rp, wp, u, gp, _pitch(out), pr, pu, pg, *_ints(region),
                                              np.int32(len(sweeps)), *terms, *rw, *up))
 
 
@@ -420,19 +422,20 @@ class CupyMultigrid:
         if r1 > r0 and c1 > c0:
             self.launch(out[1:-1, 1:-1], u[1:-1, 1:-1], w, (r0 - 1, r1 - 1, c0 - 1, c1 - 1), self._mg_stream())
 
-    def sweeps(self, out, u, g, sweeps, region, tail=None, prolong=None) -> None:
+    def sweeps(self, out, u, g, sweeps, region, tail=None, prolong=None, zero=False) -> None:
         """One or two sweeps (plain weights) from u into out in one pass (kernels/mg.cu's mg_sweeps), for a level whose
         ghost rules are constant; tail: None, ("residual", r, w) (r = g - A out, as residual() stores it), or
         ("max", r or None, w) (residual_max's stop test, its word copied for norm()); prolong: (e, tables), the
-        sweeps start from u as prolong() would correct it (u itself not written)."""
+        sweeps start from u as prolong() would correct it (u itself not written); zero: from u = 0 (as clear(u)
+        would leave it; u not read)."""
         if tail is None or tail[0] == "residual":
             r, w = (None, None) if tail is None else tail[1:]
-            return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong))
+            return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong, zero=zero))
         _, r, w = tail
         word, host = self._mg_norm_buffers()
         s = self._mg_stream()
         self._mg_clear_word(word, s)
-        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong)
+        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong, zero)
         if spec is not None:
             self._mg_launch(spec, s)
         self._mg_copy_word(host, word, s)

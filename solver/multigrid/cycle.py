@@ -70,6 +70,7 @@ class Grid:
     down: tuple | None = None  # restriction tables into the next level (device)
     up: tuple | None = None  # prolongation tables from the next level (device)
     part: object = None  # shared next level: this rank's block of it, restricted before the gather
+    fresh: bool = False  # u is zero by the restriction, not cleared: the level's first tiled pass takes it as zeros
 
     @property
     def owned(self) -> tuple[int, int, int, int]:
@@ -335,8 +336,9 @@ class Multigrid:
                 extra = ("residual", grid.r, grid.w)
             elif last and tail is not None:
                 extra = ("max", grid.r if tail[1] else None, grid.w)
-            u, t, g, up = grid.u, grid.t, grid.g, (carried if k == 0 else None)
-            be.timed(timer, lambda: be.sweeps(t, u, g, pair, grid.owned, extra, up))  # noqa: B023 - called at once
+            u, t, g, up, zero = grid.u, grid.t, grid.g, (carried if k == 0 else None), grid.fresh
+            grid.fresh = False
+            be.timed(timer, lambda: be.sweeps(t, u, g, pair, grid.owned, extra, up, zero))  # noqa: B023 - called at once
             t0 = time.perf_counter()
             grid.u, grid.t = grid.t, grid.u
             timer.add("other", t0)
@@ -362,7 +364,10 @@ class Multigrid:
         else:
             be.timed(timer, lambda: restrict(coarse.g, grid.r, coarse.owned, grid.down))
         timer.level = i + 1
-        be.timed(timer, lambda: be.clear(coarse.u))
+        if i + 2 < len(self.grids) and coarse.pre and self._tiled(coarse):  # (its first pass reads no u: no clear)
+            coarse.fresh = True
+        else:
+            be.timed(timer, lambda: be.clear(coarse.u))
 
     def _gather(self, grid: Grid, coarse: Grid, timer) -> None:
         """Every rank's restricted part onto every rank (MPI_Allgatherv), into the shared level's g."""

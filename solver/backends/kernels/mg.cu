@@ -138,7 +138,8 @@ mg_solve(real* __restrict__ e, const real* __restrict__ r, const real* __restric
     real acc = real(0);
     for (int i = r0; i < r1; ++i) {
         const real* src = r + i * pitch_r + c0;
-        for (int c = 0; c < nx; ++c) acc = acc + m[c] * src[c];
+#pragma unroll 8
+        for (int c = 0; c < nx; ++c) acc = acc + m[c] * src[c];  // (unrolled: the loads issued together)
         m += nx;
     }
     real* o = e + (r0 + p / nx) * pitch_e + c0 + p % nx;
@@ -317,8 +318,9 @@ mg_prolong_smooth(real* __restrict__ out, const real* __restrict__ u, const real
 // array's edge are exact, which covers the tile and the layer around it that the residual reads. Only the last
 // field (and the residual) reach memory: out must not be u. Where e is not null, the first sweep starts from u
 // corrected by mg_prolong (e the coarse level's correction, the tables mg_prolong's over the same region), computed
-// as the tile is loaded; u itself is not corrected. The terms and their order are mg_prolong's, mg_smooth's and
-// mg_residual's: the bits are those of the separate verbs.
+// as the tile is loaded; u itself is not corrected. A null u stands for a field of zeros (a coarse level's first
+// pass: nothing read, nothing cleared). The terms and their order are mg_prolong's, mg_smooth's and mg_residual's:
+// the bits are those of the separate verbs.
 #if !defined(MG_TX) || !defined(MG_TY)
 #error "mg.cu needs MG_TX and MG_TY (solver/backends/cupy_mg.py passes them)"
 #endif
@@ -335,30 +337,29 @@ __device__ __forceinline__ bool has(const unsigned inside, const int k, const in
 }
 
 // One stage: cur = S(cur) at this thread's places inside the region and off the array's outer ring (their
-// neighbours from `a`, which holds every thread's cur), then `a` updated to the new values.
+// neighbours from `a`, which holds every thread's cur before the stage), then `a` holds the new values.
 __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][MG_PX], const real (&gv)[MG_PY][MG_PX],
                                            const unsigned inside, const bool with_g, const real wc, const real wx,
                                            const real wy, const real om)
 {
     const int y0 = (int)threadIdx.y * MG_PY;
-    real next[MG_PY][MG_PX];
 #pragma unroll
     for (int m = 0; m < MG_PX; ++m) {
         const int x = (int)threadIdx.x + m * MG_BX;
         const bool col = x > 0 && x < MG_SW - 1;
-        const real top = col && y0 > 0 && y0 <= MG_SH ? a[y0 - 1][x] : real(0);
+        real above = col && y0 > 0 && y0 <= MG_SH ? a[y0 - 1][x] : real(0);  // the row above's value before the stage
         const real bottom = col && y0 + MG_PY < MG_SH ? a[y0 + MG_PY][x] : real(0);
 #pragma unroll
         for (int k = 0; k < MG_PY; ++k) {
             const int y = y0 + k;
-            real v = cur[k][m];
+            const real c = cur[k][m];
             if (col && has(inside, k, m) && y > 0 && y < MG_SH - 1) {
-                const real up = k == 0 ? top : cur[k - 1][m];
                 const real down = k == MG_PY - 1 ? bottom : cur[k + 1][m];
-                v = update(v, a[y][x - 1], a[y][x + 1], up, down, wc, wx, wy);
+                real v = update(c, a[y][x - 1], a[y][x + 1], above, down, wc, wx, wy);
                 if (with_g) v = v + om * gv[k][m];
+                cur[k][m] = v;
             }
-            next[k][m] = v;
+            above = c;
         }
     }
     __syncthreads();  // (every thread has read the stage before)
@@ -367,14 +368,13 @@ __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][
 #pragma unroll
         for (int m = 0; m < MG_PX; ++m) {
             const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
-            cur[k][m] = next[k][m];
-            if (y < MG_SH && x < MG_SW) a[y][x] = next[k][m];
+            if (y < MG_SH && x < MG_SW) a[y][x] = cur[k][m];
         }
     }
     __syncthreads();
 }
 
-extern "C" __global__ void MG_POINT_BOUNDS
+extern "C" __global__ void __launch_bounds__(MG_BX * MG_BY, 4)
 mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word, const real* __restrict__ u,
           const real* __restrict__ g, const idx pitch_out, const idx pitch_r, const idx pitch_u, const idx pitch_g,
           const int r0, const int r1, const int c0, const int c1, const int sweeps, const real wc1, const real wx1,
@@ -399,7 +399,7 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
             const bool here = y < MG_SH && x < MG_SW;
             const bool in = here && i >= r0 && i < r1 && j >= c0 && j < c1;
             const bool near = here && i >= r0 - 1 && i <= r1 && j >= c0 - 1 && j <= c1;
-            real v = near ? u[i * pitch_u + j] : real(0);
+            real v = near && u ? u[i * pitch_u + j] : real(0);
             if (e && in) {  // mg_prolong's correction of this point, as it adds it
                 const int kk = i - r0, q = j - c0;
                 const real zero = real(0);
