@@ -421,9 +421,6 @@ class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
     def _mg_stream(self, after_all: bool = False):
         return None
 
-    def _mg_processors(self) -> int:
-        return 1  # (mg_sweeps then launches SWEEP_BLOCKS blocks, each looping over tiles)
-
     def launch(self, out, u, w, region, stream) -> None:
         """The CuPy backend's one-step kernel (the finest level's sweep without a right-hand side): here the
         numpy update it equals bitwise (tests/test_gpu_kernels.py proves that on a GPU)."""
@@ -659,7 +656,7 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
                                        dev_r if tail in ("residual", "both") else None, w if tail else None,
                                        word if tail in ("max", "both") else None,
                                        (pitched(e, 2, wider=2), tables) if corrected is True else None,
-                                       corrected == "zero", slots=3 if n == 2 else None)  # (blocks looping, or not)
+                                       corrected == "zero")
             if spec is None:
                 assert cupy_mg._empty(region)
                 continue

@@ -11,8 +11,7 @@ cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cup
 (the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nofuse
 and fuse (STENCIL_MG_FUSE=0 / 1: graphs without / with the fused passes; off by default since 2026-12-03's second
 call, which ran `new` with them), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs), notiles
-(STENCIL_MG_TILES=0: every sweep a pass of its own, the residual and the stop test passes of their own), slotsN
-(STENCIL_MG_SLOTS=N: N blocks of the tiled sweeps a multiprocessor, each looping over tiles; slots0: a block a tile). Per run one JSON line: the
+(STENCIL_MG_TILES=0: every sweep a pass of its own, the residual and the stop test passes of their own). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -48,8 +47,7 @@ def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"}, "fuse": {"STENCIL_MG_FUSE": "1"},
-                "nomarks": {"STENCIL_MG_MARKS": "0"}, "notiles": {"STENCIL_MG_TILES": "0"},
-                **{f"slots{n}": {"STENCIL_MG_SLOTS": str(n)} for n in range(9)}}.get(variant, {}))
+                "nomarks": {"STENCIL_MG_MARKS": "0"}, "notiles": {"STENCIL_MG_TILES": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]
     cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", backend, "-o", str(out), "-q", "--overwrite",

@@ -48,9 +48,7 @@ from . import cupy_kernels as gk
 BLOCK = (32, 8)  # point kernels (smooth, residual, restrict, prolong, clear): threads over columns, rows
 THREADS = 256  # one-dimensional kernels (solve, max_abs): threads per block, a multiple of 32
 MAX_GRID_Y = 65535  # point kernels stride over rows beyond this many row tiles
-TILE = (58, 25)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 64 x 31 in shared memory
-# (three such arrays of float64 within the 48 KB a block may hold statically)
-SWEEP_BLOCKS = 4  # mg_sweeps: blocks per multiprocessor, each looping over tiles (kernels/mg.cu's launch bounds)
+TILE = (58, 26)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 64 x 32 in shared memory
 MAX_ABS_GRID = (4, 2048)  # max_abs: at most this many blocks across a row and rows at a time (as maxdiff)
 MAX_ABS_POINTS = 16  # max_abs: points a thread reads at least (fewer blocks, each warp folds once)
 FILL = "fill_sides"  # the entry of kernels/boundary.cu for plain rules (numbers, kinds 1-3); gk.FILL_ENTRIES: both
@@ -113,12 +111,11 @@ def residual_spec(r, u, g, w, region):
     return ("mg_residual", *_points(region), (r, u, gp, _pitch(r), _pitch(u), pg, *_ints(region), t(w.wx), t(w.wy)))
 
 
-def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=None, zero=False, slots=None):
+def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=None, zero=False):
     """mg_sweeps: smooth_spec's sweeps (one or two (Weights, om), plain weights) from u into out in one pass, then
     residual_spec(r, out, g, w, region) where r is not None and its max |.| folded into `word` (zeroed before the
     launch) where word is not None; prolong (e, tables): the sweeps start from u as prolong_spec(u, e, region,
-    tables) would correct it (u not written); zero: u taken as zeros (a cleared field) without reading it. slots: at
-    most this many blocks, each looping over tiles (None: a block a tile)."""
+    tables) would correct it (u not written); zero: u taken as zeros (a cleared field) without reading it."""
     if _empty(region):
         return None
     assert 1 <= len(sweeps) <= 2 and not any(sw.fields for sw, _ in sweeps), "one or two sweeps of plain weights"
@@ -141,12 +138,10 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
         _check_tables(u, region, (ys, yw), (xs, xw))
         assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
         up = (e, _pitch(e), ys, yw, np.int32(yw.shape[1]), xs, xw, np.int32(xw.shape[1]))
-    across = -(-(c1 - c0) // TILE[0])
-    tiles = across * -(-(r1 - r0) // TILE[1])
-    grid = (min(tiles, slots or tiles), 1, 1)
+    grid = (-(-(c1 - c0) // TILE[0]), -(-(r1 - r0) // TILE[1]), 1)
+    assert grid[1] <= MAX_GRID_Y, "mg_sweeps: too many rows of tiles"
     return ("mg_sweeps", grid, (*BLOCK, 1), (out, rp, wp, u, gp, _pitch(out), pr, pu, pg, *_ints(region),
-                                             np.int32(len(sweeps)), *terms, *rw, *up, np.int32(across),
-                                             np.int32(tiles)))
+                                             np.int32(len(sweeps)), *terms, *rw, *up))
 
 
 def _faces(w):
@@ -435,28 +430,17 @@ class CupyMultigrid:
         would leave it; u not read)."""
         if tail is None or tail[0] == "residual":
             r, w = (None, None) if tail is None else tail[1:]
-            return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong, zero=zero,
-                                            slots=self._mg_slots))
+            return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong, zero=zero))
         _, r, w = tail
         word, host = self._mg_norm_buffers()
         s = self._mg_stream()
         self._mg_clear_word(word, s)
-        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong, zero, self._mg_slots)
+        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong, zero)
         if spec is not None:
             self._mg_launch(spec, s)
         self._mg_copy_word(host, word, s)
         if not self._mg_capturing:
             self._mg_norm_done(s)
-
-    @functools.cached_property
-    def _mg_slots(self) -> int | None:
-        """mg_sweeps' blocks: SWEEP_BLOCKS a multiprocessor (STENCIL_MG_SLOTS: another count a multiprocessor; 0, a
-        block a tile)."""
-        per = int(os.environ.get("STENCIL_MG_SLOTS", SWEEP_BLOCKS))
-        return per * self._mg_processors() if per > 0 else None
-
-    def _mg_processors(self) -> int:
-        return int(self.cp.cuda.Device().attributes["MultiProcessorCount"])
 
     def residual(self, r, u, g, w, region) -> None:
         """Inside a capture (plain weights) held until the next verb: a restriction of r takes it in its pass."""

@@ -374,46 +374,6 @@ __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][
     __syncthreads();
 }
 
-// One place's copy from global into shared memory, queued (cp.async; zero where !ok, src then unread). Without a GPU
-// (tests/cuda_emu) the copy happens at once.
-__device__ __forceinline__ void copy_async_real(real* dst, const real* src, const bool ok)
-{
-#ifdef __CUDA_ARCH__
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(src), "n"((int)sizeof(real)),
-                 "r"(ok ? (int)sizeof(real) : 0)
-                 : "memory");
-#else
-    *dst = ok ? *src : real(0);
-#endif
-}
-
-// Queue the copies of tile t's u (the region and its ghost layer; zeros elsewhere, and everywhere where u is null) and
-// g (the region) into lu and lg, as one group.
-__device__ __forceinline__ void tile_fetch(real (*lu)[MG_SW], real (*lg)[MG_SW], const int t, const int tiles_x,
-                                           const real* __restrict__ u, const real* __restrict__ g, const idx pitch_u,
-                                           const idx pitch_g, const int r0, const int r1, const int c0, const int c1)
-{
-    const int i0 = r0 + (t / tiles_x) * MG_TY - MG_HALO, j0 = c0 + (t % tiles_x) * MG_TX - MG_HALO;
-    const int y0 = (int)threadIdx.y * MG_PY;
-#pragma unroll
-    for (int k = 0; k < MG_PY; ++k) {
-        const int y = y0 + k, i = i0 + y;
-#pragma unroll
-        for (int m = 0; m < MG_PX; ++m) {
-            const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
-            if (y >= MG_SH || x >= MG_SW) continue;
-            const bool near = u && i >= r0 - 1 && i <= r1 && j >= c0 - 1 && j <= c1;
-            copy_async_real(&lu[y][x], near ? u + i * pitch_u + j : u, near);
-            if (g) {
-                const bool in = i >= r0 && i < r1 && j >= c0 && j < c1;
-                copy_async_real(&lg[y][x], in ? g + i * pitch_g + j : g, in);
-            }
-        }
-    }
-    copy_async_commit();
-}
-
 extern "C" __global__ void __launch_bounds__(MG_BX * MG_BY, 4)
 mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word, const real* __restrict__ u,
           const real* __restrict__ g, const idx pitch_out, const idx pitch_r, const idx pitch_u, const idx pitch_g,
@@ -421,81 +381,72 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
           const real wy1, const real om1, const real wc2, const real wx2, const real wy2, const real om2,
           const real rwx, const real rwy, const real* __restrict__ e, const idx pitch_e, const idx* __restrict__ ys,
           const real* __restrict__ yw, const int yw_width, const idx* __restrict__ xs, const real* __restrict__ xw,
-          const int xw_width, const int tiles_x, const int tiles)
+          const int xw_width)
 {
     __shared__ real tile[MG_SH][MG_SW];
-    __shared__ real lu[MG_SH][MG_SW];  // the next tile's u and g, arriving while this one is computed
-    __shared__ real lg[MG_SH][MG_SW];
     __shared__ real folded[MG_BX * MG_BY / 32];
+    const int i0 = r0 + (int)blockIdx.y * MG_TY - MG_HALO, j0 = c0 + (int)blockIdx.x * MG_TX - MG_HALO;
     const int y0 = (int)threadIdx.y * MG_PY;
     const bool with_g = g != nullptr;
-    const bool res = r != nullptr || word != nullptr;
-    real mx = real(0);
-    if ((int)blockIdx.x < tiles) tile_fetch(lu, lg, blockIdx.x, tiles_x, u, g, pitch_u, pitch_g, r0, r1, c0, c1);
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        copy_async_wait<0>();
-        __syncthreads();  // tile t's u and g are in lu and lg
-        const int i0 = r0 + (t / tiles_x) * MG_TY - MG_HALO, j0 = c0 + (t % tiles_x) * MG_TX - MG_HALO;
-        real cur[MG_PY][MG_PX], gv[MG_PY][MG_PX];
-        unsigned inside = 0;  // bit k MG_PX + m: the place lies in the region
+    real cur[MG_PY][MG_PX], gv[MG_PY][MG_PX];
+    unsigned inside = 0;  // bit k MG_PX + m: the place lies in the region
 #pragma unroll
-        for (int k = 0; k < MG_PY; ++k) {
-            const int y = y0 + k, i = i0 + y;
-#pragma unroll
-            for (int m = 0; m < MG_PX; ++m) {
-                const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
-                const bool here = y < MG_SH && x < MG_SW;
-                const bool in = here && i >= r0 && i < r1 && j >= c0 && j < c1;
-                real v = here ? lu[y][x] : real(0);
-                if (e && in) {  // mg_prolong's correction of this point, as it adds it
-                    const int kk = i - r0, q = j - c0;
-                    const real zero = real(0);
-                    const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
-                    const real* lo = e + ys[kk] * pitch_e + xs[q];
-                    const real* hi = lo + pitch_e;
-                    const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
-                    const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
-                    const real y0w = yw[(idx)kk * yw_width], y1w = yw[(idx)kk * yw_width + 1];
-                    v = v + ((zero + y0w * row0) + y1w * row1);
-                }
-                cur[k][m] = v;
-                gv[k][m] = in && with_g ? lg[y][x] : real(0);
-                inside |= (in ? 1u : 0u) << (k * MG_PX + m);
-            }
-        }
-        __syncthreads();  // (lu and lg read: the next tile's copies may land)
-        if (t + (int)gridDim.x < tiles)
-            tile_fetch(lu, lg, t + gridDim.x, tiles_x, u, g, pitch_u, pitch_g, r0, r1, c0, c1);
-#pragma unroll
-        for (int k = 0; k < MG_PY; ++k) {
-#pragma unroll
-            for (int m = 0; m < MG_PX; ++m) {
-                const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
-                if (y < MG_SH && x < MG_SW) tile[y][x] = cur[k][m];
-            }
-        }
-        __syncthreads();
-        tile_stage(tile, cur, gv, inside, with_g, wc1, wx1, wy1, om1);
-        if (sweeps == 2) tile_stage(tile, cur, gv, inside, with_g, wc2, wx2, wy2, om2);
+    for (int k = 0; k < MG_PY; ++k) {
+        const int y = y0 + k, i = i0 + y;
 #pragma unroll
         for (int m = 0; m < MG_PX; ++m) {
             const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
-            if (x < MG_HALO || x >= MG_HALO + MG_TX) continue;
+            const bool here = y < MG_SH && x < MG_SW;
+            const bool in = here && i >= r0 && i < r1 && j >= c0 && j < c1;
+            const bool near = here && i >= r0 - 1 && i <= r1 && j >= c0 - 1 && j <= c1;
+            real v = near && u ? u[i * pitch_u + j] : real(0);
+            if (e && in) {  // mg_prolong's correction of this point, as it adds it
+                const int kk = i - r0, q = j - c0;
+                const real zero = real(0);
+                const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
+                const real* lo = e + ys[kk] * pitch_e + xs[q];
+                const real* hi = lo + pitch_e;
+                const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
+                const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
+                const real y0w = yw[(idx)kk * yw_width], y1w = yw[(idx)kk * yw_width + 1];
+                v = v + ((zero + y0w * row0) + y1w * row1);
+            }
+            cur[k][m] = v;
+            gv[k][m] = in && with_g ? g[i * pitch_g + j] : real(0);
+            inside |= (in ? 1u : 0u) << (k * MG_PX + m);
+        }
+    }
 #pragma unroll
-            for (int k = 0; k < MG_PY; ++k) {
-                const int y = y0 + k, i = i0 + y;
-                if (y < MG_HALO || y >= MG_HALO + MG_TY || !has(inside, k, m)) continue;
-                const real c = cur[k][m];
-                out[i * pitch_out + j] = c;
-                if (res) {
-                    const real up = k == 0 ? tile[y - 1][x] : cur[k - 1][m];
-                    const real down = k == MG_PY - 1 ? tile[y + 1][x] : cur[k + 1][m];
-                    real v = rwx * (tile[y][x - 1] + tile[y][x + 1]) + rwy * (up + down);
-                    if (with_g) v = v + gv[k][m];
-                    v = v - c;
-                    if (r) r[i * pitch_r + j] = v;
-                    mx = fold_abs(mx, v);
-                }
+    for (int k = 0; k < MG_PY; ++k) {
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
+            if (y < MG_SH && x < MG_SW) tile[y][x] = cur[k][m];
+        }
+    }
+    __syncthreads();
+    tile_stage(tile, cur, gv, inside, with_g, wc1, wx1, wy1, om1);
+    if (sweeps == 2) tile_stage(tile, cur, gv, inside, with_g, wc2, wx2, wy2, om2);
+    const bool res = r != nullptr || word != nullptr;
+    real mx = real(0);
+#pragma unroll
+    for (int m = 0; m < MG_PX; ++m) {
+        const int x = (int)threadIdx.x + m * MG_BX, j = j0 + x;
+        if (x < MG_HALO || x >= MG_HALO + MG_TX) continue;
+#pragma unroll
+        for (int k = 0; k < MG_PY; ++k) {
+            const int y = y0 + k, i = i0 + y;
+            if (y < MG_HALO || y >= MG_HALO + MG_TY || !has(inside, k, m)) continue;
+            const real c = cur[k][m];
+            out[i * pitch_out + j] = c;
+            if (res) {
+                const real up = k == 0 ? tile[y - 1][x] : cur[k - 1][m];
+                const real down = k == MG_PY - 1 ? tile[y + 1][x] : cur[k + 1][m];
+                real v = rwx * (tile[y][x - 1] + tile[y][x + 1]) + rwy * (up + down);
+                if (with_g) v = v + gv[k][m];
+                v = v - c;
+                if (r) r[i * pitch_r + j] = v;
+                mx = fold_abs(mx, v);
             }
         }
     }
