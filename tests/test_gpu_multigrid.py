@@ -274,37 +274,6 @@ def test_residual_max_equals_residual_then_max_abs_on_the_device(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_fused_passes_on_the_device_equal_the_verbs_they_replace(dtype):
-    from solver.backends import cupy_mg
-
-    be, rng = gpu(dtype), np.random.default_rng(36)
-    fine_n, coarse_n, dt, ut = real_tables({**MG_CASE, "boundary": TABLE_CASES["dirichlet-neumann"],
-                                            "numerics": {"dtype": dtype}}, dtype, 0)
-    d_dev, u_dev = device_tables(be, dt, ut)
-    fshape, cshape = (fine_n[0] + 4, fine_n[1] + 4), (coarse_n[0] + 4, coarse_n[1] + 4)
-    creg, freg = (2, 2 + coarse_n[0], 2, 2 + coarse_n[1]), (2, 2 + fine_n[0], 2, 2 + fine_n[1])
-    w, om = weights(dtype, rng), np.dtype(dtype).type(0.8)
-    for g_on in (False, True):
-        u, g, r, out = (values(fshape, dtype, rng) for _ in range(4))
-        coarse = values(cshape, dtype, rng)
-        gg, dev_g = (g, up(be, g)) if g_on else (None, None)
-        want_r = r.copy()
-        mg_ops.residual(want_r, u, gg, w, freg)
-        want = coarse.copy()
-        mg_ops.restrict(want, want_r, creg, *dt)
-        gc = up(be, coarse)
-        be._mg_run(cupy_mg.residual_restrict_spec(gc, up(be, r), up(be, u), dev_g, w, freg, creg, d_dev))
-        assert_same_bits(down(be, gc), want, f"residual_restrict g={g_on}")
-        want_u = u.copy()
-        mg_ops.prolong(want_u, coarse, freg, *ut)
-        want = out.copy()
-        mg_ops.smooth(want, want_u, gg, w, om, freg)
-        dev_out = up(be, out)
-        be._mg_run(cupy_mg.prolong_smooth_spec(dev_out, up(be, u), up(be, coarse), dev_g, w, om, freg, u_dev))
-        assert_same_bits(down(be, dev_out), want, f"prolong_smooth g={g_on}")
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
 def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
     """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.TILE): mg_prolong where it carries one, one or two mg_smooth
     sweeps, then the residual into r
@@ -363,11 +332,10 @@ def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
 
 
 def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, monkeypatch):
-    """One cycle a replay (Dirichlet sides, STENCIL_MG_FUSE=1: the fused passes too) against the verbs launched one
-    by one (STENCIL_MG_GRAPHS=0), and those with every sweep a pass of its own (STENCIL_MG_TILES=0), the same case:
-    the same bits and residuals; the graphs' levels from their external
+    """One cycle a replay (Dirichlet sides: the sweeps tiled) against the verbs launched one by one
+    (STENCIL_MG_GRAPHS=0), and those with every sweep a pass of its own (STENCIL_MG_TILES=0), the same case: the same
+    bits and residuals; the graphs' levels from their external
     events, each level's compute partitioning the whole, which the loop's wall time bounds."""
-    monkeypatch.setenv("STENCIL_MG_FUSE", "1")  # (opt-in)
     graphed, rec = lid_run(tmp_path, "graphed", n=1023)
     monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
     plain, plain_rec = lid_run(tmp_path, "plain", n=1023)

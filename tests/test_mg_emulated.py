@@ -40,8 +40,7 @@ ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", 
 PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
-NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_residual_restrict", "mg_prolong_smooth",
-                "mg_sweeps")  # issue 35: the stop test in one pass, the fused passes of a captured cycle, tiled sweeps
+NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_sweeps")  # issue 35: the stop test in one pass, tiled sweeps
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -543,51 +542,6 @@ def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
     assert top == float("inf")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kind", ["random", *TABLE_CASES])
-@pytest.mark.parametrize("level", [0, 1])
-def test_fused_passes_equal_the_verbs_they_replace(emu, dtype, kind, level):
-    """mg_residual_restrict = mg_residual then mg_restrict (r left as it was: its ghost layers read, its owned points
-    computed), mg_prolong_smooth = mg_prolong then mg_smooth over the same region (u left as it was), with and
-    without a right-hand side, on real and random tables."""
-    rng = np.random.default_rng(level + 11 * len(kind))
-    if kind == "random":
-        fine_n, coarse_n = (31 + 6 * level, 45), (13, 21 + level)
-        down = (*restrict_tables(rng, dtype, coarse_n, (fine_n[0] + 4, fine_n[1] + 4)),
-                np.dtype(dtype).type(rng.uniform(1, 5)))
-        up = (rng.integers(0, coarse_n[0] + 3, fine_n[0]), values((fine_n[0], 2), dtype, rng),
-              rng.integers(0, coarse_n[1] + 3, fine_n[1]), values((fine_n[1], 2), dtype, rng))
-    else:
-        fine_n, coarse_n, down, up = real_tables({**MG_CASE, "boundary": TABLE_CASES[kind],
-                                                  "numerics": {"dtype": dtype}}, dtype, level)
-    fshape, cshape = (fine_n[0] + 4, fine_n[1] + 4), (coarse_n[0] + 4, coarse_n[1] + 4)
-    creg, freg = (2, 2 + coarse_n[0], 2, 2 + coarse_n[1]), (2, 2 + fine_n[0], 2, 2 + fine_n[1])
-    w, om = weights(dtype, rng), np.dtype(dtype).type(rng.uniform(0.5, 1.2))
-    for g_on in (False, True):
-        u, g, r, out = (values(fshape, dtype, rng) for _ in range(4))
-        coarse = values(cshape, dtype, rng)
-        gg = g if g_on else None
-        dev_g = pitched(g, 2, wider=3) if g_on else None
-
-        want_r = r.copy()
-        mg_ops.residual(want_r, u, gg, w, freg)
-        want = coarse.copy()
-        mg_ops.restrict(want, want_r, creg, *down)
-        dev_gc, dev_r, dev_u = pitched(coarse, 2), pitched(r, 2, wider=2), pitched(u, 2, wider=1)
-        emu[dtype].run(cupy_mg.residual_restrict_spec(dev_gc, dev_r, dev_u, dev_g, w, freg, creg, down))
-        assert_same_bits(dev_gc, want, f"residual_restrict g={g_on}")
-        assert_same_bits(dev_r, r, "r untouched")
-
-        want_u = u.copy()
-        mg_ops.prolong(want_u, coarse, freg, *up)
-        want = out.copy()
-        mg_ops.smooth(want, want_u, gg, w, om, freg)
-        dev_out, dev_u, dev_e = pitched(out, 2, wider=1), pitched(u, 2), pitched(coarse, 2, wider=2)
-        emu[dtype].run(cupy_mg.prolong_smooth_spec(dev_out, dev_u, dev_e, dev_g, w, om, freg, up))
-        assert_same_bits(dev_out, want, f"prolong_smooth g={g_on}")
-        assert_same_bits(dev_u, u, "u untouched")
-
-
 @pytest.fixture(scope="module")
 def small_tiles(tmp_path_factory):
     """mg_sweeps built with tiles of 7 x 5 points (the backend's are 58 x 26), so that a 25 x 39 region has many
@@ -803,9 +757,8 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
     cls = type("Taping", (TapingBackend,), {"emulator": emu[spec[0]]})
     emu[spec[0]].calls.clear()
-    fused = name == "V-dirichlet"
-    if fused:  # (the fused passes are opt-in, and for sweeps one at a time)
-        monkeypatch.setenv("STENCIL_MG_FUSE", "1")
+    one_by_one = name == "V-dirichlet"
+    if one_by_one:  # (every sweep, residual, prolongation and stop test a pass of its own)
         monkeypatch.setenv("STENCIL_MG_TILES", "0")
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
@@ -825,14 +778,11 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
         assert {"mg_vresidual_max", "mg_vsmooth", "mg_restrict_op"} <= calls
     if "faces" not in name and "dirichlet" not in name:
         assert "mg_residual_max" in calls, calls
-    if fused:  # the fused passes: plain weights and constant fills (Dirichlet sides, every level)
-        assert {"mg_residual_restrict", "mg_prolong_smooth"} <= calls and "mg_prolong" not in calls, calls
-    else:
-        assert not calls & {"mg_residual_restrict", "mg_prolong_smooth"}, calls
-    tiled = "dirichlet" in name and not fused  # sweeps two at a time in one pass: constant ghost rules, plain weights
+    tiled = "dirichlet" in name and not one_by_one  # sweeps two at a time in one pass: constant ghost rules
     assert ("mg_sweeps" in calls) == tiled, calls
-    if tiled:  # every sweep tiled (the stop test after a cycle in its last pass; the first one, before any cycle, not)
-        assert "mg_smooth" not in calls, calls
+    if tiled:  # every sweep tiled, the prolongation in the first post-sweep's pass (the stop test after a cycle in its
+        # last pass; the first one, before any cycle, not)
+        assert not calls & {"mg_smooth", "mg_prolong"}, calls
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

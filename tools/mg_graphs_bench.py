@@ -6,12 +6,12 @@ one, run alternately, each a process of its own.
     python tools/mg_graphs_bench.py --base DIR --out DIR --repeats 3 lid:4095 heat:20 lid:16384:1 [--variants base new off]
         [--backend numba]
 
-Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10); heat:STEPS is
+Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml at N x N on cupy (float64, to 1e-10;
+lid32:N in float32, to its floor); heat:STEPS is
 cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
-(the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nofuse
-and fuse (STENCIL_MG_FUSE=0 / 1: graphs without / with the fused passes; off by default since 2026-12-03's second
-call, which ran `new` with them), nomarks (STENCIL_MG_MARKS=0: no level marks in the graphs), notiles
-(STENCIL_MG_TILES=0: every sweep a pass of its own, the residual and the stop test passes of their own). Per run one JSON line: the
+(the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nomarks
+(STENCIL_MG_MARKS=0: no level marks in the graphs), notiles (STENCIL_MG_TILES=0: every sweep a pass of its own, the
+residual, the prolongation and the stop test passes of their own). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -34,19 +34,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def command(item: str) -> list[str]:
     kind, arg = item.split(":")[:2]
-    if kind == "lid":
-        return ["cases/laplace_multigrid.yaml", "--set", f"grid.nx={arg}", "--set", f"grid.ny={arg}"]
+    if kind in ("lid", "lid32"):
+        dtype = ["--set", "numerics.dtype=float32"] if kind == "lid32" else []
+        return ["cases/laplace_multigrid.yaml", "--set", f"grid.nx={arg}", "--set", f"grid.ny={arg}", *dtype]
     if kind in ("heat", "heatcn"):
         scheme = ["--scheme", "crank-nicolson"] if kind == "heatcn" else []
         return ["cases/heat_implicit.yaml", "--steps", arg, "--set", f"output.every={arg}", *scheme]
-    raise SystemExit(f"unknown item {item!r}: lid:N, heat:STEPS or heatcn:STEPS")
+    raise SystemExit(f"unknown item {item!r}: lid:N, lid32:N, heat:STEPS or heatcn:STEPS")
 
 
 def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy") -> dict:
     env = dict(os.environ)
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nofuse": {"STENCIL_MG_FUSE": "0"}, "fuse": {"STENCIL_MG_FUSE": "1"},
+    env.update({"off": {"STENCIL_MG_GRAPHS": "0"},
                 "nomarks": {"STENCIL_MG_MARKS": "0"}, "notiles": {"STENCIL_MG_TILES": "0"}}.get(variant, {}))
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]

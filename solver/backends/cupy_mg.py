@@ -305,37 +305,6 @@ def residual_max_spec(word, r, u, g, w, region):
                                                          t(w.wy)))
 
 
-def residual_restrict_spec(gc, r, u, g, w, fine, region, tables):
-    """mg_residual_restrict: restrict_spec's launch over the coarse `region`, the residual residual_spec(r, u, g, w,
-    fine) would store computed on the way (r not written)."""
-    if _empty(region):
-        return None
-    ys, yc, yw, xs, xc, xw, scale = tables
-    _check_tables(gc, region, (ys, yc, yw), (xs, xc, xw))
-    t = gc.dtype.type
-    gp, pg = _optional(g)
-    return ("mg_residual_restrict", *_points(region), (gc, r, u, gp, _pitch(gc), _pitch(r), _pitch(u), pg,
-                                                       *_ints(region), ys, yc, yw, np.int32(yw.shape[1]), xs, xc, xw,
-                                                       np.int32(xw.shape[1]), t(scale), *_ints(fine), t(w.wx),
-                                                       t(w.wy)))
-
-
-def prolong_smooth_spec(out, u, e, g, w, om, region, tables):
-    """mg_prolong_smooth: prolong_spec(u, e, region, tables) then smooth_spec(out, u, g, w, om, region), u not
-    corrected."""
-    if _empty(region):
-        return None
-    ys, yw, xs, xw = tables
-    _check_tables(u, region, (ys, yw), (xs, xw))
-    assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
-    t = out.dtype.type
-    gp, pg = _optional(g)
-    return ("mg_prolong_smooth", *_points(region), (out, u, e, gp, _pitch(out), _pitch(u), _pitch(e), pg,
-                                                    *_ints(region), ys, yw, np.int32(yw.shape[1]), xs, xw,
-                                                    np.int32(xw.shape[1]), t(w.wc), t(w.wx), t(w.wy),
-                                                    t(0 if om is None else om)))
-
-
 def clear_spec(a):
     rows, cols = a.shape
     if not rows or not cols:
@@ -382,8 +351,6 @@ class CupyMultigrid:
     _mg_words = None  # (dtype, count) -> the dot products' device words
     _mg_tables = None  # id(host array) -> its device copy (a fill's values along a side)
     _mg_capturing = False  # inside mg_capture(): verbs only enqueue (no events, joins or host waits)
-    _mg_fusing = False  # inside mg_capture() with STENCIL_MG_FUSE=1: residual and prolong held for a fused pass
-    _mg_held = None  # the verb held: ("residual" | "prolong", its arguments)
     _mg_marks = None  # the marks [(event, level)] of the graph being captured (None: not marking)
     _mg_driver = None  # cuEventRecordWithFlags (ctypes), False where it cannot be had
     _mg_norm_bufs = None  # (device word, pinned host word) of residual_max
@@ -405,15 +372,8 @@ class CupyMultigrid:
         """With coefficient fields: kernels/mg.cu's mg_vsmooth. With g: its sweep. Without (the finest level of
         laplace): the backend's own one-step kernel (vec: 99.7% of the copy rate) on the fields' one-layer views,
         whose column 1 the pitched allocation aligns (multigrid.cycle allocates with the owned block's first
-        column aligned); the same terms in the same order, so the same bits. Right after a held prolongation of u
-        over the same region (inside a capture): one pass, mg_prolong_smooth."""
-        held = self._mg_held
-        if held is not None and held[0] == "prolong" and held[1][0] is u and held[1][2] == tuple(region) \
-                and not w.fields:
-            self._mg_held = None
-            _, e, _, tables = held[1]
-            return self._mg_run(prolong_smooth_spec(out, u, e, g, w, om, tuple(region), tables))
-        self._mg_release()
+        column aligned); the same terms in the same order, so the same bits. (A level whose ghost rules are constant
+        sweeps two at a time in one pass: sweeps().)"""
         if w.fields:
             return self._mg_run(vsmooth_spec(out, u, g, w, om, region))
         if g is not None:
@@ -443,9 +403,6 @@ class CupyMultigrid:
             self._mg_norm_done(s)
 
     def residual(self, r, u, g, w, region) -> None:
-        """Inside a capture (plain weights) held until the next verb: a restriction of r takes it in its pass."""
-        if self._mg_fusing and not w.fields and not _empty(region):
-            return self._mg_hold("residual", (r, u, g, w, tuple(region)))
         self._mg_run((vresidual_spec if w.fields else residual_spec)(r, u, g, w, region))
 
     def axpy(self, y, a, x, region) -> None:
@@ -475,31 +432,10 @@ class CupyMultigrid:
         return float(q[0]), float(q[1])
 
     def restrict(self, gc, r, region, tables) -> None:
-        """Right after a held residual into r: one pass, mg_residual_restrict."""
-        held = self._mg_held
-        if held is not None and held[0] == "residual" and held[1][0] is r:
-            self._mg_held = None
-            _, u, g, w, fine = held[1]
-            return self._mg_run(residual_restrict_spec(gc, r, u, g, w, fine, region, tables))
         self._mg_run(restrict_spec(gc, r, region, tables))
 
     def prolong(self, u, e, region, tables) -> None:
-        """Inside a capture held until the next verb: the first sweep after it over the same region takes it in its
-        pass (a fill of u between, the rules of a side that is not constant, releases it first)."""
-        if self._mg_fusing and not _empty(region):
-            return self._mg_hold("prolong", (u, e, tuple(region), tables))
         self._mg_run(prolong_spec(u, e, region, tables))
-
-    def _mg_hold(self, kind: str, args) -> None:
-        self._mg_release()
-        self._mg_held = (kind, args)
-
-    def _mg_release(self) -> None:
-        """Launch the verb held, if any (any launch after it does this first: the order stays the verbs')."""
-        held, self._mg_held = self._mg_held, None
-        if held is not None:
-            kind, args = held
-            self._mg_run(residual_spec(*args) if kind == "residual" else prolong_spec(*args))
 
     def prolong_op(self, u, e, region, tables) -> None:
         self._mg_run(prolong_op_spec(u, e, region, tables))
@@ -566,17 +502,15 @@ class CupyMultigrid:
         marks = [] if self._mg_driver_fn() else None
         seen = LevelMarks(timer, self._mg_mark) if marks is not None else timer
         self._mg_marks, self._mg_capturing = marks, True
-        self._mg_fusing = os.environ.get("STENCIL_MG_FUSE", "0") == "1"  # (opt-in: measured slower, graphs.py)
         self._mg_begin(self.main)
         try:
             if marks is not None:
                 self._mg_mark(timer.level)
             body(seen)
-            self._mg_release()
             if marks is not None:
                 self._mg_mark(None)
         finally:
-            self._mg_capturing, self._mg_fusing, self._mg_marks, self._mg_held = False, False, None, None
+            self._mg_capturing, self._mg_marks = False, None
             graph = self._mg_end(self.main)
         facts = self._mg_graph_facts or {}
         self._mg_graph_note("captured", facts.get("captured", 0) + 1)
@@ -684,8 +618,6 @@ class CupyMultigrid:
             self._mg_launch(spec, self._mg_stream(after_all))
 
     def _mg_launch(self, spec, stream) -> None:
-        if self._mg_held is not None:
-            self._mg_release()
         entry, grid, block, args = spec
         self._mg_kernel(entry)(grid, block, args, stream=stream)
 
@@ -853,8 +785,7 @@ class CupyMultigrid:
 
 MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
               "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
-              "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_residual_restrict",
-              "mg_prolong_smooth", "mg_sweeps")  # kernels/mg.cu's entries
+              "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_sweeps")  # kernels/mg.cu's entries
 
 
 class Captured:

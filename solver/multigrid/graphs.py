@@ -14,22 +14,20 @@ as a graph and every later cycle from the same fields is one replay:
   alternate between two graphs. Nothing is captured again unless the fields change (conjugate gradients'
   preconditioner cycles start from their own fields: graphs of their own).
 - the stop test (cycle(norm=True): Laplace's checks, an implicit step's cycles) goes in the graph: g - A u on the
-  finest level and its max |.| in one pass (backend.residual_max), the word copied to the host by the graph;
-  residual_norm() right after the cycle reads it (backend.norm: the check's one host synchronisation). The
-  residual field is kept only where output.residual writes it.
+  finest level and its max |.| in one pass (the last tiled post-sweep's own pass, cycle.Multigrid._smooth, or
+  backend.residual_max), the word copied to the host by the graph; residual_norm() right after the cycle reads it
+  (backend.norm: the check's one host synchronisation). The residual field is kept only where output.residual writes
+  it.
 - not graphed (today's verb-by-verb path): several ranks (halo exchanges and gathers are host steps), side values
   that vary in time (new boundary rules every step), a backend that cannot capture, STENCIL_MG_GRAPHS=0.
 
-- fewer passes, opt-in (STENCIL_MG_FUSE=1): inside a capture the backend fuses a verb with the next (CupyMultigrid:
-  a residual with the restriction that reads it, a prolongation with the first sweep after it, where no fill of a
-  side that is not constant comes between: Dirichlet sides on every level). Measured on one H200 (2026-12-03,
-  docs/bench/2026-12-03-issue35) they save bytes but not time: each fine point's residual or correction is computed
-  again for every window or neighbour that reads it, from index and weight tables, so the fused passes run at a
-  quarter of the copy rate (4095^2: 354 us for the prolongation and first sweep against about 140 us apart) and the
-  lid's cycle took 1.42 ms with them against 1.28 without: off by default.
+Fewer passes come from the cycle itself, graphed or not (cycle.Multigrid._tiled: a level whose ghost rules are
+constant sweeps two at a time in one tiled pass, with the residual, the stop test and the prolongation folded into
+those passes). An earlier fusion at this level (a residual held for the restriction that reads it, a prolongation for
+the sweep after it, each point's value recomputed for every neighbour from index tables) ran at a quarter of the copy
+rate and was removed (docs/bench/2026-12-03-issue35).
 
-The bits are the verbs' own: a replay launches the same kernels with the same arguments, and a fused pass keeps
-the terms and order of the two it replaces. Time: the backend marks
+The bits are the verbs' own: a replay launches the same kernels with the same arguments. Time: the backend marks
 each change of level in the graph, so the per-level sections still partition the loop (mg_replay).
 """
 
