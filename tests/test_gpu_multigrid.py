@@ -275,50 +275,22 @@ def test_residual_max_equals_residual_then_max_abs_on_the_device(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
-    """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.TILE): mg_prolong where it carries one, one or two mg_smooth
-    sweeps, then the residual into r
-    and/or the stop test's max through norm(), on a field of many tiles (partial ones at the far edges), with and
-    without a right-hand side: bitwise mg_ops's, u untouched."""
+    """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.TILE) on a field of many tiles (partial ones at the far
+    edges), every case of test_mg_emulated.SWEEP_CASES: bitwise the separate verbs of mg_ops, u untouched."""
+    from test_mg_emulated import SWEEP_CASES, sweeps_case
+
     be, rng = gpu(dtype), np.random.default_rng(351)
-    t = np.dtype(dtype).type
-    shape = (137, 205)  # 133 x 201 points: 3 x 6 tiles of 58 x 26, the last ones partial
-    region = (2, 135, 2, 203)
-    r0, r1, c0, c1 = region
-    ring = np.zeros(shape, bool)
-    ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
-    ring[r0:r1, c0:c1] = False
-    e = values((70, 104), dtype, rng)  # a coarse correction and random prolongation tables over the region
-    tables = (rng.integers(0, 69, r1 - r0), values((r1 - r0, 2), dtype, rng), rng.integers(0, 103, c1 - c0),
-              values((c1 - c0, 2), dtype, rng))
-    dev_tables = (be.table(tables[0]), be.table(tables[1], True), be.table(tables[2]), be.table(tables[3], True))
-    for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", True), (2, True, "residual", False),
-                                     (1, True, "max", False), (2, True, "keep", True), (2, True, "residual", True),
-                                     (2, True, "residual", "zero")]:
-        u, g, r, out = (values(shape, dtype, rng) for _ in range(4))
-        if corrected == "zero":  # (a coarse level's first pass: u taken as zeros, not read)
-            u[ring] = 0.0
-        out[ring] = u[ring]  # (constant ghost rules: both buffers hold the same ghosts)
-        sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
-        w, gg = weights(dtype, rng), (g if g_on else None)
-        a, b, want_r = (np.zeros_like(u) if corrected == "zero" else u.copy()), out.copy(), r.copy()
-        if corrected is True:
-            mg_ops.prolong(a, e, region, *tables)
-        for sw, om in sweeps:
-            mg_ops.smooth(b, a, gg, sw, om, region)
-            a, b = b, a
-        if tail:
-            mg_ops.residual(want_r, a, gg, w, region)
-        expect = out.copy()
-        expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]
-        dev_u, dev_out, dev_r, dev_g = up(be, u), up(be, out), up(be, r), (up(be, g) if g_on else None)
-        extra = {None: None, "residual": ("residual", dev_r, w), "max": ("max", None, w), "keep": ("max", dev_r, w)}
-        be.sweeps(dev_out, dev_u, dev_g, sweeps, region, extra[tail],
-                  (up(be, e), dev_tables) if corrected is True else None, corrected == "zero")
-        assert_same_bits(down(be, dev_out), expect, f"out n={n} g={g_on} {tail}")
-        assert_same_bits(down(be, dev_u), u, "u untouched")
-        assert_same_bits(down(be, dev_r), want_r if tail in ("residual", "keep") else r, f"r {tail}")
-        if tail in ("max", "keep"):
-            assert be.norm() == mg_ops.max_abs(want_r, region), (n, g_on, tail)
+    region = (2, 135, 2, 203)  # 133 x 201 points: 3 x 6 tiles of 58 x 26, the last ones partial
+    for n, g_on, tail, corrected in SWEEP_CASES + [(2, True, "keep", True)]:
+        c = sweeps_case(rng, dtype, (137, 205), region, n, g_on, tail, corrected)
+        dev_u, dev_out, dev_r, dev_g = up(be, c.u), up(be, c.out), up(be, c.r), (up(be, c.g) if g_on else None)
+        extra = {None: None, "residual": ("residual", dev_r, c.w), "max": ("max", None, c.w),
+                 "both": ("max", dev_r, c.w), "keep": ("max", dev_r, c.w)}[tail]
+        dev_tables = (be.table(c.tables[0]), be.table(c.tables[1], True), be.table(c.tables[2]),
+                      be.table(c.tables[3], True))
+        be.sweeps(dev_out, dev_u, dev_g, c.sweeps, region, extra,
+                  (up(be, c.e), dev_tables) if corrected is True else None, corrected == "zero")
+        c.check(down(be, dev_out), down(be, dev_u), down(be, dev_r), be.norm() if extra and extra[0] == "max" else None)
 
 
 def lid_run(tmp_path, name, dtype="float64", n=255, **extra):

@@ -573,53 +573,74 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
             types, vals = zip(*map(_c_arg, args))
             ctypes.CFUNCTYPE(None, *[ctypes.c_uint] * 4, *types)(address)(*grid[:2], *block[:2], *vals)
 
-    t = np.dtype(dtype).type
     for region in REGIONS:
-        for n, g_on, tail, corrected in [(1, False, None, False), (2, False, "max", False),
-                                         (2, True, "residual", False), (1, True, "max", True), (2, True, None, False),
-                                         (2, False, "both", True), (2, True, "residual", True),
-                                         (2, True, "residual", "zero"), (1, False, "max", "zero")]:
-            u, g, r, out = (values(SHAPE, dtype, rng) for _ in range(4))
-            r0, r1, c0, c1 = region
-            e = values((15, 23), dtype, rng)  # a coarse correction and random prolongation tables over the region
-            tables = (rng.integers(0, 14, max(r1 - r0, 0)), values((max(r1 - r0, 0), 2), dtype, rng),
-                      rng.integers(0, 22, max(c1 - c0, 0)), values((max(c1 - c0, 0), 2), dtype, rng))
-            ring = np.zeros(SHAPE, bool)
-            ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
-            ring[r0:r1, c0:c1] = False
-            if corrected == "zero":  # a coarse level's first pass: u taken as zeros (a cleared field), not read
-                u[ring] = 0.0
-            out[ring] = u[ring]  # the layer around the region: the same in both buffers (constant ghost rules)
-            sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
-            w = weights(dtype, rng)
-            gg = g if g_on else None
-            a, b, want_r = (np.zeros_like(u) if corrected == "zero" else u.copy()), out.copy(), r.copy()
-            if corrected is True and not cupy_mg._empty(region):
-                mg_ops.prolong(a, e, region, *tables)
-            for sw, om in sweeps:
-                mg_ops.smooth(b, a, gg, sw, om, region)
-                a, b = b, a
-            if tail:
-                mg_ops.residual(want_r, a, gg, w, region)
-            expect = out.copy()
-            expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]  # (the last sweep's field; out's own values elsewhere)
-            dev_u, dev_out = pitched(u, 2, wider=1), pitched(out, 2)
-            dev_g, dev_r = pitched(g, 2, wider=3), pitched(r, 2, wider=2)
+        for n, g_on, tail, corrected in SWEEP_CASES:
+            c = sweeps_case(rng, dtype, SHAPE, region, n, g_on, tail, corrected)
+            dev_u, dev_out = pitched(c.u, 2, wider=1), pitched(c.out, 2)
+            dev_g, dev_r = pitched(c.g, 2, wider=3), pitched(c.r, 2, wider=2)
             word = np.zeros(1, dtype=np.uint32 if dtype == "float32" else np.uint64)
-            spec = cupy_mg.sweeps_spec(dev_out, dev_u, dev_g if g_on else None, sweeps, region,
-                                       dev_r if tail in ("residual", "both") else None, w if tail else None,
+            spec = cupy_mg.sweeps_spec(dev_out, dev_u, dev_g if g_on else None, c.sweeps, region,
+                                       dev_r if tail in ("residual", "both") else None, c.w if tail else None,
                                        word if tail in ("max", "both") else None,
-                                       (pitched(e, 2, wider=2), tables) if corrected is True else None,
+                                       (pitched(c.e, 2, wider=2), c.tables) if corrected is True else None,
                                        corrected == "zero")
             if spec is None:
                 assert cupy_mg._empty(region)
                 continue
             launch(*spec[1:])
-            assert_same_bits(dev_out, expect, f"out {region} n={n} g={g_on}")
-            assert_same_bits(dev_u, u, "u untouched")
-            assert_same_bits(dev_r, want_r if tail in ("residual", "both") else r, f"r {region} {tail}")
-            if tail in ("max", "both"):
-                assert float(word.view(dtype)[0]) == mg_ops.max_abs(want_r, region), (region, n, tail)
+            c.check(dev_out, dev_u, dev_r, float(word.view(dtype)[0]) if tail in ("max", "both") else None)
+
+
+SWEEP_CASES = [  # (sweeps, a right-hand side, tail, a prolongation first / u zero), the cases of every sweeps test
+    (1, False, None, False), (2, False, "max", False), (2, True, "residual", False), (1, True, "max", True),
+    (2, True, None, False), (2, False, "both", True), (2, True, "residual", True), (2, True, "residual", "zero"),
+    (1, False, "max", "zero")]
+
+
+class sweeps_case:  # noqa: N801 - built like a function, read like a record
+    """One case of a backend's `sweeps` verb (two sweeps in one pass) on host fields of `shape`: random inputs (the
+    layer around the region the same in u and out, as constant ghost rules leave the two buffers; zero where u is
+    taken as zeros), a coarse correction e with random prolongation tables, and what the separate verbs of
+    mg_ops make of them (prolong, the sweeps, residual): check() compares a backend's results bit for bit."""
+
+    def __init__(self, rng, dtype, shape, region, n, g_on, tail, corrected):
+        t = np.dtype(dtype).type
+        self.region, self.tail, self.what = region, tail, (region, n, g_on, tail, corrected)
+        self.u, self.g, self.r, self.out = (values(shape, dtype, rng) for _ in range(4))
+        r0, r1, c0, c1 = region
+        coarse = (shape[0] // 2 + 2, shape[1] // 2 + 2)
+        self.e = values(coarse, dtype, rng)
+        self.tables = (rng.integers(0, coarse[0] - 1, max(r1 - r0, 0)), values((max(r1 - r0, 0), 2), dtype, rng),
+                       rng.integers(0, coarse[1] - 1, max(c1 - c0, 0)), values((max(c1 - c0, 0), 2), dtype, rng))
+        ring = np.zeros(shape, bool)
+        ring[r0 - 1:r1 + 1, c0 - 1:c1 + 1] = True
+        ring[r0:r1, c0:c1] = False
+        if corrected == "zero":  # a coarse level's first pass: u taken as zeros (a cleared field), not read
+            self.u[ring] = 0.0
+        self.out[ring] = self.u[ring]
+        self.sweeps = [(weights(dtype, rng), t(rng.uniform(0.5, 1.2))) for _ in range(n)]
+        self.w = weights(dtype, rng)
+        gg = self.g if g_on else None
+        a, b = (np.zeros_like(self.u) if corrected == "zero" else self.u.copy()), self.out.copy()
+        if corrected is True and not cupy_mg._empty(region):
+            mg_ops.prolong(a, self.e, region, *self.tables)
+        for sw, om in self.sweeps:
+            mg_ops.smooth(b, a, gg, sw, om, region)
+            a, b = b, a
+        self.want_r = self.r.copy()
+        if tail:
+            mg_ops.residual(self.want_r, a, gg, self.w, region)
+        self.expect = self.out.copy()
+        self.expect[r0:r1, c0:c1] = a[r0:r1, c0:c1]  # (the last sweep's field; out's own values elsewhere)
+
+    def check(self, out, u, r, top=None) -> None:
+        """out, u and r as the backend left them (host arrays); top: the max it folded (None: not asked for)."""
+        assert_same_bits(out, self.expect, f"out {self.what}")
+        assert_same_bits(u, self.u, f"u untouched {self.what}")
+        kept = self.tail in ("residual", "both", "keep")
+        assert_same_bits(r, self.want_r if kept else self.r, f"r {self.what}")
+        if top is not None:
+            assert top == mg_ops.max_abs(self.want_r, self.region), self.what
 
 
 class TapingBackend(EmulatedBackend):

@@ -246,3 +246,93 @@ def restrict_op(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0
                                 wx = wx0[i, j] if bi == 0 else wx1[i, j]
                                 acc = acc + (area * (wy * wx)) * x
             gc[I, J] = acc
+
+
+# sweeps in one pass (issue 35; solver/multigrid/cycle.py `_tiled`): rows streamed through rings of four ----------
+@njit(inline="always")
+def _row0(dst, u, e, ys, yw, xs, xw, i, r0, r1, c0, c1):
+    """Row i of the field the sweeps start from, columns c0 - 1 .. c1: u (zeros where u is None), corrected inside
+    the region by the prolongation of e where e is given (prolong's terms)."""
+    m = c1 - c0 + 2
+    zero = dst.dtype.type(0)
+    for jj in range(m):
+        dst[jj] = zero if u is None else u[i, c0 - 1 + jj]
+    if e is not None and r0 <= i < r1:
+        k = i - r0
+        lo, hi = e[ys[k]], e[ys[k] + 1]
+        for q in range(c1 - c0):
+            sx = xs[q]
+            row0 = (zero + xw[q, 0] * lo[sx]) + xw[q, 1] * lo[sx + 1]
+            row1 = (zero + xw[q, 0] * hi[sx]) + xw[q, 1] * hi[sx + 1]
+            dst[q + 1] = dst[q + 1] + ((zero + yw[k, 0] * row0) + yw[k, 1] * row1)
+
+
+@njit(inline="always")
+def _row_sweep(dst, src, i, g, r0, r1, c0, c1, wc, wx, wy, om):
+    """Row i of one sweep (smooth's terms) from the ring `src` into dst; a ghost row, and the ghost columns, copied."""
+    m = c1 - c0 + 2
+    c, s, n = src[i % 4], src[(i - 1) % 4], src[(i + 1) % 4]
+    if i < r0 or i >= r1:
+        for jj in range(m):
+            dst[jj] = c[jj]
+        return
+    dst[0], dst[m - 1] = c[0], c[m - 1]
+    if g is None:
+        for jj in range(1, m - 1):
+            dst[jj] = wc * c[jj] + wx * (c[jj - 1] + c[jj + 1]) + wy * (s[jj] + n[jj])
+    else:
+        f = g[i, c0 - 1:c1 + 1]
+        for jj in range(1, m - 1):
+            dst[jj] = wc * c[jj] + wx * (c[jj - 1] + c[jj + 1]) + wy * (s[jj] + n[jj]) + om * f[jj]
+
+
+@njit(parallel=True, cache=True)
+def sweeps(out, r, u, g, e, ys, yw, xs, xw, r0, r1, c0, c1, n, wc1, wx1, wy1, om1, wc2, wx2, wy2, om2, rwx, rwy,
+           want, bands):
+    """One or two sweeps (smooth's terms; g None compiled out) from u into out in one pass, u None standing for
+    zeros and e (with prolong's tables) a prolongation applied first; want: then the residual of the result
+    (residual_g's terms) into r unless r is None, and its max |.| returned as residual_max gives it. The rows are
+    cut into `bands` (one a thread), each streamed through rings of four rows a stage (three rows of each
+    neighbouring band computed again); every point is computed by the same expression as the separate verbs, so
+    the bits are theirs whatever the bands."""
+    rows = r1 - r0
+    if rows <= 0 or c1 <= c0:
+        return 0.0
+    m = c1 - c0 + 2
+    parts = min(rows, max(bands, 1))
+    tops = np.zeros(parts)
+    lag = 2 if n == 2 else 1
+    for p in prange(parts):
+        a = r0 + p * rows // parts
+        b = r0 + (p + 1) * rows // parts
+        s0 = np.empty((4, m), dtype=out.dtype)
+        s1 = np.empty((4, m), dtype=out.dtype)
+        s2 = np.empty((4, m), dtype=out.dtype)
+        top, bad = 0.0, False
+        for t in range(a - 3, b + 3):
+            if r0 - 1 <= t <= r1:
+                _row0(s0[t % 4], u, e, ys, yw, xs, xw, t, r0, r1, c0, c1)
+            k = t - 1
+            if a - 2 <= k < b + 2 and r0 - 1 <= k <= r1:
+                _row_sweep(s1[k % 4], s0, k, g, r0, r1, c0, c1, wc1, wx1, wy1, om1)
+            k = t - 2
+            if n == 2 and a - 1 <= k < b + 1 and r0 - 1 <= k <= r1:
+                _row_sweep(s2[k % 4], s1, k, g, r0, r1, c0, c1, wc2, wx2, wy2, om2)
+            k = t - 1 - lag
+            if a <= k < b:
+                f = s2 if n == 2 else s1
+                c, s, nn = f[k % 4], f[(k - 1) % 4], f[(k + 1) % 4]
+                out[k, c0:c1] = c[1:m - 1]
+                if want:
+                    for jj in range(1, m - 1):
+                        if g is None:
+                            v = (rwx * (c[jj - 1] + c[jj + 1]) + rwy * (s[jj] + nn[jj])) - c[jj]
+                        else:
+                            v = ((rwx * (c[jj - 1] + c[jj + 1]) + rwy * (s[jj] + nn[jj])) + g[k, c0 - 1 + jj]) - c[jj]
+                        if r is not None:
+                            r[k, c0 - 1 + jj] = v
+                        d = abs(v)
+                        top = d if d > top else top
+                        bad |= d != d
+        tops[p] = np.inf if bad else top
+    return tops.max()
