@@ -291,31 +291,3 @@ def test_numba_stop_test_in_one_pass_equals_residual_then_max(dtype):
             assert m == mg_ops.max_abs(want, region) == numba_mg.residual_max(None, u, gg, w.wx, w.wy, *region)
             assert (got.view(np.uint8) == want.view(np.uint8)).all()
             assert (m == np.inf) == bad
-
-
-# sweeps in one pass on the CPU (issue 35) -----------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_numba_sweeps_in_one_pass_equal_the_verbs_they_replace(dtype, threads):
-    """NumbaBackend.sweeps (numba_mg.sweeps: rows streamed in bands, one a thread): every case of
-    test_mg_emulated.SWEEP_CASES (a prolongation or zeros first, one or two sweeps, the residual, the stop test's
-    max), on the owned region, bands and empty regions, at 1 and 2 threads: bitwise the separate verbs of mg_ops."""
-    import numba
-    from test_mg_emulated import REGIONS, SHAPE, SWEEP_CASES, sweeps_case
-
-    from solver.backends.numba_backend import NumbaBackend
-    from solver.config import BackendSettings
-
-    be = NumbaBackend(BackendSettings(name="numba"), dtype, threads)
-    assert numba.get_num_threads() == threads
-    rng = np.random.default_rng(352 + threads)
-    for region in REGIONS:
-        for n, g_on, tail, corrected in SWEEP_CASES:
-            c = sweeps_case(rng, dtype, SHAPE, region, n, g_on, tail, corrected)
-            out, u, r = c.out.copy(), c.u.copy(), c.r.copy()
-            extra = {None: None, "residual": ("residual", r, c.w), "max": ("max", None, c.w),
-                     "both": ("max", r, c.w)}[tail]
-            be.sweeps(out, u, c.g if g_on else None, c.sweeps, region, extra,
-                      (c.e, c.tables) if corrected is True else None, corrected == "zero")
-            empty = region[1] <= region[0] or region[3] <= region[2]
-            c.check(out, u, r, be.norm() if extra and extra[0] == "max" and not empty else None)

@@ -176,25 +176,6 @@ class NumbaBackend(Backend):
             return self.k.step(out, u, w.wc, w.wx, w.wy, *region)
         self._mg().smooth(out, u, g, w.wc, w.wx, w.wy, om, *region)
 
-    mg_tiles = True  # sweeps(): two sweeps in one streaming pass (numba_mg.sweeps)
-
-    def sweeps(self, out, u, g, sweeps, region, tail=None, prolong=None, zero=False) -> None:
-        """CupyMultigrid.sweeps' verb on the CPU: one or two sweeps (plain weights) from u into out in one pass over
-        the rows, with the residual into r or the stop test's max (tail), a prolongation before them, or u as
-        zeros (numba_mg.sweeps)."""
-        import numba
-
-        t = self.dtype.type
-        (w1, om1), (w2, om2) = sweeps[0], sweeps[-1]
-        e, (ys, yw, xs, xw) = prolong if prolong is not None else (None, (None, None, None, None))
-        r, w = (tail[1], tail[2]) if tail is not None else (None, None)
-        m = self._mg().sweeps(out, r, None if zero else u, g, e, ys, yw, xs, xw, *region, len(sweeps), t(w1.wc),
-                              t(w1.wx), t(w1.wy), t(om1), t(w2.wc), t(w2.wx), t(w2.wy), t(om2),
-                              t(w.wx if w is not None else 0), t(w.wy if w is not None else 0), tail is not None,
-                              numba.get_num_threads())
-        if tail is not None and tail[0] == "max":
-            self._norm = float(m)
-
     def residual(self, r, u, g, w, region) -> None:
         if w.fields:
             return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region)
