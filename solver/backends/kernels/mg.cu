@@ -248,6 +248,21 @@ __device__ __forceinline__ bool has(const unsigned inside, const int k, const in
     return (inside >> (k * MG_PX + m)) & 1u;
 }
 
+// This thread's places of the array from cur, then a barrier: `a` holds every thread's values.
+__device__ __forceinline__ void tile_store(real (*a)[MG_SW], const real (&cur)[MG_PY][MG_PX])
+{
+    const int y0 = (int)threadIdx.y * MG_PY;
+#pragma unroll
+    for (int k = 0; k < MG_PY; ++k) {
+#pragma unroll
+        for (int m = 0; m < MG_PX; ++m) {
+            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
+            if (y < MG_SH && x < MG_SW) a[y][x] = cur[k][m];
+        }
+    }
+    __syncthreads();
+}
+
 // One stage: cur = S(cur) at this thread's places inside the region and off the array's outer ring (their
 // neighbours from `a`, which holds every thread's cur before the stage), then `a` holds the new values.
 __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][MG_PX], const real (&gv)[MG_PY][MG_PX],
@@ -275,15 +290,7 @@ __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][
         }
     }
     __syncthreads();  // (every thread has read the stage before)
-#pragma unroll
-    for (int k = 0; k < MG_PY; ++k) {
-#pragma unroll
-        for (int m = 0; m < MG_PX; ++m) {
-            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
-            if (y < MG_SH && x < MG_SW) a[y][x] = cur[k][m];
-        }
-    }
-    __syncthreads();
+    tile_store(a, cur);
 }
 
 extern "C" __global__ void __launch_bounds__(MG_BX * MG_BY, 4)
@@ -328,15 +335,7 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
             inside |= (in ? 1u : 0u) << (k * MG_PX + m);
         }
     }
-#pragma unroll
-    for (int k = 0; k < MG_PY; ++k) {
-#pragma unroll
-        for (int m = 0; m < MG_PX; ++m) {
-            const int y = y0 + k, x = (int)threadIdx.x + m * MG_BX;
-            if (y < MG_SH && x < MG_SW) tile[y][x] = cur[k][m];
-        }
-    }
-    __syncthreads();
+    tile_store(tile, cur);
     tile_stage(tile, cur, gv, inside, with_g, wc1, wx1, wy1, om1);
     if (sweeps == 2) tile_stage(tile, cur, gv, inside, with_g, wc2, wx2, wy2, om2);
     const bool res = r != nullptr || word != nullptr;
