@@ -234,6 +234,20 @@ REGIMES = {
                          ["fewer ranks", "better kernel"]),
     "comm-bound, 8 ranks": (dict(rows=ranks(8, compute=0.5, comm=0.2, wait=0.2, other=0.1), frac=0.5),
                             "communication: comm + wait take up to 40%", ["better kernel"]),
+    "GPU multigrid, sweeps two a pass, below the copy rate": (
+        dict(rows=[row(device={"device": "gpu", "time_tile": 1})], frac=1.1, on_gpu=True,
+             tp={"fraction_of_copy_made": 0.45, "tiled_levels": 8}),
+        "kernel efficiency: the passes the cycle makes (sweeps two a pass on 8 level(s), the residual, the "
+        "prolongation and the stop test inside them) move 45% of the copy bandwidth (20.0 GB/s); the cycle takes "
+        "0.91x the copy-bound time of a plain cycle's passes", ["L2", "cache", "fewer ranks"]),
+    "GPU multigrid, sweeps two a pass, at the copy rate": (
+        dict(rows=[row(device={"device": "gpu", "time_tile": 1})], frac=2.0, on_gpu=True,
+             tp={"fraction_of_copy_made": 0.85, "tiled_levels": 3}),
+        "memory bandwidth: the passes the cycle makes", ["L2", "cache", "better kernel"]),
+    "GPU multigrid, sweeps two a pass, levels in L2": (
+        dict(rows=[row(device={"device": "gpu", "time_tile": 1})], frac=3.0, on_gpu=True,
+             tp={"fraction_of_copy_made": 1.4, "tiled_levels": 3}),
+        "data reused from cache: the passes the cycle makes", ["better kernel", "fewer ranks"]),
     "oversubscribed: 4 ranks x 2 threads on 4 cores": (
         dict(rows=[row(rank=r, affinity="0-3", threads=2) for r in range(4)], frac=0.5),
         "oversubscription: 4 rank(s) with 8 thread(s) in all on 4 core(s)", ["better kernel"]),

@@ -805,6 +805,11 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     if tiled:  # every sweep tiled, the prolongation in the first post-sweep's pass (the stop test after a cycle in its
         # last pass; the first one, before any cycle, not)
         assert not calls & {"mg_smooth", "mg_prolong"}, calls
+        levels, tp = rec["solver"]["levels"], rec["throughput"]  # the record counts the passes made
+        assert levels[0]["stop_test"] == "in the last sweep's pass"
+        assert tp["tiled_levels"] == sum(lev["passes"] == "two sweeps a pass" for lev in levels) == len(levels) - 1
+        assert tp["bytes_made_per_cycle"] < 0.6 * tp["bytes_per_cycle"], tp
+        assert "passes made" in (tmp_path / "emu" / "record.md").read_text()
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

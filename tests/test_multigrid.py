@@ -291,3 +291,25 @@ def test_numba_stop_test_in_one_pass_equals_residual_then_max(dtype):
             assert m == mg_ops.max_abs(want, region) == numba_mg.residual_max(None, u, gg, w.wx, w.wy, *region)
             assert (got.view(np.uint8) == want.view(np.uint8)).all()
             assert (m == np.inf) == bad
+
+
+def test_the_passes_counted_for_sweeps_two_a_pass():
+    """solver.results.solver.cycle_bytes: a plain V(2,2) cycle's finest level of laplace makes 16 array passes
+    (four sweeps of 2, the residual 2, the restriction 1, the prolongation 2, the stop test 3); with sweeps two a pass
+    and the stop test folded (a GPU's graphs) 6: two passes of 2, r written once and read by the restriction. A
+    coarse level: 4 x 3 + 3 + 1 + 2 + 1 = 19 plain, (2 x 3 + 1 + 1) - 1 = 7 tiled (its first pass reads no u)."""
+    from solver.results.solver import cycle_bytes
+
+    case = validate_case({"name": "t", "grid": {"nx": 7, "ny": 5}, "physics": {"equation": "laplace", "solver": "multigrid"},
+                          "numerics": {"dtype": "float64"}})
+    fine = {"nx": 7, "ny": 5, "solve": "smoothing", "passes": "two sweeps a pass", "stop_test": "in the last sweep's pass"}
+    coarse = {"nx": 3, "ny": 2, "solve": "smoothing", "passes": "two sweeps a pass"}
+    last = {"nx": 1, "ny": 1, "solve": "direct (dense inverse)", "passes": "a pass a verb"}
+    levels = [fine, coarse, last]
+    bottom = (3 + 2) * 8  # the coarsest level: its residual and the solve, counted alike in both
+    assert cycle_bytes(case, levels, 2, 2) == (16 * 35 + 19 * 6) * 8 + bottom
+    assert cycle_bytes(case, levels, 2, 2, made=True) == (6 * 35 + 7 * 6) * 8 + bottom
+    unfolded = [{**fine, "stop_test": None}, coarse, last]
+    assert cycle_bytes(case, unfolded, 2, 2, made=True) == (9 * 35 + 7 * 6) * 8 + bottom
+    plain = [{**lev, "passes": "a pass a verb"} for lev in levels]
+    assert cycle_bytes(case, plain, 2, 2, made=True) == cycle_bytes(case, plain, 2, 2)

@@ -338,7 +338,7 @@ class Multigrid:
                 extra = ("max", grid.r if tail[1] else None, grid.w)
             u, t, g, up, zero = grid.u, grid.t, grid.g, (carried if k == 0 else None), grid.fresh
             grid.fresh = False
-            be.timed(timer, lambda: be.sweeps(t, u, g, pair, grid.owned, extra, up, zero))  # noqa: B023 - called at once
+            be.timed(timer, lambda: be.sweeps(t, u, g, pair, grid.owned, extra, up, zero))  # noqa: B023 - at once
             t0 = time.perf_counter()
             grid.u, grid.t = grid.t, grid.u
             timer.add("other", t0)
@@ -553,14 +553,19 @@ class Multigrid:
 
     # the record ------------------------------------------------------------------------------------------
     def describe(self) -> list[dict]:
-        """One row per level: size, spacing, where it lives, smoothing weights."""
+        """One row per level: size, spacing, where it lives, smoothing weights, how its verbs are passes (`_tiled`);
+        level 0 says where the stop test's residual is computed when it is folded into a pass."""
         rows = []
         for g in self.grids:
             lev, pl = g.place.level, g.place
+            tiled = self._tiled(g) and g is not self.grids[-1]
             rows.append({"level": len(rows), "nx": lev.x.n, "ny": lev.y.n, "hx": lev.x.h, "hy": lev.y.h,
                          "placement": "shared" if pl.shared else "distributed",
                          "block": [pl.block.ny, pl.block.nx], "pre": list(lev.pre), "post": list(lev.post),
-                         "solve": "direct (dense inverse)" if g is self.grids[-1] else "smoothing"})
+                         "solve": "direct (dense inverse)" if g is self.grids[-1] else "smoothing",
+                         "passes": "two sweeps a pass" if tiled else "a pass a verb"})
+        if len(rows) > 1 and self.graphs is not None and self.grids[0].post and self._tiled(self.grids[0]):
+            rows[0]["stop_test"] = "in the last sweep's pass"  # (graphs.py: the stop test folded into the cycle)
         return rows
 
     def close(self) -> None:

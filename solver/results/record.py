@@ -97,7 +97,7 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
     if tp is None:
         return "no timed steps: raise run.steps above run.warmup to measure"
     for rule in (_oversubscribed, _communication, _imbalance, _launch_gaps, _coarse_levels, _compute, _gpu_launch,
-                 _cache_reuse, _overhead):
+                 _fewer_passes, _cache_reuse, _overhead):
         line = rule(tp, stats, rows, dtype, on_gpu)
         if line:
             return line
@@ -196,6 +196,22 @@ def gpu_launch(rows: list[dict]) -> dict | None:
     """Rank 0's launch facts for its kernel choice (CupyBackend.launch_facts), or None."""
     kernels = (rows[0].get("device") or {}).get("kernels") or {}
     return next((v["launch"] for v in kernels.values() if isinstance(v, dict) and v.get("launch")), None)
+
+
+def _fewer_passes(tp, stats, rows, dtype, on_gpu) -> str | None:
+    """Multigrid with sweeps two a pass: the copy rate bounds the passes made, not a plain cycle's."""
+    made, frac = tp.get("fraction_of_copy_made"), tp.get("fraction_of_copy")
+    if made is None or frac is None:
+        return None
+    how = (f"the passes the cycle makes (sweeps two a pass on {tp['tiled_levels']} level(s), the residual, the "
+           f"prolongation and the stop test inside them) move {made:.0%} of the copy bandwidth "
+           f"({tp['copy_gbs']:.1f} GB/s); the cycle takes {1 / frac if frac else float('inf'):.2f}x the copy-bound "
+           "time of a plain cycle's passes")
+    if made > CACHE_REUSE:
+        return f"data reused from cache: {how}, so memory is not the limit; the GPU's L2 cache holds part of the levels"
+    if made >= MEMORY_BOUND:
+        return f"memory bandwidth: {how}"
+    return f"kernel efficiency: {how}; the tiled kernel leaves bandwidth unused (Nsight Compute names its limit)"
 
 
 def _cache_reuse(tp, stats, rows, dtype, on_gpu) -> str | None:
@@ -514,6 +530,9 @@ def markdown(rec: dict) -> str:
             lines += [f"| time per {tp['per']} | {tp['seconds_per_step'] * 1e3:.4f} ms |",
                       f"| effective GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
                       f"{tp['effective_gbs']:.2f} |"]
+            if "bytes_made_per_cycle" in tp:  # sweeps two a pass: the passes made, beside a plain cycle's
+                lines += [f"| GB/s of the passes made ({tp['bytes_made_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
+                          f"{tp['made_gbs']:.2f} |"]
         else:
             lines += [f"| time per step | {tp['seconds_per_step'] * 1e3:.4f} ms |", f"| MLUP/s | {tp['mlups']:.1f} |",
                       f"| effective GB/s ({tp['bytes_per_update']} B/update) | {tp['effective_gbs']:.2f} |",
@@ -521,6 +540,8 @@ def markdown(rec: dict) -> str:
         if "copy_gbs" in tp:
             lines += [f"| copy bandwidth (same ranks/threads) | {tp['copy_gbs']:.2f} GB/s ({when(tp['copy_source'])}) |",
                       f"| fraction of copy bandwidth | {tp['fraction_of_copy']:.1%} |"]
+            if "fraction_of_copy_made" in tp:
+                lines += [f"| fraction of copy bandwidth, the passes made | {tp['fraction_of_copy_made']:.1%} |"]
         if "peak_mul_add_gflops" in tp:
             lines += [f"| compute peak, multiply + add (as the stencil is compiled) | {tp['peak_mul_add_gflops']:.1f} "
                       f"GFLOP/s ({when(tp['peak_mul_add_source'])}) |",

@@ -163,14 +163,18 @@ def level_table(levels: list[dict], rows: list[dict]) -> list[dict]:
     return out
 
 
-def cycle_bytes(case, levels: list[dict], pre: int, post: int) -> int:
-    """Bytes the kernels move per cycle, counted (module docstring); level 0 of laplace has no g."""
+def cycle_bytes(case, levels: list[dict], pre: int, post: int, made: bool = False) -> int:
+    """Bytes the kernels move per cycle, counted (module docstring); level 0 of laplace has no g. A plain cycle's
+    passes, or (made) those this run made: a level whose sweeps run two a pass (its record row's `passes`) counts
+    its passes as they are (tiled_passes)."""
     item = np.dtype(case.numerics.dtype).itemsize
     total = 0
     for i, lev in enumerate(levels):
         g = i > 0
         if lev["solve"] != "smoothing":
             passes = PASSES["residual_g"] + 2
+        elif made and lev.get("passes") == "two sweeps a pass":
+            passes = tiled_passes(i, lev, pre, post, g)
         else:
             passes = ((pre + post) * PASSES["sweep_g" if g else "sweep"] + PASSES["residual_g" if g else "residual"]
                       + PASSES["restrict"] + PASSES["prolong"] + (PASSES["clear"] if g else 0))
@@ -178,6 +182,20 @@ def cycle_bytes(case, levels: list[dict], pre: int, post: int) -> int:
                 passes += PASSES["residual"] + PASSES["max"]  # the stop test's residual
         total += passes * lev["nx"] * lev["ny"] * item
     return total
+
+
+def tiled_passes(i: int, lev: dict, pre: int, post: int, g: bool) -> float:
+    """Array passes per point of a level whose sweeps run two a pass (solver/multigrid/cycle.py `_tiled`): each pass
+    reads u (and g) and writes u; the last pre-pass writes r as well, which the restriction reads; the prolongation
+    rides on the first post-pass (its coarse field aside, as for a plain cycle); a coarse level's first pass reads
+    no u (zeros) and needs no clear; level 0's stop test costs nothing where it is folded into the last pass."""
+    per = PASSES["sweep_g" if g else "sweep"]
+    passes = (-(-pre // 2) + -(-post // 2)) * per + 1 + PASSES["restrict"]
+    if i > 0 and pre:
+        passes -= 1
+    if i == 0 and lev.get("stop_test") != "in the last sweep's pass":
+        passes += PASSES["residual"] + PASSES["max"]
+    return passes
 
 
 def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) -> dict | None:
@@ -195,10 +213,16 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
            "per": "step" if "scheme" in solver else "cycle"}
     total = sum(sum(lev["seconds"].values()) for lev in solver["levels"]) or 1.0
     out["level_shares"] = [sum(lev["seconds"].values()) / total for lev in solver["levels"]]
+    tiled = sum(lev.get("passes") == "two sweeps a pass" for lev in solver["levels"])
+    if tiled:  # the passes actually made (fewer than a plain cycle's: fraction_of_copy above 1 only by that)
+        made = cycle_bytes(case, solver["levels"], m.pre, m.post, made=True) * cycles
+        out.update(tiled_levels=tiled, bytes_made_per_cycle=made / cycles, made_gbs=made / per / 1e9)
     if ceiling:
         out["copy_gbs"] = ceiling["gbs"]
         out["fraction_of_copy"] = out["effective_gbs"] / ceiling["gbs"]
         out["copy_source"] = ceiling.get("source", "cached" if ceiling.get("cached") else "measured now")
+        if tiled:
+            out["fraction_of_copy_made"] = out["made_gbs"] / ceiling["gbs"]
     return out
 
 
