@@ -135,7 +135,7 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
         up = (np.uint64(0), np.int64(0), np.uint64(0), np.uint64(0), np.int32(0), np.uint64(0), np.uint64(0), np.int32(0))
     else:
         e, (ys, yw, xs, xw) = prolong
-        _check_tables(u, region, (ys, yw), (xs, xw))
+        _check_tables(out, region, (ys, yw), (xs, xw))  # (out has u's shape; u may be null here)
         assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
         up = (e, _pitch(e), ys, yw, np.int32(yw.shape[1]), xs, xw, np.int32(xw.shape[1]))
     grid = (-(-(c1 - c0) // TILE[0]), -(-(r1 - r0) // TILE[1]), 1)
