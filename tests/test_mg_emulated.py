@@ -575,7 +575,7 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
 
     for region in REGIONS:
         for n, g_on, tail, corrected in SWEEP_CASES:
-            c = sweeps_case(rng, dtype, SHAPE, region, n, g_on, tail, corrected)
+            c = SweepsCase(rng, dtype, SHAPE, region, n, g_on, tail, corrected)
             dev_u, dev_out = pitched(c.u, 2, wider=1), pitched(c.out, 2)
             dev_g, dev_r = pitched(c.g, 2, wider=3), pitched(c.r, 2, wider=2)
             word = np.zeros(1, dtype=np.uint32 if dtype == "float32" else np.uint64)
@@ -597,7 +597,7 @@ SWEEP_CASES = [  # (sweeps, a right-hand side, tail, a prolongation first / u ze
     (1, False, "max", "zero")]
 
 
-class sweeps_case:  # noqa: N801 - built like a function, read like a record
+class SweepsCase:
     """One case of a backend's `sweeps` verb (two sweeps in one pass) on host fields of `shape`: random inputs (the
     layer around the region the same in u and out, as constant ghost rules leave the two buffers; zero where u is
     taken as zeros), a coarse correction e with random prolongation tables, and what the separate verbs of

@@ -392,15 +392,7 @@ class CupyMultigrid:
             r, w = (None, None) if tail is None else tail[1:]
             return self._mg_run(sweeps_spec(out, u, g, sweeps, region, r, w, prolong=prolong, zero=zero))
         _, r, w = tail
-        word, host = self._mg_norm_buffers()
-        s = self._mg_stream()
-        self._mg_clear_word(word, s)
-        spec = sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong, zero)
-        if spec is not None:
-            self._mg_launch(spec, s)
-        self._mg_copy_word(host, word, s)
-        if not self._mg_capturing:
-            self._mg_norm_done(s)
+        self._mg_norm_pass(lambda word: sweeps_spec(out, u, g, sweeps, region, r, w, word, prolong, zero))
 
     def residual(self, r, u, g, w, region) -> None:
         self._mg_run((vresidual_spec if w.fields else residual_spec)(r, u, g, w, region))
@@ -460,10 +452,15 @@ class CupyMultigrid:
         """Enqueue the stop test in one pass: g - A u over the region (kept in r unless r is None) with its max |.|
         folded into a device word, and the word's copy to pinned host memory; norm() gives the value. Inside a
         capture the three are nodes of the graph."""
+        self._mg_norm_pass(lambda word: residual_max_spec(word, r, u, g, w, region))
+
+    def _mg_norm_pass(self, spec_of) -> None:
+        """The stop test's steps: the device word zeroed, the pass spec_of(word) folding its max into it, the word's
+        copy to pinned host memory (norm() waits for it); inside a capture, nodes of the graph."""
         word, host = self._mg_norm_buffers()
         s = self._mg_stream()
         self._mg_clear_word(word, s)
-        spec = residual_max_spec(word, r, u, g, w, region)
+        spec = spec_of(word)
         if spec is not None:
             self._mg_launch(spec, s)
         self._mg_copy_word(host, word, s)

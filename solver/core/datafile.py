@@ -41,7 +41,7 @@ def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, row
         except OSError as exc:  # HDF5: a checksum (fletcher32) that does not match, a truncated file
             raise InputError(f"{field}.{path_key}: {name} cannot be read ({str(exc).splitlines()[0][:80]}): the file "
                              "is damaged (a checksum mismatch if stencil wrote it); give an intact copy") from None
-    return _finite(values, name, field, path_key, rows, cols)
+    return finite(values, name, field, path_key, rows, cols)
 
 
 class _Last:
@@ -119,7 +119,7 @@ def _datasets(f) -> str:
     return ", ".join(names) or "none"
 
 
-def _finite(values: np.ndarray, name: str, field: str, path_key: str, rows=None, cols=None) -> np.ndarray:
+def finite(values: np.ndarray, name: str, field: str, path_key: str, rows=None, cols=None) -> np.ndarray:
     """values, when every one is finite; else the error names the first that is not by its place in the file."""
     bad = ~np.isfinite(values)
     if bad.any():

@@ -28,7 +28,7 @@ def initial_block(case, block: Block) -> np.ndarray:
         u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols),
                                  dtype=case.numerics.dtype)
         name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset or '/u'}"
-        return datafile._finite(u, name, "initial", "path", rows, cols)  # also after the cast: 1e300 is inf in float32
+        return datafile.finite(u, name, "initial", "path", rows, cols)  # also after the cast: 1e300 is inf in float32
     return np.ascontiguousarray(u, dtype=case.numerics.dtype)
 
 

@@ -62,7 +62,7 @@ def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         if a.ndim != 2 or min(a.shape) < 1:
             raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
                                       "is 2-D (rows along y, columns along x)")
-        values = datafile._finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
+        values = datafile.finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
     (x0, y0), (x1, y1) = t.extent
     m, k = values.shape
     ci = np.floor((x - x0) / (x1 - x0) * k).astype(np.int64)

@@ -56,7 +56,6 @@ def vtk_wanted(case, rank: int = 0) -> bool:
     return False
 
 
-
 def _race_ignored(unraisable, default) -> None:
     """sys.unraisablehook after settle(): a stop signal that the C handler caught just as its Python handler gave
     way to SIG_IGN is reported by Python as "Signal N ignored due to race condition" (an OSError with a traceback);

@@ -393,7 +393,7 @@ class Multigrid:
         if coarse.fill.rules and not coarse.fill.constant:  # (constant rules: the ghosts hold their values already)
             be.timed(timer, lambda: be.fill(coarse.u, coarse.fill))
         grid = self._at(i, timer)
-        if self.faces is None and grid.post and self._tiled(grid):  # the first post-sweep's pass corrects u as it loads
+        if grid.post and self._tiled(grid):  # the first post-sweep's pass corrects u as it loads (plain weights only)
             return coarse.u, grid.up
         prolong = be.prolong_op if self.faces is not None else be.prolong
         be.timed(timer, lambda: prolong(grid.u, coarse.u, grid.owned, grid.up))
