@@ -231,12 +231,14 @@ def test_implicit_heat_steps_equal_numpy_bitwise(tmp_path, dtype, scheme, sides)
 
 MPI_RUNS = [("float64", "V", "example", {"halo": "overlap"}),
             ("float32", "W", "neumann-periodic", {"halo": "overlap", "decomposition": "cart", "dims": [1, 2]}),
-            ("float64", "F", "periodic-x", {"halo": "blocking", "decomposition": "cart", "dims": [1, 2]})]
+            ("float64", "F", "periodic-x", {"halo": "blocking", "decomposition": "cart", "dims": [1, 2]}),
+            ("float64", "W", "dirichlet", {"halo": "overlap"})]  # (the shared levels' tail in one block on each rank)
 
 
 @needs_mpi
 @pytest.mark.mpi
-@pytest.mark.parametrize("dtype,cycle,sides,parallel", MPI_RUNS, ids=["overlap-rows", "overlap-cols", "blocking-cols"])
+@pytest.mark.parametrize("dtype,cycle,sides,parallel", MPI_RUNS, ids=["overlap-rows", "overlap-cols", "blocking-cols",
+                                                                                    "dirichlet-tail"])
 def test_two_ranks_sharing_a_gpu_equal_one_numpy_process_bitwise(tmp_path, dtype, cycle, sides, parallel):
     """Distributed levels (halo exchanges of every depth on the GPU transport, the overlap mode's two streams),
     then shared ones (restricted parts gathered: get/put): bitwise equal to one numpy process."""
@@ -280,7 +282,7 @@ def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
     from test_mg_emulated import SWEEP_CASES, SweepsCase
 
     be, rng = gpu(dtype), np.random.default_rng(351)
-    region = (2, 135, 2, 203)  # 133 x 201 points: 3 x 6 tiles of 58 x 26, the last ones partial
+    region = (2, 135, 2, 203)  # 133 x 201 points: 8 x 3 tiles of 26 x 58, the last ones partial
     for n, g_on, tail, corrected in SWEEP_CASES + [(2, True, "keep", True)]:
         c = SweepsCase(rng, dtype, (137, 205), region, n, g_on, tail, corrected)
         dev_u, dev_out, dev_r, dev_g = up(be, c.u), up(be, c.out), up(be, c.r), (up(be, c.g) if g_on else None)
@@ -304,24 +306,28 @@ def lid_run(tmp_path, name, dtype="float64", n=255, **extra):
 
 
 def test_graphed_cycles_equal_launched_cycles_and_partition_the_loop(tmp_path, monkeypatch):
-    """One cycle a replay (Dirichlet sides: the sweeps tiled) against the verbs launched one by one
-    (STENCIL_MG_GRAPHS=0), and those with every sweep a pass of its own (STENCIL_MG_TILES=0), the same case: the same
-    bits and residuals; the graphs' levels from their external
-    events, each level's compute partitioning the whole, which the loop's wall time bounds."""
+    """One cycle a replay (Dirichlet sides: the sweeps tiled, the levels from 63 x 33 down one block) against the
+    verbs launched one by one (STENCIL_MG_GRAPHS=0), those with every sweep a pass of its own (STENCIL_MG_TILES=0)
+    and those with every coarse level's verbs launched (STENCIL_MG_TAIL=0), the same case: the same bits and
+    residuals; the graphs' levels from their external events, each level's compute partitioning the whole, which
+    the loop's wall time bounds."""
     graphed, rec = lid_run(tmp_path, "graphed", n=1023)
     monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
     plain, plain_rec = lid_run(tmp_path, "plain", n=1023)
     assert graphed.mg.graphs is not None and plain.mg.graphs is None
+    assert graphed.mg.tail is not None and graphed.mg.tail == plain.mg.tail
     assert_same_bits(last_snapshot(tmp_path, "graphed"), last_snapshot(tmp_path, "plain"), "graphed vs launched")
     assert rec["run"]["residuals"] == plain_rec["run"]["residuals"]
     monkeypatch.setenv("STENCIL_MG_TILES", "0")  # every sweep, residual and stop test a pass of its own
-    _, untiled_rec = lid_run(tmp_path, "untiled", n=1023)
+    monkeypatch.setenv("STENCIL_MG_TAIL", "0")  # and every coarse level's verbs launched
+    untiled, untiled_rec = lid_run(tmp_path, "untiled", n=1023)
+    assert untiled.mg.tail is None
     assert_same_bits(last_snapshot(tmp_path, "untiled"), last_snapshot(tmp_path, "plain"), "tiled vs one by one")
     assert untiled_rec["run"]["residuals"] == plain_rec["run"]["residuals"]
     facts = rec["resources"]["devices"][0]["multigrid_graphs"]
     assert "external events" in facts["levels"] and facts["replays"] >= 12, facts
-    levels = graphed.timer.levels
-    assert len(levels) == len(graphed.mg.grids) and all(t["compute"] > 0 for t in levels.values())
+    levels = graphed.timer.levels  # (the tail's time goes to its first level)
+    assert len(levels) == graphed.mg.tail + 1 and all(t["compute"] > 0 for t in levels.values())
     assert sum(t["compute"] for t in levels.values()) == pytest.approx(graphed.timer.seconds["compute"])
     t = graphed.timer.seconds
     assert t["compute"] < graphed.loop.loop_seconds * 1.05, (t, graphed.loop.loop_seconds)
@@ -343,7 +349,8 @@ def test_implicit_and_cg_cycles_through_graphs_equal_numpy_bitwise(tmp_path):
     from test_mg_emulated import GRAPH_RUNS, graph_run
 
     for name in ("crank-nicolson-source", "cg-faces-source", "F-neumann-periodic", "backward-euler-dirichlet",
-                 "V-dirichlet-default", "W-dirichlet-1-3"):  # (Dirichlet sides: sweeps tiled, be.sweeps)
+                 "V-dirichlet-default", "W-dirichlet-1-3", "F-dirichlet-1-2"):  # (Dirichlet sides: sweeps tiled,
+        # be.sweeps; the coarse levels in one block, mg_tail)
         spec = GRAPH_RUNS[name]
         want, want_rec, _ = graph_run(tmp_path, f"numpy-{name}", spec)
         dtype, sections = spec

@@ -35,12 +35,13 @@ HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 DTYPES = ["float64", "float32"]
 MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "warps", "mg_residual_max": "warps",
-         "mg_vresidual_max": "warps", "mg_sweeps": "blocks"}  # warp shuffles, shared tiles; others: serial
+         "mg_vresidual_max": "warps", "mg_sweeps": "blocks", "mg_tail": "blocks"}  # warp shuffles, barriers; others: serial
 ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
 PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
-NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_sweeps")  # issue 35: the stop test in one pass, tiled sweeps
+NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_sweeps", "mg_tail")  # issue 35: the stop test in one pass,
+# tiled sweeps, the coarse tail in one block
 C_TYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
 
@@ -443,6 +444,12 @@ class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
     def _fill_table(self, host):
         return host
 
+    def _mg_address(self, a) -> int:
+        return a.ctypes.data
+
+    def _mg_upload(self, host):
+        return host
+
     def _mg_norm_buffers(self):
         if getattr(self, "bufs", None) is None:
             kind = np.uint32 if self.dtype.itemsize == 4 else np.uint64
@@ -466,6 +473,7 @@ RUN_SIDES = {
     "example": TABLE_CASES["dirichlet-neumann"],
     "periodic-x": {"left": {"kind": "periodic"}, "right": {"kind": "periodic"}, "bottom": -1.0, "top": 2.0},
     "neumann-periodic": TABLE_CASES["neumann-periodic"],
+    "dirichlet": {"top": 1.0, "bottom": 0.5, "left": 0.0, "right": -1.0},  # (constant ghost rules: tiles and the tail)
 }
 RUNS = [(d, cyc, "example") for d in DTYPES for cyc in "VWF"] + [
     ("float64", "V", "periodic-x"), ("float32", "W", "neumann-periodic"), ("float64", "F", "neumann-periodic")]
@@ -544,7 +552,7 @@ def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
 
 @pytest.fixture(scope="module")
 def small_tiles(tmp_path_factory):
-    """mg_sweeps built with tiles of 7 x 5 points (the backend's are 58 x 26), so that a 25 x 39 region has many
+    """mg_sweeps built with tiles of 7 x 5 points (the backend's are 26 x 58), so that a 25 x 39 region has many
     tiles, partial ones at its far edges, and every tile's halo reads its neighbours' points."""
     build = tmp_path_factory.mktemp("mg_tiles")
     libs = {}
@@ -720,13 +728,16 @@ class TapingBackend(EmulatedBackend):
         return float(e1[0] - e0[0])
 
 
-DIRICHLET = {"top": 1.0, "bottom": 0.5, "left": 0.0, "right": -1.0}
+DIRICHLET = RUN_SIDES["dirichlet"]
+TAIL_POINTS = 500  # the emulated runs' coarse tail: levels of at most this many points (a few levels above it tiled)
 GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every boundary kind, implicit steps, physics
     "V-example": ("float64", {"multigrid": {"cycle": "V"}, "boundary": RUN_SIDES["example"]}),
     "V-dirichlet": ("float32", {"multigrid": {"cycle": "V"}, "boundary": DIRICHLET}),
     "V-dirichlet-default": ("float64", {"multigrid": {"cycle": "V"}, "boundary": DIRICHLET}),
     "W-dirichlet-1-3": ("float64", {"multigrid": {"cycle": "W", "pre": 1, "post": 3}, "boundary": DIRICHLET,
                                     "grid": {"nx": 51, "ny": 35}}),  # (a W-cycle revisits levels whose start was zero)
+    "F-dirichlet-1-2": ("float32", {"multigrid": {"cycle": "F", "pre": 1, "post": 2}, "boundary": DIRICHLET,
+                                    "grid": {"nx": 67, "ny": 45}}),  # (odd sweeps: the tail's fields alternate)
     "backward-euler-dirichlet": ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 5e-3},
                                              "boundary": DIRICHLET, "run": {"steps": 3, "tolerance": 1e-9}}),
     "W-periodic": ("float32", {"multigrid": {"cycle": "W"}, "boundary": RUN_SIDES["periodic-x"]}),
@@ -782,6 +793,8 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     one_by_one = name == "V-dirichlet"
     if one_by_one:  # (every sweep, residual, prolongation and stop test a pass of its own)
         monkeypatch.setenv("STENCIL_MG_TILES", "0")
+    monkeypatch.setenv("STENCIL_MG_TAIL", "0" if one_by_one else str(TAIL_POINTS))
+    monkeypatch.setattr(cupy_mg, "TAIL_THREADS", 32)  # (a thread for many points of the tail's levels)
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
     assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
@@ -791,8 +804,9 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
     assert graphs is not None and run.backend.readied >= 1
     replays = sum(c.replays for c, _ in graphs.graphs.values())
     assert len(graphs.graphs) <= 4 < replays, (len(graphs.graphs), replays)
-    levels = run.timer.levels
-    assert len(levels) == len(run.mg.grids) and all(t["compute"] > 0 for t in levels.values()), levels
+    levels, tail = run.timer.levels, run.mg.tail
+    charged = len(run.mg.grids) if tail is None else tail + 1  # (the tail's time goes to its first level)
+    assert len(levels) == charged and all(t["compute"] > 0 for t in levels.values()), levels
     if run.mg.cg is None:  # (conjugate gradients' dot products are charged outside any level)
         assert sum(t["compute"] for t in levels.values()) == pytest.approx(run.timer.seconds["compute"])
     calls = set(emu[spec[0]].calls)
@@ -802,14 +816,39 @@ def test_graphed_cycles_equal_numpy_bitwise(emu, tmp_path, monkeypatch, name):
         assert "mg_residual_max" in calls, calls
     tiled = "dirichlet" in name and not one_by_one  # sweeps two at a time in one pass: constant ghost rules
     assert ("mg_sweeps" in calls) == tiled, calls
-    if tiled:  # every sweep tiled, the prolongation in the first post-sweep's pass (the stop test after a cycle in its
-        # last pass; the first one, before any cycle, not)
-        assert not calls & {"mg_smooth", "mg_prolong"}, calls
+    assert ("mg_tail" in calls) == tiled and (tail is not None) == tiled, (calls, tail)  # (the coarse levels: one block)
+    if tiled:  # every sweep above the tail tiled, the prolongation in the first post-sweep's pass (the stop test after a
+        # cycle in its last pass; the first one, before any cycle, not); below, the tail's launch only
+        assert not calls & {"mg_smooth", "mg_prolong", "mg_solve", "mg_clear"}, calls
+        assert 1 <= tail < len(run.mg.grids) - 1 and run.mg.grids[tail].place.level.x.n * run.mg.grids[tail].place.level.y.n <= TAIL_POINTS
         levels, tp = rec["solver"]["levels"], rec["throughput"]  # the record counts the passes made
         assert levels[0]["stop_test"] == "in the last sweep's pass"
-        assert tp["tiled_levels"] == sum(lev["passes"] == "two sweeps a pass" for lev in levels) == len(levels) - 1
+        assert tp["tiled_levels"] == sum(lev["passes"] == "two sweeps a pass" for lev in levels) == tail
+        assert all(lev["passes"].startswith(f"one launch for levels {tail}-") for lev in levels[tail:])
         assert tp["bytes_made_per_cycle"] < 0.6 * tp["bytes_per_cycle"], tp
         assert "passes made" in (tmp_path / "emu" / "record.md").read_text()
+
+
+@pytest.mark.parametrize("dtype,cycle", [("float64", "W"), ("float32", "F")])
+def test_the_coarse_tail_launched_without_graphs_equals_numpy_bitwise(emu, tmp_path, monkeypatch, dtype, cycle):
+    """The coarse levels' verbs recorded at first use and run by mg_tail in one block, where cycles are launched
+    verb by verb (no capture: EmulatedBackend): W-cycles visit the tail twice after a restriction (from zero, then
+    from the first visit's correction), F-cycles with F and V; odd sweeps leave its fields elsewhere each time."""
+    spec = (dtype, {"multigrid": {"cycle": cycle, "pre": 1, "post": 2}, "boundary": DIRICHLET})
+    want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
+    monkeypatch.setenv("STENCIL_MG_TAIL", str(TAIL_POINTS))
+    monkeypatch.setattr(cupy_mg, "TAIL_THREADS", 32)
+    cls = type("Emulated", (EmulatedBackend,), {"emulator": emu[dtype]})
+    emu[dtype].calls.clear()
+    got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
+    assert_same_bits(got, want, "the last snapshot")
+    assert rec["run"]["residuals"] == want_rec["run"]["residuals"]
+    assert run.mg.graphs is None and 1 <= run.mg.tail < len(run.mg.grids) - 1
+    starts = {(kind, clear) for kind, clear, _ in run.mg._tails}
+    assert starts == ({("W", True), ("W", False)} if cycle == "W" else {("F", True), ("V", False), ("V", True)}) \
+        or (cycle == "F" and run.mg.tail == 1 and starts == {("F", True), ("V", False)}), starts
+    assert len({fields for _, _, fields in run.mg._tails}) >= 2  # (odd sweeps: the fields alternate between places)
+    assert emu[dtype].calls["mg_tail"] > 8 and "mg_solve" not in emu[dtype].calls
 
 
 def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monkeypatch):

@@ -10,8 +10,11 @@ Items (ITEM:ARG[:REPEATS[:VARIANT,...]]): lid:N is cases/laplace_multigrid.yaml 
 lid32:N in float32, to its floor); heat:STEPS is
 cases/heat_implicit.yaml (4096^2, backward Euler; heatcn: Crank-Nicolson) on cupy for STEPS steps. Variants: base
 (the --base tree), new (this tree), off (this tree with STENCIL_MG_GRAPHS=0: the verbs launched one by one), nomarks
-(STENCIL_MG_MARKS=0: no level marks in the graphs), notiles (STENCIL_MG_TILES=0: every sweep a pass of its own, the
-residual, the prolongation and the stop test passes of their own). Per run one JSON line: the
+(STENCIL_MG_MARKS=0: no level marks in the graphs), notiles (STENCIL_MG_TILES=0 and STENCIL_MG_TAIL=0: every sweep a
+pass of its own, the residual, the prolongation and the stop test passes of their own, every level's verbs launched),
+notail (STENCIL_MG_TAIL=0: the coarse levels' verbs launched, not one block), tailN (the coarse tail from levels of at
+most N points; new: cycle.TAIL_POINTS), tileCxR[xB] (mg_sweeps' tiles of C x R points, at least B blocks an SM: the
+launch bounds). Per run one JSON line: the
 whole solve (the record's warm-up + solve), ms a cycle (lid) or a step (heat), the fraction of the copy-bound time
 of a plain cycle's passes (the record's throughput.fraction_of_copy: > 1 only by fusion), the loop's sections
 (compute from CUDA events, other, wait), each level's compute a cycle, the record's bottleneck sentence and its
@@ -47,8 +50,13 @@ def run_one(item: str, variant: str, base: Path, out: Path, backend: str = "cupy
     env = dict(os.environ)
     tree = base if variant == "base" else ROOT
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update({"off": {"STENCIL_MG_GRAPHS": "0"},
-                "nomarks": {"STENCIL_MG_MARKS": "0"}, "notiles": {"STENCIL_MG_TILES": "0"}}.get(variant, {}))
+    env.update({"off": {"STENCIL_MG_GRAPHS": "0"}, "nomarks": {"STENCIL_MG_MARKS": "0"},
+                "notiles": {"STENCIL_MG_TILES": "0", "STENCIL_MG_TAIL": "0"},
+                "notail": {"STENCIL_MG_TAIL": "0"}}.get(variant, {}))
+    if variant.startswith("tail"):  # tailN: the coarse tail from levels of at most N points
+        env["STENCIL_MG_TAIL"] = variant[4:]
+    if variant.startswith("tile"):  # tileCxR[xB]: mg_sweeps' tiles of C x R points, B blocks an SM at least
+        env["STENCIL_MG_TILE"] = variant[4:]
     args = command(item)
     args = [str(ROOT / args[0]), *args[1:]]
     cmd = [sys.executable, "-m", "solver", "run", *args, "--backend", backend, "-o", str(out), "-q", "--overwrite",
@@ -103,8 +111,7 @@ def table(rows: list[dict]) -> str:
                          f"cycles {r0['cycles']}, {r0['timed']} timed, levels ms/{r0['per']} {r0['levels_ms_per'][:4]} + "
                          f"{sum(r0['levels_ms_per'][4:]):.4f}; {len(ok)} runs")
             lines.append(f"{'':15s} bottleneck: {r0['bottleneck']}; graphs: {r0['graphs']}")
-        old = "base" if "base" in med else "notiles"
-        if old in med and "new" in med:
+        for old in [v for v in ("base", "notiles", "notail") if v in med and "new" in med]:
             b, n = med[old], med["new"]
             lines.append(f"{item:10s} new/{old}: whole {b['whole_s'] / n['whole_s']:.2f}x faster, per "
                          f"{b['ms_per'] / n['ms_per']:.2f}x; x copy {b['x_copy']:.3f} -> {n['x_copy']:.3f}")

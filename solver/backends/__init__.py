@@ -206,6 +206,7 @@ class Backend:
         return np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
 
     mg_tiles = False  # a backend with `sweeps(out, u, g, sweeps, region, tail)`: two sweeps in one pass (cupy_mg)
+    mg_tails = False  # a backend with `mg_record(body)` and `mg_tail(program)`: coarse levels in one block (cupy_mg)
 
     def smooth(self, out, u, g, w, om, region: Region) -> None:
         """One weighted Jacobi sweep with right-hand side g (None: zero): mg_ops.smooth, or mg_ops.vsmooth where

@@ -48,9 +48,18 @@ from . import cupy_kernels as gk
 BLOCK = (32, 8)  # point kernels (smooth, residual, restrict, prolong, clear): threads over columns, rows
 THREADS = 256  # one-dimensional kernels (solve, max_abs): threads per block, a multiple of 32
 MAX_GRID_Y = 65535  # point kernels stride over rows beyond this many row tiles
-TILE = (58, 26)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 64 x 32 in shared memory
+TILE = (26, 58)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 32 x 64 in shared memory
+# (each thread a column strip of 8 rows; on an H200 2% faster than 58 x 26, 25% faster than 58 x 58 or 122 x 26 at
+# two blocks an SM: docs/bench/2026-12-03-issue35/call11)
+MIN_BLOCKS = 4  # mg_sweeps: blocks an SM holds at least (its launch bounds: 64 registers a thread)
+if os.environ.get("STENCIL_MG_TILE"):  # (tuning: COLSxROWS[xMIN_BLOCKS], tools/mg_graphs_bench.py's variants)
+    _t = [int(v) for v in os.environ["STENCIL_MG_TILE"].split("x")]
+    TILE, MIN_BLOCKS = (_t[0], _t[1]), (_t[2] if len(_t) > 2 else MIN_BLOCKS)
 MAX_ABS_GRID = (4, 2048)  # max_abs: at most this many blocks across a row and rows at a time (as maxdiff)
 MAX_ABS_POINTS = 16  # max_abs: points a thread reads at least (fewer blocks, each warp folds once)
+TAIL_THREADS = 512  # mg_tail: the one block's threads
+TAIL_WORDS = 20  # mg_tail: words a launch takes in its program (kernels/mg.cu MG_TAIL_WORDS)
+TAIL_VERBS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_clear")  # mg.cu's TAIL_* order
 FILL = "fill_sides"  # the entry of kernels/boundary.cu for plain rules (numbers, kinds 1-3); gk.FILL_ENTRIES: both
 
 
@@ -63,7 +72,8 @@ def source() -> str:
 def options(dtype) -> tuple[str, ...]:
     real = "float" if np.dtype(dtype) == np.float32 else "double"
     return ("--fmad=false", f"-DREAL={real}", f"-DMG_BX={BLOCK[0]}", f"-DMG_BY={BLOCK[1]}", f"-DMG_THREADS={THREADS}",
-            f"-DMG_TX={TILE[0]}", f"-DMG_TY={TILE[1]}")
+            f"-DMG_TX={TILE[0]}", f"-DMG_TY={TILE[1]}", f"-DMG_MIN_BLOCKS={MIN_BLOCKS}",
+            f"-DMG_TAIL_THREADS={TAIL_THREADS}")
 
 
 # launch specs ----------------------------------------------------------------------------------------
@@ -312,6 +322,32 @@ def clear_spec(a):
     return ("mg_clear", *_points((0, rows, 0, cols)), (a, _pitch(a), np.int32(rows), np.int32(cols)))
 
 
+def tail_program(specs, address) -> np.ndarray:
+    """The program mg_tail runs for these launch specs (of TAIL_VERBS, in order): a row of TAIL_WORDS int64 words per
+    launch, its verb's index and then its arguments one word each: an array as address(array), an integer as it is,
+    a real as the bits of a float64 (exact for float32)."""
+    rows = np.zeros((len(specs), TAIL_WORDS), dtype=np.int64)
+    for row, (entry, _grid, _block, args) in zip(rows, specs):
+        assert entry in TAIL_VERBS, f"mg_tail runs {', '.join(TAIL_VERBS)}, not {entry}"
+        assert len(args) < TAIL_WORDS, f"{entry}: {len(args)} arguments"
+        row[0] = TAIL_VERBS.index(entry)
+        for k, x in enumerate(args, 1):
+            if isinstance(x, (np.floating, float)):
+                row[k] = np.float64(x).view(np.int64)
+            elif isinstance(x, (np.integer, int)):
+                row[k] = int(x) - (1 << 64 if int(x) >= 1 << 63 else 0)  # (an address as a uint64: its bits)
+            else:
+                row[k] = address(x)
+    return rows
+
+
+def tail_spec(program, ops: int):
+    """mg_tail: the `ops` launches of `program` (tail_program's rows on the device) in one block."""
+    if not ops:
+        return None
+    return ("mg_tail", (1, 1, 1), (TAIL_THREADS, 1, 1), (program, np.int32(ops)))
+
+
 def fill_specs(u, fill, upload=lambda host: host) -> list:
     """The launches of kernels/boundary.cu for `fill` (solver.core.boundary.Fill, its depth u's ghost layers): its
     entry gk.fill_entry(fill); upload(host array) gives the device copy of values along a side (the emulator
@@ -357,6 +393,7 @@ class CupyMultigrid:
     _mg_norm_event = None  # recorded after residual_max's copy (or after the replay that made it)
     _mg_kept: set = frozenset()  # ids of the events graphs own (never back to the pool of free events)
     _mg_graph_facts = None  # what the record says about the graphs (describe)
+    _mg_tape = None  # inside mg_record(): the launch specs the verbs give, instead of launching them
 
     def clear(self, a) -> None:
         self._mg_run(clear_spec(a))
@@ -467,6 +504,33 @@ class CupyMultigrid:
         if not self._mg_capturing:
             self._mg_norm_done(s)
 
+    # the coarse levels in one block (solver/multigrid/cycle.py `_tail`) --------------------------------------
+    mg_tails = True  # mg_record() and mg_tail() below: coarse levels in one block
+
+    def mg_record(self, body):
+        """The launches of the verbs body() calls (smooth with g, residual, restrict, prolong, solve, clear: no fill,
+        no stream step), not run but kept as mg_tail's program, on the device: returns (program, launches)."""
+        assert self._mg_tape is None, "a recording inside a recording"
+        self._mg_tape = []
+        try:
+            body()
+        finally:
+            specs, self._mg_tape = self._mg_tape, None
+        return self._mg_upload(tail_program(specs, self._mg_address)), len(specs)
+
+    def mg_tail(self, program) -> None:
+        """Run a recorded program (mg_record's value) as one launch of one block: the recorded launches in order."""
+        self._mg_run(tail_spec(*program))
+
+    def _mg_address(self, a) -> int:
+        return a.data.ptr
+
+    def _mg_upload(self, host: np.ndarray):
+        with self.main:
+            dev = self.cp.asarray(host)
+        self.main.synchronize()
+        return dev
+
     def norm(self) -> float:
         """The value of the last residual_max (or of the graph replay that ran one): waits for its copy."""
         m = self._mg_norm_read()
@@ -575,6 +639,8 @@ class CupyMultigrid:
 
     def timed(self, timer, fn) -> None:
         """fn's kernels between CUDA events on the active stream: `compute` of the level enqueued now."""
+        if self._mg_tape is not None:  # (recording: nothing runs)
+            return fn()
         t = time.perf_counter()
         if self._mg_capturing:  # enqueued into the graph: its replays are timed (mg_replay)
             fn()
@@ -611,7 +677,9 @@ class CupyMultigrid:
 
     # launching -----------------------------------------------------------------------------------------
     def _mg_run(self, spec, after_all: bool = False) -> None:
-        if spec is not None:
+        if spec is not None and self._mg_tape is not None:
+            self._mg_tape.append(spec)
+        elif spec is not None:
             self._mg_launch(spec, self._mg_stream(after_all))
 
     def _mg_launch(self, spec, stream) -> None:
@@ -621,6 +689,7 @@ class CupyMultigrid:
     def _mg_stream(self, after_all: bool = False):
         """The active stream; after_all: made to wait for everything enqueued on the other one. Inside
         timed(), the first call records the start event (after that wait)."""
+        assert self._mg_tape is None, "mg_record keeps the verbs' own kernels only (no fill, no stream step)"
         s = self.active
         if self._mg_capturing:
             assert s is self.main, "a captured cycle runs on main"
@@ -782,7 +851,7 @@ class CupyMultigrid:
 
 MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
               "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
-              "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_sweeps")  # kernels/mg.cu's entries
+              "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_sweeps", "mg_tail")  # kernels/mg.cu's entries
 
 
 class Captured:

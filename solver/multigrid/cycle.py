@@ -49,6 +49,11 @@ from .krylov import ConjugateGradient
 from .levels import Level, Settings, coarsest_inverse, hierarchy
 from .sides import dense_gains, level_fill
 
+TAIL_POINTS = 1100  # the coarse tail (Multigrid._tail): levels of at most this many points (STENCIL_MG_TAIL sets it;
+# on an H200 from 31 x 31 down 20 us a cycle faster than a launch per verb, from 63 x 63 down 15 us: one block's
+# steps wait on memory round trips as launches do, so the larger levels gain less: docs/bench/2026-12-03-issue35/call11)
+
+
 @dataclass
 class Grid:
     """One level on this rank (plain fields; the cycle's verbs below act on it)."""
@@ -70,7 +75,9 @@ class Grid:
     down: tuple | None = None  # restriction tables into the next level (device)
     up: tuple | None = None  # prolongation tables from the next level (device)
     part: object = None  # shared next level: this rank's block of it, restricted before the gather
-    fresh: bool = False  # u is zero by the restriction, not cleared: the level's first tiled pass takes it as zeros
+    fresh: bool = False  # u is to start from zero after the restriction: the level's first tiled pass takes it as
+    # zeros, or the tail's program clears it first
+    tail: bool = False  # the level is one of the coarse tail's, run in one launch (Multigrid._tail)
 
     @property
     def owned(self) -> tuple[int, int, int, int]:
@@ -104,6 +111,9 @@ class Multigrid:
         self.cg = ConjugateGradient(self) if case.krylov == "cg" else None
         self.sources: dict = {}  # the finest level's source fields by the terms they sum (solver.core.sources)
         self.tiles = backend.mg_tiles and os.environ.get("STENCIL_MG_TILES", "1") != "0"  # (_tiled)
+        self.tail = self._tail_start()  # the first level of the coarse tail (_tail), or None
+        self._tails: dict = {}  # (cycle kind, the tail's fields) -> (its recorded program, the fields it leaves)
+        self._recording = False
         self.graphs = cycle_graphs(self)  # whole cycles as graph replays (one GPU: graphs.py), or None
 
     # construction ------------------------------------------------------------------------------------
@@ -272,6 +282,9 @@ class Multigrid:
         """A cycle at level i. norm (level 0 only): the stop test, folded into the last sweep's pass where the level's
         sweeps run tiled (`_tiled`): ("max", keep r); returns whether it was (else the caller computes it)."""
         grid = self.grids[i]
+        if i == self.tail and not self._recording:
+            self._tail(i, kind, timer)
+            return False
         if i + 1 == len(self.grids):
             self._solve(grid, timer)
             return False
@@ -322,10 +335,9 @@ class Multigrid:
         return False
 
     def _tiled(self, grid: Grid) -> bool:
-        """Whether the level's sweeps run two at a time in one pass (the backend's `sweeps`: a GPU's tiles): nothing to
-        exchange between sweeps (one process), no ghost to refill (constant rules), plain weights."""
-        return (self.tiles and (grid.ex is None or grid.ex.trivial) and not grid.w.fields
-                and not (grid.fill.rules and not grid.fill.constant))
+        """Whether the level's sweeps run two at a time in one pass (the backend's `sweeps`: a GPU's tiles): a `_plain`
+        level above the coarse tail (whose one block runs the verbs one by one)."""
+        return self.tiles and not grid.tail and _plain(grid)
 
     def _smooth_tiled(self, grid: Grid, sweeps, timer, tail, carried) -> bool:
         be = self.backend
@@ -365,6 +377,8 @@ class Multigrid:
             be.timed(timer, lambda: restrict(coarse.g, grid.r, coarse.owned, grid.down))
         timer.level = i + 1
         if i + 2 < len(self.grids) and coarse.pre and self._tiled(coarse):  # (its first pass reads no u: no clear)
+            coarse.fresh = True
+        elif i + 1 == self.tail and not self._recording:  # (the tail's program clears it first)
             coarse.fresh = True
         else:
             be.timed(timer, lambda: be.clear(coarse.u))
@@ -409,6 +423,83 @@ class Multigrid:
         be.timed(timer, lambda: be.solve(grid.u, grid.r, self.minv, grid.owned))
         if grid.fill.rules and not grid.fill.constant:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
+
+    # the coarse tail in one launch ---------------------------------------------------------------------------
+    def _tail_start(self) -> int | None:
+        """The first level of the coarse tail: the levels from there down have at most STENCIL_MG_TAIL points each
+        (TAIL_POINTS unless set; 0: no tail), nothing to exchange or gather, constant ghost rules and plain weights,
+        and the backend runs recorded verbs in one block (mg_tails). None where there is no such level below the
+        finest."""
+        limit = int(os.environ.get("STENCIL_MG_TAIL", TAIL_POINTS))
+        if not self.backend.mg_tails or limit <= 0:
+            return None
+        start = None
+        for i in range(len(self.grids) - 1, 0, -1):
+            g = self.grids[i]
+            if not _plain(g) or g.part is not None or g.place.block.ny * g.place.block.nx > limit:
+                break
+            start = i
+        for g in self.grids[start or len(self.grids):]:
+            g.tail = True
+        return start
+
+    def _tail(self, i: int, kind: str, timer) -> None:
+        """The cycle from level i down (i: the tail's first level) as one launch: the verbs the cycle would launch
+        there (a clear of u first, right after the restriction: `fresh`; a W-cycle's second visit goes on from the
+        first's u), recorded once for these fields, this kind and clear, run by the backend's mg_tail in one block.
+        Its time goes to level i."""
+        grid = self.grids[i]
+        clear, grid.fresh = grid.fresh, False
+        program = self._tail_program(kind, clear)
+        self._at(i, timer)
+        self.backend.timed(timer, lambda: self.backend.mg_tail(program))
+
+    def _tail_program(self, kind: str, clear: bool):
+        """The recorded program for the tail's current fields, `kind` and `clear`; leaves the fields where it leaves
+        them."""
+        key = (kind, clear, _ids(self._tail_fields()))
+        if key not in self._tails:
+            from ..core.timing import Timer
+
+            grid, be = self.grids[self.tail], self.backend
+            self._recording = True
+            try:
+                program = be.mg_record(lambda: (clear and be.clear(grid.u), self._cycle(self.tail, kind, Timer())))
+            finally:
+                self._recording = False
+            self._tails[key] = (program, self._tail_fields())
+        program, after = self._tails[key]
+        self._set_tail_fields(after)
+        return program
+
+    def tail_ready(self) -> None:
+        """Record every program the tail can need before anything is captured (graphs.py: a capture cannot upload
+        one): for each cycle kind the tail is entered with, from zero and not, from every place its fields can be in
+        (a tail's sweeps swap each level's two fields the same way every time, so a few), and leave the fields as
+        they were."""
+        if self.tail is None:
+            return
+        kinds = ("F", "V") if self.kind == "F" else (self.kind,)
+        start = self._tail_fields()
+        todo, seen = [start], set()
+        while todo:
+            fields = todo.pop()
+            if _ids(fields) in seen:
+                continue
+            seen.add(_ids(fields))
+            for kind in kinds:
+                for clear in (True, False):
+                    self._set_tail_fields(fields)
+                    self._tail_program(kind, clear)
+                    todo.append(self._tail_fields())
+        self._set_tail_fields(start)
+
+    def _tail_fields(self) -> list:
+        return [(g.u, g.t) for g in self.grids[self.tail:]]
+
+    def _set_tail_fields(self, fields) -> None:
+        for g, (u, t) in zip(self.grids[self.tail:], fields):
+            g.u, g.t = u, t
 
     # implicit heat steps -----------------------------------------------------------------------------------
     def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
@@ -559,11 +650,13 @@ class Multigrid:
         for g in self.grids:
             lev, pl = g.place.level, g.place
             tiled = self._tiled(g) and g is not self.grids[-1]
+            passes = "two sweeps a pass" if tiled else "a pass a verb"
+            if g.tail:
+                passes = f"one launch for levels {self.tail}-{len(self.grids) - 1}, a pass a verb inside it"
             rows.append({"level": len(rows), "nx": lev.x.n, "ny": lev.y.n, "hx": lev.x.h, "hy": lev.y.h,
                          "placement": "shared" if pl.shared else "distributed",
                          "block": [pl.block.ny, pl.block.nx], "pre": list(lev.pre), "post": list(lev.post),
-                         "solve": "direct (dense inverse)" if g is self.grids[-1] else "smoothing",
-                         "passes": "two sweeps a pass" if tiled else "a pass a verb"})
+                         "solve": "direct (dense inverse)" if g is self.grids[-1] else "smoothing", "passes": passes})
         if len(rows) > 1 and self.graphs is not None and self.grids[0].post and self._tiled(self.grids[0]):
             rows[0]["stop_test"] = "in the last sweep's pass"  # (graphs.py: the stop test folded into the cycle)
         return rows
@@ -618,6 +711,16 @@ def tiny_case(case):
     return case.model_copy(update={"grid": case.grid.model_copy(update={"nx": 9, "ny": 7}),
                                    "physics": case.physics.model_copy(update=physics),
                                    "boundary": case.boundary.model_copy(update=sides)})
+
+
+def _plain(grid: Grid) -> bool:
+    """Whether the level's sweeps need nothing between them: nothing to exchange (one process or a shared level), no
+    ghost to refill (constant rules), plain weights (no coefficient fields)."""
+    return (grid.ex is None or grid.ex.trivial) and not grid.w.fields and not (grid.fill.rules and not grid.fill.constant)
+
+
+def _ids(fields) -> tuple:
+    return tuple(id(a) for pair in fields for a in pair)
 
 
 def _shift(region):

@@ -126,12 +126,14 @@ class CycleGraphs:
             timer.level = None
 
     def _ready(self) -> None:
-        """What no capture may do, done before the first: compile every kernel, upload every side's values."""
+        """What no capture may do, done before the first: compile every kernel, upload every side's values and every
+        program of the coarse tail (cycle.Multigrid.tail_ready)."""
         grids = self.mg.grids
         fills = [(f, g.fill) for g in grids for f in (g.u, g.t)] + [(g.r, g.zero_fill) for g in grids]
         g0 = grids[0]
         sweeps = [w for w, _ in g0.pre + g0.post] or [g0.w]
         self.be.mg_ready(fills, g0.view(g0.u).shape, sweeps)
+        self.mg.tail_ready()  # (the coarse tail's programs uploaded)
         self.ready = True
 
     def _key(self) -> tuple:

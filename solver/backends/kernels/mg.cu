@@ -27,6 +27,27 @@ __device__ __forceinline__ int column_of(const int c0, const int c1)
 __device__ __forceinline__ int first_row(const int r0) { return r0 + (int)(blockIdx.y * MG_BY + threadIdx.y); }
 __device__ __forceinline__ int row_step() { return (int)(gridDim.y * MG_BY); }
 
+// The verbs' values at one point (the kernels below and mg_tail compute them so): no __restrict__ here, so that
+// mg_tail, which reads what its earlier steps wrote, never takes the read-only path for them.
+__device__ __forceinline__ real smooth_at(const real* u, const real* g, const idx pitch_u, const idx pitch_g,
+                                          const int i, const int j, const real wc, const real wx, const real wy,
+                                          const real om)
+{
+    const real* p = u + i * pitch_u + j;
+    real v = update(p[0], p[-1], p[1], p[-pitch_u], p[pitch_u], wc, wx, wy);
+    if (g) v = v + om * g[i * pitch_g + j];
+    return v;
+}
+
+__device__ __forceinline__ real residual_at(const real* u, const real* g, const idx pitch_u, const idx pitch_g,
+                                            const int i, const int j, const real wx, const real wy)
+{
+    const real* p = u + i * pitch_u + j;
+    real v = wx * (p[-1] + p[1]) + wy * (p[-pitch_u] + p[pitch_u]);
+    if (g) v = v + g[i * pitch_g + j];
+    return v - p[0];
+}
+
 // out = wc*u + wx*(W + E) + wy*(S + N) [+ om*g]   (g null: no right-hand side)
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_smooth(real* __restrict__ out, const real* __restrict__ u, const real* __restrict__ g, const idx pitch_out,
@@ -35,12 +56,7 @@ mg_smooth(real* __restrict__ out, const real* __restrict__ u, const real* __rest
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
-    for (int i = first_row(r0); i < r1; i += row_step()) {
-        const real* p = u + i * pitch_u + j;
-        real v = update(p[0], p[-1], p[1], p[-pitch_u], p[pitch_u], wc, wx, wy);
-        if (g) v = v + om * g[i * pitch_g + j];
-        out[i * pitch_out + j] = v;
-    }
+    for (int i = first_row(r0); i < r1; i += row_step()) out[i * pitch_out + j] = smooth_at(u, g, pitch_u, pitch_g, i, j, wc, wx, wy, om);
 }
 
 // r = (wx*(W + E) + wy*(S + N) [+ g]) - u
@@ -51,12 +67,35 @@ mg_residual(real* __restrict__ r, const real* __restrict__ u, const real* __rest
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
-    for (int i = first_row(r0); i < r1; i += row_step()) {
-        const real* p = u + i * pitch_u + j;
-        real v = wx * (p[-1] + p[1]) + wy * (p[-pitch_u] + p[pitch_u]);
-        if (g) v = v + g[i * pitch_g + j];
-        r[i * pitch_r + j] = v - p[0];
+    for (int i = first_row(r0); i < r1; i += row_step()) r[i * pitch_r + j] = residual_at(u, g, pitch_u, pitch_g, i, j, wx, wy);
+}
+
+// mg_restrict's sum at one coarse point: its row's taps (ys_k, yc_k, weights wk) and its column's (x0, nb, weights
+// wq; three: nb == 3, whose weights are w0, w1, w2).
+__device__ __forceinline__ real restrict_at(const real* r, const idx pitch_r, const idx ys_k, const idx yc_k,
+                                            const real* wk, const idx x0, const idx nb, const real* wq, const bool three,
+                                            const real w0, const real w1, const real w2)
+{
+    const real zero = real(0);
+    real acc = real(0);
+    if (three && yc_k == 3) {  // full weighting's 3 x 3 windows: the same sums unrolled (their loads all at once)
+        const real* s0 = r + ys_k * pitch_r + x0;
+        const real* s1 = s0 + pitch_r;
+        const real* s2 = s1 + pitch_r;
+        const real a0 = s0[0], a1 = s0[1], a2 = s0[2], b0 = s1[0], b1 = s1[1], b2 = s1[2], d0 = s2[0], d1 = s2[1],
+                   d2 = s2[2];
+        const real row0 = ((zero + w0 * a0) + w1 * a1) + w2 * a2;
+        const real row1 = ((zero + w0 * b0) + w1 * b1) + w2 * b2;
+        const real row2 = ((zero + w0 * d0) + w1 * d1) + w2 * d2;
+        return ((acc + wk[0] * row0) + wk[1] * row1) + wk[2] * row2;
     }
+    for (idx a = 0; a < yc_k; ++a) {
+        const real* src = r + (ys_k + a) * pitch_r + x0;
+        real row = real(0);
+        for (idx b = 0; b < nb; ++b) row = row + wq[b] * src[b];
+        acc = acc + wk[a] * row;
+    }
+    return acc;
 }
 
 // gc[I, J] = scale * sum_{a < yc[k]} yw[k, a] * (sum_{b < xc[q]} xw[q, b] * r[ys[k] + a, xs[q] + b]),
@@ -72,32 +111,25 @@ mg_restrict(real* __restrict__ gc, const real* __restrict__ r, const idx pitch_g
     const int q = j - c0;
     const idx x0 = xs[q], nb = xc[q];
     const real* wq = xw + (idx)q * xw_width;
-    const bool three = nb == 3;  // full weighting's 3 x 3 windows: the same sums unrolled (their loads all at once)
+    const bool three = nb == 3;
     const real zero = real(0), w0 = three ? wq[0] : zero, w1 = three ? wq[1] : zero, w2 = three ? wq[2] : zero;
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const int k = i - r0;
-        const real* wk = yw + (idx)k * yw_width;
-        real acc = real(0);
-        if (three && yc[k] == 3) {
-            const real* s0 = r + ys[k] * pitch_r + x0;
-            const real* s1 = s0 + pitch_r;
-            const real* s2 = s1 + pitch_r;
-            const real a0 = s0[0], a1 = s0[1], a2 = s0[2], b0 = s1[0], b1 = s1[1], b2 = s1[2], d0 = s2[0], d1 = s2[1],
-                       d2 = s2[2];
-            const real row0 = ((zero + w0 * a0) + w1 * a1) + w2 * a2;
-            const real row1 = ((zero + w0 * b0) + w1 * b1) + w2 * b2;
-            const real row2 = ((zero + w0 * d0) + w1 * d1) + w2 * d2;
-            acc = ((acc + wk[0] * row0) + wk[1] * row1) + wk[2] * row2;
-        } else {
-            for (idx a = 0; a < yc[k]; ++a) {
-                const real* src = r + (ys[k] + a) * pitch_r + x0;
-                real row = real(0);
-                for (idx b = 0; b < nb; ++b) row = row + wq[b] * src[b];
-                acc = acc + wk[a] * row;
-            }
-        }
-        gc[i * pitch_gc + j] = scale * acc;
+        gc[i * pitch_gc + j] = scale * restrict_at(r, pitch_r, ys[k], yc[k], yw + (idx)k * yw_width, x0, nb, wq, three, w0,
+                                                   w1, w2);
     }
+}
+
+// mg_prolong's correction at one point: from e's rows ys_k, ys_k + 1 and columns s, s + 1 (weights x0, x1; y0, y1).
+__device__ __forceinline__ real prolong_at(const real* e, const idx pitch_e, const idx ys_k, const idx s, const real x0,
+                                           const real x1, const real y0, const real y1)
+{
+    const real zero = real(0);
+    const real* lo = e + ys_k * pitch_e + s;
+    const real* hi = lo + pitch_e;
+    const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
+    const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
+    return (zero + y0 * row0) + y1 * row1;
 }
 
 // u[i, j] = u + ((0 + yw0*row0) + yw1*row1), row_a = (0 + xw0*e[ys+a, xs]) + xw1*e[ys+a, xs+1]
@@ -111,17 +143,25 @@ mg_prolong(real* __restrict__ u, const real* __restrict__ e, const idx pitch_u, 
     const int q = j - c0;
     const idx s = xs[q];
     const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
-    const real zero = real(0);
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const int k = i - r0;
-        const real* lo = e + ys[k] * pitch_e + s;
-        const real* hi = lo + pitch_e;
-        const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
-        const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
-        const real y0 = yw[(idx)k * yw_width], y1 = yw[(idx)k * yw_width + 1];
         real* o = u + i * pitch_u + j;
-        *o = *o + ((zero + y0 * row0) + y1 * row1);
+        *o = *o + prolong_at(e, pitch_e, ys[k], s, x0, x1, yw[(idx)k * yw_width], yw[(idx)k * yw_width + 1]);
     }
+}
+
+// mg_solve's sum for one point: its row m of the inverse times r over the region, k ascending, from zero.
+__device__ __forceinline__ real solve_at(const real* r, const real* m, const idx pitch_r, const int r0, const int r1,
+                                         const int c0, const int nx)
+{
+    real acc = real(0);
+    for (int i = r0; i < r1; ++i) {
+        const real* src = r + i * pitch_r + c0;
+#pragma unroll 8
+        for (int c = 0; c < nx; ++c) acc = acc + m[c] * src[c];  // (unrolled: the loads issued together)
+        m += nx;
+    }
+    return acc;
 }
 
 // e = e + M r over the region's n points in row-major order: point p sums minv[p, k] * r_k over k ascending,
@@ -134,16 +174,8 @@ mg_solve(real* __restrict__ e, const real* __restrict__ r, const real* __restric
     const idx n = (idx)(r1 - r0) * nx;
     const idx p = blockIdx.x * (idx)MG_THREADS + threadIdx.x;
     if (p >= n) return;
-    const real* m = minv + p * n;
-    real acc = real(0);
-    for (int i = r0; i < r1; ++i) {
-        const real* src = r + i * pitch_r + c0;
-#pragma unroll 8
-        for (int c = 0; c < nx; ++c) acc = acc + m[c] * src[c];  // (unrolled: the loads issued together)
-        m += nx;
-    }
     real* o = e + (r0 + p / nx) * pitch_e + c0 + p % nx;
-    *o = *o + acc;
+    *o = *o + solve_at(r, minv + p * n, pitch_r, r0, r1, c0, nx);
 }
 
 // *out = max(*out, largest |a| over the region) as the bits of a non-negative REAL (NaN counts as +inf; zero
@@ -293,7 +325,10 @@ __device__ __forceinline__ void tile_stage(real (*a)[MG_SW], real (&cur)[MG_PY][
     tile_store(a, cur);
 }
 
-extern "C" __global__ void __launch_bounds__(MG_BX * MG_BY, 4)
+#ifndef MG_MIN_BLOCKS
+#define MG_MIN_BLOCKS 4
+#endif
+extern "C" __global__ void __launch_bounds__(MG_BX * MG_BY, MG_MIN_BLOCKS)
 mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word, const real* __restrict__ u,
           const real* __restrict__ g, const idx pitch_out, const idx pitch_r, const idx pitch_u, const idx pitch_g,
           const int r0, const int r1, const int c0, const int c1, const int sweeps, const real wc1, const real wx1,
@@ -321,14 +356,8 @@ mg_sweeps(real* __restrict__ out, real* __restrict__ r, rbits* __restrict__ word
             real v = near && u ? u[i * pitch_u + j] : real(0);
             if (e && in) {  // mg_prolong's correction of this point, as it adds it
                 const int kk = i - r0, q = j - c0;
-                const real zero = real(0);
-                const real x0 = xw[(idx)q * xw_width], x1 = xw[(idx)q * xw_width + 1];
-                const real* lo = e + ys[kk] * pitch_e + xs[q];
-                const real* hi = lo + pitch_e;
-                const real row0 = (zero + x0 * lo[0]) + x1 * lo[1];
-                const real row1 = (zero + x0 * hi[0]) + x1 * hi[1];
-                const real y0w = yw[(idx)kk * yw_width], y1w = yw[(idx)kk * yw_width + 1];
-                v = v + ((zero + y0w * row0) + y1w * row1);
+                v = v + prolong_at(e, pitch_e, ys[kk], xs[q], xw[(idx)q * xw_width], xw[(idx)q * xw_width + 1],
+                                   yw[(idx)kk * yw_width], yw[(idx)kk * yw_width + 1]);
             }
             cur[k][m] = v;
             gv[k][m] = in && with_g ? g[i * pitch_g + j] : real(0);
@@ -383,6 +412,120 @@ mg_clear(real* __restrict__ a, const idx pitch_a, const int rows, const int cols
     const int j = column_of(0, cols);
     if (j < 0) return;
     for (int i = first_row(0); i < rows; i += row_step()) a[i * pitch_a + j] = real(0);
+}
+
+// mg_tail (issue 35): the coarse levels' whole cycle in one block. `program` holds `ops` launches of mg_smooth,
+// mg_residual, mg_restrict, mg_prolong, mg_solve and mg_clear, recorded from the cycle's own verbs
+// (solver/multigrid/cycle.py `_tail`, cupy_mg.tail_program): MG_TAIL_WORDS words each, the first its verb (TAIL_*
+// below) and then the kernel's own arguments in order, one word each (pointers and integers as they are, reals as
+// the bits of a double: exact for either REAL). The block's threads share each launch's points (row-major, a
+// thread every blockDim.x points) and meet at a barrier before the next, which reads what it wrote (the point
+// functions take no __restrict__: no read-only path). The values are the point functions' above: the launches'
+// own bits.
+#ifndef MG_TAIL_THREADS
+#error "mg.cu needs MG_TAIL_THREADS (solver/backends/cupy_mg.py passes it)"
+#endif
+#define MG_TAIL_WORDS 20
+enum { TAIL_SMOOTH = 0, TAIL_RESIDUAL = 1, TAIL_RESTRICT = 2, TAIL_PROLONG = 3, TAIL_SOLVE = 4, TAIL_CLEAR = 5 };
+
+__device__ __forceinline__ real word_real(const long long w) { return (real)__longlong_as_double(w); }
+template <typename T> __device__ __forceinline__ T* word_ptr(const long long w) { return (T*)(size_t)w; }
+
+// The launch's region (four words from a[at]): rows of points, columns, and this thread's first point.
+struct TailRegion {
+    int r0, c0, nc, n;
+};
+__device__ __forceinline__ TailRegion tail_region(const long long* a)
+{
+    const int r0 = (int)a[0], r1 = (int)a[1], c0 = (int)a[2], c1 = (int)a[3];
+    TailRegion t = {r0, c0, c1 - c0, (r1 - r0) * (c1 - c0)};
+    if (t.nc <= 0 || r1 <= r0) t.n = 0;
+    return t;
+}
+
+__device__ void tail_step(const long long* a)
+{
+    const int verb = (int)a[0];
+    ++a;
+    if (verb == TAIL_SMOOTH) {  // (out, u, g, pitch_out, pitch_u, pitch_g, r0, r1, c0, c1, wc, wx, wy, om)
+        real* out = word_ptr<real>(a[0]);
+        const real *u = word_ptr<const real>(a[1]), *g = word_ptr<const real>(a[2]);
+        const TailRegion t = tail_region(a + 6);
+        const real wc = word_real(a[10]), wx = word_real(a[11]), wy = word_real(a[12]), om = word_real(a[13]);
+        for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
+            const int i = t.r0 + p / t.nc, j = t.c0 + p % t.nc;
+            out[i * a[3] + j] = smooth_at(u, g, a[4], a[5], i, j, wc, wx, wy, om);
+        }
+    } else if (verb == TAIL_RESIDUAL) {  // (r, u, g, pitch_r, pitch_u, pitch_g, r0, r1, c0, c1, wx, wy)
+        real* r = word_ptr<real>(a[0]);
+        const real *u = word_ptr<const real>(a[1]), *g = word_ptr<const real>(a[2]);
+        const TailRegion t = tail_region(a + 6);
+        const real wx = word_real(a[10]), wy = word_real(a[11]);
+        for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
+            const int i = t.r0 + p / t.nc, j = t.c0 + p % t.nc;
+            r[i * a[3] + j] = residual_at(u, g, a[4], a[5], i, j, wx, wy);
+        }
+    } else if (verb == TAIL_RESTRICT) {  // (gc, r, pitch_gc, pitch_r, r0, r1, c0, c1, ys, yc, yw, yw_width, xs, xc,
+                                         //  xw, xw_width, scale)
+        real* gc = word_ptr<real>(a[0]);
+        const real* r = word_ptr<const real>(a[1]);
+        const TailRegion t = tail_region(a + 4);
+        const idx *ys = word_ptr<const idx>(a[8]), *yc = word_ptr<const idx>(a[9]), *xs = word_ptr<const idx>(a[12]),
+                  *xc = word_ptr<const idx>(a[13]);
+        const real *yw = word_ptr<const real>(a[10]), *xw = word_ptr<const real>(a[14]);
+        const real scale = word_real(a[16]), zero = real(0);
+        for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
+            const int k = p / t.nc, q = p % t.nc;
+            const idx nb = xc[q];
+            const real* wq = xw + (idx)q * a[15];
+            const bool three = nb == 3;
+            const real w0 = three ? wq[0] : zero, w1 = three ? wq[1] : zero, w2 = three ? wq[2] : zero;
+            gc[(t.r0 + k) * a[2] + t.c0 + q] = scale * restrict_at(r, a[3], ys[k], yc[k], yw + (idx)k * a[11], xs[q], nb,
+                                                                   wq, three, w0, w1, w2);
+        }
+    } else if (verb == TAIL_PROLONG) {  // (u, e, pitch_u, pitch_e, r0, r1, c0, c1, ys, yw, yw_width, xs, xw, xw_width)
+        real* u = word_ptr<real>(a[0]);
+        const real* e = word_ptr<const real>(a[1]);
+        const TailRegion t = tail_region(a + 4);
+        const idx *ys = word_ptr<const idx>(a[8]), *xs = word_ptr<const idx>(a[11]);
+        const real *yw = word_ptr<const real>(a[9]), *xw = word_ptr<const real>(a[12]);
+        for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
+            const int k = p / t.nc, q = p % t.nc;
+            real* o = u + (t.r0 + k) * a[2] + t.c0 + q;
+            *o = *o + prolong_at(e, a[3], ys[k], xs[q], xw[(idx)q * a[13]], xw[(idx)q * a[13] + 1], yw[(idx)k * a[10]],
+                                 yw[(idx)k * a[10] + 1]);
+        }
+    } else if (verb == TAIL_SOLVE) {  // (e, r, minv, pitch_e, pitch_r, r0, r1, c0, c1)
+        real* e = word_ptr<real>(a[0]);
+        const real *r = word_ptr<const real>(a[1]), *minv = word_ptr<const real>(a[2]);
+        const TailRegion t = tail_region(a + 5);
+        for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
+            real* o = e + (t.r0 + p / t.nc) * a[3] + t.c0 + p % t.nc;
+            *o = *o + solve_at(r, minv + (idx)p * t.n, a[4], (int)a[5], (int)a[6], t.c0, t.nc);
+        }
+    } else if (verb == TAIL_CLEAR) {  // (a, pitch_a, rows, cols)
+        real* f = word_ptr<real>(a[0]);
+        const int cols = (int)a[3], n = (int)a[2] * cols;
+        for (int p = (int)threadIdx.x; p < n; p += (int)blockDim.x) f[(p / cols) * a[1] + p % cols] = real(0);
+    }
+}
+
+#define MG_TAIL_CHUNK 32  // launches whose words are read into shared memory at a time (one round trip for them all)
+
+extern "C" __global__ void __launch_bounds__(MG_TAIL_THREADS)
+mg_tail(const long long* __restrict__ program, const int ops)
+{
+    __shared__ long long words[MG_TAIL_CHUNK * MG_TAIL_WORDS];
+    for (int k0 = 0; k0 < ops; k0 += MG_TAIL_CHUNK) {
+        const int n = (ops - k0 < MG_TAIL_CHUNK ? ops - k0 : MG_TAIL_CHUNK);
+        for (int w = (int)threadIdx.x; w < n * MG_TAIL_WORDS; w += (int)blockDim.x)
+            words[w] = program[(idx)k0 * MG_TAIL_WORDS + w];
+        __syncthreads();
+        for (int k = 0; k < n; ++k) {
+            tail_step(words + k * MG_TAIL_WORDS);
+            __syncthreads();  // (before the next chunk's words too: every thread is done with these)
+        }
+    }
 }
 
 // With coefficient fields (alpha a field: ax east faces, ay north faces; both with one pitch, pitch_a), in the
