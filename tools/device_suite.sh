@@ -48,7 +48,8 @@
 #           <commit> solver`, its commit in .bench_base35/COMMIT) and this one, MG35_VARIANTS (base new off: off is
 #           this tree with STENCIL_MG_GRAPHS=0) x MG35_REPEATS (3) x MG35_CASES (lid:4095 heat:20 lid:16384:
 #           tools/mg_graphs_bench.py: whole solve, ms a cycle / step, x the copy-bound time of a plain cycle's passes,
-#           sections, levels; items ITEM:ARG[:REPEATS[:VARIANTS]], also lid32:N (float32); variants also notiles and nomarks); with MG35_NCU=1
+#           sections, levels; items ITEM:ARG[:REPEATS[:VARIANTS]], also lid32:N (float32); variants also notiles, notail, tailN,
+#           tileCxR[xB] and nomarks); with MG35_NCU=1
 #           Nsight Compute's time and DRAM bytes of each kernel of a 2-cycle lid at MG35_NCU_N (4095), graph nodes
 #           included; then the GPU tests of MG35_TESTS (the multigrid and physics files, -n 8).
 #   physics physics as data on the GPU (issues 33, 34; not part of all): the GPU tests of the kernels that read a

@@ -253,12 +253,12 @@ def markdown_lines(s: dict) -> list[str]:
     lines = ["## Solver", "", s["ended"] + ".", ""]
     lines += [f"- {k}: {v}" for k, v in summary_rows(s)[2:]]
     if "levels" in s:
-        lines += ["", "| level | nx x ny | placement | compute | comm | wait | other (s, max over ranks) |",
-                  "|---|---|---|---|---|---|---|"]
-        for lev in s["levels"]:
+        lines += ["", "| level | nx x ny | placement | compute | comm | wait | other (s, max over ranks) | passes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for lev in s["levels"]:  # (passes: how the level's verbs run; a tail's time is its first level's)
             t = lev["seconds"]
             lines.append(f"| {lev['level']} | {lev['nx']} x {lev['ny']} | {lev['placement']} | {t['compute']:.4f} | "
-                         f"{t['comm']:.4f} | {t['wait']:.4f} | {t['other']:.4f} |")
+                         f"{t['comm']:.4f} | {t['wait']:.4f} | {t['other']:.4f} | {lev.get('passes', '')} |")
     hist = s["history"]
     if hist and "scheme" in s:
         shown = hist if len(hist) <= 12 else hist[:6] + hist[-6:]
