@@ -277,12 +277,12 @@ def test_residual_max_equals_residual_then_max_abs_on_the_device(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tiled_sweeps_on_the_device_equal_the_verbs_they_replace(dtype):
-    """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.TILE) on a field of many tiles (partial ones at the far
+    """CupyMultigrid.sweeps (mg_sweeps, tiles of cupy_mg.tile_of(dtype)) on a field of many tiles (partial ones at the far
     edges), every case of test_mg_emulated.SWEEP_CASES: bitwise the separate verbs of mg_ops, u untouched."""
     from test_mg_emulated import SWEEP_CASES, SweepsCase
 
     be, rng = gpu(dtype), np.random.default_rng(351)
-    region = (2, 135, 2, 203)  # 133 x 201 points: 8 x 3 tiles of 26 x 58, the last ones partial
+    region = (2, 135, 2, 203)  # 133 x 201 points: 8 x 3 tiles of 26 x 58 (float32: 4 x 6 of 58 x 26), the last partial
     for n, g_on, tail, corrected in SWEEP_CASES + [(2, True, "keep", True)]:
         c = SweepsCase(rng, dtype, (137, 205), region, n, g_on, tail, corrected)
         dev_u, dev_out, dev_r, dev_g = up(be, c.u), up(be, c.out), up(be, c.r), (up(be, c.g) if g_on else None)

@@ -552,7 +552,7 @@ def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
 
 @pytest.fixture(scope="module")
 def small_tiles(tmp_path_factory):
-    """mg_sweeps built with tiles of 7 x 5 points (the backend's are 26 x 58), so that a 25 x 39 region has many
+    """mg_sweeps built with tiles of 7 x 5 points (the backend's: cupy_mg.TILES), so that a 25 x 39 region has many
     tiles, partial ones at its far edges, and every tile's halo reads its neighbours' points."""
     build = tmp_path_factory.mktemp("mg_tiles")
     libs = {}
@@ -574,7 +574,7 @@ def test_tiled_sweeps_equal_the_verbs_they_replace(emu, small_tiles, monkeypatch
     rng = np.random.default_rng(350 + (tiles == "small") + 2 * (dtype == "float32"))
     launch = emu[dtype].kernel("mg_sweeps")
     if tiles == "small":
-        monkeypatch.setattr(cupy_mg, "TILE", (7, 5))
+        monkeypatch.setattr(cupy_mg, "TILES", dict.fromkeys((8, 4), ((7, 5), 4)))
         address = small_tiles[dtype]
 
         def launch(grid, block, args, stream=None):

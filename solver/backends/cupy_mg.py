@@ -48,19 +48,24 @@ from . import cupy_kernels as gk
 BLOCK = (32, 8)  # point kernels (smooth, residual, restrict, prolong, clear): threads over columns, rows
 THREADS = 256  # one-dimensional kernels (solve, max_abs): threads per block, a multiple of 32
 MAX_GRID_Y = 65535  # point kernels stride over rows beyond this many row tiles
-TILE = (26, 58)  # mg_sweeps: points per tile (columns, rows); with its three layers around, 32 x 64 in shared memory
-# (each thread a column strip of 8 rows; on an H200 2% faster than 58 x 26, 25% faster than 58 x 58 or 122 x 26 at
-# two blocks an SM: docs/bench/2026-12-03-issue35/call11)
-MIN_BLOCKS = 4  # mg_sweeps: blocks an SM holds at least (its launch bounds: 64 registers a thread)
-if os.environ.get("STENCIL_MG_TILE"):  # (tuning: COLSxROWS[xMIN_BLOCKS], tools/mg_graphs_bench.py's variants)
-    _t = [int(v) for v in os.environ["STENCIL_MG_TILE"].split("x")]
-    TILE, MIN_BLOCKS = (_t[0], _t[1]), (_t[2] if len(_t) > 2 else MIN_BLOCKS)
 MAX_ABS_GRID = (4, 2048)  # max_abs: at most this many blocks across a row and rows at a time (as maxdiff)
 MAX_ABS_POINTS = 16  # max_abs: points a thread reads at least (fewer blocks, each warp folds once)
 TAIL_THREADS = 512  # mg_tail: the one block's threads
 TAIL_WORDS = 20  # mg_tail: words a launch takes in its program (kernels/mg.cu MG_TAIL_WORDS)
 TAIL_VERBS = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_clear")  # mg.cu's TAIL_* order
 FILL = "fill_sides"  # the entry of kernels/boundary.cu for plain rules (numbers, kinds 1-3); gk.FILL_ENTRIES: both
+TILES = {8: ((26, 58), 4), 4: ((58, 26), 6)}  # mg_sweeps by the dtype's size: points per tile (columns, rows) and the
+# blocks an SM holds at least (its launch bounds); with three layers around, 32 x 64 (64 x 32) in shared memory. On an
+# H200, float64: 26 x 58 at 4 blocks 2% faster than 58 x 26, 25% faster than 58 x 58 or 122 x 26 at 2 blocks; float32:
+# 58 x 26 at 6 blocks 2% faster than 26 x 58 at 4 (docs/bench/2026-12-03-issue35/call11, call13)
+if os.environ.get("STENCIL_MG_TILE"):  # (tuning: COLSxROWSxMIN_BLOCKS for both, tools/mg_graphs_bench.py's variants)
+    _t = [int(v) for v in os.environ["STENCIL_MG_TILE"].split("x")]
+    TILES = dict.fromkeys((8, 4), ((_t[0], _t[1]), _t[2] if len(_t) > 2 else 4))
+
+
+def tile_of(dtype) -> tuple[tuple[int, int], int]:
+    """mg_sweeps' (points per tile (columns, rows), blocks an SM at least) for fields of `dtype`."""
+    return TILES[np.dtype(dtype).itemsize]
 
 
 def source() -> str:
@@ -71,8 +76,9 @@ def source() -> str:
 
 def options(dtype) -> tuple[str, ...]:
     real = "float" if np.dtype(dtype) == np.float32 else "double"
+    (tx, ty), blocks = tile_of(dtype)
     return ("--fmad=false", f"-DREAL={real}", f"-DMG_BX={BLOCK[0]}", f"-DMG_BY={BLOCK[1]}", f"-DMG_THREADS={THREADS}",
-            f"-DMG_TX={TILE[0]}", f"-DMG_TY={TILE[1]}", f"-DMG_MIN_BLOCKS={MIN_BLOCKS}",
+            f"-DMG_TX={tx}", f"-DMG_TY={ty}", f"-DMG_MIN_BLOCKS={blocks}",
             f"-DMG_TAIL_THREADS={TAIL_THREADS}")
 
 
@@ -148,7 +154,8 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
         _check_tables(out, region, (ys, yw), (xs, xw))  # (out has u's shape; u may be null here)
         assert yw.shape[1] >= 2 and xw.shape[1] >= 2, "the prolongation reads two weights per point"
         up = (e, _pitch(e), ys, yw, np.int32(yw.shape[1]), xs, xw, np.int32(xw.shape[1]))
-    grid = (-(-(c1 - c0) // TILE[0]), -(-(r1 - r0) // TILE[1]), 1)
+    (tx, ty), _ = tile_of(out.dtype)
+    grid = (-(-(c1 - c0) // tx), -(-(r1 - r0) // ty), 1)
     assert grid[1] <= MAX_GRID_Y, "mg_sweeps: too many rows of tiles"
     return ("mg_sweeps", grid, (*BLOCK, 1), (out, rp, wp, u, gp, _pitch(out), pr, pu, pg, *_ints(region),
                                              np.int32(len(sweeps)), *terms, *rw, *up))
