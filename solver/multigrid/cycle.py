@@ -112,7 +112,7 @@ class Multigrid:
         self.sources: dict = {}  # the finest level's source fields by the terms they sum (solver.core.sources)
         self.tiles = backend.mg_tiles and os.environ.get("STENCIL_MG_TILES", "1") != "0"  # (_tiled)
         self.tail = self._tail_start()  # the first level of the coarse tail (_tail), or None
-        self._tails: dict = {}  # (cycle kind, the tail's fields) -> (its recorded program, the fields it leaves)
+        self._tails: dict = {}  # (cycle kind, from zero, the tail's fields) -> (its program, the fields it leaves)
         self._recording = False
         self.graphs = cycle_graphs(self)  # whole cycles as graph replays (one GPU: graphs.py), or None
 
