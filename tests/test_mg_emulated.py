@@ -447,9 +447,6 @@ class EmulatedBackend(cupy_mg.CupyMultigrid, NumpyBackend):
     def _mg_address(self, a) -> int:
         return a.ctypes.data
 
-    def _mg_upload(self, host):
-        return host
-
     def _mg_norm_buffers(self):
         if getattr(self, "bufs", None) is None:
             kind = np.uint32 if self.dtype.itemsize == 4 else np.uint64

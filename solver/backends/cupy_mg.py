@@ -523,7 +523,7 @@ class CupyMultigrid:
             body()
         finally:
             specs, self._mg_tape = self._mg_tape, None
-        return self._mg_upload(tail_program(specs, self._mg_address)), len(specs)
+        return self.table(tail_program(specs, self._mg_address)), len(specs)
 
     def mg_tail(self, program) -> None:
         """Run a recorded program (mg_record's value) as one launch of one block: the recorded launches in order."""
@@ -531,12 +531,6 @@ class CupyMultigrid:
 
     def _mg_address(self, a) -> int:
         return a.data.ptr
-
-    def _mg_upload(self, host: np.ndarray):
-        with self.main:
-            dev = self.cp.asarray(host)
-        self.main.synchronize()
-        return dev
 
     def norm(self) -> float:
         """The value of the last residual_max (or of the graph replay that ran one): waits for its copy."""

@@ -376,9 +376,8 @@ class Multigrid:
         else:
             be.timed(timer, lambda: restrict(coarse.g, grid.r, coarse.owned, grid.down))
         timer.level = i + 1
-        if i + 2 < len(self.grids) and coarse.pre and self._tiled(coarse):  # (its first pass reads no u: no clear)
-            coarse.fresh = True
-        elif i + 1 == self.tail and not self._recording:  # (the tail's program clears it first)
+        tiled = i + 2 < len(self.grids) and coarse.pre and self._tiled(coarse)  # (its first pass reads no u)
+        if tiled or (i + 1 == self.tail and not self._recording):  # (or the tail's program clears it first): no clear
             coarse.fresh = True
         else:
             be.timed(timer, lambda: be.clear(coarse.u))

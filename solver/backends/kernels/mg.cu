@@ -70,15 +70,38 @@ mg_residual(real* __restrict__ r, const real* __restrict__ u, const real* __rest
     for (int i = first_row(r0); i < r1; i += row_step()) r[i * pitch_r + j] = residual_at(u, g, pitch_u, pitch_g, i, j, wx, wy);
 }
 
-// mg_restrict's sum at one coarse point: its row's taps (ys_k, yc_k, weights wk) and its column's (x0, nb, weights
-// wq; three: nb == 3, whose weights are w0, w1, w2).
-__device__ __forceinline__ real restrict_at(const real* r, const idx pitch_r, const idx ys_k, const idx yc_k,
-                                            const real* wk, const idx x0, const idx nb, const real* wq, const bool three,
-                                            const real w0, const real w1, const real w2)
+// A coarse column's taps in mg_restrict: the first fine column x0, the count nb and the weights wq (three: nb == 3,
+// whose weights are w0, w1, w2, read at once).
+struct RestrictColumn {
+    idx x0, nb;
+    const real* wq;
+    bool three;
+    real w0, w1, w2;
+};
+__device__ __forceinline__ RestrictColumn restrict_column(const idx* xs, const idx* xc, const real* xw, const idx width,
+                                                          const int q)
 {
+    RestrictColumn c;
+    c.x0 = xs[q];
+    c.nb = xc[q];
+    c.wq = xw + (idx)q * width;
+    c.three = c.nb == 3;
+    const real zero = real(0);
+    c.w0 = c.three ? c.wq[0] : zero;
+    c.w1 = c.three ? c.wq[1] : zero;
+    c.w2 = c.three ? c.wq[2] : zero;
+    return c;
+}
+
+// mg_restrict's sum at one coarse point: its row's taps (ys_k, yc_k, weights wk) and its column's.
+__device__ __forceinline__ real restrict_at(const real* r, const idx pitch_r, const idx ys_k, const idx yc_k,
+                                            const real* wk, const RestrictColumn& col)
+{
+    const idx x0 = col.x0, nb = col.nb;
+    const real *wq = col.wq, w0 = col.w0, w1 = col.w1, w2 = col.w2;
     const real zero = real(0);
     real acc = real(0);
-    if (three && yc_k == 3) {  // full weighting's 3 x 3 windows: the same sums unrolled (their loads all at once)
+    if (col.three && yc_k == 3) {  // full weighting's 3 x 3 windows: the same sums unrolled (their loads all at once)
         const real* s0 = r + ys_k * pitch_r + x0;
         const real* s1 = s0 + pitch_r;
         const real* s2 = s1 + pitch_r;
@@ -109,14 +132,10 @@ mg_restrict(real* __restrict__ gc, const real* __restrict__ r, const idx pitch_g
     const int j = column_of(c0, c1);
     if (j < 0) return;
     const int q = j - c0;
-    const idx x0 = xs[q], nb = xc[q];
-    const real* wq = xw + (idx)q * xw_width;
-    const bool three = nb == 3;
-    const real zero = real(0), w0 = three ? wq[0] : zero, w1 = three ? wq[1] : zero, w2 = three ? wq[2] : zero;
+    const RestrictColumn col = restrict_column(xs, xc, xw, xw_width, q);
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const int k = i - r0;
-        gc[i * pitch_gc + j] = scale * restrict_at(r, pitch_r, ys[k], yc[k], yw + (idx)k * yw_width, x0, nb, wq, three, w0,
-                                                   w1, w2);
+        gc[i * pitch_gc + j] = scale * restrict_at(r, pitch_r, ys[k], yc[k], yw + (idx)k * yw_width, col);
     }
 }
 
@@ -473,15 +492,11 @@ __device__ void tail_step(const long long* a)
         const idx *ys = word_ptr<const idx>(a[8]), *yc = word_ptr<const idx>(a[9]), *xs = word_ptr<const idx>(a[12]),
                   *xc = word_ptr<const idx>(a[13]);
         const real *yw = word_ptr<const real>(a[10]), *xw = word_ptr<const real>(a[14]);
-        const real scale = word_real(a[16]), zero = real(0);
+        const real scale = word_real(a[16]);
         for (int p = (int)threadIdx.x; p < t.n; p += (int)blockDim.x) {
             const int k = p / t.nc, q = p % t.nc;
-            const idx nb = xc[q];
-            const real* wq = xw + (idx)q * a[15];
-            const bool three = nb == 3;
-            const real w0 = three ? wq[0] : zero, w1 = three ? wq[1] : zero, w2 = three ? wq[2] : zero;
-            gc[(t.r0 + k) * a[2] + t.c0 + q] = scale * restrict_at(r, a[3], ys[k], yc[k], yw + (idx)k * a[11], xs[q], nb,
-                                                                   wq, three, w0, w1, w2);
+            gc[(t.r0 + k) * a[2] + t.c0 + q] = scale * restrict_at(r, a[3], ys[k], yc[k], yw + (idx)k * a[11],
+                                                                   restrict_column(xs, xc, xw, a[15], q));
         }
     } else if (verb == TAIL_PROLONG) {  // (u, e, pitch_u, pitch_e, r0, r1, c0, c1, ys, yw, yw_width, xs, xw, xw_width)
         real* u = word_ptr<real>(a[0]);
