@@ -58,9 +58,11 @@ TILES = {8: ((26, 58), 4), 4: ((58, 26), 6)}  # mg_sweeps by the dtype's size: p
 # blocks an SM holds at least (its launch bounds); with three layers around, 32 x 64 (64 x 32) in shared memory. On an
 # H200, float64: 26 x 58 at 4 blocks 2% faster than 58 x 26, 25% faster than 58 x 58 or 122 x 26 at 2 blocks; float32:
 # 58 x 26 at 6 blocks 2% faster than 26 x 58 at 4 (docs/bench/2026-12-03-issue35/call11, call13)
-if os.environ.get("STENCIL_MG_TILE"):  # (tuning: COLSxROWSxMIN_BLOCKS for both, tools/mg_graphs_bench.py's variants)
-    _t = [int(v) for v in os.environ["STENCIL_MG_TILE"].split("x")]
-    TILES = dict.fromkeys((8, 4), ((_t[0], _t[1]), _t[2] if len(_t) > 2 else 4))
+# STENCIL_MG_TILE=COLSxROWS[xMIN_BLOCKS]: one shape for both dtypes (a tuning knob for tools/mg_graphs_bench.py's
+# variants; anything else keeps the defaults)
+_t = os.environ.get("STENCIL_MG_TILE", "").split("x")
+if len(_t) in (2, 3) and all(v.isdigit() and int(v) > 0 for v in _t):
+    TILES = dict.fromkeys((8, 4), ((int(_t[0]), int(_t[1])), int(_t[2]) if len(_t) > 2 else 4))
 
 
 def tile_of(dtype) -> tuple[tuple[int, int], int]:

@@ -429,7 +429,8 @@ class Multigrid:
         (TAIL_POINTS unless set; 0: no tail), nothing to exchange or gather, constant ghost rules and plain weights,
         and the backend runs recorded verbs in one block (mg_tails). None where there is no such level below the
         finest."""
-        limit = int(os.environ.get("STENCIL_MG_TAIL", TAIL_POINTS))
+        value = os.environ.get("STENCIL_MG_TAIL", "")
+        limit = int(value) if value.isdigit() else TAIL_POINTS  # (a tuning knob: anything else keeps the default)
         if not self.backend.mg_tails or limit <= 0:
             return None
         start = None
