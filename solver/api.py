@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import Case, case_from_data, load_case  # noqa: F401 - load_case is part of this API
+from .case import Case, case_from_data, load_case  # noqa: F401 - load_case is part of this API
 
 __all__ = ["Case", "Result", "build_case", "load_case", "run", "with_fields"]
 

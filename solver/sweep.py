@@ -83,7 +83,7 @@ class Settings:
     fields: bool = False  # keep every point's fields.h5 (output.fields); off: records and timings only
     model: bool = True  # predict every point (solver.model) beside the measurement
     network: str | None = None  # the model's network between nodes (preset, "measured" or a file)
-    sets: dict = field(default_factory=dict)  # --set PATH=VALUE overrides (solver.config.parse_sets)
+    sets: dict = field(default_factory=dict)  # --set PATH=VALUE overrides (solver.case.parse_sets)
     argv: list[str] = field(default_factory=list)
 
 
@@ -120,7 +120,7 @@ def parse_counts(text: str, option: str) -> list[int]:
 
 def base_case(s: Settings) -> dict:
     """The validated case with the sweep's overrides, as plain data."""
-    from .config import load_case
+    from .case import load_case
 
     over = {"--backend": s.backend, "--steps": s.steps, "--dtype": s.dtype, "--halo": s.halo,
             "--decomposition": s.decomposition, "--balance": s.balance, "--time-tile": s.time_tile}
@@ -230,7 +230,7 @@ def grow(data: dict, n: int) -> None:
 
 
 def plan(s: Settings, base: dict, root: Path) -> list[Point]:
-    from .config import validate_case
+    from .case import validate_case
     from .results.summary import disk_bytes
 
     points = []

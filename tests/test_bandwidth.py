@@ -10,7 +10,7 @@ from solver.backends.numba_backend import NumbaBackend
 from solver.backends.numpy_backend import NumpyBackend
 from solver.bench import bandwidth
 from solver.bench import stream as bench_stream
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 from solver.parallel.comm import Comm
 
 

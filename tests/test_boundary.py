@@ -17,7 +17,7 @@ from conftest import ROOT, stencil, write_case
 
 from solver.backends.numba_backend import NumbaBackend
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings, load_case, validate_case
+from solver.case import BackendSettings, load_case, validate_case
 from solver.core import boundary
 from solver.core.decomp import all_blocks, decompose
 from solver.core.errors import InputError

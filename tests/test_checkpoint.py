@@ -8,7 +8,7 @@ import pytest
 from conftest import mpi_script, needs_mpi
 
 import solver.io.checkpoint
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.errors import EXIT_IO, InputError, OutputError
 from solver.core.physics import time_step
 from solver.io.checkpoint import Checkpoint, differences, fingerprint

@@ -19,7 +19,7 @@ from test_wave_emulated import field, library, numpy_steps, pitched
 
 from solver.backends import cupy_kernels as gk
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 from solver.core.physics import Weights
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")

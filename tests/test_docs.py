@@ -6,7 +6,7 @@ import re
 from conftest import ROOT, stencil
 
 from solver.cli import reference
-from solver.config import Case, schema
+from solver.case import Case, schema
 
 DOCS = ROOT / "docs"
 

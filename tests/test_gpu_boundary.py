@@ -12,7 +12,7 @@ from conftest import ROOT, mpi_script, needs_mpi, stencil
 from solver.backends import cupy_kernels as gk
 from solver.backends import registry
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings, validate_case
+from solver.case import BackendSettings, validate_case
 from solver.core import boundary
 from solver.core.decomp import decompose
 from solver.core.field import padded_field

@@ -16,7 +16,7 @@ from test_gpu_wave import _own_tune_cache, gpu  # noqa: F401 - the same GPU back
 from solver.backends import cupy_kernels as gk
 from solver.backends import registry
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings, load_case
+from solver.case import BackendSettings, load_case
 from solver.core.errors import InputError, NumericalError
 from solver.core.physics import Weights
 from solver.run import Options, run_case

@@ -12,7 +12,7 @@ from conftest import stencil, write_case
 from solver.backends import cupy_kernels as gk
 from solver.backends import registry
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 from solver.core.physics import Weights
 
 REASON = registry()["cupy"].unavailable()

@@ -18,7 +18,7 @@ from test_mg_emulated import (FILL_KINDS, MG_CASE, REGIONS, RUN_SIDES, SHAPE, TA
                               real_tables, restrict_tables, values, weights)
 
 from solver.backends import mg_ops, registry
-from solver.config import BackendSettings, validate_case
+from solver.case import BackendSettings, validate_case
 from solver.core import boundary
 from solver.core.decomp import decompose
 from solver.core.timing import Timer

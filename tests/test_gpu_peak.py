@@ -9,7 +9,7 @@ import pytest
 from conftest import stencil, write_case
 
 from solver.backends import registry
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 
 REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]

@@ -18,7 +18,7 @@ from test_physics_emulated import (ALPHA, MG_RUNS, PAD, RUNS, SOURCE, STEADY_SID
 
 from solver.backends import cupy_kernels as gk
 from solver.backends import mg_ops, registry
-from solver.config import BackendSettings, validate_case
+from solver.case import BackendSettings, validate_case
 from solver.core.boundary import Fill
 from solver.core.physics import update
 from solver.multigrid.dot import boundaries

@@ -17,7 +17,7 @@ import pytest
 from conftest import mpirun, needs_mpi, stencil, write_case
 
 from solver.backends.numba_backend import tile_key
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import boundary, physics
 from solver.core.machine import cpu_count
 from solver.results.verify import reference_field

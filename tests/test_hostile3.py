@@ -18,7 +18,7 @@ from conftest import ROOT, mpirun, needs_mpi, stencil, write_case
 from test_hostile2 import one_error_line, tree
 
 from solver import api
-from solver.config import load_case
+from solver.case import load_case
 from solver.core import stops
 from solver.core.errors import InputError
 from solver.run import Options, Run

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import stencil, write_case
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import physics
 
 def N():

@@ -1,12 +1,12 @@
 """Input limits: hostile or mistaken case files are exit 2 with one short line, never a traceback.
 
-The checks are those of solver.config (load_case, what `stencil run` calls first); two cases run as a
+The checks are those of solver.case (load_case, what `stencil run` calls first); two cases run as a
 user runs them, in a fresh process, where a traceback would show (RecursionError, ZeroDivisionError)."""
 
 import pytest
 from conftest import stencil, write_case
 
-from solver.config import QUOTE_CHARS, load_case
+from solver.case import QUOTE_CHARS, load_case
 from solver.core.errors import InputError
 
 BASE = "name: t\ngrid: {nx: 23, ny: 17}\n"

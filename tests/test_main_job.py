@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import ROOT, stencil
 
-from solver.config import load_case
+from solver.case import load_case
 from solver.results.summary import disk_bytes
 
 
@@ -98,7 +98,7 @@ def test_validate_states_the_disk_space():
 def test_random_cells_are_the_same_field_for_any_decomposition(cell):
     """initial.random.cell: every block of every process grid cuts the same mosaic (rows of cells seeded by
     their index), cell x cell points share one value, and cell 1 is the per-point field of before."""
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.core.decomp import all_blocks
     from solver.core.initial import initial_block
 

@@ -23,7 +23,7 @@ import pytest
 import solver.run
 from solver.backends import Backend, cupy_kernels as gk, cupy_mg, mg_ops
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import boundary
 from solver.core.decomp import decompose
 from solver.core.physics import Weights

@@ -12,7 +12,7 @@ import pytest
 from conftest import stencil, write_case
 
 from solver.backends import mg_ops
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import exact
 from solver.core.decomp import all_blocks
 from solver.multigrid.grids import DEPTH, down_tables, places, up_tables

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from solver.backends import registry
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.decomp import decompose
 from solver.core.field import padded_field
 from solver.core.initial import initial_block

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import physics
 from solver.core.errors import EXIT_IO, InputError, OutputError
 from solver.io.fields import owned
@@ -227,7 +227,7 @@ def test_vtk_needs_pyvista_only_when_asked_for(tmp_path, monkeypatch, capsys):
 
 
 def test_vtk_null_means_on_up_to_2048_squared_points(tmp_path):
-    from solver.config import VTK_AUTO_MAX_POINTS
+    from solver.case import VTK_AUTO_MAX_POINTS
 
     assert VTK_AUTO_MAX_POINTS == 2048 * 2048
     assert small_case(tmp_path, grid={"nx": 2048, "ny": 2048}).vtk_enabled

@@ -7,7 +7,7 @@ import pytest
 from conftest import mpi_script, needs_mpi
 from test_output import check_outputs
 
-from solver.config import validate_case
+from solver.case import validate_case
 
 pytestmark = [needs_mpi, pytest.mark.mpi]
 pytest.importorskip("pyvista")

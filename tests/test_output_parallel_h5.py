@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import mpi_script, mpirun, needs_mpi, write_case
 
-from solver.config import load_case
+from solver.case import load_case
 from solver.run import Options, Run
 
 MPIO = {"STENCIL_HDF5_MPIO": "1"}  # whatever the caller's environment says

@@ -375,6 +375,6 @@ def test_files_of_the_wrong_shape_or_values_are_refused_naming_the_shape(tmp_pat
         assert res.returncode == 2 and message in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "out_bad").exists()
     with pytest.raises(InputError, match="--set: 'nonsense' is not PATH=VALUE"):
-        from solver.config import parse_sets
+        from solver.case import parse_sets
 
         parse_sets(["nonsense"])

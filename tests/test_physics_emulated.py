@@ -33,7 +33,7 @@ import solver.run
 from solver.backends import cupy_kernels as gk
 from solver.backends import cupy_mg, mg_ops
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core import boundary
 from solver.core.boundary import Fill, Rule
 from solver.core.decomp import decompose

@@ -75,7 +75,7 @@ def test_under_mpirun_rank_0_alone_prints_the_lines(tmp_path):
 
 
 def test_a_cold_numba_cache_is_announced(tmp_path):
-    code = ("from solver.backends.numba_backend import NumbaBackend; from solver.config import BackendSettings; "
+    code = ("from solver.backends.numba_backend import NumbaBackend; from solver.case import BackendSettings; "
             "print(NumbaBackend(BackendSettings(name='numba'), 'float64', 1).compile_note())")
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env=clean_env(NUMBA_CACHE_DIR=str(tmp_path / "empty")), timeout=120)

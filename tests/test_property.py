@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from solver.cli import app
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.errors import InputError
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, clean_env, mpi_script, mpirun, mpirun_command, needs_mpi, stencil, write_case
 
-from solver.config import load_case
+from solver.case import load_case
 from solver.core.errors import EXIT_INTERRUPTED, Interrupted
 from solver.io.outputs import Outputs
 from solver.run import Options, Run

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import mpi_script, needs_mpi
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.errors import InputError, NumericalError
 from solver.run import Options, Run, run_case
 

@@ -19,7 +19,7 @@ import pytest
 
 from solver.backends import cupy_kernels as gk
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 from solver.core.physics import Weights
 
 HERE = Path(__file__).parent / "cuda_emu"

@@ -55,14 +55,14 @@ def copy_ceilings(comm) -> tuple[float, float]:
     """(copy, memcpy) GB/s of all ranks at once: ordinary stores (the stencil's ceiling), and memcpy."""
     from solver.backends.numba_backend import NumbaBackend
     from solver.bench.bandwidth import measure
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
 
     be = NumbaBackend(BackendSettings(name="numba", threads=1), "float64", 1)
     return measure(be, comm, "copy", repeats=7)["gbs"], measure(be, comm, "memcpy", repeats=7)["gbs"]
 
 
 def one(comm, shape, decomposition, halo, steps, workdir, balance="none") -> dict:
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.run import Options, Run
 
     data = {"name": "scaling", "grid": {"ny": shape[0], "nx": shape[1]},

@@ -131,7 +131,7 @@ def wide_part(a) -> None:
 
     from solver.backends import numba_kernels as k
     from solver.backends.numba_backend import NumbaBackend, default_time_tile
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
 
     numba.set_num_threads(a.threads)
     ny, nx = a.wide
@@ -169,7 +169,7 @@ def tiles_part(a) -> None:
 
     from solver.backends import numba_kernels as k
     from solver.backends.numba_backend import NumbaBackend, default_time_tile
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
 
     numba.set_num_threads(a.threads)
     be = NumbaBackend(BackendSettings(name="numba"), "float64", a.threads)
@@ -227,7 +227,7 @@ def pystencils_peer(a) -> None:
 
 
 def point(comm, shape, time_tile, threads, steps, workdir, warmup=20) -> dict:
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.run import Options, Run
 
     # dx = dy (ly grows with the weak grid) and a background of 1: with lx = ly = 1 the weak grids' weights
@@ -281,7 +281,7 @@ def launch(args) -> None:
 
     from solver.bench.balance import lockstep
     from solver.backends.numba_backend import NumbaBackend, default_time_tile
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
     from solver.parallel.comm import Comm
 
     comm = Comm(MPI.COMM_WORLD)
@@ -421,7 +421,7 @@ def _compile_once() -> None:
     import numba
 
     from solver.backends.numba_backend import NumbaBackend
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
 
     be = NumbaBackend(BackendSettings(name="numba", threads=1), "float64", 1)
     u = np.zeros((8, 8))

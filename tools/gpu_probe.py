@@ -261,7 +261,7 @@ def wave_main(argv: list[str]) -> None:
     from solver.backends import cupy_kernels as gk
     from solver.backends.cupy_backend import CupyBackend
     from solver.bench.tune import random_field
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
     from solver.core.physics import Weights
 
     be = CupyBackend(BackendSettings(name="cupy"), a.dtype)

@@ -152,7 +152,7 @@ def cmd_jacobi(args) -> list[dict]:
 def cmd_kernels(args) -> list[dict]:
     """The sweeps of the finest level, kernel only, and the copy rate, in one process on one backend."""
     from solver.backends import backend_class
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
     from solver.core.physics import Weights
 
     rows = []
@@ -221,7 +221,7 @@ def final_field(out: Path) -> np.ndarray:
 
 
 def cmd_heat(args) -> list[dict]:
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.core.physics import stable_dt
 
     rows = []
@@ -280,7 +280,7 @@ def fewest_cn_steps(zt: float, bound: float) -> int:
 
 
 def cmd_same(args) -> list[dict]:
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.core.physics import mode_eigenvalue, stable_dt
 
     rows = []
@@ -316,7 +316,7 @@ def cmd_same(args) -> list[dict]:
 
 
 def cmd_growth(args) -> list[dict]:
-    from solver.config import validate_case
+    from solver.case import validate_case
     from solver.core.physics import stable_dt
 
     rows = []

@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from solver.config import load_case
+from solver.case import load_case
 from solver.model import network
 from solver.model.inputs import Inputs
 from solver.model.predict import predict

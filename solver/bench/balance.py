@@ -82,7 +82,7 @@ def _neighbours(world):
 def balance_bench(world, block: int = 1024, steps: int = 200, repeats: int = 5, copy_mib: int = 64) -> dict | None:
     """Every rank's uncoupled kernel and copy speed, then the lockstep wait (collective); the rows on rank 0."""
     from ..backends.numba_backend import NumbaBackend
-    from ..config import BackendSettings
+    from ..case import BackendSettings
     from ..core.machine import affinity
 
     be = NumbaBackend(BackendSettings(name="numba", threads=1), "float64", 1)

@@ -201,7 +201,7 @@ def bandwidth_bench(names: list[str], threads: list[int], comm, refresh: bool = 
     """`stencil bench bandwidth`: copy and SAXPY for each backend (and thread count for numba), and the
     compute peaks (multiply + add, FMA) in both dtypes."""
     from ..backends import backend_class
-    from ..config import BackendSettings
+    from ..case import BackendSettings
     from ..core.machine import cpu_count
 
     node_rank, per_node = comm.node()

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backends import backend_class
 from ..backends.numba_backend import TILE_CACHE, tile_key
-from ..config import BackendSettings
+from ..case import BackendSettings
 from ..core import cache
 from ..core.machine import cpu_count, cpu_model
 from .stencil import bench_weights

@@ -30,7 +30,7 @@ HEAT = {"equation": "heat"}
 
 
 def make_case(n_y: int, n_x: int, dtype: str, **sections):
-    from ..config import validate_case
+    from ..case import validate_case
 
     data = {"name": f"gpu_{n_y}x{n_x}_{dtype}", "grid": {"nx": n_x, "ny": n_y}, "physics": HEAT,
             "numerics": {"dtype": dtype}, "backend": {"name": "cupy"},

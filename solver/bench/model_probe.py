@@ -128,7 +128,7 @@ class Tile:
 
 def numba_backend(dtype: str):
     from ..backends.numba_backend import NumbaBackend
-    from ..config import BackendSettings
+    from ..case import BackendSettings
 
     return NumbaBackend(BackendSettings(name="numba", threads=1), dtype, 1)
 

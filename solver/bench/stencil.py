@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..backends import backend_class
-from ..config import BackendSettings
+from ..case import BackendSettings
 from ..core.machine import cpu_count, cpu_model
 from ..core.physics import FLOPS_PER_UPDATE, Weights
 

@@ -163,7 +163,7 @@ def _check_backends(names: list[str]) -> list[str]:
 
 def _overrides(sets: Optional[list[str]] = None, **kw) -> dict:
     """The options that set case fields, then --set PATH=VALUE (which wins), as load_case takes them."""
-    from ..config import parse_sets
+    from ..case import parse_sets
 
     return {**{f"--{k.replace('_', '-')}": v for k, v in kw.items() if v is not None}, **parse_sets(sets)}
 
@@ -247,7 +247,7 @@ def run(
 def _run_case(case: Optional[Path], restart: Optional[Path], over: dict, comm):
     """The case file with its overrides, or with --restart alone the checkpoint's own case, continued in the
     checkpoint's directory (unless --output says otherwise) on this job's ranks."""
-    from ..config import case_from_data, load_case
+    from ..case import case_from_data, load_case
 
     if case is not None:
         return load_case(case, over)
@@ -293,7 +293,7 @@ def validate(
     sets: Optional[list[str]] = _SET,
 ) -> None:
     """Print the resolved case (dt, weights, stability, memory, bytes per step) or the errors."""
-    from ..config import load_case
+    from ..case import load_case
     from ..results.summary import print_plan
 
     cfg = load_case(case, _overrides(sets, backend=backend, steps=steps, dtype=dtype, threads=threads, output=output))
@@ -303,7 +303,7 @@ def validate(
 @app.command()
 def schema() -> None:
     """Print the case file's JSON Schema (for editor completion and checking)."""
-    from ..config import schema as case_schema
+    from ..case import schema as case_schema
 
     typer.echo(json.dumps(case_schema(), indent=2))
 
@@ -363,7 +363,7 @@ def tune(
     from ..backends.cupy_kernels import VARIANTS, tile_problem
     from ..bench.tune import parse_blocks, print_tune
     from ..bench.tune import tune as run_tune
-    from ..config import load_case
+    from ..case import load_case
 
     bad = [k for k in kernel or [] if k not in VARIANTS]
     if bad:
@@ -612,7 +612,7 @@ _NETWORK = typer.Option(None, help="the model's network between nodes: a preset,
 
 
 def _sets(sets: Optional[list[str]]) -> dict:
-    from ..config import parse_sets
+    from ..case import parse_sets
 
     return parse_sets(sets)
 
@@ -722,7 +722,7 @@ def model(
         return
     if case is None:
         raise InputError("case: give a case file (stencil model CASE), or --validate SWEEP_DIR")
-    from ..config import load_case
+    from ..case import load_case
     from ..core.machine import cpu_count
     from ..model import calibrate
     from ..model.here import model_case
@@ -757,7 +757,7 @@ def bench_model(
 ) -> None:
     """Measure the scaling model's inputs (kernel by block and tile, messages, MPI_Allreduce; GPU) and cache them."""
     from ..bench.model_probe import SHAPES
-    from ..config import load_case
+    from ..case import load_case
     from ..core.machine import cpu_count
     from ..model import calibrate
 

@@ -17,7 +17,7 @@ from .decomp import Block
 
 @dataclass
 class Layout:
-    case: object  # solver.config.Case (validated)
+    case: object  # solver.case.Case (validated)
     dt: float
     spacing: tuple[float, float]  # (dx, dy)
     w: object  # solver.core.physics.Weights in the run's dtype

@@ -1,6 +1,6 @@
 """The diffusivity as a field: alpha at the grid's points, and the face coefficients the kernels read.
 
-physics.alpha (solver.config_terms): a number, {background, regions} (rectangles and disks, later ones
+physics.alpha (solver.case): a number, {background, regions} (rectangles and disks, later ones
 winning, each covering the grid points inside it, edges included) or a file of shape (ny, nx).
 
 The flux between neighbours i and i+1 (spacing h) is a_face (u[i+1] - u[i]) / h with a_face the harmonic

@@ -3,7 +3,7 @@ JSON or YAML (safely), before any value in it is used; the caller then checks wh
 Anything else is one InputError line naming the option or field that gave the file, the file, what is wrong
 and the fix (exit 2), never a traceback.
 
-Case files (solver.config.read_yaml) add their own limits on nesting, aliases and values; arrays named in a
+Case files (solver.case.read_yaml) add their own limits on nesting, aliases and values; arrays named in a
 case (.npy, HDF5) have their own one reader, solver.core.datafile; checkpoints solver.io.checkpoint.
 """
 

@@ -1,5 +1,5 @@
 """Side values that vary: a Dirichlet value, a Neumann flux, a convective h and ambient, as a number, a table
-in time, a profile along the side or a file of one value per point (solver.config_terms), evaluated at a
+in time, a profile along the side or a file of one value per point (solver.case), evaluated at a
 time and at the points of a side.
 
 Positions along a side: x (case units) of the columns on the bottom and top sides, y of the rows on the left

@@ -1,4 +1,4 @@
-"""Heat sources: q(x, y, t) = the sum of physics.source's terms active at t (solver.config_terms).
+"""Heat sources: q(x, y, t) = the sum of physics.source's terms active at t (solver.case).
 
 Each term is a function of position (constant, gaussian, rectangle, file) with a window `active: [t0, t1]`
 (on for t0 <= t < t1; none: always on), so between two window edges q is one field. A run keeps the field

@@ -139,7 +139,7 @@ def validate(directory: Path, inputs_file: Path | None = None, network: str | No
 def check_point(d: Path, i: int, row: dict, rec: dict | None) -> None:
     """What the model reads of an ok row of sweep.json (its measured time, its prediction) and, when it predicts
     the point again, of the point's record (its case, validated as a case file is, and where its ranks ran)."""
-    from ..config import validate_case
+    from ..case import validate_case
     from ..results.report import NUM, Optional_, shape_problem
 
     fix = "it is damaged or not stencil's: run the sweep again"

@@ -696,7 +696,8 @@ def warm_up(case, backend, settings: Settings, cycle: str) -> None:
 def tiny_case(case):
     """The case on a 9 x 7 grid with the same kinds of data (fields where it has fields), none read from files
     (their shapes are the grid's): what compiles the same kernels."""
-    from ..config_terms import AlphaRegions, ConstantSource
+    from ..case.materials import AlphaRegions
+    from ..case.sources import ConstantSource
 
     physics = {}
     if case.alpha_field:

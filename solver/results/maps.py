@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import validate_case
+from ..case import validate_case
 from ..core import sources
 from ..core.grid import positions
 from ..core.materials import alpha_at

@@ -83,7 +83,7 @@ def check_periodic_neighbours():
     the deep tiles equal per-step periodic steps bitwise (DeepTiles directly: the case model has no
     periodic sides yet)."""
     from solver.backends.numba_backend import NumbaBackend
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
     from solver.core.decomp import Block
     from solver.core.loop import LoopState
     from solver.core.physics import Weights

@@ -7,7 +7,7 @@ from common import abort_on_error
 from mpi4py import MPI
 
 from solver.backends.numpy_backend import NumpyBackend
-from solver.config import BackendSettings
+from solver.case import BackendSettings
 from solver.core.decomp import all_blocks, choose_dims
 from solver.core.timing import Timer
 from solver.parallel.exchange import make_exchange, strips

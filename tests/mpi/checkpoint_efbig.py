@@ -20,7 +20,7 @@ from common import abort_on_error
 from mpi4py import MPI
 
 import solver.io.fields
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.errors import EXIT_IO, OutputError
 from solver.io.checkpoint import Checkpoint
 from solver.io.fields import gather_field, owned

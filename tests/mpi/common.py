@@ -5,7 +5,7 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.parallel.comm import Comm
 from solver.run import Options, Run
 

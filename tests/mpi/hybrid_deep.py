@@ -104,7 +104,7 @@ def transports(asked: str) -> list[str]:
     if asked != "all":
         return asked.split(",")
     from solver.backends.cupy_backend import CupyBackend
-    from solver.config import BackendSettings
+    from solver.case import BackendSettings
     from solver.parallel.gpu_exchange import choose_transport, cuda_aware_mpi
 
     out = ["staged"]

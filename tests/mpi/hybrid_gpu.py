@@ -15,7 +15,7 @@ import traceback
 
 import numpy as np
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.io.fields import gather_field, owned
 from solver.parallel.comm import Comm
 from solver.results.verify import reference_field

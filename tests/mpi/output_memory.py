@@ -14,7 +14,7 @@ import tracemalloc
 from common import abort_on_error
 from mpi4py import MPI
 
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.core.loop import LoopState
 from solver.io.fields import SLAB_BYTES
 from solver.parallel.comm import Comm

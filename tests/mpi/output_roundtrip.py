@@ -15,7 +15,7 @@ from common import abort_on_error
 from mpi4py import MPI
 
 import solver.io.fields
-from solver.config import validate_case
+from solver.case import validate_case
 from solver.io.fields import gather_field, owned
 from solver.io.outputs import Outputs
 from solver.parallel.comm import Comm

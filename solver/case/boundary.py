@@ -1,0 +1,96 @@
+"""`boundary`: one kind per side (dirichlet, neumann, convective, periodic), its values numbers or values that vary
+(solver.case.values)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from .base import Section
+from .values import Varying, varying_values
+
+
+_VARYING = ("a number, {time: [[t, v], ...]} (linear in time), {along: [[s, v], ...]} (linear along the side, s "
+             "in case units) or {file: PATH} (one value per point of the side)")
+
+
+class Dirichlet(Section):
+    """A fixed value on the side; the wall lies one spacing outside the first interior point."""
+
+    kind: Literal["dirichlet"]
+    value: Varying = Field(0.0, description=f"the boundary value u on this side: {_VARYING}")
+
+
+class Neumann(Section):
+    """A fixed normal derivative; the wall lies half a spacing outside the first interior point."""
+
+    kind: Literal["neumann"]
+    flux: Varying = Field(0.0, description=(
+        "outward normal derivative du/dn at the wall (0 = insulated); the ghost is the first interior point "
+        "+ flux x spacing, so flux > 0 lets heat in (inward heat flux alpha x flux), flux < 0 draws it out; "
+        f"{_VARYING}"))
+
+
+class Convective(Section):
+    """Newton cooling (a Robin condition): -du/dn = h (u - ambient) at the wall, half a spacing outside the
+    first interior point (as Neumann): the ghost is (u0 (1 - h s/2) + h s ambient) / (1 + h s/2), s the spacing."""
+
+    kind: Literal["convective"]
+    h: Varying = Field(0.0, description=(
+        f"transfer coefficient per unit length (>= 0): 0 = insulated, large = tends to Dirichlet at ambient; {_VARYING}"))
+    ambient: Varying = Field(0.0, description=f"the temperature the side exchanges heat with; {_VARYING}")
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> Convective:
+        for v in varying_values(self.h):
+            if v < 0:
+                raise ValueError(f"h: {v:g} is negative; a transfer coefficient is >= 0 (0 = insulated)")
+        return self
+
+
+class Periodic(Section):
+    """The side wraps to the opposite one (give both sides of the axis); the period is nx (or ny) points."""
+
+    kind: Literal["periodic"]
+
+
+SideKind = Annotated[Union[Dirichlet, Neumann, Convective, Periodic], Field(discriminator="kind")]
+BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "convective": Convective, "periodic": Periodic}
+
+
+def _number_is_dirichlet(v: Any) -> Any:
+    """`top: 1.5` (a plain number, as in older case files) means {kind: dirichlet, value: 1.5}."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {"kind": "dirichlet", "value": float(v)}
+    return v
+
+
+Side = Annotated[SideKind, BeforeValidator(_number_is_dirichlet, json_schema_input_type=Union[float, SideKind])]
+_SIDE_HELP = ("a number (Dirichlet value), or {kind: dirichlet, value: V}, {kind: neumann, flux: G} "
+              "(G = outward du/dn; 0 = insulated), {kind: convective, h: H, ambient: T} (-du/dn = H (u - T)), "
+              "{kind: periodic} (on both sides of the axis)")
+
+
+def _dirichlet(value: float = 0.0) -> Dirichlet:
+    return Dirichlet(kind="dirichlet", value=value)
+
+
+class Boundary(Section):
+    """One kind per side; they never change during a run (docs/discretisation.md, solver/core/boundary.py)."""
+
+    top: Side = Field(default_factory=_dirichlet, description=f"side y = ly: {_SIDE_HELP}")
+    bottom: Side = Field(default_factory=_dirichlet, description=f"side y = 0: {_SIDE_HELP}")
+    left: Side = Field(default_factory=_dirichlet, description=f"side x = 0: {_SIDE_HELP}")
+    right: Side = Field(default_factory=_dirichlet, description=f"side x = lx: {_SIDE_HELP}")
+
+    @model_validator(mode="after")
+    def _periodic_in_pairs(self) -> Boundary:
+        for a, b, axis in (("left", "right", "x"), ("bottom", "top", "y")):
+            ka, kb = getattr(self, a).kind, getattr(self, b).kind
+            if (ka == "periodic") != (kb == "periodic"):
+                one, other = (a, b) if ka == "periodic" else (b, a)
+                raise ValueError(f"boundary.{other}: boundary.{one} is periodic, so {other} must be too (the period "
+                                 f"runs along {axis}); set both to {{kind: periodic}} or neither")
+        return self
+

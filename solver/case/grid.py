@@ -1,0 +1,17 @@
+"""`grid`: the interior points and the domain's size."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import MAX_COUNT, MAX_LENGTH, Section
+
+
+class Grid(Section):
+    """Interior points; the Dirichlet boundary sits one spacing outside them."""
+
+    nx: int = Field(ge=3, le=MAX_COUNT, description="interior points along x (columns)")
+    ny: int = Field(ge=3, le=MAX_COUNT, description="interior points along y (rows)")
+    lx: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along x; dx = lx/(nx+1)")
+    ly: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along y; dy = ly/(ny+1)")
+
