@@ -189,10 +189,9 @@ class Run:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively. Multigrid: the
         solver, with the exchangers of every level (solver.multigrid), stands in for it."""
         if self.case.uses_multigrid:
-            from .multigrid.cycle import Multigrid, settings_of
+            from .multigrid.cycle import Multigrid, operator_of, settings_of
 
-            op = physics.implicit_operator(self.case) if self.case.implicit else (0.0, 1.0)
-            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *op),
+            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *operator_of(self.case)),
                                 self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
@@ -315,6 +314,7 @@ class Run:
             self.clock.lap("verify")
         ceiling = None if stopped else self._ceiling()
         self.field_range = self._field_range()
+        self.answers = self._answers()
         rows = self.comm.gather(self.rank_row())
         written = {}
 
@@ -351,6 +351,10 @@ class Run:
             self.balance.steady(self.backend, state.u)
         self.balance.finish(self.backend, state.u)
         self.energy = self.balance.result(self.comm, self.case.numerics.dtype)
+        from .results.energy import units
+
+        if units(self.case):
+            self.energy["units"] = units(self.case)
         self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
 
     def facts(self) -> dict:
@@ -365,6 +369,7 @@ class Run:
                 "balance": self.balancer.summary() if self.balancer else None,
                 "solver": self.solver_facts(),
                 "energy": getattr(self, "energy", None),
+                "answers": getattr(self, "answers", None),
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
                         "hdf5_writer": self.outputs.hdf5_writer,  # serial, streamed or mpio
@@ -410,6 +415,17 @@ class Run:
         hi = self.comm.allmax(float(u.max()) if u.size else -np.inf)
         lo = -self.comm.allmax(float(-u.min()) if u.size else -np.inf)
         return hi - lo
+
+    def _answers(self) -> dict | None:
+        """The answers in the problem's units (solver.results.answers), merged on rank 0 (collective)."""
+        from .io.fields import owned
+        from .results import answers
+
+        u = owned(self.backend, self.state.u).astype(np.float64)
+        parts = self.comm.gather(answers.partial(self.case, self.layout.block, u))
+        if self.comm.rank != 0:
+            return None
+        return answers.section(self.case, answers.merge(parts), getattr(self, "energy", None))
 
     def _ceiling(self) -> dict | None:
         if not self.opts.ceiling:

@@ -15,7 +15,7 @@ With coefficient fields (alpha a field; ax east faces, ay north faces, solver.co
 equation's own units (f = the source, not divided by the diagonal d):
     vsmooth:   out = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) / d)
     vresidual: r = (((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ f]) - d*u
-    d = sigma + ((ax_W + ax_E) + (ay_S + ay_N))
+    d = sigma + ((ax_W + ax_E) + (ay_S + ay_N)), sigma a number or a field sg (a capacity that varies)
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def _faces(u, w, region):
     ay_s, ay_n = w.ay[r0 - 1:r1 - 1, c0:c1], w.ay[r0:r1, c0:c1]
     v = ((ax_w * u[r0:r1, c0 - 1:c1 - 1] + ax_e * u[r0:r1, c0 + 1:c1 + 1])
          + (ay_s * u[r0 - 1:r1 - 1, c0:c1] + ay_n * u[r0 + 1:r1 + 1, c0:c1]))
-    return v, w.sigma + ((ax_w + ax_e) + (ay_s + ay_n))
+    sigma = w.sigma if w.sg is None else w.sg[r0:r1, c0:c1]
+    return v, sigma + ((ax_w + ax_e) + (ay_s + ay_n))
 
 
 def vsmooth(out, u, g, w, om, region) -> None:

@@ -65,7 +65,7 @@ class NumbaBackend(Backend):
         self.step(tiny.copy(), tiny, small, (1, 2, 1, 2))
         self.k.max_update(tiny, tiny, 1, 2, 1, 2)
         if not small.jacobi:  # one compiled kernel serves every tile
-            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1, 1, small.s, small.ax, small.ay)
+            self.k.fused(tiny.copy(), tiny, w.wc, w.wx, w.wy, 2, 1, 1, small.s, small.ax, small.ay, small.m, small.cw)
         if self.refills:
             from .numba_fill import fill_sides
 
@@ -78,7 +78,7 @@ class NumbaBackend(Backend):
         if r0 >= r1 or c0 >= c1:
             return
         self.k.tiled(out, u, w.wc, w.wx, w.wy, k, *target, *valid, *fixed, min(self.threads, r1 - r0),
-                     self.column_blocks(c1 - c0, k), w.s, w.ax, w.ay)
+                     self.column_blocks(c1 - c0, k), w.s, w.ax, w.ay, w.m, w.cw)
 
     def column_blocks(self, width: int, k: int) -> int:
         """Column tiles per row block: ring buffers of k x 3 rows x tile width within RING_BYTES (or the
@@ -89,8 +89,8 @@ class NumbaBackend(Backend):
 
     def step(self, out, u, w, region) -> None:
         if w.jacobi:  # Jacobi with coefficient fields: the smoother's form with om = 1 (solver.core.physics)
-            return self._mg().vsmooth(out, u, w.s, w.ax, w.ay, w.wc, self.dtype.type(1), w.sigma, *region)
-        self.k.step(out, u, w.wc, w.wx, w.wy, *region, w.s, w.ax, w.ay)
+            return self._mg().vsmooth(out, u, w.s, w.ax, w.ay, w.wc, self.dtype.type(1), w.sigma, *region, w.sg)
+        self.k.step(out, u, w.wc, w.wx, w.wy, *region, w.s, w.ax, w.ay, w.m, w.cw)
 
     def fill_boundary(self, u, timer=None) -> None:
         """The boundary rules in one compiled call (backends/numba_fill.py), the time charged to compute."""
@@ -130,7 +130,7 @@ class NumbaBackend(Backend):
         m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
             self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d), w.s, w.ax,
-                         w.ay)
+                         w.ay, w.m, w.cw)
             u, u_new = u_new, u
         done = m - (m % k == 1)
         return super().advance(u, u_new, w, n - done, region)
@@ -171,14 +171,14 @@ class NumbaBackend(Backend):
 
     def smooth(self, out, u, g, w, om, region) -> None:
         if w.fields:
-            return self._mg().vsmooth(out, u, g, w.ax, w.ay, w.wc, om, w.sigma, *region)
+            return self._mg().vsmooth(out, u, g, w.ax, w.ay, w.wc, om, w.sigma, *region, w.sg)
         if g is None:
             return self.k.step(out, u, w.wc, w.wx, w.wy, *region)
         self._mg().smooth(out, u, g, w.wc, w.wx, w.wy, om, *region)
 
     def residual(self, r, u, g, w, region) -> None:
         if w.fields:
-            return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region)
+            return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region, w.sg)
         if g is None:
             return self._mg().residual(r, u, w.wx, w.wy, *region)
         self._mg().residual_g(r, u, g, w.wx, w.wy, *region)
@@ -251,7 +251,9 @@ def _tiny_fields(w, tiny):
     """w with each field it carries replaced by a tiny array of the same type (what prepare() compiles for)."""
     from dataclasses import replace
 
-    return replace(w, **{k: tiny.copy() for k in ("s", "ax", "ay") if getattr(w, k) is not None})
+    from ..core.physics import FIELDS
+
+    return replace(w, **{k: tiny.copy() for k in FIELDS if getattr(w, k) is not None})
 
 
 TILE_CACHE = "tiles"  # solver.core.cache file of the `stencil bench --tune` choices (solver.bench.cpu_tune)

@@ -11,19 +11,19 @@ from numba import njit, prange
 
 
 @njit(parallel=True, cache=True)
-def step(out, u, wc, wx, wy, r0, r1, c0, c1, q=None, ax=None, ay=None):
-    """One update of the region; q (the source term) and ax, ay (face coefficients: the flux form) are arrays
-    or None, and a None is compiled out (solver.core.physics: the forms and their term order)."""
+def step(out, u, wc, wx, wy, r0, r1, c0, c1, q=None, ax=None, ay=None, m=None, cw=None):
+    """One update of the region; q (the source term), ax, ay (face coefficients: the flux form), m and cw (the
+    capacity's multiplier and centre weight) are arrays or None, and a None is compiled out (solver.core.physics:
+    the forms and their term order)."""
     for i in prange(r0, r1):
-        if q is None:
-            qr = None
-        else:
-            qr = q[i, c0:c1]
+        qr = None if q is None else q[i, c0:c1]
         if ax is None:
             _update(out[i, c0:c1], u[i - 1, c0:c1], u[i, c0 - 1:c1 + 1], u[i + 1, c0:c1], wc, wx, wy, c1 - c0, qr)
         else:
+            mr = None if m is None else m[i, c0:c1]
+            cr = None if cw is None else cw[i, c0:c1]
             _flux(out[i, c0:c1], u[i - 1, c0:c1], u[i, c0 - 1:c1 + 1], u[i + 1, c0:c1], c1 - c0, qr,
-                  ax[i, c0 - 1:c1], ay[i - 1, c0:c1], ay[i, c0:c1])
+                  ax[i, c0 - 1:c1], ay[i - 1, c0:c1], ay[i, c0:c1], wc, mr, cr)
 
 
 @njit(parallel=True, cache=True)
@@ -53,7 +53,7 @@ def copy(b, a, one):
 
 @njit(parallel=True, cache=True)
 def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw, fe, rblocks, cblocks, q=None, ax=None,
-          ay=None):
+          ay=None, m=None, cw=None):
     """out[t0:t1, s0:s1] = k steps of the update applied to u, in one sweep through memory (temporal
     blocking on trapezoids; solver.parallel.deep says how ranks use it).
 
@@ -89,34 +89,34 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                     continue
                 cl = max(c - (k - level), xlo if fw else xlo + level)
                 ch = min(d + (k - level), xhi if fe else xhi - level)
-                m = ch - cl
+                w = ch - cl
                 if level == 1:
                     s = u[i - 1, cl - 1:ch + 1]
                     cc = u[i, cl - 1:ch + 1]
                     n = u[i + 1, cl - 1:ch + 1]
                 else:
                     off = cl - 1 - base
-                    cc = ring[level - 1, i % 3, off:off + m + 2]
+                    cc = ring[level - 1, i % 3, off:off + w + 2]
                     if fs and i == ylo:
                         s = u[i - 1, cl - 1:ch + 1]
                     else:
-                        s = ring[level - 1, (i - 1) % 3, off:off + m + 2]
+                        s = ring[level - 1, (i - 1) % 3, off:off + w + 2]
                     if fn and i == yhi - 1:
                         n = u[i + 1, cl - 1:ch + 1]
                     else:
-                        n = ring[level - 1, (i + 1) % 3, off:off + m + 2]
+                        n = ring[level - 1, (i + 1) % 3, off:off + w + 2]
                 if level == k:
                     dst = out[i, cl:ch]
                 else:
                     dst = ring[level, i % 3, cl - base:ch - base]
-                if q is None:
-                    qr = None
-                else:
-                    qr = q[i, cl:ch]
+                qr = None if q is None else q[i, cl:ch]
                 if ax is None:
-                    _update(dst, s[1:m + 1], cc, n[1:m + 1], wc, wx, wy, m, qr)
+                    _update(dst, s[1:w + 1], cc, n[1:w + 1], wc, wx, wy, w, qr)
                 else:
-                    _flux(dst, s[1:m + 1], cc, n[1:m + 1], m, qr, ax[i, cl - 1:ch], ay[i - 1, cl:ch], ay[i, cl:ch])
+                    mr = None if m is None else m[i, cl:ch]
+                    cr = None if cw is None else cw[i, cl:ch]
+                    _flux(dst, s[1:w + 1], cc, n[1:w + 1], w, qr, ax[i, cl - 1:ch], ay[i - 1, cl:ch], ay[i, cl:ch], wc,
+                          mr, cr)
                 if level < k:
                     if fw and cl == xlo:
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
@@ -147,27 +147,32 @@ def _update(o, ss, c, nn, wc, wx, wy, m, q):
 
 
 @njit
-def _flux(o, ss, c, nn, m, q, axr, ays, ayn):
-    """The flux form (alpha a field): axr holds the m + 1 faces from the west face of o's first point to the east
-    face of its last, ays and ayn the south and north faces of each point."""
+def _flux(o, ss, c, nn, m, q, axr, ays, ayn, wc, mr, cr):
+    """The flux form (coefficient fields): axr holds the m + 1 faces from the west face of o's first point to the east
+    face of its last, ays and ayn the south and north faces of each point; wc the centre's weight (cr its row where it
+    varies), mr the capacity's multiplier of the fluxes (None: not multiplied)."""
     cc = c[1:m + 1]
     ww = c[0:m]
     ee = c[2:m + 2]
     aw = axr[0:m]
     ae = axr[1:m + 1]
-    if q is None:
-        for j in range(m):
-            x = cc[j]
-            o[j] = x + ((ae[j] * (ee[j] - x) - aw[j] * (x - ww[j])) + (ayn[j] * (nn[j] - x) - ays[j] * (x - ss[j])))
-    else:
-        for j in range(m):
-            x = cc[j]
-            o[j] = (x + ((ae[j] * (ee[j] - x) - aw[j] * (x - ww[j])) + (ayn[j] * (nn[j] - x) - ays[j] * (x - ss[j]))))\
-                + q[j]
+    for j in range(m):
+        x = cc[j]
+        f = (ae[j] * (ee[j] - x) - aw[j] * (x - ww[j])) + (ayn[j] * (nn[j] - x) - ays[j] * (x - ss[j]))
+        if mr is not None:
+            f = mr[j] * f
+        if cr is None:
+            v = wc * x + f
+        else:
+            v = cr[j] * x + f
+        if q is None:
+            o[j] = v
+        else:
+            o[j] = v + q[j]
 
 
-def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None):
+def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None, m=None, cw=None):
     """out = k steps applied to the whole of u on one process (every ghost layer a Dirichlet boundary)."""
     ny, nx = u.shape[0] - 2, u.shape[1] - 2
     tiled(out, u, wc, wx, wy, k, 1, ny + 1, 1, nx + 1, 1, ny + 1, 1, nx + 1, True, True, True, True, rblocks, cblocks,
-          q, ax, ay)
+          q, ax, ay, m, cw)

@@ -42,41 +42,37 @@ def residual_g(r, u, g, wx, wy, r0, r1, c0, c1):
 
 
 @njit(parallel=True, cache=True)
-def vsmooth(out, u, g, ax, ay, wc, om, sigma, r0, r1, c0, c1):
-    """mg_ops.vsmooth; g None is compiled out."""
+def vsmooth(out, u, g, ax, ay, wc, om, sigma, r0, r1, c0, c1, sg=None):
+    """mg_ops.vsmooth; g None and sg None (sigma one number) are compiled out."""
     m = c1 - c0
     for i in prange(r0, r1):
         o = out[i, c0:c1]
         c, w, e, s, n = _rows(u, i, c0, c1)
         aw, ae, as_, an = ax[i, c0 - 1:c1 - 1], ax[i, c0:c1], ay[i - 1, c0:c1], ay[i, c0:c1]
-        if g is None:
-            for j in range(m):
-                v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
-                o[j] = wc * c[j] + om * (v / (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))))
-        else:
-            f = g[i, c0:c1]
-            for j in range(m):
-                v = ((aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])) + f[j]
-                o[j] = wc * c[j] + om * (v / (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))))
+        sr = None if sg is None else sg[i, c0:c1]
+        for j in range(m):
+            v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
+            if g is not None:
+                v = v + g[i, c0 + j]
+            d = sigma if sr is None else sr[j]
+            o[j] = wc * c[j] + om * (v / (d + ((aw[j] + ae[j]) + (as_[j] + an[j]))))
 
 
 @njit(parallel=True, cache=True)
-def vresidual(r, u, g, ax, ay, sigma, r0, r1, c0, c1):
-    """mg_ops.vresidual; g None is compiled out."""
+def vresidual(r, u, g, ax, ay, sigma, r0, r1, c0, c1, sg=None):
+    """mg_ops.vresidual; g None and sg None (sigma one number) are compiled out."""
     m = c1 - c0
     for i in prange(r0, r1):
         o = r[i, c0:c1]
         c, w, e, s, n = _rows(u, i, c0, c1)
         aw, ae, as_, an = ax[i, c0 - 1:c1 - 1], ax[i, c0:c1], ay[i - 1, c0:c1], ay[i, c0:c1]
-        if g is None:
-            for j in range(m):
-                v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
-                o[j] = v - (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
-        else:
-            f = g[i, c0:c1]
-            for j in range(m):
-                v = ((aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])) + f[j]
-                o[j] = v - (sigma + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
+        sr = None if sg is None else sg[i, c0:c1]
+        for j in range(m):
+            v = (aw[j] * w[j] + ae[j] * e[j]) + (as_[j] * s[j] + an[j] * n[j])
+            if g is not None:
+                v = v + g[i, c0 + j]
+            d = sigma if sr is None else sr[j]
+            o[j] = v - (d + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
 
 
 @njit(parallel=True, cache=True)

@@ -8,9 +8,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, model_validator
 
 from .base import Section
-from .values import Varying, varying_values
+from .values import varying, varying_values
+
+TemperatureValue = varying("temperature")
 
 
+FLUX = {"material": ("heat_flux",), "alpha": ("gradient",)}
+H = {"material": ("heat_transfer",), "alpha": ("inverse_length",)}
 _VARYING = ("a number, {time: [[t, v], ...]} (linear in time), {along: [[s, v], ...]} (linear along the side, s "
              "in case units) or {file: PATH} (one value per point of the side)")
 
@@ -19,17 +23,17 @@ class Dirichlet(Section):
     """A fixed value on the side; the wall lies one spacing outside the first interior point."""
 
     kind: Literal["dirichlet"]
-    value: Varying = Field(0.0, description=f"the boundary value u on this side: {_VARYING}")
+    value: TemperatureValue = Field(0.0, description=f"the temperature on this side: {_VARYING}")
 
 
 class Neumann(Section):
     """A fixed normal derivative; the wall lies half a spacing outside the first interior point."""
 
     kind: Literal["neumann"]
-    flux: Varying = Field(0.0, description=(
-        "outward normal derivative du/dn at the wall (0 = insulated); the ghost is the first interior point "
-        "+ flux x spacing, so flux > 0 lets heat in (inward heat flux alpha x flux), flux < 0 draws it out; "
-        f"{_VARYING}"))
+    flux: varying(by_form=FLUX) = Field(0.0, description=(
+        "0 = insulated; flux > 0 lets heat in, flux < 0 draws it out. Material form: the heat flux into the plate "
+        "(W/m^2 in SI; du/dn = flux / k at each wall point). Diffusivity form: the outward normal derivative du/dn "
+        f"at the wall (the ghost is the first interior point + flux x spacing); {_VARYING}"))
 
 
 class Convective(Section):
@@ -37,9 +41,11 @@ class Convective(Section):
     first interior point (as Neumann): the ghost is (u0 (1 - h s/2) + h s ambient) / (1 + h s/2), s the spacing."""
 
     kind: Literal["convective"]
-    h: Varying = Field(0.0, description=(
-        f"transfer coefficient per unit length (>= 0): 0 = insulated, large = tends to Dirichlet at ambient; {_VARYING}"))
-    ambient: Varying = Field(0.0, description=f"the temperature the side exchanges heat with; {_VARYING}")
+    h: varying(by_form=H) = Field(0.0, description=(
+        "the transfer coefficient (>= 0; 0 = insulated, large tends to Dirichlet at ambient). Material form: W/(m^2 K) "
+        "in SI, -k du/dn = h (u - ambient) with k the material at each wall point. Diffusivity form: per unit length "
+        f"(h over the wall's conductivity); {_VARYING}"))
+    ambient: TemperatureValue = Field(0.0, description=f"the temperature the side exchanges heat with; {_VARYING}")
 
     @model_validator(mode="after")
     def _non_negative(self) -> Convective:
@@ -61,8 +67,8 @@ BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "convective": Conv
 
 def _number_is_dirichlet(v: Any) -> Any:
     """`top: 1.5` (a plain number, as in older case files) means {kind: dirichlet, value: 1.5}."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return {"kind": "dirichlet", "value": float(v)}
+    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        return {"kind": "dirichlet", "value": v if isinstance(v, str) else float(v)}
     return v
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from .base import MAX_COUNT, MAX_LENGTH, Section
+from .units import Length
 
 
 class Grid(Section):
@@ -12,6 +13,6 @@ class Grid(Section):
 
     nx: int = Field(ge=3, le=MAX_COUNT, description="interior points along x (columns)")
     ny: int = Field(ge=3, le=MAX_COUNT, description="interior points along y (rows)")
-    lx: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along x; dx = lx/(nx+1)")
-    ly: float = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along y; dy = ly/(ny+1)")
+    lx: Length = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along x; dx = lx/(nx+1)")
+    ly: Length = Field(1.0, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="domain length along y; dy = ly/(ny+1)")
 

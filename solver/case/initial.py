@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ..core.boundary import wave_numbers
 from .base import MAX_COUNT, MAX_VALUE_CHARS, Section
+from .units import Length, Point, Temperature, TemperatureDifference
 
 
 class Sine(Section):
@@ -18,7 +19,7 @@ class Sine(Section):
     (mirrored for Neumann-Dirichlet). Exact with zero Dirichlet values and zero fluxes."""
 
     kind: Literal["sine"]
-    value: float = Field(1.0, description="amplitude")
+    value: TemperatureDifference = Field(1.0, description="amplitude (a temperature difference)")
     k: list[int] = Field(default_factory=lambda: [1, 1], min_length=2, max_length=2, description=(
         "wave numbers [kx, ky]: 1 to n along an axis with a Dirichlet side, 0 to n - 1 between Neumann sides, "
         "0 to (n - 1) // 2 along a periodic axis (n the points along that axis)"))
@@ -41,15 +42,15 @@ class Hotspot(Section):
     """`value` inside a disc of `radius` around `center` = [x, y] (physical units), `background` outside."""
 
     kind: Literal["hotspot"]
-    value: float = 100.0
-    radius: float = Field(0.1, gt=0)
-    center: list[float] = Field(default_factory=lambda: [0.5, 0.5], min_length=2, max_length=2)
-    background: float = 0.0
+    value: Temperature = 100.0
+    radius: Length = Field(0.1, gt=0)
+    center: Point = Field(default_factory=lambda: [0.5, 0.5], min_length=2, max_length=2)
+    background: Temperature = 0.0
 
 
 class Constant(Section):
     kind: Literal["constant"]
-    value: float = 0.0
+    value: Temperature = 0.0
 
 
 class Random(Section):
@@ -57,8 +58,8 @@ class Random(Section):
 
     kind: Literal["random"]
     seed: int = Field(0, ge=0, le=2**64 - 1, description="numpy's random seed (with the global row index)")
-    low: float = 0.0
-    high: float = 1.0
+    low: Temperature = 0.0
+    high: Temperature = 1.0
     cell: int = Field(1, ge=1, le=MAX_COUNT, description=(
         "side of the square cells (cell x cell points, from the first point) that share one random value: a "
         "mosaic whose edges diffuse; 1 = a value per point"))

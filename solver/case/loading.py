@@ -220,8 +220,27 @@ def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
 
 def validate_case(data: dict, source: str = "case", options: dict | None = None) -> Case:
     try:
-        return Case.model_validate(data)
+        return Case.model_validate(data, context=context_of(data))
     except ValidationError as exc:
         raise InputError("\n".join(format_errors(exc, source, options or {}))) from None
 
 
+
+
+def context_of(data) -> dict:
+    """What the units' validators need before the model is built (solver.case.units): the case's unit system, its
+    form (the material form where physics.material is given) and the plate's thickness in the case's units."""
+    from .units import convert, raw_system
+
+    system = raw_system(data)
+    physics = data.get("physics") if isinstance(data, dict) else None
+    physics = physics if isinstance(physics, dict) else {}
+    thickness = physics.get("thickness")
+    if isinstance(thickness, str):
+        try:
+            thickness = convert(thickness, ("length",), system)[0]
+        except ValueError:
+            thickness = None  # the model's own validation names the field
+    ok = isinstance(thickness, (int, float)) and not isinstance(thickness, bool) and thickness > 0
+    return {"system": system, "form": "material" if physics.get("material") is not None else "alpha",
+            "thickness": float(thickness) if ok else None}

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import math
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, StringConstraints, ValidationInfo, model_validator
 
 from ..core.boundary import AXIS_SIDES
 from .base import MAX_LENGTH, Section
 from .boundary import Boundary
 from .grid import Grid
 from .initial import Initial, Sine, _check_wave_number
+from .materials import NAME, Material, library_material
 from .physics import Physics
 from .settings import BackendSettings, Multigrid, Numerics, Output, Parallel, Run
 from .base import VTK_AUTO_MAX_POINTS
+from .units import Units
 from .values import in_time, varying_values
 
 
@@ -21,6 +25,13 @@ class Case(Section):
     """A whole run. Every section has defaults except the grid."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$", max_length=100)
+    units: Units = Field(default_factory=Units, description=(
+        "the case's unit system: plain numbers are in it, strings carry their own units ('40 mm', '25 W/(m^2 K)', "
+        "'80 degC'), results are reported in it (powers in W, energies in J)"))
+    materials: dict[Annotated[str, StringConstraints(pattern=NAME, max_length=100)], Material] = Field(
+        default_factory=dict, max_length=1000, description=(
+            "the case's own materials by name: {k, rho, c_p} or {k, C}; the built-in library (copper, aluminium, "
+            "silicon, steel, fr4, tim, ...: docs/materials.md) needs no entry, and a name here overrides it"))
     grid: Grid
     physics: Physics = Field(default_factory=Physics)
     initial: Initial = Field(default_factory=lambda: Sine(kind="sine"))
@@ -32,13 +43,15 @@ class Case(Section):
     parallel: Parallel = Field(default_factory=Parallel)
     output: Output = Field(default_factory=Output)
     verify: bool = Field(False, description="check the result (exact solution or numpy reference); exit 3 on failure")
+    _table: dict = PrivateAttr(default_factory=dict)  # material name -> (k, C) in the case's units (material form)
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> Case:
+    def _cross_checks(self, info: ValidationInfo) -> Case:
         from ..core.physics import stable_dt  # local: physics imports nothing from here at import time
 
         if set(self.name) == {"."}:
             raise ValueError(f"name: {self.name!r} names a directory itself or its parent; use letters or digits")
+        self._resolve_materials(info)
         _check_alpha(self.physics.alpha)
         _check_ranges(self)
         self._check_time_data()
@@ -146,6 +159,28 @@ class Case(Section):
             for k, axis, n in zip(self.initial.k, "xy", (self.grid.nx, self.grid.ny)):
                 _check_wave_number(k, axis, n, *(sides[side].kind for side in AXIS_SIDES[axis]))
 
+    def _resolve_materials(self, info: ValidationInfo) -> None:
+        """Every material the case names, from its own table or the library (in the case's units): (k, C)."""
+        p = self.physics
+        if p.material is None:
+            if self.materials:
+                raise ValueError("materials: the case defines materials but uses none; set physics.material (the plate) "
+                                 "and regions with material: NAME, or remove materials")
+            return
+        names = [("physics.material", p.material)] + [(f"physics.regions.{k}.material", r.material)
+                                                       for k, r in enumerate(p.regions)]
+        for where, name in names:
+            if name in self._table:
+                continue
+            m = self.materials.get(name) or _library(name, info)
+            if m is None:
+                raise ValueError(f"{where}: unknown material {name!r}; {_known_materials(name, self.materials)}")
+            self._table[name] = (m.k, m.capacity)
+
+    def material_table(self) -> dict:
+        """name -> (k, C) of every material the case uses, in its units (the material form; empty otherwise)."""
+        return dict(self._table)
+
     # Derived values used everywhere -------------------------------------------------------------
     @property
     def implicit(self) -> bool:
@@ -162,8 +197,11 @@ class Case(Section):
 
     @property
     def alpha_field(self) -> bool:
-        """physics.alpha is a field (regions or a file), not one number: the kernels read coefficient fields."""
-        return not isinstance(self.physics.alpha, float)
+        """The kernels read coefficient fields: physics.alpha is a field (regions or a file), or the materials differ
+        in conductivity or heat capacity (solver.core.medium)."""
+        from ..core.medium import medium
+
+        return medium(self).fields
 
     @property
     def krylov(self) -> str:
@@ -211,14 +249,14 @@ def _check_ranges(case: Case) -> None:
     """Values every field accepts alone but that together overflow or underflow in the case dtype."""
     import numpy as np
 
-    from ..core.physics import stable_dt, weights
+    from ..core.physics import alpha_of, stable_dt, weights
 
     big = float(np.finfo(case.numerics.dtype).max)
     init = case.initial
     values = {f"boundary.{side}" + ("" if key == "value" else f".{key}"): v for side in ("bottom", "top", "left", "right")
               for key in ("value", "flux", "h", "ambient") for v in varying_values(getattr(getattr(case.boundary, side), key, None))}
     values.update({f"physics.source.{k}.{key}": getattr(t, key) for k, t in enumerate(case.physics.source)
-                   for key in ("value", "amplitude", "scale") if hasattr(t, key)})
+                   for key in ("value", "amplitude", "scale", "power") if getattr(t, key, None) is not None})
     values.update({f"initial.{k}": getattr(init, k) for k in ("value", "background", "low", "high") if hasattr(init, k)})
     for name, v in values.items():
         if abs(v) > big:
@@ -230,7 +268,7 @@ def _check_ranges(case: Case) -> None:
         w = weights(case).cast(case.numerics.dtype)
     if not all(math.isfinite(float(x)) for x in (w.wc, w.wx, w.wy)) or float(w.wx) <= 0 or float(w.wy) <= 0:
         if case.physics.equation == "heat" and case.physics.dt is not None:
-            raise ValueError(f"physics.dt: {case.physics.dt:g} (alpha {case.physics.alpha:g}) on this grid gives weights "
+            raise ValueError(f"physics.dt: {case.physics.dt:g} (alpha up to {alpha_of(case):g}) on this grid gives weights "
                              f"wx = {float(w.wx):g}, wy = {float(w.wy):g} outside {case.numerics.dtype}'s range; use a "
                              f"dt nearer the explicit limit {stable_dt(case):.3g} (or dt: null), or numerics.dtype: float64")
         raise ValueError(f"grid: lx = {case.grid.lx:g}, ly = {case.grid.ly:g} on {case.grid.nx} x {case.grid.ny} points "
@@ -238,3 +276,25 @@ def _check_ranges(case: Case) -> None:
                          "bring lx/nx and ly/ny closer to each other (or dt and alpha into range)")
 
 
+
+
+def _library(name: str, info: ValidationInfo):
+    """A built-in material in the case's units (solver.case.library), or None."""
+    from .units import SI, system_of
+
+    m = library_material(name)
+    if m is None or system_of(info) == SI:
+        return m
+    from .units import to_case
+
+    return Material(k=to_case(m.k, "conductivity", info), C=to_case(m.capacity, "heat_capacity", info), note=m.note)
+
+
+def _known_materials(name: str, own: dict) -> str:
+    from .library import LIBRARY
+
+    known = sorted(own) + sorted(LIBRARY)
+    close = difflib.get_close_matches(name, known, n=1)
+    head = f"did you mean {close[0]!r}? " if close else ""
+    return (head + f"define it in materials: {{{name}: {{k, rho, c_p}}}} or use one of the library's: "
+            + ", ".join(sorted(LIBRARY)))

@@ -1,14 +1,27 @@
-"""`physics`: the equation, its coefficients and sources, the time step and the scheme."""
+"""`physics`: the equation, what the plate is made of (materials, or a diffusivity), its sources and face cooling,
+the time step and the scheme."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import MAX_LENGTH, Section
-from .materials import Alpha
+from .materials import NAME, Alpha, MaterialRegion
 from .sources import Source
+from .units import Length, Temperature, Time, quantity
+
+HeatTransfer = quantity("heat_transfer")
+
+
+class FaceCooling(Section):
+    """Heat lost through the plate's faces (a thin plate or a board cooled by air over its area): a sink
+    -faces h (u - ambient) / thickness per unit volume (faces: 2 for both faces, 1 for one)."""
+
+    h: HeatTransfer = Field(ge=0, le=MAX_LENGTH, description="the faces' transfer coefficient (W/(m^2 K))")
+    ambient: Temperature = Field(description="the temperature of the air (or fluid) over the faces")
+    faces: Literal[1, 2] = Field(2, description="how many faces are cooled: 2 (both) or 1")
 
 
 class Physics(Section):
@@ -16,16 +29,29 @@ class Physics(Section):
     solver: Literal["jacobi", "multigrid"] = Field("jacobi", description=(
         "laplace: jacobi (one sweep per iteration) or multigrid (cycles with Jacobi sweeps as smoother; the "
         "multigrid section sets them)"))
+    material: str | None = Field(None, pattern=NAME, max_length=100, description=(
+        "the material form: the plate's material (a name from `materials:` or the built-in library: copper, aluminium, "
+        "silicon, steel, fr4, tim, ...); C u_t = div(k grad u) + q in watts. null: the diffusivity form (alpha)"))
+    regions: list[MaterialRegion] = Field(default_factory=list, max_length=1000, description=(
+        "material form: shapes of other materials ({kind: rectangle, lower, upper, material}, {kind: disk, center, "
+        "radius, material}; optional name), later ones winning, deposited by area"))
+    thickness: Length | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "material form: the plate's thickness: powers in W and W/m^2 and face cooling need it; null: results per unit "
+        "thickness"))
+    faces: FaceCooling | None = Field(None, description=(
+        "material form: cooling from the plate's faces {h, ambient, faces}: -faces h (u - ambient) / thickness per "
+        "unit volume; null: insulated faces"))
     alpha: Alpha = Field(1.0, description=(
-        "diffusivity: a number, or a field {background: A, regions: [{kind: rectangle, lower, upper, value}, {kind: "
-        "disk, center, radius, value}]} (later regions win) or {kind: file, path, dataset} (a (ny, nx) array); the "
-        "flux between two points uses the harmonic mean of their values. Heat: u_t = div(alpha grad u) + q; laplace: "
-        "0 = div(alpha grad u) + q"))
+        "the diffusivity form: a number, or a field {background: A, regions: [{kind: rectangle, lower, upper, value}, "
+        "{kind: disk, center, radius, value}]} (later regions win, each covering the grid points inside it) or {kind: "
+        "file, path, dataset} (a (ny, nx) array); the flux between two points uses the harmonic mean of their values. "
+        "Heat: u_t = div(alpha grad u) + q; laplace: 0 = div(alpha grad u) + q"))
     source: list[Source] = Field(default_factory=list, max_length=1000, description=(
-        "heat sources q(x, y), summed: {kind: constant, value}, {kind: gaussian, center, width, amplitude}, {kind: "
-        "rectangle, lower, upper, value}, {kind: file, path, dataset, scale}; each may carry active: [t_start, t_end] "
-        "(heat). Units: u per unit time (heat), so laplace solves 0 = div(alpha grad u) + q"))
-    dt: float | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description=(
+        "heat sources q(x, y), summed: {kind: constant}, {kind: gaussian, center, width, amplitude}, {kind: "
+        "rectangle, lower, upper}, {kind: disk, center, radius}, {kind: file, path, dataset, scale, unit, extent}; a "
+        "density (value; material form W/m^3, or W/m^2 with thickness; diffusivity form temperature per time) or, in "
+        "the material form, a total power (power: '5 W'); each may carry active: [t_start, t_end] (heat) and a name"))
+    dt: Time | None = Field(None, ge=1 / MAX_LENGTH, le=MAX_LENGTH, description=(
         "time step; null = safety x the explicit stability limit (explicit), cfl x that limit (implicit schemes)"))
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
     scheme: Literal["explicit", "backward-euler", "crank-nicolson"] = Field("explicit", description=(
@@ -34,3 +60,27 @@ class Physics(Section):
     cfl: float = Field(100.0, gt=0, le=MAX_LENGTH, description=(
         "implicit schemes with dt null: dt = cfl x the explicit stability limit"))
 
+    @model_validator(mode="after")
+    def _one_form(self) -> Physics:
+        """The material form or the diffusivity form, not both; the material form's own fields need it."""
+        if self.material is not None:
+            if "alpha" in self.model_fields_set:
+                raise ValueError("physics.alpha: the plate is given twice (material and alpha); keep physics.material (materials "
+                                 "with k and heat capacity) or physics.alpha (a diffusivity)")
+            if self.faces is not None and self.thickness is None:
+                raise ValueError("physics.faces: face cooling needs the plate's thickness; set physics.thickness")
+            if any(t.kind != "file" and getattr(t, "power", None) is not None for t in self.source) \
+                    and self.thickness is None:
+                k = next(k for k, t in enumerate(self.source) if getattr(t, "power", None) is not None)
+                raise ValueError(f"physics.source.{k}.power: a power in watts needs the plate's thickness; set physics.thickness")
+            return self
+        for key in ("regions", "thickness", "faces"):
+            if key in self.model_fields_set and getattr(self, key):
+                raise ValueError(f"physics.{key}: applies to the material form; set physics.material (the plate's material) or "
+                                 f"remove {key}")
+        return self
+
+    @property
+    def form(self) -> str:
+        """'material' (physics.material) or 'alpha' (a diffusivity)."""
+        return "material" if self.material is not None else "alpha"

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Union
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, model_validator
 
 from .base import MAX_PATH, MAX_TABLE, Part, _pairs
+from .units import _number, form_of, other_dims
 
 
 class TimeTable(Part):
@@ -64,10 +65,32 @@ def _varying_tag(v: Any) -> str | None:
     return next((tag for tag, model in VARYING_TAGS.items() if model and isinstance(v, model)), None)
 
 
-Varying = Annotated[Union[Annotated[float, Tag("number")], Annotated[TimeTable, Tag("time-table")],
-                          Annotated[AlongTable, Tag("along-table")], Annotated[SideFile, Tag("side-file")]],
-                    Discriminator(_varying_tag, custom_error_type="varying_form",
-                                  custom_error_message=f"give {_VARYING_HELP}")]
+_Varying = Annotated[Union[Annotated[float, Tag("number")], Annotated[TimeTable, Tag("time-table")],
+                           Annotated[AlongTable, Tag("along-table")], Annotated[SideFile, Tag("side-file")]],
+                     Discriminator(_varying_tag, custom_error_type="varying_form",
+                                   custom_error_message=f"give {_VARYING_HELP}")]
+
+
+def varying(*dims: str, by_form: dict | None = None):
+    """A side value of dimension dims (or by the case's form, solver.case.units): a number or a string with its unit,
+    or a table whose entries are (the keys: times or lengths; the values: dims)."""
+
+    def pre(v: Any, info: ValidationInfo) -> Any:
+        choice = by_form.get(form_of(info), dims) if by_form else dims
+        other = other_dims(by_form, info)
+        if isinstance(v, str):
+            return _number(v, choice, info, other)
+        if not isinstance(v, dict):
+            return v
+        out = dict(v)
+        for key, key_dim in (("time", "time"), ("along", "length")):
+            if isinstance(out.get(key), list):
+                out[key] = [[_number(x, (key_dim,) if i == 0 else choice, info, () if i == 0 else other) for i, x in enumerate(row)]
+                            if isinstance(row, list) else row for row in out[key]]
+        return out
+
+    return Annotated[_Varying, BeforeValidator(pre, json_schema_input_type=Union[float, str, TimeTable, AlongTable,
+                                                                                  SideFile])]
 
 
 def varying_values(v) -> list[float]:

@@ -33,10 +33,12 @@ def case_page() -> str:
            "field and the fix (exit 2, before anything is written). `stencil schema` prints the same models as "
            "JSON Schema (for an editor's completion); `stencil validate CASE` prints the case resolved (dt, weights, "
            "memory, disk).", "",
-           "Units: lengths (`grid.lx`, `grid.ly`, positions and radii of the initial field) in one unit of your "
-           "choice; `physics.alpha` in length^2 per time unit, which fixes the unit of `physics.dt` and of the "
-           "times in the output; `u` (values, fluxes as du/dn) in any unit. Fields that a `stencil run` option "
-           "overrides name it.", "",
+           "Units: every dimensional number is a plain number in the case's unit system (`units:`: SI unless it says "
+           "otherwise; joules and kilograms with the given length, time and temperature units) or a string with its "
+           "unit, converted once when the case is read ('40 mm', '25 W/(m^2 K)', '5 W', '80 degC'; docs/units.md). "
+           "Temperatures are levels in the case's temperature unit (K or degC). Two forms of the physics: the material "
+           "form (`physics.material`, named materials with k and heat capacity, powers in W) and the diffusivity form "
+           "(`physics.alpha`, sources as heating rates). Fields that a `stencil run` option overrides name it.", "",
            f"A file holds at most {MAX_CASE_BYTES >> 10} KiB; YAML anchors and aliases are accepted while the "
            f"document they expand to stays within {MAX_NODES} nodes and {MAX_DEPTH} levels; a key given twice in "
            "one mapping is refused.", "", *_example()]
@@ -51,6 +53,8 @@ NESTED = {  # the models the sections reach only through lists and value forms: 
     "ConstantSource": "physics.source.N", "GaussianSource": "physics.source.N", "RectangleSource": "physics.source.N",
     "FileSource": "physics.source.N", "AlphaRegions": "physics.alpha", "AlphaFile": "physics.alpha",
     "RectangleRegion": "physics.alpha.regions.N", "DiskRegion": "physics.alpha.regions.N",
+    "DiskSource": "physics.source.N", "MaterialRectangle": "physics.regions.N", "MaterialDisk": "physics.regions.N",
+    "FaceCooling": "physics.faces", "Material": "materials.NAME",
     "TimeTable": "<side value>", "AlongTable": "<side value>", "SideFile": "<side value>",
 }
 

@@ -1,6 +1,9 @@
-"""The energy balance of a run: heat added by the sources, heat through each side, the change of the total.
+"""The energy balance of a run: heat added by the sources, heat through each side and the faces, the change of the total.
 
-The total is E = sum(u) dx dy (the field integrated over the points' cells). Summing an explicit step's update
+The total is E = C0 depth sum(c u) dx dy (the heat content: the field times each cell's heat capacity, integrated over
+the points' cells and the plate's thickness; solver.core.medium: c = C / C0, depth the thickness or 1; in the
+diffusivity form C0 = c = depth = 1, E = sum(u) dx dy). Every term below carries the same factor C0 depth, so the
+material form's balance is in the case's units of energy and power (J and W in SI). Summing an explicit step's update
 over every point, the flux between two neighbours leaves one and enters the other (solver.core.physics: the
 same face weight and difference, once with each sign), so only the walls and the sources remain:
 
@@ -28,6 +31,7 @@ import numpy as np
 from . import sources
 from .boundary import AXIS_SIDES, BLOCK_SIDE, SIDES
 from .materials import alpha_at
+from .medium import capacity_at, medium
 from .physics import THETA, spacing
 
 ULPS = 8.0  # rounding per explicit step against sum |u| (as solver.results.verify's conservation check)
@@ -39,7 +43,10 @@ class Balance:
     def __init__(self, case, block, dt: float, first_step: int):
         self.case, self.block, self.dt = case, block, dt
         (dx, dy) = spacing(case)
-        self.cell = dx * dy
+        self.med = medium(case)
+        self.cell = dx * dy * self.med.c0 * self.med.depth  # what a sum over points is multiplied by
+        self.capacity = self._capacity()
+        self.faces = 0.0  # the faces' sink's heat (beta > 0)
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
         self.sides = {side: 0.0 for side in self.c}
         self.source = 0.0
@@ -54,6 +61,7 @@ class Balance:
         """A rebalance gave this rank another block (parallel.balance: dynamic): the walls' weights and the
         sources' sums follow it; the terms summed so far stay."""
         self.block, self._sums = block, {}
+        self.capacity = self._capacity()
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
         self.sides = {side: self.sides.get(side, 0.0) for side in self.c}
 
@@ -74,10 +82,26 @@ class Balance:
         first = np.array([0 if side == "left" else nx - 1])
         return alpha_at(case, rows, first)[:, 0] / dx**2
 
+    def _capacity(self):
+        """c over the block's owned points where it varies (None: 1)."""
+        if not self.med.capacity_field:
+            return None
+        b = self.block
+        return capacity_at(self.case, np.arange(*b.rows), np.arange(*b.cols))
+
     def total(self, backend, u) -> tuple[float, float]:
-        """(sum u, sum |u|) dx dy over the owned points of a one-layer field."""
+        """(sum c u, sum |c u|) dx dy (times C0 depth) over the owned points of a one-layer field."""
         part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
+        if self.capacity is not None:
+            part = self.capacity * part
         return float(part.sum()) * self.cell, float(np.abs(part).sum()) * self.cell
+
+    def face_rate(self, backend, u) -> float:
+        """The heat the faces take in per unit time: beta sum(T_b - u) dx dy (times C0 depth); 0 without a sink."""
+        if self.med.beta == 0:
+            return 0.0
+        part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
+        return self.med.beta * float(np.sum(self.med.ambient - part)) * self.cell
 
     def fluxes(self, backend, u) -> dict:
         """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time)."""
@@ -87,6 +111,8 @@ class Balance:
             g = backend.get(u, ghost).astype(np.float64).reshape(-1)
             f = backend.get(u, first).astype(np.float64).reshape(-1)
             out[side] = float(np.sum(c * (g - f))) * self.cell
+        if self.med.beta > 0:
+            out["faces"] = self.face_rate(backend, u)
         return out
 
     def source_rate(self, terms) -> float:
@@ -103,8 +129,10 @@ class Balance:
 
     def explicit(self, backend, u, step: int) -> None:
         """One explicit step from `step`, u the field at its start (its ghosts at t_n)."""
-        for side, f in self.fluxes(backend, u).items():
-            self.sides[side] += self.dt * f
+        rates = self.fluxes(backend, u)
+        for side in self.sides:
+            self.sides[side] += self.dt * rates[side]
+        self.faces += self.dt * rates.get("faces", 0.0)
         self._sources(step, 1)
 
     def batch(self, step: int, n: int) -> None:
@@ -113,10 +141,12 @@ class Balance:
         self._sources(step, n)
 
     def implicit(self, before: dict, after: dict, step: int) -> None:
-        """One implicit step: the sides' fluxes of u^n (before) and u^{n+1} (after), weighted by the scheme."""
+        """One implicit step: the sides' (and faces') fluxes of u^n (before) and u^{n+1} (after), weighted by the
+        scheme."""
         theta = THETA[self.case.physics.scheme]
         for side in self.sides:
             self.sides[side] += self.dt * ((1.0 - theta) * before[side] + theta * after[side])
+        self.faces += self.dt * ((1.0 - theta) * before.get("faces", 0.0) + theta * after.get("faces", 0.0))
         self._sources(step, 1)
 
     def _sources(self, step: int, n: int) -> None:
@@ -127,38 +157,50 @@ class Balance:
     def finish(self, backend, u) -> None:
         self.end, scale = self.total(backend, u)
         self.scale = max(self.scale, scale)
+        self.final = self.fluxes(backend, u)  # the rates at the final field (the answers' heat flows)
 
     def steady(self, backend, u) -> None:
         """Laplace: the rates of the final field (per unit time: dt = 1)."""
         self.sides = self.fluxes(backend, u)
+        self.faces = self.sides.pop("faces", 0.0)
         self.source = self.source_rate(sources.step_weights(self.case, 0, 1.0))
 
     # the record ------------------------------------------------------------------------------------------
     def result(self, comm, dtype: str) -> dict:
         """The record's energy section (collective): every term over all ranks."""
         parts = comm.allgather({"sides": self.sides, "source": self.source, "start": self.start, "end": self.end,
-                                "scale": self.scale, "observed": self.observed})
+                                "scale": self.scale, "observed": self.observed, "faces": self.faces,
+                                "final": getattr(self, "final", {})})
+        final = {k: sum(p["final"].get(k, 0.0) for p in parts) for k in (*SIDES, "faces")
+                 if any(k in p["final"] for p in parts)}
         sides = {s: sum(p["sides"].get(s, 0.0) for p in parts) for s in SIDES
                  if any(s in p["sides"] for p in parts)}
         source = sum(p["source"] for p in parts)
         observed = all(p["observed"] for p in parts)
+        faces = sum(p["faces"] for p in parts) if self.med.beta > 0 else None
+        walls = sum(sides.values()) + (faces or 0.0)
         if self.case.physics.equation == "laplace":
-            rest = source + sum(sides.values())
-            return {"kind": "steady", "sources": source, "sides": sides, "imbalance": rest,
-                    "relative": abs(rest) / max(abs(source) + sum(abs(v) for v in sides.values()), 1e-300),
-                    "note": "rates per unit time at the final field; the imbalance is what the residual leaves"}
+            rest = source + walls
+            out = {"kind": "steady", "sources": source, "sides": sides, "imbalance": rest,
+                   "relative": abs(rest) / max(abs(source) + sum(abs(v) for v in sides.values()) + abs(faces or 0.0),
+                                               1e-300),
+                   "note": "rates per unit time at the final field; the imbalance is what the residual leaves"}
+            out["final_rates"] = final
+            return out if faces is None else {**out, "faces": faces}
         start, end = sum(p["start"] for p in parts), sum(p["end"] for p in parts)
         change = end - start
         out = {"kind": self.case.physics.scheme, "initial": start, "final": end, "change": change, "sources": source,
-               "steps": self.steps, "sides_observed": observed}
+               "steps": self.steps, "sides_observed": observed, "final_rates": final}
         if observed:
-            rest = change - source - sum(sides.values())
+            rest = change - source - walls
             bound = ULPS * float(np.finfo(dtype).eps) * (self.steps + 1) * sum(p["scale"] for p in parts)
-            terms = abs(change) + abs(source) + sum(abs(v) for v in sides.values())
+            terms = abs(change) + abs(source) + sum(abs(v) for v in sides.values()) + abs(faces or 0.0)
             out.update(sides=sides, imbalance=rest, relative=abs(rest) / max(terms, 1e-300), bound=bound,
                        closed=bool(abs(rest) <= bound) if self.case.physics.scheme == "explicit" else None)
+            if faces is not None:
+                out["faces"] = faces
         else:
-            out.update(sides=None, sides_total=change - source,
+            out.update(sides=None, sides_total=change - source, **({} if faces is None else {"faces": None}),
                        note="the steps were computed in batches (time tiles or device launches), so each side's "
                             "flux was not seen step by step; sides_total is what the change leaves after the sources")
         return out

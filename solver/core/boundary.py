@@ -57,9 +57,13 @@ def conserving(case) -> bool:
     """Only Neumann sides of constant flux and periodic ones, no source: heat changes the sum of u only by the
     fixed fluxes (exactly, in exact arithmetic: solver.results.verify's check; the record's energy balance
     covers every case)."""
+    from .medium import medium
+
     sides = [getattr(case.boundary, s) for s in SIDES]
-    return (not case.physics.source and all(s.kind in ("neumann", "periodic") for s in sides)
-            and all(isinstance(getattr(s, "flux", 0.0), float) for s in sides))
+    med = medium(case)
+    plain = med.form == "alpha" or (not med.capacity_field and all(getattr(s, "flux", 0.0) == 0.0 for s in sides))
+    return (not case.physics.source and all(s.kind in ("neumann", "periodic") for s in sides) and med.beta == 0
+            and all(isinstance(getattr(s, "flux", 0.0), float) for s in sides) and plain)
 
 
 def homogeneous(case) -> bool:
@@ -276,13 +280,25 @@ def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
     start, n, count = (block.cols[0], case.grid.nx, block.nx) if along_y else (block.rows[0], case.grid.ny, block.ny)
     periodic = periodic_axes(case)[1 if along_y else 0]
     along = indices(start, depth, count + 2 * depth, n, periodic)
-    at = lambda key: value_at(spec, side, key, t, along, along_positions(case, side, along), n)  # noqa: E731
+    at = lambda key: _per_wall(case, side, key, along, value_at(spec, side, key, t, along,  # noqa: E731
+                                                              along_positions(case, side, along), n))
     if spec.kind == "dirichlet":
         return Rule(side, "dirichlet", at("value"))
     if spec.kind == "neumann":
         return Rule(side, "neumann", at("flux") * h)
     gain, value = convective_terms(at("h"), at("ambient"), h)
     return Rule(side, "convective", value, gain)
+
+
+def _per_wall(case, side: str, key: str, along: np.ndarray, value):
+    """The material form's h and flux over the wall's conductivity at each point (solver.core.sides)."""
+    from .sides import per_conductivity, wall_conductivity
+
+    if not per_conductivity(case, side, key):
+        return value
+    k = wall_conductivity(case, side, along)
+    out = value / k
+    return float(out[0]) if np.ndim(value) == 0 and np.all(k == k[0]) else out
 
 
 def homogeneous_fill(fill: Fill, gains=None) -> Fill:

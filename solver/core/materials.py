@@ -1,7 +1,9 @@
 """The diffusivity as a field: alpha at the grid's points, and the face coefficients the kernels read.
 
 physics.alpha (solver.case): a number, {background, regions} (rectangles and disks, later ones
-winning, each covering the grid points inside it, edges included) or a file of shape (ny, nx).
+winning, each covering the grid points inside it, edges included) or a file of shape (ny, nx). In the material
+form (physics.material) alpha is the normalised conductivity a = k / C0 (solver.core.medium), each point taking its
+own material's.
 
 The flux between neighbours i and i+1 (spacing h) is a_face (u[i+1] - u[i]) / h with a_face the harmonic
 mean 2 a_i a_{i+1} / (a_i + a_{i+1}): each point's material reaches half-way to its neighbours, and the
@@ -25,7 +27,11 @@ from .grid import positions, whole
 
 
 def alpha_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """alpha (float64) at global rows x cols (indices within the grid)."""
+    """alpha (float64) at global rows x cols (indices within the grid): a = k / C0 in the material form."""
+    if getattr(case.physics, "material", None) is not None:
+        from .medium import conductivity_at
+
+        return conductivity_at(case, rows, cols)
     a = case.physics.alpha
     if isinstance(a, float):
         return np.full((len(rows), len(cols)), a)
@@ -62,6 +68,8 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
 def alpha_range(case) -> tuple[float, float]:
     """(smallest, largest) alpha on the grid's points (a number: itself twice): the explicit stability limit uses
     the largest, the record's contrast both. A file is read once (cached); regions that cover no point do not count."""
+    if getattr(case.physics, "material", None) is not None:
+        return _material_range(case)
     a = case.physics.alpha
     if isinstance(a, float):
         return a, a
@@ -111,3 +119,42 @@ def _stamp(path: str):
         return (st.st_mtime_ns, st.st_size)
     except OSError:
         return None
+
+
+def _material_range(case) -> tuple[float, float]:
+    """(smallest, largest) a = k / C0 over the plate's material and the regions that hold a grid point."""
+    table, p = case.material_table(), case.physics
+    c0 = table[p.material][1]
+    rows, cols = whole(case)
+    y, x = positions(case, rows, cols)
+    present = [table[p.material][0]] + [table[r.material][0] for r in p.regions if _covers_any(r, x, y)]
+    return float(min(present)) / c0, float(max(present)) / c0
+
+
+def capacity_limit(case) -> float:
+    """The largest explicit step where the heat capacity varies: every point's centre weight 1 - dt (the sum of its
+    four faces' a / h^2 + beta) / c stays >= 0 (solver.core.operator), computed exactly over the grid in row bands."""
+    from .boundary import geometry
+    from .grid import window
+    from .medium import capacity_at, medium
+
+    (dx, dy), _ = geometry(case)
+    beta = medium(case).beta
+    ny, nx = case.shape
+    step = max(1, (1 << 21) // max(nx, 1))
+    worst = 0.0
+    for r in range(0, ny, step):
+        block = _Band(r, min(r + step, ny), nx)
+        rows, cols = window(case, block, (block.ny + 3, nx + 3), (1, 1))
+        fx, fy = faces(case, rows, cols)
+        total = ((fx[1:-1, :-2] + fx[1:-1, 1:-1]) / dx**2 + (fy[:-2, 1:-1] + fy[1:-1, 1:-1]) / dy**2)[:block.ny, :nx]
+        c = capacity_at(case, rows[1:block.ny + 1], cols[1:nx + 1])
+        worst = max(worst, float(np.max((total + beta) / c)))
+    return 1.0 / worst
+
+
+class _Band:
+    """Rows [r0, r1) of the whole grid, as a block (window's rows and cols)."""
+
+    def __init__(self, r0: int, r1: int, nx: int):
+        self.rows, self.cols, self.ny = (r0, r1), (0, nx), r1 - r0

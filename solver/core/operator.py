@@ -1,35 +1,62 @@
-"""The data the update reads where the physics is data (solver.core.physics.Weights): the source term s and
-the face coefficients ax, ay, on a field's padded layout, for the steps of one batch.
+"""The data the update reads where the physics is data (solver.core.physics.Weights): the source term s, the face
+coefficients ax, ay, and where the materials differ in heat capacity the capacity's fields (m, cw; sg for implicit
+steps), on a field's padded layout, for the steps of one batch.
 
 Plain data from the case alone (no backend, no MPI): a field of shape (R, C) whose owned block sits at local
 (R0, C0) gets, at every element, the values of the global point it stands for (solver.core.grid: wrapped
 along periodic axes, clamped beyond walls), so one-layer steps, deep halos, time tiles and every rank count
 read the same numbers. Host arrays in float64; the run rounds them once to the field's dtype on its device.
 
-    explicit heat:  s = dt q(step's terms);  ax = dt a_x / dx^2, ay = dt a_y / dy^2   (alpha a field)
-    Jacobi:         s = q / (alpha (2/dx^2 + 2/dy^2));                                (alpha a number)
-                    s = q, ax = a_x / dx^2, ay = a_y / dy^2, jacobi form               (alpha a field)
+The equation, normalised (solver.core.medium): c u_t = div(a grad u) - beta (u - T_b) + s, with f = s + beta T_b the
+source part that does not depend on u.
+
+    explicit heat:  constant coefficients: wc = 1 - 2 wx - 2 wy - dt beta, s = dt f (physics.weights)
+                    fields: ax = dt a_x / dx^2, ay = dt a_y / dy^2, wc = 1 - dt beta, s = dt f;
+                    with a capacity field c also m = 1 / c, s = dt f / c and cw = 1 - dt beta / c (where beta > 0)
+    Jacobi:         a number: s = f / (beta + alpha (2/dx^2 + 2/dy^2)) (unit diagonal; physics.weights)
+                    fields: s = f, ax = a_x / dx^2, ay = a_y / dy^2, sigma = beta, the Jacobi form
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from . import sources
 from .grid import window
 from .materials import faces
-from .physics import THETA, Weights, implicit_rhs_weights, spacing, time_step, weights
+from .medium import capacity_at, medium
+from .physics import FIELDS, THETA, Weights, alpha_of, implicit_rhs_weights, spacing, time_step, weights
 
 
 def streams(case) -> int:
     """Arrays one explicit update or Jacobi sweep moves through memory: u read and u_new written, the source term
-    where there is one, the two face fields where alpha is a field (the copy-bound rate counts these bytes)."""
-    return 2 + bool(case.physics.source) + 2 * case.alpha_field
+    where there is one, the two face fields where the coefficients are fields, and the capacity's one or two (the
+    copy-bound rate counts these bytes)."""
+    med = medium(case)
+    capacity = med.capacity_field and case.physics.equation == "heat"
+    return 2 + needs_source(case) + 2 * med.fields + capacity * (1 + (med.beta > 0))
+
+
+def needs_source(case) -> bool:
+    """Whether the update adds a source field: source terms, or the faces' sink with an ambient not zero."""
+    med = medium(case)
+    return bool(case.physics.source) or (med.beta > 0 and med.ambient != 0.0)
 
 
 def needs_data(case) -> bool:
-    """Whether the update reads fields beyond u (a source, or alpha a field)."""
-    return bool(case.physics.source) or case.alpha_field
+    """Whether the update reads fields beyond u (a source, or coefficient fields)."""
+    return needs_source(case) or case.alpha_field
+
+
+def _source(case, terms, rows, cols):
+    """f = s + beta T_b at the points (normalised units), or None."""
+    med = medium(case)
+    q = sources.q_weighted(case, terms, rows, cols) if terms else None
+    if med.beta > 0 and med.ambient != 0.0:
+        q = (0.0 if q is None else q) + med.beta * med.ambient * np.ones((len(rows), len(cols)))
+    return q
 
 
 def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int = 0) -> Weights:
@@ -41,42 +68,49 @@ def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], st
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
     laplace = case.physics.equation == "laplace"
     dt = 1.0 if laplace else time_step(case)
-    (dx, dy) = spacing(case)
-    data = {}
-    terms = sources.step_weights(case, step, dt)
-    if terms:
-        q = sources.q_weighted(case, terms, rows[:-1], cols[:-1])
+    (dx, dy), med = spacing(case), medium(case)
+    f = _source(case, sources.step_weights(case, step, dt), rows[:-1], cols[:-1])
+    if not case.alpha_field:
+        if f is None:
+            return w
         if laplace:
-            data["s"] = q if case.alpha_field else q / (case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2))
-        else:
-            data["s"] = dt * q
-    if case.alpha_field:
-        fx, fy = faces(case, rows, cols)
-        data.update(ax=dt * fx / dx**2, ay=dt * fy / dy**2, jacobi=laplace)
-        if laplace:
-            w = replace(w, wc=0.0)
-    return replace(w, **data)
+            return replace(w, s=f / (med.beta + alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2)))
+        return replace(w, s=dt * f)
+    fx, fy = faces(case, rows, cols)
+    w = replace(w, ax=dt * fx / dx**2, ay=dt * fy / dy**2, jacobi=laplace)
+    if laplace:
+        return replace(w, wc=0.0, sigma=med.beta, s=f)
+    w = replace(w, wc=1.0 - dt * med.beta)
+    if not (med.capacity_field and case.physics.equation == "heat"):
+        return w if f is None else replace(w, s=dt * f)
+    c = capacity_at(case, rows[:-1], cols[:-1])
+    w = replace(w, m=1.0 / c, s=None if f is None else dt * f / c)
+    return replace(w, cw=1.0 - dt * med.beta / c) if med.beta > 0 else w
 
 
 def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int) -> Weights:
     """An implicit step's right-hand side as one update of u^n (solver.multigrid.cycle.Multigrid.time_step), in
-    float64 on the host. alpha a number: (u^n + (1 - theta) dt alpha L u^n + dt q) / d, the unit-diagonal form
-    (physics.implicit_rhs_weights; s = dt q / d). A field: u^n + (1 - theta) dt div(alpha grad u^n) + dt q, the
-    equation's own units (the flux form; backward Euler reads no neighbour). q: the source at the scheme's
-    times (sources.step_weights)."""
-    dt, (dx, dy) = time_step(case), spacing(case)
+    float64 on the host. Constant coefficients: (u^n + (1 - theta) dt (alpha L u^n - beta u^n) + dt f) / d, the
+    unit-diagonal form (physics.implicit_rhs_weights; s = dt f / d). Fields: c u^n + (1 - theta) dt (div(a grad u^n)
+    - beta u^n) + dt f, the equation's own units (the flux form; backward Euler reads no neighbour unless c varies,
+    whose centre weight cw = c - (1 - theta) dt beta then rides on zero faces). f: the source at the scheme's times
+    (sources.step_weights)."""
+    dt, (dx, dy), med = time_step(case), spacing(case), medium(case)
     theta = THETA[case.physics.scheme]
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-    terms = sources.step_weights(case, step, dt)
-    q = dt * sources.q_weighted(case, terms, rows[:-1], cols[:-1]) if terms else None
+    f = _source(case, sources.step_weights(case, step, dt), rows[:-1], cols[:-1])
+    q = None if f is None else dt * f
     if not case.alpha_field:
         w = implicit_rhs_weights(case)
-        d = 1.0 + theta * dt * case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)
+        d = 1.0 + theta * dt * alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2) + theta * dt * med.beta
         return w if q is None else replace(w, s=q / d)
-    w = Weights(1.0, 0.0, 0.0, s=q)
-    if theta < 1.0:
+    w = Weights(1.0 - (1.0 - theta) * dt * med.beta, 0.0, 0.0, s=q)
+    if theta < 1.0 or med.capacity_field:
         fx, fy = faces(case, rows, cols)
-        w = replace(w, ax=(1.0 - theta) * dt * fx / dx**2, ay=(1.0 - theta) * dt * fy / dy**2)
+        k = (1.0 - theta) * dt
+        w = replace(w, ax=k * fx / dx**2, ay=k * fy / dy**2)
+    if med.capacity_field:
+        w = replace(w, cw=capacity_at(case, rows[:-1], cols[:-1]) - (1.0 - theta) * dt * med.beta)
     return w
 
 
@@ -91,11 +125,11 @@ def on_device(backend, w: Weights, dtype, aligned: int = 1) -> Weights:
     """w with its scalars in the field's dtype and its fields on the backend's device (same pitch and alignment
     as the fields they go with)."""
     w = w.cast(dtype)
-    data = {k: backend.coefficient(getattr(w, k), aligned) for k in ("s", "ax", "ay") if getattr(w, k) is not None}
+    data = {k: backend.coefficient(getattr(w, k), aligned) for k in FIELDS if getattr(w, k) is not None}
     return replace(w, **data)
 
 
 def view(w: Weights, slices) -> Weights:
     """w with each field cut to `slices` (a deep-halo field's one-layer view)."""
-    data = {k: getattr(w, k)[slices] for k in ("s", "ax", "ay") if getattr(w, k) is not None}
+    data = {k: getattr(w, k)[slices] for k in FIELDS if getattr(w, k) is not None}
     return replace(w, **data)

@@ -6,14 +6,18 @@ heat (FTCS):  wx = alpha*dt/dx**2, wy = alpha*dt/dy**2, wc = 1 - 2*wx - 2*wy (st
 laplace (Jacobi): wc = 0, wx = dy**2 / (2*(dx**2 + dy**2)), wy = dx**2 / (2*(dx**2 + dy**2))
 s, where there is a source q: dt q (heat), q / (alpha (2/dx^2 + 2/dy^2)) (Jacobi), added last.
 
-Where alpha is a field (solver.core.materials), the kernels read face coefficients ax (east faces) and ay
-(north faces) instead of wx and wy (solver.core.operator builds them):
+Where the coefficients are fields (alpha a field, or materials: solver.core.medium), the kernels read face
+coefficients ax (east faces) and ay (north faces) instead of wx and wy (solver.core.operator builds them), and, where
+the materials differ in heat capacity, per-point fields beside them:
 
-heat (flux form):  u_new = u + ((ax[i,j]*(E - u) - ax[i,j-1]*(u - W)) + (ay[i,j]*(N - u) - ay[i-1,j]*(u - S))) [+ s]
-                   ax = dt a_face / dx^2, ay = dt a_face / dy^2, s = dt q
+heat (flux form):  u_new = cw*u + m*((ax[i,j]*(E - u) - ax[i,j-1]*(u - W)) + (ay[i,j]*(N - u) - ay[i-1,j]*(u - S))) [+ s]
+                   ax = dt a_face / dx^2, ay = dt a_face / dy^2, s = dt q / c; m = 1 / c (the capacity field c = C / C0;
+                   None: 1, not multiplied); cw = the centre's weight: the scalar wc (1 - dt beta, the faces' sink;
+                   1 where there is none, which multiplies exactly) or a field (1 - dt beta / c)
 Jacobi (and multigrid's smoother, solver.backends.mg_ops.vsmooth):
                    u_new = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) + s) / (sigma + ((ax_W + ax_E) + (ay_S + ay_N))))
-                   ax = a_face / dx^2, ay = a_face / dy^2, s = q; Jacobi: wc = 0, om = 1, sigma = 0
+                   ax = a_face / dx^2, ay = a_face / dy^2, s = q; Jacobi: wc = 0, om = 1, sigma = the sink beta;
+                   sigma a field `sg` where it varies (an implicit step's capacity c + theta dt beta)
 
 Every backend evaluates the terms in exactly this order, so on the CPU the results are bitwise equal.
 """
@@ -28,6 +32,7 @@ import numpy as np
 from . import boundary
 
 FLOPS_PER_UPDATE = 7  # 3 multiplies, 4 adds
+FIELDS = ("s", "ax", "ay", "m", "cw", "sg")  # the Weights' arrays (None where the update does not read them)
 EXACT_ULPS = 8.0  # rounding per step against the exact mode, in eps of the field (exact_bound)
 EXACT_LIMIT = 1e-3  # an exact check looser than this proves little: verify against the numpy reference instead
 
@@ -35,9 +40,11 @@ EXACT_LIMIT = 1e-3  # an exact check looser than this proves little: verify agai
 @dataclass(frozen=True, eq=False)
 class Weights:
     """The update's numbers, and the fields it reads where the physics is data: s (a source term added last),
-    ax and ay (face coefficients, alpha a field); arrays on the field's own padded layout and device, in its
-    dtype, or None. jacobi: with ax/ay, the Jacobi form (a division by the diagonal) instead of the flux form;
-    sigma: that diagonal's constant part (implicit steps: 1; multigrid levels)."""
+    ax and ay (face coefficients, alpha a field), m (the flux form's multiplier 1 / c where the heat capacity varies),
+    cw (the flux form's centre weight where it varies), sg (the Jacobi form's diagonal part where it varies); arrays on
+    the field's own padded layout and device, in its dtype, or None. jacobi: with ax/ay, the Jacobi form (a division
+    by the diagonal) instead of the flux form; sigma: that diagonal's constant part (implicit steps: 1; multigrid
+    levels; the faces' sink)."""
 
     wc: float
     wx: float
@@ -47,6 +54,9 @@ class Weights:
     ay: object = None
     jacobi: bool = False
     sigma: float = 0.0
+    m: object = None
+    cw: object = None
+    sg: object = None
 
     def cast(self, dtype) -> Weights:
         """The weights as scalars of the field's dtype (numpy keeps float32 arithmetic in float32)."""
@@ -77,7 +87,7 @@ def update(out, u, w: Weights, region) -> None:
 def field_update(out, u, w: Weights, region) -> None:
     """The update with coefficient fields (module docstring): the flux form, or the Jacobi form."""
     r0, r1, c0, c1 = region
-    c, s = u[r0:r1, c0:c1], w.s
+    c, s, box = u[r0:r1, c0:c1], w.s, (slice(r0, r1), slice(c0, c1))
     west, east = u[r0:r1, c0 - 1:c1 - 1], u[r0:r1, c0 + 1:c1 + 1]
     south, north = u[r0 - 1:r1 - 1, c0:c1], u[r0 + 1:r1 + 1, c0:c1]
     ax_w, ax_e = w.ax[r0:r1, c0 - 1:c1 - 1], w.ax[r0:r1, c0:c1]
@@ -85,11 +95,13 @@ def field_update(out, u, w: Weights, region) -> None:
     if w.jacobi:
         v = ((ax_w * west + ax_e * east) + (ay_s * south + ay_n * north))
         if s is not None:
-            v = v + s[r0:r1, c0:c1]
-        out[r0:r1, c0:c1] = w.wc * c + (v / (w.sigma + ((ax_w + ax_e) + (ay_s + ay_n))))
+            v = v + s[box]
+        sigma = w.sigma if w.sg is None else w.sg[box]
+        out[r0:r1, c0:c1] = w.wc * c + (v / (sigma + ((ax_w + ax_e) + (ay_s + ay_n))))
         return
-    v = c + ((ax_e * (east - c) - ax_w * (c - west)) + (ay_n * (north - c) - ay_s * (c - south)))
-    out[r0:r1, c0:c1] = v if s is None else v + s[r0:r1, c0:c1]
+    flux = ((ax_e * (east - c) - ax_w * (c - west)) + (ay_n * (north - c) - ay_s * (c - south)))
+    v = (w.wc if w.cw is None else w.cw[box]) * c + (flux if w.m is None else w.m[box] * flux)
+    out[r0:r1, c0:c1] = v if s is None else v + s[box]
 
 
 def spacing(case) -> tuple[float, float]:
@@ -104,10 +116,11 @@ def origin(case) -> tuple[float, float]:
 
 
 def alpha_of(case) -> float:
-    """physics.alpha where it is a number; the largest value on the grid where it is a field (the stability
-    limit, and the scalar weights of records and estimates: the kernels then read face fields)."""
+    """The diffusivity where it is one number (physics.alpha a number, or a plate of one material: k / C); the
+    largest value on the grid where it is a field (the stability limit, and the scalar weights of records and
+    estimates: the kernels then read face fields)."""
     a = case.physics.alpha
-    if isinstance(a, float):
+    if isinstance(a, float) and getattr(case.physics, "material", None) is None:
         return a
     from .materials import alpha_max
 
@@ -115,10 +128,18 @@ def alpha_of(case) -> float:
 
 
 def stable_dt(case) -> float:
-    """Largest FTCS time step with wc >= 0: dt <= 1 / (2*alpha*(1/dx**2 + 1/dy**2)), alpha the largest value
-    (a face's harmonic mean never exceeds its larger point)."""
+    """Largest FTCS time step with wc >= 0: dt <= 1 / (2*alpha*(1/dx**2 + 1/dy**2) + beta), alpha the largest value
+    (a face's harmonic mean never exceeds its larger point), beta the faces' sink. Where the heat capacity varies,
+    the exact limit: every point's centre weight 1 - dt (its faces + beta) / c >= 0 (solver.core.materials)."""
+    from .medium import medium
+
     dx, dy = spacing(case)
-    return 1.0 / (2.0 * alpha_of(case) * (1.0 / dx**2 + 1.0 / dy**2))
+    med = medium(case)
+    if med.capacity_field:
+        from .materials import capacity_limit
+
+        return capacity_limit(case)
+    return 1.0 / (2.0 * alpha_of(case) * (1.0 / dx**2 + 1.0 / dy**2) + med.beta)
 
 
 def time_step(case) -> float:
@@ -136,10 +157,25 @@ THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of 
 
 
 def implicit_operator(case) -> tuple[float, float]:
-    """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = I - theta dt alpha Laplacian (alpha a
-    field: kappa = theta dt, the face coefficients carry alpha)."""
-    alpha = 1.0 if case.alpha_field else case.physics.alpha
-    return 1.0, THETA[case.physics.scheme] * time_step(case) * alpha
+    """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = (1 + theta dt beta) I - theta dt alpha
+    Laplacian (fields: kappa = theta dt, the face coefficients carry alpha; a capacity field c adds c - 1 to sigma at
+    every point: solver.multigrid.cycle)."""
+    from .medium import medium
+
+    alpha = 1.0 if case.alpha_field else alpha_of(case)
+    theta, dt = THETA[case.physics.scheme], time_step(case)
+    return 1.0 + theta * dt * medium(case).beta, theta * dt * alpha
+
+
+def steady_operator(case) -> tuple[float, float]:
+    """(sigma, kappa) of the steady state's operator beta I - kappa Laplacian: (0, 1) without a sink (the unit-diagonal
+    Jacobi weights, which alpha does not change), else (beta, alpha) (fields: (beta, 1))."""
+    from .medium import medium
+
+    beta = medium(case).beta
+    if beta == 0:
+        return 0.0, 1.0
+    return beta, (1.0 if case.alpha_field else alpha_of(case))
 
 
 def implicit_rhs_weights(case) -> Weights:
@@ -147,9 +183,13 @@ def implicit_rhs_weights(case) -> Weights:
     g = (I + (1 - theta) dt alpha Laplacian) u^n / d as one Jacobi-kernel update (backward Euler: u^n / d)."""
     dx, dy = spacing(case)
     theta, dt, alpha = THETA[case.physics.scheme], time_step(case), alpha_of(case)
+    from .medium import medium
+
+    beta = medium(case).beta
     k_im, k_ex = theta * dt * alpha, (1.0 - theta) * dt * alpha
-    d = 1.0 + k_im * (2.0 / dx**2 + 2.0 / dy**2)
-    return Weights((1.0 - 2.0 * k_ex / dx**2 - 2.0 * k_ex / dy**2) / d, k_ex / dx**2 / d, k_ex / dy**2 / d)
+    d = 1.0 + k_im * (2.0 / dx**2 + 2.0 / dy**2) + theta * dt * beta
+    return Weights((1.0 - 2.0 * k_ex / dx**2 - 2.0 * k_ex / dy**2 - (1.0 - theta) * dt * beta) / d, k_ex / dx**2 / d,
+                   k_ex / dy**2 / d)
 
 
 def implicit_factor(case) -> float:
@@ -161,13 +201,22 @@ def implicit_factor(case) -> float:
 
 
 def weights(case) -> Weights:
+    """The scalar weights (module docstring), with the faces' sink beta: explicit wc - dt beta; Jacobi the
+    unit-diagonal weights of beta - alpha Laplacian (without a sink: alpha cancels)."""
+    from .medium import medium
+
     dx, dy = spacing(case)
+    beta = medium(case).beta
     if case.physics.equation == "laplace":
-        s = 2.0 * (dx**2 + dy**2)
-        return Weights(0.0, dy**2 / s, dx**2 / s)
+        if beta == 0:
+            s = 2.0 * (dx**2 + dy**2)
+            return Weights(0.0, dy**2 / s, dx**2 / s)
+        alpha = alpha_of(case)
+        d = beta + alpha * (2.0 / dx**2 + 2.0 / dy**2)
+        return Weights(0.0, alpha / dx**2 / d, alpha / dy**2 / d)
     dt, alpha = time_step(case), alpha_of(case)
     wx, wy = alpha * dt / dx**2, alpha * dt / dy**2
-    return Weights(1.0 - 2.0 * wx - 2.0 * wy, wx, wy)
+    return Weights(1.0 - 2.0 * wx - 2.0 * wy - dt * beta, wx, wy)
 
 
 def mode_eigenvalue(case) -> float:

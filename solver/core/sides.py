@@ -69,3 +69,28 @@ def at_positions(spec, side: str, key: str, t: float, s: np.ndarray, grid_s: np.
         return value_at(spec, side, key, t, np.arange(0), s, len(grid_s))
     n = len(grid_s)
     return np.interp(s, grid_s, value_at(spec, side, key, t, np.arange(n), grid_s, n))
+
+
+def per_conductivity(case, side: str, key: str) -> bool:
+    """Whether `key` of a side is divided by the wall's conductivity (the material form's h in W/(m^2 K) and flux
+    in W/m^2: -k du/dn = h (u - ambient), k du/dn = flux, k the material at each wall point)."""
+    return getattr(case.physics, "material", None) is not None and key in ("h", "flux")
+
+
+def wall_conductivity(case, side: str, along: np.ndarray) -> np.ndarray:
+    """k (case units) at the side's first interior points `along` (columns on y sides, rows on x sides): the wall
+    face's conductivity, as the faces take the first point's (solver.core.materials)."""
+    from .medium import conductivity_at, medium
+
+    ny, nx = case.shape
+    first = np.array([0 if side in ("bottom", "left") else (ny - 1 if side in Y_SIDES else nx - 1)])
+    if side in Y_SIDES:
+        a = conductivity_at(case, first, along)[0]
+    else:
+        a = conductivity_at(case, along, first)[:, 0]
+    return a * medium(case).c0
+
+
+def wall_conductivity_at(case, side: str, s: np.ndarray, grid_s: np.ndarray) -> np.ndarray:
+    """k at positions s along a side (multigrid's coarse levels), linear between the side's grid points."""
+    return np.interp(s, grid_s, wall_conductivity(case, side, np.arange(len(grid_s))))

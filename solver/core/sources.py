@@ -40,15 +40,22 @@ def q_at(case, terms: tuple[int, ...], rows: np.ndarray, cols: np.ndarray) -> np
 
 
 def _term(case, k: int, rows, cols, x, y) -> np.ndarray:
+    """Term k at the points: the material form's deposited power density over C0 (solver.core.medium), the diffusivity
+    form's heating rate at the points."""
+    if getattr(case.physics, "material", None) is not None:
+        from .medium import deposit, medium
+
+        return deposit(case, k, rows, cols, x, y) / medium(case).c0
     t = case.physics.source[k]
     if t.kind == "constant":
         return np.full((len(rows), len(cols)), t.value)
     if t.kind == "gaussian":
         r2 = (x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2
         return t.amplitude * np.exp(-r2 / (2.0 * t.width ** 2))
-    if t.kind == "rectangle":
-        inside = (((x >= t.lower[0]) & (x <= t.upper[0]))[None, :] & ((y >= t.lower[1]) & (y <= t.upper[1]))[:, None])
-        return np.where(inside, t.value, 0.0)
+    if t.kind in ("rectangle", "disk"):
+        from .medium import covers_points
+
+        return np.where(covers_points(t, x, y), t.value, 0.0)
     if t.extent is None:
         return t.scale * datafile.read(t.path, t.dataset, case.shape, f"physics.source.{k}", rows, cols)
     return t.scale * mapped(t, f"physics.source.{k}", x, y)

@@ -119,6 +119,28 @@ def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, st
     return part.T if transpose else part
 
 
+def capacities(case, levels: list[Level]) -> list[np.ndarray]:
+    """The capacity field c = C / C0 of every level, finest first (global arrays): the finest level's cells' own
+    (solver.core.medium), a coarse cell's the area-weighted mean of the fine cells it overlaps (the lumped mass of
+    the Galerkin product P^T M P: a coarse level holds the same heat per degree as the fine cells it stands for)."""
+    from ..core.medium import capacity_at
+
+    out = [capacity_at(case, *whole(case))]
+    for fine, coarse in zip(levels, levels[1:]):
+        out.append(_across(_across(out[-1], fine.y, coarse.y).T, fine.x, coarse.x).T)
+    return out
+
+
+def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, int]) -> np.ndarray:
+    """A block's part of a per-point array of a level on its padded layout: element (i, j) the value of the point it
+    stands for (indices wrapped along a periodic axis, clamped beyond walls)."""
+    rows = block.rows[0] - origin[0] + np.arange(shape[0])
+    cols = block.cols[0] - origin[1] + np.arange(shape[1])
+    rows = np.mod(rows, level.y.n) if level.y.periodic else np.clip(rows, 0, level.y.n - 1)
+    cols = np.mod(cols, level.x.n) if level.x.periodic else np.clip(cols, 0, level.x.n - 1)
+    return a[np.ix_(rows, cols)]
+
+
 def level_contrast(k: tuple[np.ndarray, np.ndarray]) -> float:
     """max / min of a level's faces (the record's contrast)."""
     lo = min(float(k[0].min()), float(k[1].min()))

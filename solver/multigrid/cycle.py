@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..core import operator, stops
+from ..core.medium import medium
 from ..core.boundary import Fill, homogeneous_fill, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
@@ -99,6 +100,8 @@ class Multigrid:
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
         self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
+        self.capacity = (coefficients.capacities(case, self.levels) if case.implicit and medium(case).capacity_field
+                         else None)  # per level, global: an implicit step's heat capacity c where it varies
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
@@ -147,8 +150,16 @@ class Multigrid:
         ax = coefficients.local(fx, lev.x, lev.y, block.cols[0], block.rows[0], lay.shape, origin)
         ay = coefficients.local(fy.T, lev.y, lev.x, block.rows[0], block.cols[0], lay.shape, origin, transpose=True)
         be = self.backend
-        return {"ax": be.coefficient(ax, lay.owned[2]), "ay": be.coefficient(ay, lay.owned[2]),
-                "sigma": self.dtype.type(self.settings.sigma)}
+        out = {"ax": be.coefficient(ax, lay.owned[2]), "ay": be.coefficient(ay, lay.owned[2]),
+               "sigma": self.dtype.type(self.settings.sigma)}
+        if self.capacity is not None:  # sigma a field: c + theta dt beta
+            c = coefficients.local_points(self._sigma_field(lev), lev, block, lay.shape, origin)
+            out["sg"] = be.coefficient(c, lay.owned[2])
+        return out
+
+    def _sigma_field(self, lev: Level) -> np.ndarray:
+        """The diagonal's part beside the faces where the capacity varies: c + theta dt beta (global, float64)."""
+        return self.capacity[lev.index] + self.settings.sink
 
     def _scaled_faces(self, lev: Level) -> tuple[np.ndarray, np.ndarray]:
         """(kappa kx / hx^2, kappa ky / hy^2) of a level, global, float64."""
@@ -169,7 +180,8 @@ class Multigrid:
         """The coarsest level's inverse: unit-diagonal (alpha a number) or in the equation's units (a field)."""
         lev = self.places[-1].level
         faces = self._scaled_faces(lev) if self.faces is not None else None
-        return coarsest_inverse(lev, dense_gains(self.case, lev), faces, self.settings.sigma)
+        sigma = self._sigma_field(lev) if self.capacity is not None else self.settings.sigma
+        return coarsest_inverse(lev, dense_gains(self.case, lev), faces, sigma)
 
     def _tables(self) -> None:
         be = self.backend
@@ -601,7 +613,8 @@ class Multigrid:
         if self.faces is None:
             return 1.0
         fx, fy = self._scaled_faces(self.levels[0])
-        return float(self.settings.sigma + 2.0 * (np.max(fx) + np.max(fy)))
+        sigma = float(np.max(self._sigma_field(self.levels[0]))) if self.capacity is not None else self.settings.sigma
+        return float(sigma + 2.0 * (np.max(fx) + np.max(fy)))
 
     def residual_norm(self, timer) -> float:
         """This rank's max |g - A u| on the finest level (the loop reduces it over ranks)."""
@@ -700,7 +713,7 @@ def tiny_case(case):
     from ..case.sources import ConstantSource
 
     physics = {}
-    if case.alpha_field:
+    if case.alpha_field and case.physics.material is None:
         physics["alpha"] = AlphaRegions(background=1.0)
     if case.physics.source:
         physics["source"] = [ConstantSource(kind="constant", value=1.0)]
@@ -743,9 +756,20 @@ def _exchange(ex, a) -> None:
 
 
 def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
+    """The hierarchy's settings for the operator sigma - kappa Laplacian (solver.core.physics.implicit_operator or
+    steady_operator); sink: the faces' part of sigma (theta dt beta), which a capacity field adds to c."""
     m = case.multigrid
-    from ..core.physics import alpha_of
+    from ..core.physics import THETA, alpha_of, time_step
 
+    beta = medium(case).beta
+    sink = THETA[case.physics.scheme] * time_step(case) * beta if case.implicit else beta
     return Settings(sigma=sigma, kappa=kappa, pre=m.pre, post=m.post, smoother=m.smoother, omega=m.omega,
                     coarsest=m.coarsest, symmetric=case.krylov == "cg",
-                    alpha_scale=alpha_of(case) if case.alpha_field else 1.0)
+                    alpha_scale=alpha_of(case) if case.alpha_field else 1.0, sink=sink)
+
+
+def operator_of(case) -> tuple[float, float]:
+    """(sigma, kappa) of the case's solve: an implicit step's, or the steady state's."""
+    from ..core.physics import implicit_operator, steady_operator
+
+    return implicit_operator(case) if case.implicit else steady_operator(case)

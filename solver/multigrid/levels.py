@@ -148,6 +148,7 @@ class Settings:
     smoother: str = "chebyshev"
     omega: float = 0.8
     coarsest: int = 64  # most points of the coarsest level (solved directly)
+    sink: float = 0.0  # the faces' sink's part of sigma (theta dt beta, or beta), which a capacity field adds to c
     alpha_scale: float = 1.0  # alpha a field: its largest value, so the weights (and the smoother's interval) are
     # those of the most strongly coupled points (kappa then carries no alpha: the face coefficients do)
     symmetric: bool = False  # the same weights after the coarse correction as before it, reversed (a symmetric
@@ -385,15 +386,16 @@ def dense_operator(level: Level, gains: dict | None = None, faces=None, sigma: f
     drops out, a Neumann one mirrors onto the point itself, a convective one adds its gain times the point
     itself (gains: side -> the gain at each point along it, or a number), a periodic one wraps.
     faces None: the unit-diagonal form (weights wx, wy). faces = (Fx, Fy), the level's face coefficients over
-    the squared spacing (solver.multigrid.coefficients' layout): the equation's own units, diagonal sigma + the
-    point's four faces."""
+    the squared spacing (solver.multigrid.coefficients' layout): the equation's own units, diagonal sigma (a number,
+    or an array of the level's points) + the point's four faces."""
     ny, nx = level.shape
     a = np.zeros((ny * nx, ny * nx))
     for i in range(ny):
         for j in range(nx):
             p = i * nx + j
             links = _links(level, faces, i, j)
-            a[p, p] = 1.0 if faces is None else sigma + sum(link[1] for link in links)
+            a[p, p] = 1.0 if faces is None else (sigma if np.ndim(sigma) == 0 else sigma[i, j]) + sum(
+                link[1] for link in links)
             for (ii, jj), w, axis, horizontal in links:
                 q = _neighbour(ii, jj, ny, nx, axis, horizontal)
                 if q is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.boundary import AXIS_SIDES, BLOCK_SIDE, SIDES, Fill, Rule, along_positions
-from ..core.sides import at_positions, convective_terms
+from ..core.sides import at_positions, convective_terms, per_conductivity, wall_conductivity_at
 from .levels import Axis, Level
 
 
@@ -32,7 +32,10 @@ def side_gain(case, side: str, spec, along: Axis, across: Axis, idx: np.ndarray,
     """A convective side's gain at points `idx` of the level's axis along the side (its spacing across)."""
     s = (float(along.offsets[0]) + idx) * along.h
     n = case.grid.nx if side in AXIS_SIDES["y"] else case.grid.ny
-    h = at_positions(spec, side, "h", t, s, along_positions(case, side, np.arange(n)))
+    grid_s = along_positions(case, side, np.arange(n))
+    h = at_positions(spec, side, "h", t, s, grid_s)
+    if per_conductivity(case, side, "h"):
+        h = h / wall_conductivity_at(case, side, s, grid_s)
     return convective_terms(h, 0.0, across.h)[0]
 
 

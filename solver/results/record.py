@@ -19,6 +19,7 @@ from ..core.operator import streams
 from ..core.machine import last_level_cache_bytes, parse_cpulist
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
+from .answers import lines as answer_lines
 from .energy import energy_lines
 from .environment import environment
 from .physics import physics_record
@@ -333,6 +334,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "run": facts["run"],
         "solver": sol,
         "energy": facts.get("energy"),
+        "answers": facts.get("answers"),
         "physics": physics_record(case, tiling(facts.get("tiling"), rows), False),
         "correctness": correctness or {"reference": None, "passed": None,
                                        "note": "not verified; use --verify or verify: true"},
@@ -512,7 +514,8 @@ def markdown(rec: dict) -> str:
              f"({res['decomposition']}, halo {res['halo']}), {res['threads_per_rank']} thread(s) per rank."
              + _tiling_line(res)
              + _balance_line(res.get("balance")), "",
-             "## Placement", "", *placement_lines(res.get("placement", [])), "", *energy_lines(rec.get("energy")),
+             "## Placement", "", *placement_lines(res.get("placement", [])), "", *answer_lines(rec.get("answers")),
+             *energy_lines(rec.get("energy")),
              "## Correctness", ""]
     lines += check_lines(c)
     if rec.get("solver"):

@@ -11,6 +11,7 @@ from ..core import physics
 from ..core.operator import streams
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
+from .answers import rows as answer_rows
 from .energy import energy_row
 from .physics import physics_rows
 from .record import when
@@ -57,6 +58,8 @@ def print_summary(rec: dict) -> None:
         table.add_row("compute / comm / wait (max)",
                       f"{t['compute']['max']:.3f} / {t['comm']['max']:.3f} / {t['wait']['max']:.3f} s")
         table.add_row("load imbalance", f"{t['load_imbalance']:.3f}")
+    for name, value in answer_rows(rec.get("answers")):
+        table.add_row(name, value)
     if energy_row(rec.get("energy")):
         table.add_row(*energy_row(rec.get("energy")))
     if (rec.get("physics") or {}).get("note"):
@@ -131,10 +134,10 @@ def smoothing_note(case) -> str | None:
     """Multigrid: the note the run prints before it starts when the smoothing sweeps smooth slowly."""
     if not case.uses_multigrid:
         return None
-    from ..multigrid.cycle import settings_of
+    from ..multigrid.cycle import operator_of, settings_of
     from ..multigrid.levels import hierarchy, smoothing_note as note
 
-    op = physics.implicit_operator(case) if case.implicit else (0.0, 1.0)
+    op = operator_of(case)
     return note(hierarchy(case, settings_of(case, *op)))
 
 

@@ -221,13 +221,13 @@ def _multigrid_field(case, cycles: int) -> np.ndarray:
 def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
     from ..core.layout import Layout
     from ..core.timing import Timer
-    from ..multigrid.cycle import Multigrid, settings_of
+    from ..multigrid.cycle import Multigrid, operator_of, settings_of
     from ..parallel.comm import Comm
 
     from ..core import physics
 
     layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
-    op = physics.implicit_operator(case) if case.implicit else (0.0, 1.0)
+    op = operator_of(case)
     mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
     mg.adopt(u, u.copy())
     timer = Timer()

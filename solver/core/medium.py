@@ -1,0 +1,229 @@
+"""The medium: what the equation's coefficients are, as plain data from the case (no backend, no MPI).
+
+Every case solves, in the case's units (solver.case.units: converted once at validation),
+
+    C u_t = div(k grad u) - b (u - T_b) + q
+
+with C the volumetric heat capacity, k the conductivity, b the faces' sink (face cooling: b = faces h / thickness)
+and T_b their ambient, q the power density. The diffusivity form (physics.alpha) is the same equation with C = 1,
+k = alpha and q a heating rate. Everything below the case model works with it divided by a reference capacity C0
+(the plate's own C; 1 in the diffusivity form):
+
+    c u_t = div(a grad u) - beta (u - T_b) + s,    c = C / C0, a = k / C0, beta = b / C0, s = q / C0
+
+so that a plate of one heat capacity (c = 1 everywhere, the usual case) runs exactly the kernels of a diffusivity
+a = k / C0, and only materials of different heat capacities add a capacity field c (solver.core.operator).
+
+Geometry (the material form): a grid point's control volume is its cell, [x - dx/2, x + dx/2] x [y - dy/2, y + dy/2]
+clipped to the domain (with a Dirichlet side the strip half a spacing wide along the wall belongs to the wall). Its
+capacity is the area-weighted mean of the materials in it (regions painted in order, later ones winning: exact where
+one region's boundary cuts a cell; where several do, each region's cover is taken as independent of the earlier
+ones: solver.core.geometry.paint), and a source's power is its overlap with the shape (so a shape's total power is
+its stated power on every grid). A point's conductivity is its own material's, at its centre (faces then take
+harmonic means: solver.core.materials). The diffusivity form keeps its points: regions and sources cover the grid
+points inside them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .grid import positions
+
+
+@dataclass(frozen=True)
+class Medium:
+    """The equation's scalars (case units, normalised by C0 where said)."""
+
+    form: str  # "material" or "alpha"
+    c0: float  # the reference heat capacity (the plate's C; 1 in the diffusivity form)
+    thickness: float | None  # the plate's thickness (material form), or None (results per unit thickness)
+    conductivity_field: bool  # a varies in space
+    capacity_field: bool  # c varies in space
+    beta: float = 0.0  # the faces' sink b / C0 (0: insulated faces)
+    ambient: float = 0.0  # T_b
+
+    @property
+    def fields(self) -> bool:
+        """Whether the update reads coefficient fields (faces, and capacities where c varies)."""
+        return self.conductivity_field or self.capacity_field
+
+    @property
+    def depth(self) -> float:
+        """What a density times an area is multiplied by to give a power (the thickness; 1 per unit thickness)."""
+        return self.thickness or 1.0
+
+
+def medium(case) -> Medium:
+    p = case.physics
+    if getattr(p, "material", None) is None:
+        return Medium("alpha", 1.0, None, not isinstance(p.alpha, float), False)
+    table = case.material_table()
+    k0, c0 = table[p.material]
+    used = [table[r.material] for r in p.regions]
+    beta, ambient = 0.0, 0.0
+    if p.faces is not None:
+        beta = p.faces.faces * p.faces.h / (p.thickness * c0)
+        ambient = p.faces.ambient
+    return Medium("material", c0, p.thickness, any(k != k0 for k, _ in used), any(c != c0 for _, c in used),
+                  beta, ambient)
+
+
+# the material form's fields -----------------------------------------------------------------------------------
+def cell_edges(case, rows: np.ndarray, cols: np.ndarray):
+    """((y_lo, y_hi) of each row's cell, (x_lo, x_hi) of each column's cell): a spacing around each point, clipped
+    to the domain."""
+    from .boundary import geometry
+
+    (dx, dy), _ = geometry(case)
+    y, x = positions(case, rows, cols)
+    g = case.grid
+    return ((np.maximum(y - dy / 2, 0.0), np.minimum(y + dy / 2, g.ly)),
+            (np.maximum(x - dx / 2, 0.0), np.minimum(x + dx / 2, g.lx)))
+
+
+def shape_of(region):
+    """The plain geometry of a case region or source term (solver.core.geometry's shapes)."""
+    from .cells import Disk, Rectangle
+
+    if region.kind == "rectangle":
+        return Rectangle(region.lower[0], region.lower[1], region.upper[0], region.upper[1])
+    return Disk(region.center[0], region.center[1], region.radius)
+
+
+def fractions(case, shape, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The fraction of each point's cell (global rows x cols) that `shape` covers, float64 (len(rows), len(cols))."""
+    from .cells import cell_fractions_of
+
+    (y0, y1), (x0, x1) = cell_edges(case, rows, cols)
+    return cell_fractions_of(shape, x0, x1, y0, y1)
+
+
+def conductivity_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """a = k / C0 at the points (each point's own material, at its centre; later regions win)."""
+    table, p = case.material_table(), case.physics
+    c0 = table[p.material][1]
+    y, x = positions(case, rows, cols)
+    out = np.full((len(rows), len(cols)), table[p.material][0] / c0)
+    for r in p.regions:
+        out[covers_points(r, x, y)] = table[r.material][0] / c0
+    return out
+
+
+def covers_points(shape, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which points of the (y, x) grid a rectangle or disk covers (edges included): (len(y), len(x)) bools."""
+    if shape.kind == "rectangle":
+        return (((x >= shape.lower[0]) & (x <= shape.upper[0]))[None, :]
+                & ((y >= shape.lower[1]) & (y <= shape.upper[1]))[:, None])
+    return (x[None, :] - shape.center[0]) ** 2 + (y[:, None] - shape.center[1]) ** 2 <= shape.radius ** 2
+
+
+def capacity_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """c = C / C0 of the points' cells: the area-weighted mean of the materials in each (regions painted in order)."""
+    table, p = case.material_table(), case.physics
+    c0 = table[p.material][1]
+    out = np.ones((len(rows), len(cols)))
+    for r in p.regions:
+        f = fractions(case, shape_of(r), rows, cols)
+        out = out * (1.0 - f) + f * (table[r.material][1] / c0)
+    return out
+
+
+def cell_areas(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    (y0, y1), (x0, x1) = cell_edges(case, rows, cols)
+    return np.outer(y1 - y0, x1 - x0)
+
+
+# sources, deposited (material form) ----------------------------------------------------------------------------
+def deposit(case, k: int, rows: np.ndarray, cols: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Term k's power density at the points' cells (case units, not normalised): its density over its shape by area, or
+    its total power spread over the part of its shape the grid's cells hold."""
+    t = case.physics.source[k]
+    if t.kind == "file":
+        return _file_density(case, k, t, rows, cols)
+    if t.kind == "gaussian":
+        bell = np.exp(-((x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2) / (2.0 * t.width ** 2))
+        return (t.amplitude if t.power is None else t.power / _bell_power(case, t)) * bell
+    if t.kind == "constant":
+        f = np.ones((len(rows), len(cols)))
+    else:
+        f = fractions(case, shape_of(t), rows, cols)
+    return (t.value if t.power is None else t.power / deposited_volume(case, k)) * f
+
+
+def deposited_volume(case, k: int) -> float:
+    """The volume (area x depth) of term k's shape that the grid's cells hold: what its total power is spread over."""
+    return _whole_sum(case, lambda rows, cols, x, y: (
+        np.ones((len(rows), len(cols))) if case.physics.source[k].kind == "constant"
+        else fractions(case, shape_of(case.physics.source[k]), rows, cols)) * cell_areas(case, rows, cols)) \
+        * medium(case).depth
+
+
+def _bell_power(case, t) -> float:
+    """The power of a unit-amplitude bell as the grid deposits it (point values x cell volumes)."""
+    def part(rows, cols, x, y):
+        r2 = (x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2
+        return np.exp(-r2 / (2.0 * t.width ** 2)) * cell_areas(case, rows, cols)
+
+    return _whole_sum(case, part) * medium(case).depth
+
+
+def _whole_sum(case, part) -> float:
+    """sum of part(rows, cols, x, y) over the whole grid, in row bands (no whole-grid array)."""
+    ny, nx = case.shape
+    cols = np.arange(nx)
+    step = max(1, (1 << 22) // max(nx, 1))
+    total = 0.0
+    for r in range(0, ny, step):
+        rows = np.arange(r, min(r + step, ny))
+        y, x = positions(case, rows, cols)
+        total += float(np.sum(part(rows, cols, x, y)))
+    return total
+
+
+def _file_density(case, k: int, t, rows, cols) -> np.ndarray:
+    """A file's values as densities at the cells: one per grid point (a power: over the point's cell volume), or a
+    map over `extent` whose cells are deposited by their overlaps with the grid's cells."""
+    from . import datafile
+
+    field = f"physics.source.{k}"
+    depth = medium(case).depth
+    if t.extent is None:
+        v = t.factor * datafile.read(t.path, t.dataset, case.shape, field, rows, cols)
+        return v / (cell_areas(case, rows, cols) * depth) if t.powers else v
+    with datafile.opened(t.path, t.dataset, field) as (a, name):
+        if a.ndim != 2 or min(a.shape) < 1:
+            raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
+                                      "is 2-D (rows along y, columns along x)")
+        values = datafile.finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
+    (mx0, my0), (mx1, my1) = t.extent
+    m, n = values.shape
+    xe, ye = np.linspace(mx0, mx1, n + 1), np.linspace(my0, my1, m + 1)
+    density = t.factor * values
+    if t.powers:
+        density = density / (np.outer(np.diff(ye), np.diff(xe)) * depth)
+    (y0, y1), (x0, x1) = cell_edges(case, rows, cols)
+    oy, ox = _overlaps(y0, y1, ye), _overlaps(x0, x1, xe)  # (cells, map cells) lengths shared
+    return (oy @ density @ ox.T) / np.outer(y1 - y0, x1 - x0)
+
+
+def _overlaps(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The length each cell [lo, hi] shares with each interval [edges[i], edges[i + 1]]: (cells, intervals)."""
+    return np.clip(np.minimum(hi[:, None], edges[None, 1:]) - np.maximum(lo[:, None], edges[None, :-1]), 0.0, None)
+
+
+def source_power(case, k: int) -> float:
+    """Term k's power as the grid deposits it (case units: W in SI; per unit thickness without physics.thickness)."""
+    def part(rows, cols, x, y):
+        return deposit(case, k, rows, cols, x, y) * cell_areas(case, rows, cols)
+
+    return _whole_sum(case, part) * medium(case).depth
+
+
+def stated_power(term) -> float | None:
+    """The power a term states (`power`), or None."""
+    value = getattr(term, "power", None)
+    return None if value is None or not math.isfinite(value) else value
