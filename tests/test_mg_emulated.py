@@ -515,10 +515,12 @@ def emu_residual_max(emu, r, u, g, w, region) -> float:
     return m if np.isfinite(m) else float("inf")
 
 
-def face_weights(dtype, rng, sigma):
+def face_weights(dtype, rng, sigma, field=False):
+    """Faces, and the diagonal's part beside them: a number, or a field (field: an implicit step's capacity)."""
     t = np.dtype(dtype).type
     ax, ay = (rng.uniform(0.05, 0.3, SHAPE).astype(dtype) for _ in range(2))
-    return Weights(t(0.0), t(0.0), t(0.0), ax=ax, ay=ay, jacobi=True, sigma=t(sigma))
+    sg = rng.uniform(0.5, 2.0, SHAPE).astype(dtype) if field else None
+    return Weights(t(0.0), t(0.0), t(0.0), ax=ax, ay=ay, jacobi=True, sigma=t(sigma), sg=sg)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -531,8 +533,9 @@ def test_residual_max_equals_residual_then_max_abs(emu, dtype, faces):
         u, g, r = (values(SHAPE, dtype, rng) for _ in range(3))
         if k == len(REGIONS):
             u[10, 20] = np.nan
-        w = face_weights(dtype, rng, 1.0 if k % 2 else 0.0) if faces else weights(dtype, rng)
-        dev_w = w.with_data(ax=pitched(w.ax, 2, wider=1), ay=pitched(w.ay, 2, wider=1)) if faces else w
+        w = face_weights(dtype, rng, 1.0 if k % 2 else 0.0, field=k == 2) if faces else weights(dtype, rng)
+        dev_w = w.with_data(ax=pitched(w.ax, 2, wider=1), ay=pitched(w.ay, 2, wider=1),
+                            sg=None if w.sg is None else pitched(w.sg, 2, wider=1)) if faces else w
         for g_on in (False, True):
             gg = g if g_on else None
             want = r.copy()

@@ -37,21 +37,25 @@ from solver.case import validate_case
 from solver.core import boundary
 from solver.core.boundary import Fill, Rule
 from solver.core.decomp import decompose
-from solver.core.physics import Weights, update
+from solver.core.physics import FIELDS, Weights, update
 from solver.multigrid.dot import boundaries
 from solver.run import Options, run_case
 
 HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
-FORMS = {"source": (1, 0), "flux+source": (1, 1), "flux": (0, 1), "jacobi+source": (1, 2), "jacobi": (0, 2)}
+FORMS = {"source": (1, 0, 0), "flux+source": (1, 1, 0), "flux": (0, 1, 0), "jacobi+source": (1, 2, 0), "jacobi": (0, 2, 0),
+         "flux+capacity": (0, 1, 1), "flux+source+capacity+centre": (1, 1, 3)}  # (SRC, FORM, CAP): kernels/common.cu
 STEP_BLOCK = (32, 4)  # naive, tiled: 32 x 4 threads; rows, vec: 32 threads of 4 rows (short bands where rows % 4)
-STEP_LIBS = [(d, f) for d in DTYPES for f in ("flux+source", "jacobi+source", "source")]  # naive + tiled + vec
+STEP_LIBS = ([(d, f) for d in DTYPES for f in ("flux+source", "jacobi+source", "source")]  # naive + tiled + vec
+             + [("float64", "flux+source+capacity+centre"), ("float32", "flux+capacity")])
 ROWS_LIBS = [("float64", "flux+source"), ("float32", "jacobi")]
 WAVE_LIBS = [  # variant, dtype, threads a block, k, form
     ("wave", "float32", 32, 4, "source"),
     ("wave2", "float64", 64, 5, "flux+source"),
     ("wave2a", "float32", 32, 3, "jacobi+source"),
     ("wave2a", "float64", 32, 8, "flux"),
+    ("wave2a", "float64", 32, 4, "flux+source+capacity+centre"),
+    ("wave", "float32", 32, 3, "flux+capacity"),
 ]
 
 
@@ -153,7 +157,7 @@ def emu(tmp_path_factory):
 def data_weights(shape, dtype, form, rng, w=None):
     """(host weights: numpy fields, for the reference; their values, for device copies) of one form: a source of
     random values, faces in [0.05, 0.3] (a diagonal that never vanishes), random scalars."""
-    src, kind = FORMS[form]
+    src, kind, cap = FORMS[form]
     t = np.dtype(dtype).type
     w = w or Weights(t(rng.uniform(0.2, 0.6)), t(rng.uniform(0.1, 0.2)), t(rng.uniform(0.1, 0.2)))
     fields = {}
@@ -161,12 +165,16 @@ def data_weights(shape, dtype, form, rng, w=None):
         fields["s"] = values(shape, dtype, rng)
     if kind:
         fields["ax"], fields["ay"] = (rng.uniform(0.05, 0.3, shape).astype(dtype) for _ in range(2))
+    if cap & 1:  # a heat capacity field's multiplier 1 / c
+        fields["m"] = rng.uniform(0.3, 2.0, shape).astype(dtype)
+    if cap & 2:  # and the centre weight 1 - dt beta / c
+        fields["cw"] = rng.uniform(0.5, 1.0, shape).astype(dtype)
     return w.with_data(**fields, jacobi=kind == 2, sigma=t(rng.choice([0.0, 1.0, 1.7]) if kind == 2 else 0.0))
 
 
 def on_pitch(w, aligned=1):
     """w with its fields in the device layout (u's pitch and alignment: CupyBackend.coefficient)."""
-    return w.with_data(**{k: pitched(getattr(w, k), aligned) for k in ("s", "ax", "ay") if getattr(w, k) is not None})
+    return w.with_data(**{k: pitched(getattr(w, k), aligned) for k in FIELDS if getattr(w, k) is not None})
 
 
 PAD = (27, 49)  # a padded field: 25 x 47 points
@@ -347,13 +355,18 @@ def test_fill_of_a_case_with_sides_that_vary(emu, dtype):
 # multigrid verbs -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("with_g", [False, True])
-def test_vsmooth_and_vresidual_equal_mg_ops_bitwise(emu, dtype, with_g):
-    rng = np.random.default_rng(5 + with_g)
+@pytest.mark.parametrize("sigma_field", [False, True])
+def test_vsmooth_and_vresidual_equal_mg_ops_bitwise(emu, dtype, with_g, sigma_field):
+    """With sigma a number, or the field sg (an implicit step's heat capacity that varies)."""
+    rng = np.random.default_rng(5 + with_g + 2 * sigma_field)
     for region in REGIONS:
         u, g, out = (values(SHAPE, dtype, rng) for _ in range(3))
         w = data_weights(SHAPE, dtype, "jacobi", rng).cast(dtype)
+        if sigma_field:
+            w = w.with_data(sg=rng.uniform(0.5, 3.0, SHAPE).astype(dtype))
         om = np.dtype(dtype).type(rng.uniform(0.5, 1.2))
-        dev_w = w.with_data(ax=pitched(w.ax, 2, wider=1), ay=pitched(w.ay, 2, wider=1))
+        dev_w = w.with_data(ax=pitched(w.ax, 2, wider=1), ay=pitched(w.ay, 2, wider=1),
+                            sg=None if w.sg is None else pitched(w.sg, 2, wider=1))
         gg = g if with_g else None
         for verb, spec, ref in (("vsmooth", cupy_mg.vsmooth_spec, lambda o: mg_ops.vsmooth(o, u, gg, w, om, region)),
                                 ("vresidual", cupy_mg.vresidual_spec, lambda o: mg_ops.vresidual(o, u, gg, w, region))):

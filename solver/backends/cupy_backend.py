@@ -112,7 +112,7 @@ class CupyBackend(CupyMultigrid, Backend):
         self._tailed = False
         self._check_words = cupy.zeros(0, dtype=self._word.dtype)  # NaN/Inf flags of heat's checks in a `chip` batch
         self._pinned: list = []  # (event, pinned host memory, device words) of copies in flight: kept until the event
-        self._data = gk.PLAIN  # (SRC, FORM) of the weights prepare() was given: plan() compiles for them
+        self._data = gk.PLAIN  # (SRC, FORM, CAP) of the weights prepare() was given: plan() compiles for them
         self._data_paths: dict = {}  # local interior shape -> {data: what took it} (the record's kernel entries)
 
     @classmethod
@@ -331,7 +331,7 @@ class CupyBackend(CupyMultigrid, Backend):
             self._step[key] = tuned[:2] if tuned else (gk.DEFAULT_STEP_VARIANT, gk.DEFAULT_BLOCK[gk.DEFAULT_STEP_VARIANT])
         return self._step[key]
 
-    def tiled_choice(self, shape, data: tuple[int, int] = gk.PLAIN) -> tuple[str, tuple, int]:
+    def tiled_choice(self, shape, data: tuple[int, int, int] = gk.PLAIN) -> tuple[str, tuple, int]:
         """(variant, block, k) of the time tiles that stream through memory (tile(), deep halos): the
         choice, or the default tiled variant where the choice is `chip` (which takes no regions). With face
         fields (`data`: gk.data_of) and no time tile asked for, the default's k is gk.data_tile's (its block
@@ -345,7 +345,7 @@ class CupyBackend(CupyMultigrid, Backend):
             block, k = None, fitted
         return variant, block or self._default_block(variant, interior, k), k
 
-    def _function(self, variant: str, block, k: int = 1, data: tuple[int, int] = gk.PLAIN):
+    def _function(self, variant: str, block, k: int = 1, data: tuple[int, int, int] = gk.PLAIN):
         """The compiled kernel of a variant for a block, time tile and the data it reads (gk.data_of)."""
         if variant in gk.TILED:
             block = (block[0], 0)  # segment rows are a launch argument

@@ -31,8 +31,9 @@ grid size, else DEFAULT_VARIANT; `backend.block: null` likewise takes the tuned 
 variant's default (default_block: DEFAULT_BLOCK, a tiled variant's segment rows fitted to the grid);
 `backend.time_tile: null` the tuned depth, else DEFAULT_TILE.
 
-Physics as data (solver.core.physics.Weights: a source term; face coefficients in the flux or the Jacobi form):
-every variant but `chip` reads them (DATA_VARIANTS), compiled in by the defines SRC and FORM (data_of; options
+Physics as data (solver.core.physics.Weights: a source term; face coefficients in the flux or the Jacobi form; the
+flux form's heat capacity fields): every variant but `chip` reads them (DATA_VARIANTS), compiled in by the defines
+SRC, FORM and CAP (data_of; options
 defines them only where the update reads data, so a plain case compiles today's modules token for token) and
 passed after the weights (data_args: u's pitch and alignment). `chip` falls back to the streaming time tiles
 (DATA_FALLBACK; the record says so); with face fields the default tiled kernel takes k = DATA_TILE, and the
@@ -90,7 +91,7 @@ SWEEP = {  # block shapes `stencil tune` tries by default
 }
 SWEEP_TILES = (4, 8, 12)  # time tiles `stencil tune` tries for the tiled variants
 SWEEP_CHIP_STEPS = (256, 1024)  # steps per launch it tries for `chip`
-PLAIN = (0, 0)  # (SRC, FORM) of an update that reads nothing but u (data_of)
+PLAIN = (0, 0, 0)  # (SRC, FORM, CAP) of an update that reads nothing but u (data_of)
 DATA_VARIANTS = ("naive", "tiled", "rows", "vec", "expr", "wave", "wave2", "wave2a")  # read a source and face fields
 DATA_FALLBACK = {"chip": "chip holds the field on chip and reads no source or face fields (kernels/chip.cu is the "
                          "plain update): time tiles of the streaming kernel instead"}
@@ -284,7 +285,7 @@ def source(variant: str) -> str:
 
 def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int = CHIP_RT,
             v: int | None = None, levels: int = 1, resid: bool = True, allfast: bool = False,
-            data: tuple[int, int] = PLAIN) -> tuple[str, ...]:
+            data: tuple[int, int, int] = PLAIN) -> tuple[str, ...]:
     """NVRTC options: FMA contraction and the defines (a tiled variant's segment rows and `chip`'s steps
     are launch arguments, so they are not compiled in; `chip` is compiled for its layout's threads,
     block[0], tile rows, rt, columns a thread, v: chip_columns of the block asked for, and levels a pass;
@@ -301,7 +302,7 @@ def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int 
         shape = (*shape, f"-DCHIP_RESID={int(resid)}", f"-DCHIP_ALLFAST={int(allfast)}")
     if data != PLAIN:
         assert variant in DATA_VARIANTS, f"kernel {variant} reads no data fields"
-        shape = (*shape, f"-DSRC={data[0]}", f"-DFORM={data[1]}")
+        shape = (*shape, f"-DSRC={data[0]}", f"-DFORM={data[1]}", *((f"-DCAP={data[2]}",) if data[2] else ()))
         if variant in TILED and data_prefetch():
             shape = (*shape, f"-DDPF={data_prefetch()}")
     return (f"--fmad={'true' if fmad else 'false'}", f"-DREAL={real}", *shape, f"-DV={v}")
@@ -309,35 +310,39 @@ def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int 
 
 # physics as data (solver.core.physics.Weights' fields) ---------------------------------------------------
 
-def data_of(w) -> tuple[int, int]:
-    """(SRC, FORM) of the kernels for weights w (kernels/common.cu): SRC 1 where w has a source term; FORM 0 the
-    constant weights, 1 the flux form (face coefficients), 2 the Jacobi form."""
-    return int(w.s is not None), (0 if w.ax is None else 2 if w.jacobi else 1)
+def data_of(w) -> tuple[int, int, int]:
+    """(SRC, FORM, CAP) of the kernels for weights w (kernels/common.cu): SRC 1 where w has a source term; FORM 0 the
+    constant weights, 1 the flux form (face coefficients), 2 the Jacobi form; CAP bit 1 the flux form's capacity
+    multiplier m, bit 2 its centre weight field cw."""
+    return (int(w.s is not None), (0 if w.ax is None else 2 if w.jacobi else 1),
+            int(w.m is not None) + 2 * int(w.cw is not None))
 
 
-def data_tile(data: tuple[int, int]) -> int | None:
+def data_tile(data: tuple[int, int, int]) -> int | None:
     """The default tiled kernel's time tile for an update reading `data` (DATA_TILE with face fields), None: the
     plain default's."""
     return DATA_TILE if data[1] else None
 
 
-def data_words(data: tuple[int, int]) -> str:
+def data_words(data: tuple[int, int, int]) -> str:
     """What a kernel with these data reads beside u, in words (the record's kernel entry)."""
-    src, form = data
+    src, form, cap = data
     parts = (["a source term"] if src else []) + ([None, "face coefficients (flux form)",
                                                    "face coefficients (Jacobi form)"][form:form + 1] if form else [])
+    parts += (["a heat capacity field"] if cap & 1 else []) + (["a centre weight field"] if cap & 2 else [])
     return " and ".join(parts) or "nothing"
 
 
 def data_args(w, u, dtype) -> tuple:
-    """The arguments after the weights of a kernel reading w's fields (DATA_PARAMS): q, ax, ay (a null pointer where
-    not read) and sigma in the field's dtype; () where w is plain. The fields must share u's pitch, and its 16-byte
+    """The arguments after the weights of a kernel reading w's fields (DATA_PARAMS): q, ax, ay, m, cw (a null pointer
+    where not read) and sigma in the field's dtype; () where w is plain. The fields must share u's pitch, and its 16-byte
     alignment at equal columns (the vector kernels load them as they load u: CupyBackend.coefficient)."""
-    src, form = data_of(w)
+    src, form, cap = data_of(w)
     if not (src or form):
         return ()
     null = np.uint64(0)
-    fields = (w.s if src else None, w.ax if form else None, w.ay if form else None)
+    fields = (w.s if src else None, w.ax if form else None, w.ay if form else None, w.m if cap & 1 else None,
+              w.cw if cap & 2 else None)
     for f in fields:
         if f is not None:
             assert f.strides == u.strides and f.shape == u.shape, "data fields have u's shape and pitch"

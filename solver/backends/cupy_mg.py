@@ -164,10 +164,16 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
 
 
 def _faces(w):
-    """(ax, ay, their pitch) of weights with coefficient fields (both fields share one pitch)."""
+    """(ax, ay, their pitch) of weights with coefficient fields (both fields share one pitch, as sg does)."""
     pa = _pitch(w.ax)
     assert _pitch(w.ay) == pa and w.ax.dtype == w.ay.dtype, "ax and ay share one layout"
+    assert w.sg is None or _pitch(w.sg) == pa, "sg shares the faces' layout"
     return w.ax, w.ay, pa
+
+
+def _sigma(w):
+    """The diagonal's part beside the faces: (the number, the field or a null pointer)."""
+    return w.ax.dtype.type(w.sigma), _optional(w.sg)[0]
 
 
 def vsmooth_spec(out, u, g, w, om, region):
@@ -178,7 +184,7 @@ def vsmooth_spec(out, u, g, w, om, region):
     gp, pg = _optional(g)
     ax, ay, pa = _faces(w)
     return ("mg_vsmooth", *_points(region), (out, u, gp, ax, ay, _pitch(out), _pitch(u), pg, pa, *_ints(region),
-                                             t(w.wc), t(om), t(w.sigma)))
+                                             t(w.wc), t(om), *_sigma(w)))
 
 
 def vresidual_spec(r, u, g, w, region):
@@ -189,7 +195,7 @@ def vresidual_spec(r, u, g, w, region):
     gp, pg = _optional(g)
     ax, ay, pa = _faces(w)
     return ("mg_vresidual", *_points(region), (r, u, gp, ax, ay, _pitch(r), _pitch(u), pg, pa, *_ints(region),
-                                               t(w.sigma)))
+                                               *_sigma(w)))
 
 
 def axpy_spec(y, a, x, region):
@@ -319,7 +325,7 @@ def residual_max_spec(word, r, u, g, w, region):
     if w.fields:
         ax, ay, pa = _faces(w)
         return ("mg_vresidual_max", *_reduction_grid(region), (word, rp, u, gp, ax, ay, pr, _pitch(u), pg, pa,
-                                                              *_ints(region), t(w.sigma)))
+                                                              *_ints(region), *_sigma(w)))
     return ("mg_residual_max", *_reduction_grid(region), (word, rp, u, gp, pr, _pitch(u), pg, *_ints(region), t(w.wx),
                                                          t(w.wy)))
 

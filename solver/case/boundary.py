@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, model_validator
 
 from .base import Section
+from .units import NUMBER
 from .values import varying, varying_values
 
 TemperatureValue = varying("temperature")
@@ -67,8 +68,10 @@ BOUNDARY_KINDS = {"dirichlet": Dirichlet, "neumann": Neumann, "convective": Conv
 
 def _number_is_dirichlet(v: Any) -> Any:
     """`top: 1.5` (a plain number, as in older case files) means {kind: dirichlet, value: 1.5}."""
-    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
-        return {"kind": "dirichlet", "value": v if isinstance(v, str) else float(v)}
+    if isinstance(v, str) and NUMBER.match(v):  # "80 degC"
+        return {"kind": "dirichlet", "value": v}
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {"kind": "dirichlet", "value": float(v)}
     return v
 
 

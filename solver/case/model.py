@@ -223,9 +223,31 @@ def _fixes_level(side) -> bool:
     return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h))
 
 
+def _check_material_shapes(case) -> None:
+    """The material form: a region or a shaped source whose shape holds no part of the grid's cells is a mistake
+    (it changes nothing, or a power would have nowhere to go): say which."""
+    from ..core.medium import covered_area, shape_of
+
+    g = case.grid
+    where = f"(the plate spans x = 0 .. {g.lx:g}, y = 0 .. {g.ly:g})"
+    for k, r in enumerate(case.physics.regions):
+        if covered_area(case, shape_of(r)) <= 0:
+            raise ValueError(f"physics.regions.{k}: covers no part of the plate {where}; move or widen it, or remove it")
+    for k, t in enumerate(case.physics.source):
+        if t.kind in ("rectangle", "disk") and covered_area(case, shape_of(t)) <= 0:
+            raise ValueError(f"physics.source.{k}: lies outside the plate {where} and would put nothing in; move it "
+                             "onto the plate or remove it")
+        if t.kind == "file" and t.extent is not None:
+            (x0, y0), (x1, y1) = t.extent
+            if x1 <= 0 or y1 <= 0 or x0 >= g.lx or y0 >= g.ly:
+                raise ValueError(f"physics.source.{k}.extent: lies outside the plate {where}; move the map onto it")
+
+
 def _check_regions(case) -> None:
     """A region of alpha that covers no grid point is a mistake (it changes nothing): say which. Parts outside the
     domain are simply not grid points (clipped)."""
+    if case.physics.material is not None:
+        return _check_material_shapes(case)
     alpha = case.physics.alpha
     if isinstance(alpha, float) or getattr(alpha, "kind", None) == "file":
         return

@@ -156,29 +156,57 @@ def deposit(case, k: int, rows: np.ndarray, cols: np.ndarray, x: np.ndarray, y: 
 
 def deposited_volume(case, k: int) -> float:
     """The volume (area x depth) of term k's shape that the grid's cells hold: what its total power is spread over."""
-    return _whole_sum(case, lambda rows, cols, x, y: (
-        np.ones((len(rows), len(cols))) if case.physics.source[k].kind == "constant"
-        else fractions(case, shape_of(case.physics.source[k]), rows, cols)) * cell_areas(case, rows, cols)) \
-        * medium(case).depth
+    t = case.physics.source[k]
+    if t.kind == "constant":
+        (y0, y1), (x0, x1) = cell_edges(case, *_whole(case))
+        return float(np.sum(x1 - x0)) * float(np.sum(y1 - y0)) * medium(case).depth
+    return covered_area(case, shape_of(t)) * medium(case).depth
+
+
+def covered_area(case, shape) -> float:
+    """The area of `shape` that the grid's cells hold (the cells its bounding box meets, in row bands)."""
+    return _box_sum(case, bounds(shape), lambda rows, cols, x, y: fractions(case, shape, rows, cols)
+                    * cell_areas(case, rows, cols))
+
+
+def bounds(shape) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) of a region's or source's shape."""
+    if shape.__class__.__name__ == "Rectangle":
+        return shape.x0, shape.y0, shape.x1, shape.y1
+    if hasattr(shape, "cx"):
+        return shape.cx - shape.r, shape.cy - shape.r, shape.cx + shape.r, shape.cy + shape.r
+    return shape
 
 
 def _bell_power(case, t) -> float:
-    """The power of a unit-amplitude bell as the grid deposits it (point values x cell volumes)."""
+    """The power of a unit-amplitude bell as the grid deposits it (point values x cell volumes), over 40 widths
+    around its centre (beyond, exp(-800) is nothing)."""
     def part(rows, cols, x, y):
         r2 = (x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2
         return np.exp(-r2 / (2.0 * t.width ** 2)) * cell_areas(case, rows, cols)
 
-    return _whole_sum(case, part) * medium(case).depth
+    reach = 40.0 * t.width
+    box = (t.center[0] - reach, t.center[1] - reach, t.center[0] + reach, t.center[1] + reach)
+    return _box_sum(case, box, part) * medium(case).depth
 
 
-def _whole_sum(case, part) -> float:
-    """sum of part(rows, cols, x, y) over the whole grid, in row bands (no whole-grid array)."""
+def _whole(case):
     ny, nx = case.shape
-    cols = np.arange(nx)
-    step = max(1, (1 << 22) // max(nx, 1))
+    return np.arange(ny), np.arange(nx)
+
+
+def _box_sum(case, box, part) -> float:
+    """sum of part(rows, cols, x, y) over the points whose cells meet box (x0, y0, x1, y1), in row bands."""
+    rows_all, cols_all = _whole(case)
+    (y0, y1), (x0, x1) = cell_edges(case, rows_all, cols_all)
+    cols = cols_all[(x1 >= box[0]) & (x0 <= box[2])]
+    rows_in = rows_all[(y1 >= box[1]) & (y0 <= box[3])]
+    if not len(cols) or not len(rows_in):
+        return 0.0
+    step = max(1, (1 << 22) // max(len(cols), 1))
     total = 0.0
-    for r in range(0, ny, step):
-        rows = np.arange(r, min(r + step, ny))
+    for r in range(0, len(rows_in), step):
+        rows = rows_in[r:r + step]
         y, x = positions(case, rows, cols)
         total += float(np.sum(part(rows, cols, x, y)))
     return total
@@ -220,7 +248,24 @@ def source_power(case, k: int) -> float:
     def part(rows, cols, x, y):
         return deposit(case, k, rows, cols, x, y) * cell_areas(case, rows, cols)
 
-    return _whole_sum(case, part) * medium(case).depth
+    t = case.physics.source[k]
+    box = _term_box(case, t)
+    return _box_sum(case, box, part) * medium(case).depth
+
+
+def _term_box(case, t) -> tuple[float, float, float, float]:
+    """Where a term can put power (its shape's bounds; the whole plate for constants, files without extent)."""
+    g = case.grid
+    whole = (-1.0, -1.0, g.lx + 1.0, g.ly + 1.0)
+    if t.kind in ("rectangle", "disk"):
+        return bounds(shape_of(t))
+    if t.kind == "gaussian":
+        reach = 40.0 * t.width
+        return (t.center[0] - reach, t.center[1] - reach, t.center[0] + reach, t.center[1] + reach)
+    if t.kind == "file" and t.extent is not None:
+        (x0, y0), (x1, y1) = t.extent
+        return (x0, y0, x1, y1)
+    return whole
 
 
 def stated_power(term) -> float | None:

@@ -106,7 +106,7 @@ class Multigrid:
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
         self.t = t
-        fine_g = case.implicit or bool(case.physics.source)  # the finest level has a right-hand side
+        fine_g = case.implicit or operator.needs_source(case)  # the finest level has a right-hand side
         self.grids = [self._grid(i, pl, fine_g) for i, pl in enumerate(self.places)]
         self._tables()
         self.minv = backend.table(comm.bcast(self._coarsest() if comm.rank == 0 else None), weights=True)

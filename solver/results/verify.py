@@ -22,7 +22,7 @@ import numpy as np
 from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
 from ..core import exact
-from ..core.physics import eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
+from ..core.physics import FIELDS, eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
 from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
@@ -154,7 +154,7 @@ def reference_rows(case, comm, steps: int, block=None, ticks: list | None = None
     for step in range(steps):
         if data and (w is None or step in changes):
             w = operator.host_weights(case, block, u.shape, (1, 1), step).cast(u.dtype)
-            w = w.with_data(**{k: np.asarray(getattr(w, k), dtype=u.dtype) for k in ("s", "ax", "ay")
+            w = w.with_data(**{k: np.asarray(getattr(w, k), dtype=u.dtype) for k in FIELDS
                                if getattr(w, k) is not None})
         exchange_rows(comm, block, u)
         if data:

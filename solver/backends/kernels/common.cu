@@ -82,29 +82,37 @@ __device__ __forceinline__ void copy_async_wait()
 // Physics as data (solver/core/physics.py: Weights' fields, their forms and term order), compiled in by defines, so
 // that a plain case compiles exactly the code above: SRC 1 adds a source term q (last; in the Jacobi form, to the
 // neighbours' weighted sum before the division); FORM 0 keeps the constant weights wc, wx, wy, FORM 1 is the flux
-// form (face coefficients ax on east faces, ay on north faces), FORM 2 the Jacobi form (faces, and sigma, the
-// diagonal's constant part). The fields share u's pitch and alignment (CupyBackend.coefficient allocates them as
-// u). A kernel with data takes DATA_PARAMS after its weights: q, ax, ay (null where not read) and sigma.
+// form (face coefficients ax on east faces, ay on north faces; the centre weighted by wc), FORM 2 the Jacobi form
+// (faces, and sigma, the diagonal's constant part). CAP (flux form, materials of different heat capacity): bit 1
+// multiplies the fluxes by a field m (1 / c), bit 2 weights the centre by a field cw instead of wc. The fields share
+// u's pitch and alignment (CupyBackend.coefficient allocates them as u). A kernel with data takes DATA_PARAMS after
+// its weights: q, ax, ay, m, cw (null where not read) and sigma.
 #ifndef SRC
 #define SRC 0
 #endif
 #ifndef FORM
 #define FORM 0
 #endif
+#ifndef CAP
+#define CAP 0
+#endif
 #define HAS_DATA (SRC || FORM)
 #if HAS_DATA
-#define DATA_PARAMS , const real* __restrict__ q, const real* __restrict__ ax, const real* __restrict__ ay, const real sigma
+#define DATA_PARAMS , const real* __restrict__ q, const real* __restrict__ ax, const real* __restrict__ ay, \
+    const real* __restrict__ cap_m, const real* __restrict__ cap_w, const real sigma
 
-// A point's data: its source f, its west (ax[i, j-1]), east (ax[i, j]), south (ay[i-1, j]) and north (ay[i, j]) faces.
+// A point's data: its source f, its west (ax[i, j-1]), east (ax[i, j]), south (ay[i-1, j]) and north (ay[i, j]) faces,
+// its capacity's multiplier m and centre weight cw (CAP).
 struct pdata {
-    real f, aw, ae, as_, an;
+    real f, aw, ae, as_, an, m, cw;
 };
 
 // The data of point k (an index into fields of one pitch); what the defines do not read stays zero.
 __device__ __forceinline__ pdata data_at(const idx k, const idx pitch, const real* __restrict__ q,
-                                         const real* __restrict__ ax, const real* __restrict__ ay)
+                                         const real* __restrict__ ax, const real* __restrict__ ay,
+                                         const real* __restrict__ m, const real* __restrict__ cw)
 {
-    pdata d = {real(0), real(0), real(0), real(0), real(0)};
+    pdata d = {real(0), real(0), real(0), real(0), real(0), real(0), real(0)};
 #if SRC
     d.f = q[k];
 #endif
@@ -113,6 +121,12 @@ __device__ __forceinline__ pdata data_at(const idx k, const idx pitch, const rea
     d.ae = ax[k];
     d.as_ = ay[k - pitch];
     d.an = ay[k];
+#endif
+#if CAP & 1
+    d.m = m[k];
+#endif
+#if CAP & 2
+    d.cw = cw[k];
 #endif
     return d;
 }
@@ -129,7 +143,16 @@ __device__ __forceinline__ real update_data(const real c, const real w, const re
     return wc * c + v / (sigma + ((d.aw + d.ae) + (d.as_ + d.an)));
 #else
 #if FORM == 1
-    const real v = c + ((d.ae * (e - c) - d.aw * (c - w)) + (d.an * (n - c) - d.as_ * (c - s)));
+#if CAP & 1
+    const real f = d.m * ((d.ae * (e - c) - d.aw * (c - w)) + (d.an * (n - c) - d.as_ * (c - s)));
+#else
+    const real f = (d.ae * (e - c) - d.aw * (c - w)) + (d.an * (n - c) - d.as_ * (c - s));
+#endif
+#if CAP & 2
+    const real v = d.cw * c + f;
+#else
+    const real v = wc * c + f;
+#endif
 #else
     const real v = update(c, w, e, s, n, wc, wx, wy);
 #endif

@@ -39,13 +39,15 @@ struct data_ptrs {
     const real* q;
     const real* ax;
     const real* ay;
+    const real* m;
+    const real* cw;
     real sigma;
 };
 
 // One row's data of a lane's group: source, east faces, south and north faces, and (lane 0) the west face of its
 // first column.
 struct row_data {
-    pack f, ae, as_, an;
+    pack f, ae, as_, an, m, cw;
     real aw0;
 };
 
@@ -59,6 +61,12 @@ __device__ __forceinline__ void load_data(row_data& d, const data_ptrs& p, const
     d.as_.v = ld(p.ay + at - pitch);
     d.an.v = ld(p.ay + at);
     d.aw0 = x.lane == 0 ? p.ax[at - 1] : real(0);
+#endif
+#if CAP & 1
+    d.m.v = ld(p.m + at);
+#endif
+#if CAP & 2
+    d.cw.v = ld(p.cw + at);
 #endif
 }
 #endif
@@ -86,9 +94,15 @@ __device__ __forceinline__ void emit(const pack& s, const pack& c, const pack& n
         const real wm = m == 0 ? w : c.e[m - 1];
         const real em = m == V - 1 ? e : c.e[m + 1];
 #if HAS_DATA
-        pdata pd = {real(0), real(0), real(0), real(0), real(0)};
+        pdata pd = {real(0), real(0), real(0), real(0), real(0), real(0), real(0)};
 #if SRC
         pd.f = d.f.e[m];
+#endif
+#if CAP & 1
+        pd.m = d.m.e[m];
+#endif
+#if CAP & 2
+        pd.cw = d.cw.e[m];
 #endif
 #if FORM
         pd.aw = m == 0 ? aw0 : d.ae.e[m - 1];
@@ -163,7 +177,7 @@ march(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
       const int r0, const int r1, const int c0, const int c1, const real wc, const real wx, const real wy DATA_PARAMS)
 {
 #if HAS_DATA
-    const data_ptrs dp = {q, ax, ay, sigma};
+    const data_ptrs dp = {q, ax, ay, cap_m, cap_w, sigma};
 #define CALL_DATA , dp, i0 * pitch + jl
 #else
 #define CALL_DATA

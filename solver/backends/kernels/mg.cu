@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(MG_THREADS)
 mg_vresidual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g,
                  const real* __restrict__ ax, const real* __restrict__ ay, const idx pitch_r, const idx pitch_u,
                  const idx pitch_g, const idx pitch_a, const int r0, const int r1, const int c0, const int c1,
-                 const real sigma)
+                 const real sigma, const real* __restrict__ sg)
 {
     real m = real(0);
     for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
@@ -260,7 +260,7 @@ mg_vresidual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __re
             const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
             real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
             if (g) v = v + g[i * pitch_g + j];
-            v = v - (sigma + ((aw + ae) + (as_ + an))) * p[0];
+            v = v - ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))) * p[0];
             if (r) r[i * pitch_r + j] = v;
             m = fold_abs(m, v);
         }
@@ -544,12 +544,14 @@ mg_tail(const long long* __restrict__ program, const int ops)
 }
 
 // With coefficient fields (alpha a field: ax east faces, ay north faces; both with one pitch, pitch_a), in the
-// equation's own units: d = sigma + ((ax_W + ax_E) + (ay_S + ay_N)),
+// equation's own units: d = sigma + ((ax_W + ax_E) + (ay_S + ay_N)), sigma the field sg (pitch_a) where it is not null
+// (an implicit step's heat capacity that varies), else the number,
 // out = wc*u + om*((((ax_W*W + ax_E*E) + (ay_S*S + ay_N*N)) [+ g]) / d)        (g null: no right-hand side)
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
            const real* __restrict__ ay, const idx pitch_out, const idx pitch_u, const idx pitch_g, const idx pitch_a,
-           const int r0, const int r1, const int c0, const int c1, const real wc, const real om, const real sigma)
+           const int r0, const int r1, const int c0, const int c1, const real wc, const real om, const real sigma,
+           const real* __restrict__ sg)
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
@@ -560,7 +562,7 @@ mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __res
         const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
         real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
         if (g) v = v + g[i * pitch_g + j];
-        out[i * pitch_out + j] = wc * p[0] + om * (v / (sigma + ((aw + ae) + (as_ + an))));
+        out[i * pitch_out + j] = wc * p[0] + om * (v / ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))));
     }
 }
 
@@ -568,7 +570,7 @@ mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __res
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_vresidual(real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
              const real* __restrict__ ay, const idx pitch_r, const idx pitch_u, const idx pitch_g, const idx pitch_a,
-             const int r0, const int r1, const int c0, const int c1, const real sigma)
+             const int r0, const int r1, const int c0, const int c1, const real sigma, const real* __restrict__ sg)
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
@@ -579,7 +581,7 @@ mg_vresidual(real* __restrict__ r, const real* __restrict__ u, const real* __res
         const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
         real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
         if (g) v = v + g[i * pitch_g + j];
-        r[i * pitch_r + j] = v - (sigma + ((aw + ae) + (as_ + an))) * p[0];
+        r[i * pitch_r + j] = v - ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))) * p[0];
     }
 }
 

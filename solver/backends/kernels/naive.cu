@@ -11,7 +11,7 @@ naive(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
     for (int i = r0 + blockIdx.y * BY + threadIdx.y; i < r1; i += gridDim.y * BY) {
         const idx k = i * pitch + j;
 #if HAS_DATA
-        out[k] = update_data(u[k], u[k - 1], u[k + 1], u[k - pitch], u[k + pitch], wc, wx, wy, data_at(k, pitch, q, ax, ay),
+        out[k] = update_data(u[k], u[k - 1], u[k + 1], u[k - pitch], u[k + pitch], wc, wx, wy, data_at(k, pitch, q, ax, ay, cap_m, cap_w),
                              sigma);
 #else
         out[k] = update(u[k], u[k - 1], u[k + 1], u[k - pitch], u[k + pitch], wc, wx, wy);

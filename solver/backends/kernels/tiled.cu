@@ -27,7 +27,7 @@ tiled(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
 #if HAS_DATA
         if (i < r1 && j < c1)
             out[i * pitch + j] = update_data(s[ty + 1][tx + 1], s[ty + 1][tx], s[ty + 1][tx + 2], s[ty][tx + 1],
-                                             s[ty + 2][tx + 1], wc, wx, wy, data_at(i * pitch + j, pitch, q, ax, ay), sigma);
+                                             s[ty + 2][tx + 1], wc, wx, wy, data_at(i * pitch + j, pitch, q, ax, ay, cap_m, cap_w), sigma);
 #else
         if (i < r1 && j < c1)
             out[i * pitch + j] = update(s[ty + 1][tx + 1], s[ty + 1][tx], s[ty + 1][tx + 2],

@@ -83,6 +83,8 @@ struct wave_ctx {
     const real* q;   // the data fields (u's pitch and alignment) and the diagonal's constant part
     const real* ax;
     const real* ay;
+    const real* m;
+    const real* cw;
     real sigma;
 #endif
 };
@@ -159,7 +161,7 @@ __device__ __forceinline__ void load_data(real (&n)[V], const real* base, const 
 
 // Row j's data at this lane's columns: source, east faces, south faces (row j - 1's north) and north faces.
 struct row_data {
-    real f[V], ae[V], as_[V], an[V];
+    real f[V], ae[V], as_[V], an[V], m[V], cw[V];
 };
 
 template <bool EDGE>
@@ -174,6 +176,12 @@ __device__ __forceinline__ void data_row(row_data& d, const int j, const wave_ct
     load_data<EDGE>(d.as_, c.ay, at - c.pitch, c);
     load_data<EDGE>(d.an, c.ay, at, c);
 #endif
+#if CAP & 1
+    load_data<EDGE>(d.m, c.m, at, c);
+#endif
+#if CAP & 2
+    load_data<EDGE>(d.cw, c.cw, at, c);
+#endif
 }
 
 // L2 prefetch of the data rows at row j (DPF > 0; nothing without a GPU).
@@ -187,6 +195,12 @@ __device__ __forceinline__ void prefetch_data(const int j, const wave_ctx& c)
 #if FORM
     asm volatile("prefetch.global.L2 [%0];" ::"l"(c.ax + at));
     asm volatile("prefetch.global.L2 [%0];" ::"l"(c.ay + at));
+#endif
+#if CAP & 1
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c.m + at));
+#endif
+#if CAP & 2
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c.cw + at));
 #endif
 #endif
 }
@@ -209,9 +223,15 @@ __device__ __forceinline__ void level(real (&o)[V], const real (&s)[V], const re
         const real wm = m == 0 ? w0 : c[m - 1];
         const real em = m == V - 1 ? e0 : c[m + 1];
 #if HAS_DATA
-        pdata pd = {real(0), real(0), real(0), real(0), real(0)};
+        pdata pd = {real(0), real(0), real(0), real(0), real(0), real(0), real(0)};
 #if SRC
         pd.f = d.f[m];
+#endif
+#if CAP & 1
+        pd.m = d.m[m];
+#endif
+#if CAP & 2
+        pd.cw = d.cw[m];
 #endif
 #if FORM
         pd.aw = m == 0 ? aw0 : d.ae[m - 1];
@@ -343,6 +363,8 @@ wave(real* __restrict__ out, const real* __restrict__ u, const idx pitch,
     c.q = q;
     c.ax = ax;
     c.ay = ay;
+    c.m = cap_m;
+    c.cw = cap_w;
     c.sigma = sigma;
 #endif
 #if PF > 0
