@@ -40,17 +40,16 @@ def _groups(case, rows, cols, x, y):
 
     p = case.physics
     if getattr(p, "material", None) is not None:
-        index = np.zeros((len(rows), len(cols)), dtype=np.int64)
-        names = [p.material]
-        for r in p.regions:
-            if r.material not in names:
-                names.append(r.material)
-            index[covers_points(r, x, y)] = names.index(r.material)
-        for k, name in enumerate(names):
-            yield f"material {name}", index == k
-        for r in p.regions:
+        owner = np.full((len(rows), len(cols)), -1, dtype=np.int64)  # the region that painted each point last
+        for k, r in enumerate(p.regions):
+            owner[covers_points(r, x, y)] = k
+        names = [p.material] + [r.material for r in p.regions]
+        material = np.vectorize(lambda k: names[k + 1], otypes=[object])(owner) if owner.size else owner
+        for name in dict.fromkeys(names):
+            yield f"material {name}", material == name
+        for k, r in enumerate(p.regions):
             if r.name:
-                yield f"region {r.name}", covers_points(r, x, y)
+                yield f"region {r.name}", owner == k
     for t in p.source:
         if getattr(t, "name", None) and t.kind in ("rectangle", "disk"):
             yield f"source {t.name}", covers_points(t, x, y)

@@ -35,14 +35,27 @@ def _term(t) -> str:
     return f"{t.kind}{where}{window}"
 
 
-def _side(spec) -> str:
+def _side(spec, case=None) -> str:
     if spec.kind == "periodic":
         return "periodic"
     keys = {"dirichlet": ("value",), "neumann": ("flux",), "convective": ("h", "ambient")}[spec.kind]
-    return spec.kind + "".join(f", {k} {_how(getattr(spec, k))}" for k in keys)
+    return spec.kind + "".join(f", {k} {_how(getattr(spec, k), _si(case, k))}" for k in keys)
 
 
-def _how(v) -> str:
+def _si(case, key: str):
+    """(factor to SI, SI unit) of a side value shown in SI (the material form's h and flux), or None."""
+    if case is None or getattr(case.physics, "material", None) is None or key not in ("h", "flux"):
+        return None
+    from ..case.units import UnitSystem, to_si
+
+    system = UnitSystem(case.units.length, case.units.time, case.units.temperature)
+    dim, unit = ("heat_transfer", "W/(m^2 K)") if key == "h" else ("heat_flux", "W/m^2")
+    return to_si(1.0, dim, system), unit
+
+
+def _how(v, si=None) -> str:
+    if isinstance(v, float) and si is not None:
+        return f"{v * si[0]:g} {si[1]}"
     if isinstance(v, float):
         return f"{v:g}"
     if hasattr(v, "time"):
@@ -77,7 +90,10 @@ def _path(case, resources: dict, tiles: bool) -> str:
 
 
 def physics_rows(case) -> list[tuple[str, str]]:
-    """`stencil validate`'s rows for the data the update will read (none for a plain case)."""
+    """`stencil validate`'s rows for the data the update will read (none for a plain case); the material form's in
+    SI (materials, each source's power and the total, the faces' cooling)."""
+    if getattr(case.physics, "material", None) is not None:
+        return material_rows(case) + _side_rows(case)
     rows = []
     if case.physics.source:
         rows.append(("sources", "; ".join(_term(t) for t in case.physics.source)))
@@ -86,10 +102,51 @@ def physics_rows(case) -> list[tuple[str, str]]:
 
         lo, hi = alpha_range(case)
         rows.append(("alpha", f"a field from {lo:g} to {hi:g} (contrast {hi / lo:.3g}); faces take harmonic means"))
-    sides = {s: _side(getattr(case.boundary, s)) for s in SIDES}
+    return rows + _side_rows(case)
+
+
+def _side_rows(case) -> list[tuple[str, str]]:
+    rows = []
+    sides = {s: _side(getattr(case.boundary, s), case) for s in SIDES}
     if any(not v.startswith(("dirichlet, value", "neumann, flux", "periodic")) or "table" in v or "profile" in v
-           or "from" in v for v in sides.values()):
+           or "from" in v for v in sides.values()) or getattr(case.physics, "material", None) is not None:
         rows.append(("sides", "; ".join(f"{s}: {v}" for s, v in sides.items())))
     if case.uses_multigrid and (case.alpha_field or case.krylov == "cg"):
         rows.append(("krylov", f"{case.krylov} (multigrid.krylov {case.multigrid.krylov})"))
     return rows
+
+
+def material_rows(case) -> list[tuple[str, str]]:
+    """The material form in SI: each material used (k, C = rho c_p), the plate's thickness, each source's power
+    as the grid deposits it and the total, the faces' cooling."""
+    from ..case.units import UnitSystem, to_si
+    from ..core.medium import medium, source_power, stated_power
+
+    system = UnitSystem(case.units.length, case.units.time, case.units.temperature)
+    table, med = case.material_table(), medium(case)
+    mats = "; ".join(f"{name} k {to_si(k, 'conductivity', system):.4g} W/(m K), C {to_si(c, 'heat_capacity', system):.4g} "
+                     f"J/(m^3 K)" for name, (k, c) in table.items())
+    rows = [("materials", mats + (" (capacities differ: a capacity field)" if med.capacity_field else ""))]
+    thick = (f"{to_si(case.physics.thickness, 'length', system) * 1e3:.4g} mm" if case.physics.thickness
+             else "none given: powers and heat flows per unit thickness")
+    rows.append(("thickness", thick))
+    if case.physics.source:
+        unit = "W" if case.physics.thickness else f"W per {case.units.length} of thickness"
+        per = []
+        total = 0.0
+        for k, t in enumerate(case.physics.source):
+            watts = to_si(source_power(case, k), "power", system)
+            total += watts
+            stated = stated_power(t)
+            said = f" (stated {to_si(stated, 'power', system):.6g})" if stated is not None else ""
+            per.append(f"{t.name or f'{t.kind} {k}'} {watts:.6g}{said}{_window(t)}")
+        rows.append(("power", f"{total:.6g} {unit} in all: " + "; ".join(per)))
+    if case.physics.faces is not None:
+        f = case.physics.faces
+        rows.append(("faces", f"{f.faces} face(s) cooled, h {to_si(f.h, 'heat_transfer', system):.4g} W/(m^2 K) to "
+                              f"{f.ambient:g} {case.units.temperature}"))
+    return rows
+
+
+def _window(t) -> str:
+    return f", on for {t.active[0]:g} <= t < {t.active[1]:g}" if t.active else ""

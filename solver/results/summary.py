@@ -196,16 +196,21 @@ def print_plan(case, ranks: int) -> None:
                         f"most {case.multigrid.max_cycles} cycles")
     elif "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
-                        f"margin wc = {p['wc']:.4g} >= 0)")
+                        f"margin: the smallest centre weight 1 - dt / limit = {1 - p['dt_over_limit']:.4g} >= 0)")
     else:
         t.add_row("iterations", iteration_plan(case))
-    t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
+    if case.alpha_field:
+        t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g} (of the largest alpha; the "
+                                        "kernels read face fields)")
+    else:
+        t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g}")
     for name, text in physics_rows(case):
         t.add_row(name, text)
     t.add_row("ranks", f"{ranks} as py x px = {p['dims'][0]} x {p['dims'][1]} ({case.parallel.decomposition}), "
                        f"largest block nx x ny = {p['largest_block'][1]} x {p['largest_block'][0]}")
     t.add_row("memory per process", f"{p['memory_per_process_bytes'] / 2**20:.1f} MiB ({p['streams']} padded arrays: "
-                                    "u, u_new" + (", the source and face fields)" if p["streams"] > 2 else ")"))
+                                    "u, u_new" + (", the source, face and capacity fields)" if p["streams"] > 2
+                                                  else ")"))
     t.add_row("bytes per step", f"{p['bytes_per_step'] / 1e6:.1f} MB through memory ({p['streams']} x itemsize per "
                                 f"update), "
                                 f"halo {p['halo_bytes_per_step_per_rank'] / 1e3:.1f} kB per rank")

@@ -44,6 +44,23 @@ CASES = {  # label -> sections; each runs on every grid below
                        "run": {"steps": 5}},
     "crank-nicolson": {"physics": {"scheme": "crank-nicolson", "source": SOURCE}, "boundary": SIDES, "run": {"steps": 5}},
 }
+MATERIAL = {"material": "fr4", "thickness": "1.6 mm",
+            "regions": [{"kind": "rectangle", "lower": [0.0, 0.0], "upper": [0.43, 0.37], "material": "copper"},
+                        {"kind": "disk", "center": [0.7, 0.6], "radius": 0.21, "material": "aluminium"}],
+            "source": [{"kind": "rectangle", "lower": [0.31, 0.52], "upper": [0.53, 0.74], "power": "40 W"},
+                       {"kind": "disk", "center": [0.2, 0.2], "radius": 0.1, "power": "15 W", "active": [0, 20]}],
+            "faces": {"h": "10 W/(m^2 K)", "ambient": 2.0}}
+MATERIAL_SIDES = {"top": {"kind": "convective", "h": "50 W/(m^2 K)", "ambient": 1.0}, "bottom": 0.0,
+                  "left": {"kind": "neumann", "flux": "200 W/m^2"}, "right": {"kind": "convective", "h": "20 W/(m^2 K)"}}
+CASES.update({  # the material form: heat capacities that differ, face cooling, powers in W, sides in W/(m^2 K)
+    "material-heat": {"physics": MATERIAL, "boundary": MATERIAL_SIDES},
+    "material-tiles": {"physics": MATERIAL, "boundary": DIRICHLET, "backend": {"time_tile": 3}},
+    "material-implicit": {"physics": {**MATERIAL, "scheme": "backward-euler", "dt": 3.0}, "boundary": MATERIAL_SIDES,
+                          "run": {"steps": 4}},
+    "material-steady": {"physics": {**MATERIAL, "equation": "laplace", "solver": "multigrid",
+                                    "source": MATERIAL["source"][:1]}, "boundary": MATERIAL_SIDES,
+                        "run": {"steps": 8}},
+})
 GRIDS = {"rows": {"decomposition": "rows"}, "cart": {"decomposition": "cart"}}
 _done: set = set()
 
