@@ -13,8 +13,8 @@ import h5py
 import numpy as np
 import pytest
 from test_mg_emulated import REGIONS, SHAPE, assert_same_bits, values
-from test_physics_emulated import (ALPHA, MG_RUNS, PAD, RUNS, SOURCE, STEADY_SIDES, STEP_REGIONS, data_weights, fills,
-                                   numpy_steps, op_transfers)
+from test_physics_emulated import (ALPHA, MATERIAL, MATERIAL_SIDES, MG_RUNS, PAD, RUNS, SOURCE, STEADY_SIDES,
+                                   STEP_REGIONS, data_weights, fills, numpy_steps, op_transfers)
 
 from solver.backends import cupy_kernels as gk
 from solver.backends import mg_ops, registry
@@ -27,7 +27,7 @@ from solver.run import Options, run_case
 REASON = registry()["cupy"].unavailable()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]
 DTYPES = ["float64", "float32"]
-STEP_FORMS = ["source", "flux+source", "jacobi"]
+STEP_FORMS = ["source", "flux+source", "jacobi", "flux+source+capacity+centre", "flux+capacity"]
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +43,9 @@ def gpu(dtype, kernel=None, block=None, time_tile=None):
 
 
 def on_device(be, w, aligned=1):
-    return w.with_data(**{k: be.coefficient(getattr(w, k), aligned) for k in ("s", "ax", "ay") if getattr(w, k) is not None})
+    from solver.core.physics import FIELDS
+
+    return w.with_data(**{k: be.coefficient(getattr(w, k), aligned) for k in FIELDS if getattr(w, k) is not None})
 
 
 def put(be, host, aligned=1):
@@ -90,7 +92,8 @@ def test_vec_on_two_layer_fields(dtype):
 def test_time_tiles_read_the_data_at_every_level(variant, dtype):
     """One launch of k steps equals k numpy steps with the data; its fused residual the last step's max update."""
     rng = np.random.default_rng(7)
-    for form, k, (ny, nx) in (("source", 8, (300, 517)), ("flux+source", 5, (131, 77)), ("jacobi", 3, (64, 1031))):
+    for form, k, (ny, nx) in (("source", 8, (300, 517)), ("flux+source", 5, (131, 77)), ("jacobi", 3, (64, 1031)),
+                              ("flux+source+capacity+centre", 6, (97, 211))):
         be = gpu(dtype, variant, (32, 24), k)
         host = values((ny + 2, nx + 2), dtype, rng)
         w = data_weights(host.shape, dtype, form, rng).cast(dtype)
@@ -128,9 +131,11 @@ def test_fill_rules_on_the_device(dtype):
 def test_multigrid_verbs_with_fields_and_the_dot_passes(dtype):
     be, rng = gpu(dtype), np.random.default_rng(3)
     t = np.dtype(dtype).type
-    for region in REGIONS:
+    for k, region in enumerate(REGIONS):
         u, g, out, y = (values(SHAPE, dtype, rng) for _ in range(4))
         w = data_weights(SHAPE, dtype, "jacobi", rng).cast(dtype)
+        if k % 2:  # sigma a field (an implicit step's heat capacity that varies)
+            w = w.with_data(sg=rng.uniform(0.5, 3.0, SHAPE).astype(dtype))
         dev_w = on_device(be, w, 2)
         om = t(0.8)
         for gg in (None, g):
@@ -192,6 +197,11 @@ GPU_RUNS = {  # name -> (dtype, physics, boundary, backend settings, steps)
                                        "alpha": ALPHA}, CONSTANT_SIDES, {"kernel": "wave2a", "time_tile": 8}, 40),
     "multigrid-source-convective": ("float64", {"equation": "laplace", "solver": "multigrid", "source": SOURCE[:1]},
                                     STEADY_SIDES, {}, 8),
+    "heat-capacity-graphs": (*RUNS["heat-capacity"][:3], {}, 30),
+    "heat-capacity-tiles": ("float64", {"equation": "heat", **MATERIAL, "dt": 0.02}, CONSTANT_SIDES,
+                            {"kernel": "wave2a", "time_tile": 6}, 36),
+    "steady-materials": ("float64", {"equation": "laplace", "solver": "multigrid", **MATERIAL,
+                                     "source": MATERIAL["source"][:1]}, MATERIAL_SIDES, {}, 8),
     **{name: (*spec[:3], {}, 8) for name, spec in MG_RUNS.items()},
 }
 

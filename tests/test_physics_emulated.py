@@ -468,11 +468,20 @@ STEADY_SIDES = {"left": {"kind": "convective", "h": 4.0, "ambient": {"along": [[
 SOURCE = [{"kind": "gaussian", "center": [0.4, 0.6], "width": 0.15, "amplitude": 3.0},
           {"kind": "rectangle", "lower": [0.1, 0.1], "upper": [0.3, 0.5], "value": -2.0, "active": [1e-4, 3e-4]}]
 ALPHA = {"background": 1.0, "regions": [{"kind": "rectangle", "lower": [0.5, 0.2], "upper": [0.9, 0.7], "value": 0.05}]}
+MATERIAL = {"material": "steel", "thickness": 0.002, "faces": {"h": 40.0, "ambient": 0.5},  # SI: capacities differ
+            "regions": [{"kind": "rectangle", "lower": [0.53, 0.21], "upper": [0.87, 0.69], "material": "copper"},
+                        {"kind": "disk", "center": [0.3, 0.6], "radius": 0.17, "material": "glass"}],
+            "source": [{"kind": "disk", "center": [0.4, 0.6], "radius": 0.13, "power": 900.0},
+                       {"kind": "rectangle", "lower": [0.1, 0.1], "upper": [0.3, 0.5], "power": -300.0,
+                        "active": [1e-4, 3e-4]}]}
+MATERIAL_SIDES = {**SIDES, "left": {"kind": "convective", "h": 400.0, "ambient": 1.0},
+                  "top": {"kind": "neumann", "flux": 2000.0}}
 RUNS = {  # name -> (dtype, physics, boundary, extra sections), the kernels' data form
     "heat-flux": ("float64", {"equation": "heat", "source": SOURCE, "alpha": ALPHA}, SIDES, {}),
     "heat-source": ("float32", {"equation": "heat", "source": SOURCE}, SIDES, {}),
     "jacobi-faces": ("float32", {"equation": "laplace", "solver": "jacobi", "source": SOURCE[:1], "alpha": ALPHA},
                      STEADY_SIDES, {}),
+    "heat-capacity": ("float64", {"equation": "heat", **MATERIAL, "dt": 0.02}, MATERIAL_SIDES, {}),
 }
 MG_RUNS = {
     "cg-faces": ("float64", {"equation": "laplace", "solver": "multigrid", "source": SOURCE[:1], "alpha": ALPHA},
@@ -481,6 +490,8 @@ MG_RUNS = {
                        SIDES, {"multigrid": {"coarsest": 16}}),
     "crank-nicolson-faces": ("float64", {"equation": "heat", "scheme": "crank-nicolson", "dt": 2e-3, "source": SOURCE,
                                          "alpha": ALPHA}, SIDES, {"multigrid": {"coarsest": 16}}),
+    "backward-euler-capacity": ("float64", {"equation": "heat", "scheme": "backward-euler", "dt": 5.0, **MATERIAL},
+                                MATERIAL_SIDES, {"multigrid": {"coarsest": 16}}),
 }
 
 

@@ -15,6 +15,11 @@ bytes of the source and coefficient fields, cycles); each prints one JSON line p
         the explicit kernel alone (numba) with alpha as two face fields (what the solver reads: ax, ay) and as one
         per-point field whose harmonic means the kernel computes (4 divisions a point, one array fewer), and the
         constant-coefficient kernel: time per step, medians of repeats, in one process
+    python tools/physics_bench.py capacity 2048 [--threads 2] [--repeats 3] [--steps 200]
+        issue 42: explicit heat in the material form with heat capacities that differ and face cooling (the flux form
+        reading a capacity field and a centre weight field), against the same geometry in the diffusivity form (an
+        alpha field), per-step and time-tiled: time per step and the fraction of the copy-bound rate counted with the
+        bytes each reads; then backward-Euler steps of both (multigrid + CG): cycles a step and time per cycle
     python tools/physics_bench.py baseline 4096 --against DIR [--repeats 5]
         a plain case (no source, constant sides) with this checkout and with DIR (another checkout with its own
         .venv, e.g. the commit before the new physics), alternated run by run: the ratio of the medians
@@ -105,6 +110,56 @@ def rates(a: argparse.Namespace, out: Path) -> list[dict]:
     return rows
 
 
+def capacity_case(n: int, materials: bool, steps: int, scheme: str = "explicit") -> dict:
+    """A 0.1 m square plate with a disk and a rectangle of other materials: in the material form with heat capacities
+    that differ and face cooling, or as the same geometry's diffusivity field (k / C of each material)."""
+    shapes = [{"kind": "disk", "center": [0.04, 0.06], "radius": 0.025}, {"kind": "rectangle", "lower": [0.055, 0.01],
+                                                                        "upper": [0.09, 0.045]}]
+    if materials:
+        physics = {"material": "steel", "thickness": "2 mm", "faces": {"h": "25 W/(m^2 K)", "ambient": 20.0},
+                   "regions": [{**shapes[0], "material": "copper"}, {**shapes[1], "material": "aluminium"}]}
+    else:
+        physics = {"alpha": {"background": 63.9 / (7832 * 434), "regions": [
+            {**shapes[0], "value": 401 / (8933 * 385)}, {**shapes[1], "value": 237 / (2702 * 903)}]}}
+    if scheme != "explicit":
+        physics.update(scheme=scheme, dt=0.05)
+    return {"name": f"cap{n}", "grid": {"nx": n, "ny": n, "lx": 0.1, "ly": 0.1}, "physics": physics,
+            "initial": {"kind": "random", "seed": 1, "low": 20.0, "high": 80.0}, "boundary": {"top": 100.0, "bottom": 20.0,
+                                                                                           "left": 20.0, "right": 20.0},
+            "run": {"steps": steps, "check_every": steps}, "output": {"fields": False, "vtk": False}}
+
+
+def capacity(a: argparse.Namespace, out: Path) -> list[dict]:
+    rows = []
+    for n in a.sizes:
+        for materials in (False, True):
+            for tile in (1, None):
+                extra = ["--backend", a.backend, "--threads", str(a.threads)] + (["--time-tile", str(tile)] if tile else [])
+                recs = [run(capacity_case(n, materials, a.steps), out / f"c{n}{materials}{tile}{k}", sys.executable,
+                            extra=extra) for k in range(a.repeats)]
+                tp = [r["throughput"] for r in recs]
+                row = {"n": n, "case": "materials, C and faces" if materials else "alpha field",
+                       "time_tile": recs[0]["resources"]["time_tile"],
+                       "ms_per_step": 1e3 * statistics.median(t["seconds_per_step"] for t in tp),
+                       "fraction_of_copy": statistics.median(t["fraction_of_copy"] for t in tp),
+                       "bytes_per_update": tp[0]["bytes_per_update"], "copy_gbs": statistics.median(t["copy_gbs"] for t in tp),
+                       "repeats": a.repeats}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        for materials in (False, True):
+            recs = [run(capacity_case(n, materials, 5, "backward-euler"), out / f"i{n}{materials}{k}", sys.executable,
+                        extra=["--backend", a.backend, "--threads", str(a.threads)]) for k in range(a.repeats)]
+            sol = [r["solver"] for r in recs]
+            row = {"n": n, "case": ("implicit, " + ("materials, C and faces" if materials else "alpha field")),
+                   "cycles_per_step": statistics.median(s["cycles_per_step"]["mean"] for s in sol),
+                   "ms_per_cycle": statistics.median(1e3 * r["throughput"]["seconds_per_step"] / s["cycles_per_step"]["mean"]
+                                                     for r, s in zip(recs, sol)),
+                   "repeats": a.repeats}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
 def steady_runs(a: argparse.Namespace, out: Path) -> list[dict]:
     rows = []
     cases = {**STEADY, "chip": None}
@@ -128,7 +183,7 @@ def steady_runs(a: argparse.Namespace, out: Path) -> list[dict]:
 def chip(n: int) -> dict:
     case = yaml.safe_load((ROOT / "cases" / "chip.yaml").read_text())
     case["grid"].update(nx=n, ny=n)
-    case["physics"]["source"][0]["path"] = str(ROOT / "cases" / "chip_power.npy")
+    case["physics"]["source"][0]["path"] = str(ROOT / "cases" / "chip_tiles.npy")
     case["run"] = {"steps": 100, "tolerance": 1e-10}
     case["output"] = {"fields": False, "vtk": False}
     return case
@@ -202,7 +257,7 @@ def forms(a: argparse.Namespace, out: Path) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=("rates", "steady", "baseline", "forms"))
+    p.add_argument("what", choices=("rates", "steady", "baseline", "forms", "capacity"))
     p.add_argument("sizes", type=int, nargs="+")
     p.add_argument("--backend", default="numba")
     p.add_argument("--threads", type=int, default=2)
@@ -215,7 +270,7 @@ def main() -> None:
     if a.what == "baseline" and not a.against:
         p.error("baseline needs --against DIR (a checkout with its own .venv)")
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="physics_bench-"))
-    rows = {"rates": rates, "steady": steady_runs, "baseline": baseline, "forms": forms}[a.what](a, out)
+    rows = {"rates": rates, "steady": steady_runs, "baseline": baseline, "forms": forms, "capacity": capacity}[a.what](a, out)
     print("\n" + "\n".join(" | ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
                            for r in rows))
 

@@ -265,7 +265,8 @@ def ncu_launches(args) -> dict:
 
 # physics as data (issues 33, 34): kernels that read a source term and face coefficients -----------------------
 
-PHYSICS_FORMS = {"plain": {}, "source": {"s"}, "faces": {"ax", "ay"}, "faces+source": {"s", "ax", "ay"}}
+PHYSICS_FORMS = {"plain": {}, "source": {"s"}, "faces": {"ax", "ay"}, "faces+source": {"s", "ax", "ay"},
+                 "capacity": {"s", "ax", "ay", "m", "cw"}}  # issue 42: heat capacities that differ, face cooling
 PHYSICS_KERNELS = [  # label, kernel, time tile, STENCIL_WAVE_DPF (None: the default)
     ("vec", "vec", None, None), ("tiled", None, None, None), ("wave2a_k8_dpf0", "wave2a", 8, "0")]
 
@@ -282,14 +283,16 @@ def physics_configs(items) -> list[tuple]:
 
 def data_fields(be, shape, form: str, wx: float, seed: int = 1) -> dict:
     """Device fields of a form, on u's layout (zeros() as coefficient() allocates them): a source of small values
-    (dt q), face coefficients between 0.5 and 1 times wx (a stable flux form)."""
+    (dt q), face coefficients between 0.5 and 1 times wx, a capacity multiplier m in [0.5, 1] and a centre weight cw
+    in [0, 0.1] (a stable flux form)."""
     cp, out = be.cp, {}
     rng = cp.random.default_rng(seed)
+    scale = {"s": (0.0, 1e-3), "m": (0.5, 0.5), "cw": (0.0, 0.1)}
     for key in sorted(PHYSICS_FORMS[form]):
         a = be.zeros(shape)
+        lo, span = scale.get(key, (0.5 * wx, 0.5 * wx))
         with be.main:
-            a[...] = (rng.random(shape, dtype=be.dtype) * 1e-3 if key == "s"
-                      else (0.5 + 0.5 * rng.random(shape, dtype=be.dtype)) * wx)
+            a[...] = lo + span * rng.random(shape, dtype=be.dtype)
         out[key] = a
     be.main.synchronize()
     return out
@@ -381,7 +384,8 @@ def physics_line(row: dict) -> str:
                       f"{gain('tiled/' + form, 'vec/' + form):.2f}x vec" for form in PHYSICS_FORMS if "tiled/" + form in r)
     return (f"physics {row['size']}^2 {row['dtype']} (copy {row['copy_gbs']:.0f} GB/s), x the copy-bound rate counted with "
             f"the fields' bytes: vec plain {x('vec/plain'):.3f}, source {x('vec/source'):.3f}, faces {x('vec/faces'):.3f}, "
-            f"faces+source {x('vec/faces+source'):.3f}; tiled default: {tiled}; wave2a k=8 without prefetch (DPF 0): "
+            f"faces+source {x('vec/faces+source'):.3f}, capacity {x('vec/capacity'):.3f}; tiled default: {tiled}; "
+            f"wave2a k=8 without prefetch (DPF 0): "
             f"source {x('wave2a_k8_dpf0/source'):.2f}, faces {x('wave2a_k8_dpf0/faces'):.2f}")
 
 
