@@ -201,7 +201,8 @@ GPU_RUNS = {  # name -> (dtype, physics, boundary, backend settings, steps)
     "heat-capacity-tiles": ("float64", {"equation": "heat", **MATERIAL, "dt": 0.02}, CONSTANT_SIDES,
                             {"kernel": "wave2a", "time_tile": 6}, 36),
     "steady-materials": ("float64", {"equation": "laplace", "solver": "multigrid", **MATERIAL,
-                                     "source": MATERIAL["source"][:1]}, MATERIAL_SIDES, {}, 8),
+                                     "source": MATERIAL["source"][:1]},
+                         {**STEADY_SIDES, "left": MATERIAL_SIDES["left"], "top": MATERIAL_SIDES["top"]}, {}, 8),
     **{name: (*spec[:3], {}, 8) for name, spec in MG_RUNS.items()},
 }
 
