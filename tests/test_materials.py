@@ -396,3 +396,21 @@ def test_a_material_run_continues_from_its_checkpoint_bitwise(tmp_path):
     assert stencil(["run", str(path), "-q", "--restart", str(tmp_path / "part")]).returncode == 0
     with h5py.File(tmp_path / "part" / "fields.h5") as f:
         assert np.array_equal(f["u"][-1], whole_run.field) and int(f["step"][-1]) == 60
+
+
+def test_a_material_run_reruns_from_its_case_yaml_and_reports_in_its_units(tmp_path):
+    """output/NAME/case.yaml (the case as it ran) runs again as it is, and `stencil report` draws the material map
+    in W/(m K) and the field in the case's temperature unit (the dump leaves out the diffusivity form's alpha)."""
+    data = material_case(tmp_path, name="first")
+    data["units"] = {"temperature": "degC"}
+    data["output"]["vtk"] = False
+    path = write_case(tmp_path / "first.yaml", **{k: v for k, v in data.items() if k != "name"})
+    assert stencil(["run", str(path), "-q"]).returncode == 0
+    out = tmp_path / "out_first"
+    again = stencil(["run", str(out / "case.yaml"), "-q", "-o", str(tmp_path / "again")])
+    assert again.returncode == 0, again.stderr
+    with h5py.File(out / "fields.h5") as a, h5py.File(tmp_path / "again" / "fields.h5") as b:
+        assert np.array_equal(a["u"][-1], b["u"][-1])
+    rep = stencil(["report", str(out)])
+    assert rep.returncode == 0, rep.stderr
+    assert (out / "maps.png").stat().st_size > 10_000

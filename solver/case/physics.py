@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from .base import MAX_LENGTH, Section
 from .materials import NAME, Alpha, MaterialRegion
@@ -79,6 +79,14 @@ class Physics(Section):
                 raise ValueError(f"physics.{key}: applies to the material form; set physics.material (the plate's material) or "
                                  f"remove {key}")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """The material form's dump leaves out alpha (its default would read as the plate given twice)."""
+        out = handler(self)
+        if self.material is not None and isinstance(out, dict):
+            out.pop("alpha", None)
+        return out
 
     @property
     def form(self) -> str:

@@ -506,17 +506,18 @@ def fig_maps(rec: dict, views: dict):
     fig, axes = new_figure(3, 4.4)
     a = axes[0].imshow(alpha, origin="lower", extent=extent, cmap="viridis", interpolation="nearest",
                        norm=LogNorm() if varies else None)
-    fig.colorbar(a, ax=axes[0], label="alpha (log scale)" if varies else "alpha", shrink=0.8)
-    axes[0].set(title="material map: alpha", xlabel="x (case units)", ylabel="y (case units)")
+    labels, L = data["labels"], data["length"]
+    fig.colorbar(a, ax=axes[0], label=labels["material"] + (" (log scale)" if varies else ""), shrink=0.8)
+    axes[0].set(title=f"material map: {labels['material'].split(',')[0]}", xlabel=f"x ({L})", ylabel=f"y ({L})")
     heat = case.physics.equation == "heat"
     s = axes[1].imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest")
-    fig.colorbar(s, ax=axes[1], label="q (u per unit time)", shrink=0.8)
-    axes[1].set(title=f"source q at t = {views['times'][1]:.3g}" if heat else "source q", xlabel="x (case units)")
+    fig.colorbar(s, ax=axes[1], label=labels["q"], shrink=0.8)
+    axes[1].set(title=f"source q at t = {views['times'][1]:.3g}" if heat else "source q", xlabel=f"x ({L})")
     u = axes[2].imshow(full_view(views["last"], VIEW_PIXELS * 2), origin="lower", extent=views["extent"],
                        cmap="inferno", interpolation="nearest")
-    fig.colorbar(u, ax=axes[2], label="u (case units)", shrink=0.8)
+    fig.colorbar(u, ax=axes[2], label=f"u ({data['temperature']})", shrink=0.8)
     when = f"at step {views['steps'][1]}" if heat else f"after {views['steps'][1]} iterations"
-    axes[2].set(title=f"u {when}", xlabel="x (case units)")
+    axes[2].set(title=f"u {when}", xlabel=f"x ({L})")
     suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave", fontsize=9)
     return fig
 
