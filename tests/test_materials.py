@@ -414,3 +414,14 @@ def test_a_material_run_reruns_from_its_case_yaml_and_reports_in_its_units(tmp_p
     rep = stencil(["report", str(out)])
     assert rep.returncode == 0, rep.stderr
     assert (out / "maps.png").stat().st_size > 10_000
+
+
+def test_a_plain_conductivity_in_a_mm_case_is_noted_before_the_run(tmp_path):
+    """401 as a plain number in a case in mm is 401 W/(mm K): valid, but no solid conducts so; validate says so."""
+    path = write_case(tmp_path / "mm.yaml", units={"length": "mm"}, grid={"nx": 15, "ny": 11, "lx": 30, "ly": 20},
+                      materials={"cu": {"k": 401.0, "C": "3.4e6 J/(m^3 K)"}}, physics={"material": "cu"})
+    res = stencil(["validate", str(path)])
+    assert res.returncode == 0 and "note: material cu: k = 4.01e+05 W/(m K) is outside" in res.stdout.replace("\n", " ")
+    quiet = write_case(tmp_path / "ok.yaml", units={"length": "mm"}, grid={"nx": 15, "ny": 11, "lx": 30, "ly": 20},
+                       physics={"material": "copper"})
+    assert "note: material" not in stencil(["validate", str(quiet)]).stdout

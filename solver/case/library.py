@@ -28,3 +28,8 @@ LIBRARY = {
     "tim": (3.0, 2500.0, 1000.0, "a thermal interface material (gap filler or grease): typical datasheet values "
                                  "(1 to 6 W/(m K)); give your part's own values in `materials:`"),
 }
+
+# what solids have near room temperature, SI (a value outside is noted before a run: solver.case.model.Case.notes):
+# conductivities from aerogels and foams (0.01) to diamond (2200), heat capacities from foams (1e4) to water-like
+# solids (5e6)
+PLAUSIBLE = {"k": (0.01, 3000.0), "C": (1e4, 6e6)}

@@ -177,6 +177,25 @@ class Case(Section):
                 raise ValueError(f"{where}: unknown material {name!r}; {_known_materials(name, self.materials)}")
             self._table[name] = (m.k, m.capacity)
 
+    def notes(self) -> list[str]:
+        """Lines for the user before a run (`stencil validate`, `stencil run`): values that are valid but unlike any
+        solid, the usual sign of a plain number in the wrong units (a conductivity of 401 in a case in mm is 401
+        W/(mm K))."""
+        from .library import PLAUSIBLE
+        from .units import UnitSystem, to_si
+
+        system = UnitSystem(self.units.length, self.units.time, self.units.temperature)
+        out = []
+        for name, (k, c) in self._table.items():
+            for what, value, dim, unit in (("k", k, "conductivity", "W/(m K)"), ("C", c, "heat_capacity", "J/(m^3 K)")):
+                si = to_si(value, dim, system)
+                lo, hi = PLAUSIBLE[what]
+                if not lo <= si <= hi:
+                    out.append(f"note: material {name}: {what} = {si:.4g} {unit} is outside what solids have ({lo:g} to "
+                               f"{hi:g}); plain numbers are in the case's units ({system.unit(dim)}): give the value "
+                               f"with its unit, e.g. '{what}: \"{'401 W/(m K)' if what == 'k' else '3.4e6 J/(m^3 K)'}\"'")
+        return out
+
     def material_table(self) -> dict:
         """name -> (k, C) of every material the case uses, in its units (the material form; empty otherwise)."""
         return dict(self._table)

@@ -217,9 +217,9 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
     t.add_row("disk space", disk_text(p))
     con.print(t)
-    note = smoothing_note(case)
-    if note:
-        con.print(f"[yellow]{escape(note)}[/yellow]")
+    for note in [smoothing_note(case), *case.notes()]:
+        if note:
+            con.print(f"[yellow]{escape(note)}[/yellow]")
     reason = registry()[case.backend.name].unavailable()
     if reason:
         con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {escape(reason)}[/yellow]")
