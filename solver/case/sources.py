@@ -16,7 +16,7 @@ from pydantic.functional_validators import BeforeValidator
 
 from .base import MAX_PATH, Part
 from .materials import NAME
-from .shapes import DiskShape, RectangleShape, check_box
+from .shapes import DiskShape, RectangleShape, check_box, check_extent
 from .units import Point, Time, Length, convert, form_of, quantity, system_of
 
 __all__ = ["check_box"]
@@ -138,12 +138,7 @@ class FileSource(SourceTerm):
     @model_validator(mode="after")
     def _extent(self) -> FileSource:
         if self.extent is not None:
-            if any(len(p) != 2 for p in self.extent):
-                raise ValueError("extent: give [[x0, y0], [x1, y1]], two corners of two numbers each")
-            for axis, lo, hi in zip("xy", self.extent[0], self.extent[1]):
-                if hi <= lo:
-                    raise ValueError(f"extent: {axis}1 = {hi:g} is not above {axis}0 = {lo:g}; give [[x0, y0], [x1, y1]] "
-                                     "with x1 > x0 and y1 > y0")
+            check_extent(self.extent)
         return self
 
     @model_validator(mode="after")

@@ -36,21 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SIDES = ("bottom", "top", "left", "right")  # fill order: y sides, then x sides
+from .grid import (AXIS_SIDES, OFFSET, SIDES, axis_spacing, geometry, indices, kinds, offsets,  # noqa: F401
+                   periodic_axes, spans)
+
 BLOCK_SIDE = {"bottom": "south", "top": "north", "left": "west", "right": "east"}
-AXIS_SIDES = {"x": ("left", "right"), "y": ("bottom", "top")}
 CODES = {"dirichlet": 1, "neumann": 2, "periodic": 3, "convective": 4}  # as the fill kernels know them (kernels/boundary.cu)
-OFFSET = {"dirichlet": 1.0, "neumann": 0.5, "periodic": 0.5, "convective": 0.5}  # wall distance of the first point, in spacings
-
-
-def kinds(case) -> dict[str, str]:
-    return {side: getattr(case.boundary, side).kind for side in SIDES}
-
-
-def periodic_axes(case) -> tuple[bool, bool]:
-    """(y periodic, x periodic), in the (py, px) order of the process grid."""
-    k = kinds(case)
-    return k["bottom"] == "periodic", k["left"] == "periodic"
 
 
 def conserving(case) -> bool:
@@ -74,36 +64,11 @@ def homogeneous(case) -> bool:
                and getattr(b, s).kind != "convective" for s in SIDES)
 
 
-def spans(kinds_lo_hi: tuple[str, str], n: int) -> float:
-    """Domain length along an axis of n points, in spacings: n - 1 + o_lo + o_hi."""
-    return n - 1 + OFFSET[kinds_lo_hi[0]] + OFFSET[kinds_lo_hi[1]]
-
-
 def raw_kinds(data: dict, axis: str) -> tuple[str, str]:
     """(lo, hi) kinds of an axis from an unvalidated case mapping (a number or no entry is Dirichlet)."""
     sides = (data.get("boundary") or {})
     return tuple(s.get("kind", "dirichlet") if isinstance(s := sides.get(name), dict) else "dirichlet"
                  for name in AXIS_SIDES[axis])
-
-
-def axis_spacing(lo: str, hi: str, n: int, length: float) -> tuple[float, float]:
-    """(h, position of point 0) along one axis with side kinds lo, hi."""
-    h = length / spans((lo, hi), n)
-    return h, OFFSET[lo] * h
-
-
-def offsets(case) -> tuple[float, float]:
-    """(ox, oy): point j lies at (j + o) h (1 next to a Dirichlet wall, 1/2 otherwise)."""
-    k = kinds(case)
-    return OFFSET[k["left"]], OFFSET[k["bottom"]]
-
-
-def geometry(case) -> tuple[tuple[float, float], tuple[float, float]]:
-    """((dx, dy), (x0, y0)): the spacing, and the position of the first interior point (the origin of output)."""
-    k, g = kinds(case), case.grid
-    dx, x0 = axis_spacing(k["left"], k["right"], g.nx, g.lx)
-    dy, y0 = axis_spacing(k["bottom"], k["top"], g.ny, g.ly)
-    return (dx, dy), (x0, y0)
 
 
 def axis_mode(lo: str, hi: str, n: int, k: int, index: np.ndarray) -> tuple[np.ndarray, float]:
@@ -250,13 +215,6 @@ def make_fill(case, block, depth: int = 1, t: float = 0.0) -> Fill:
             raise ValueError(f"ghost depth {depth} on the {side} side exceeds the block's {n} points across it "
                              "(a mirror or a wrap reads that many owned points)")
     return Fill(tuple(rules), case.numerics.dtype, depth, timed=varies_in_time(case))
-
-
-def indices(start: int, origin: int, length: int, n: int, periodic: bool) -> np.ndarray:
-    """Global indices of `length` consecutive local elements along an axis of n points, local `origin` holding
-    global `start`: wrapped along a periodic axis, clamped to the first or last point beyond a wall."""
-    g = start - origin + np.arange(length)
-    return np.mod(g, n) if periodic else np.clip(g, 0, n - 1)
 
 
 def along_positions(case, side: str, index: np.ndarray) -> np.ndarray:

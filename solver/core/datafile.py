@@ -133,3 +133,12 @@ def finite(values: np.ndarray, name: str, field: str, path_key: str, rows=None, 
 def _global(idx, k: int) -> int:
     """The file's index of the k-th index of `idx` (a range, an index array, or None: all)."""
     return k if idx is None else int(idx[k])
+
+
+def read_map(path: str, dataset: str | None, field: str) -> np.ndarray:
+    """A map with an extent (a power map of tiles): a 2-D array of any shape, rows along y, float64, checked finite."""
+    with opened(path, dataset, field) as (a, name):
+        if a.ndim != 2 or min(a.shape) < 1:
+            raise InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent is 2-D "
+                             "(rows along y, columns along x)")
+        return finite(np.asarray(a[:], dtype=np.float64), name, field, "path")

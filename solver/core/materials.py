@@ -24,6 +24,7 @@ import numpy as np
 
 from . import datafile
 from .grid import positions, whole
+from .medium import covers_points
 
 
 def alpha_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -40,16 +41,8 @@ def alpha_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     y, x = positions(case, rows, cols)
     out = np.full((len(rows), len(cols)), a.background)
     for r in a.regions:
-        out[covered(r, x, y)] = r.value
+        out[covers_points(r, x, y)] = r.value
     return out
-
-
-def covered(shape, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Which points of the (y, x) grid a rectangle or disk covers (edges included): (len(y), len(x)) bools."""
-    if shape.kind == "rectangle":
-        return (((x >= shape.lower[0]) & (x <= shape.upper[0]))[None, :]
-                & ((y >= shape.lower[1]) & (y <= shape.upper[1]))[:, None])
-    return (x[None, :] - shape.center[0]) ** 2 + (y[:, None] - shape.center[1]) ** 2 <= shape.radius ** 2
 
 
 def harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -89,7 +82,7 @@ def alpha_max(case) -> float:
 def _covers_any(shape, x: np.ndarray, y: np.ndarray) -> bool:
     """Whether a region covers any grid point (checked row band by row band: no whole-grid array)."""
     step = max(1, (1 << 22) // max(len(x), 1))
-    return any(covered(shape, x, y[k:k + step]).any() for k in range(0, len(y), step))
+    return any(covers_points(shape, x, y[k:k + step]).any() for k in range(0, len(y), step))
 
 
 def _file_stats(shape, path: str, dataset) -> tuple[float, float]:

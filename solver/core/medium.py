@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .grid import positions
+from .grid import geometry, positions
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,6 @@ def medium(case) -> Medium:
 def cell_edges(case, rows: np.ndarray, cols: np.ndarray):
     """((y_lo, y_hi) of each row's cell, (x_lo, x_hi) of each column's cell): a spacing around each point, clipped
     to the domain."""
-    from .boundary import geometry
-
     (dx, dy), _ = geometry(case)
     y, x = positions(case, rows, cols)
     g = case.grid
@@ -222,11 +220,7 @@ def _file_density(case, k: int, t, rows, cols) -> np.ndarray:
     if t.extent is None:
         v = t.factor * datafile.read(t.path, t.dataset, case.shape, field, rows, cols)
         return v / (cell_areas(case, rows, cols) * depth) if t.powers else v
-    with datafile.opened(t.path, t.dataset, field) as (a, name):
-        if a.ndim != 2 or min(a.shape) < 1:
-            raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
-                                      "is 2-D (rows along y, columns along x)")
-        values = datafile.finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
+    values = datafile.read_map(t.path, t.dataset, field)
     (mx0, my0), (mx1, my1) = t.extent
     m, n = values.shape
     xe, ye = np.linspace(mx0, mx1, n + 1), np.linspace(my0, my1, m + 1)

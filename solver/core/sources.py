@@ -65,11 +65,7 @@ def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """A map of any shape whose cells tile t.extent, at points (y rows, x columns): each point takes the value of
     the cell it lies in (a point on a cell edge: the cell above it; on the rectangle's far edges: the last cell);
     0 outside the rectangle."""
-    with datafile.opened(t.path, t.dataset, field) as (a, name):
-        if a.ndim != 2 or min(a.shape) < 1:
-            raise datafile.InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent "
-                                      "is 2-D (rows along y, columns along x)")
-        values = datafile.finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
+    values = datafile.read_map(t.path, t.dataset, field)
     (x0, y0), (x1, y1) = t.extent
     m, k = values.shape
     ci = np.floor((x - x0) / (x1 - x0) * k).astype(np.int64)
