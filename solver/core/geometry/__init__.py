@@ -1,8 +1,22 @@
-"""Geometry on tensor grids (issues 42 and 43): exact area fractions, painting in order, face conductances,
-embedded-boundary data; pure vectorised numpy on plain frozen shapes (shapes.py), nothing of the case model."""
+"""Geometry on tensor grids (issues 42 and 43), pure vectorised numpy on plain frozen shapes; nothing here knows
+the case model (the caller builds the shapes).
 
+- shapes: Rectangle, Disk, Polygon, Mask; transpose, bbox, area; problem (why the solver refuses a shape);
+  smallest_feature.
+- fractions: cell_fractions, the exact covered fraction of every cell.
+- paint: paint, materials laid in order, each cell's area shares (Painting.mean: area-weighted means).
+- faces: face_conductance, series along each face's segment and parallel across its cross-section.
+- rims: crossings (Shortley-Weller / Gibou distances) and cut_cells (volume, apertures, rim length and normal).
+- lines, quadrature: shapes along lines, and integrals across boxes of what the lines meet (used by the above).
+"""
+
+from .faces import face_conductance
 from .fractions import cell_fractions
-from .shapes import Disk, Mask, Polygon, Rectangle, area, problem, self_crossing, smallest_feature, transpose
+from .paint import Painting, paint
+from .rims import Crossings, CutCells, crossings, cut_cells
+from .shapes import (Disk, Mask, Polygon, Rectangle, area, bbox, problem, self_crossing, smallest_feature,
+                     transpose)
 
-__all__ = ["Disk", "Mask", "Polygon", "Rectangle", "area", "cell_fractions", "problem", "self_crossing",
+__all__ = ["Crossings", "CutCells", "Disk", "Mask", "Painting", "Polygon", "Rectangle", "area", "bbox",
+           "cell_fractions", "crossings", "cut_cells", "face_conductance", "paint", "problem", "self_crossing",
            "smallest_feature", "transpose"]

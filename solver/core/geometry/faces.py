@@ -57,7 +57,7 @@ def face_conductance(shapes, k_values, k_background: float, xs, ys, axis: str, a
 def _classify(shapes, xe, ye):
     """(top, cut): the layer (0 background, s + 1 shape s) wholly over each face's cross-section, and where an
     outline crosses it (one not hidden by a later shape that covers the whole cross-section)."""
-    top = np.zeros((len(ye) - 1, len(xe) - 1), dtype=np.int64)
+    top = np.zeros((len(ye) - 1, len(xe) - 1), dtype=np.int16 if len(shapes) < 32767 else np.int64)
     cut = np.zeros(top.shape, dtype=bool)
     for s, shape in enumerate(shapes):
         box = fractions_box(shape, xe, ye)

@@ -17,6 +17,8 @@ the grid), so a block of the grid computed alone gives the same bits as the whol
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import lines
@@ -236,23 +238,23 @@ def _mask(shape: Mask, xe, ye) -> np.ndarray:
     q0, q1, p0, p1 = mask_box(shape)
     px, py = shape.edges
     pad = _padded(shape.bits[q0:q1, p0:p1])
-    kx, lx, cx = _sub_intervals(xe, px[p0:p1 + 1])
-    ky, ly, cy = _sub_intervals(ye, py[q0:q1 + 1])
+    kx, sx, wx_sub = _slots(xe, px[p0:p1 + 1])
+    ky, sy, wy_sub = _slots(ye, py[q0:q1 + 1])
     wx, hy = np.diff(xe), np.diff(ye)
     n_rows = len(hy)
-    stops = np.append(cy, len(ly))                      # cell row i holds sub-rows [stops[i], stops[i + 1])
     out = np.empty((n_rows, len(wx)))
-    per_row = max(1, len(ly) // n_rows) * len(lx)
-    rows_per = max(1, (1 << 21) // per_row)
-    for r0 in range(0, n_rows, rows_per):               # blocks of cell rows
+    cols = pad[:, kx + 1]                                   # (pixel rows + 2, sub-columns)
+    rows_per = max(1, (1 << 20) // (len(kx) * sy.shape[1]))
+    for r0 in range(0, n_rows, rows_per):                  # blocks of cell rows
         r1 = min(n_rows, r0 + rows_per)
-        a, b = stops[r0], stops[r1]
-        sub = pad[ky[a:b] + 1][:, kx + 1]               # 1 where a sub-cell lies in a set pixel
-        starts = stops[r0:r1] - a
-        along_x = np.add.reduceat(sub * lx[None, :], cx, axis=1) / wx[None, :]
-        frac = np.clip(np.add.reduceat(along_x * ly[a:b, None], starts, axis=0) / hy[r0:r1, None], 0.0, 1.0)
-        frac[np.minimum.reduceat(np.minimum.reduceat(sub, cx, axis=1), starts, axis=0) == 1] = 1.0
-        frac[np.maximum.reduceat(np.maximum.reduceat(sub, cx, axis=1), starts, axis=0) == 0] = 0.0
+        gathered = [cols[ky[sy[r0:r1, k]] + 1] for k in range(sy.shape[1])]
+        along_y = sum(g * wy_sub[r0:r1, k][:, None] for k, g in enumerate(gathered))
+        all_y = functools.reduce(np.minimum, gathered)
+        any_y = functools.reduce(np.maximum, gathered)
+        along = sum(along_y[:, sx[:, k]] * wx_sub[:, k][None, :] for k in range(sx.shape[1]))
+        frac = np.clip(along / (hy[r0:r1, None] * wx[None, :]), 0.0, 1.0)
+        frac[functools.reduce(np.minimum, [all_y[:, sx[:, k]] for k in range(sx.shape[1])]) == 1] = 1.0
+        frac[functools.reduce(np.maximum, [any_y[:, sx[:, k]] for k in range(sx.shape[1])]) == 0] = 0.0
         out[r0:r1] = frac
     return out
 
@@ -264,10 +266,15 @@ def _padded(bits: np.ndarray) -> np.ndarray:
     return pad
 
 
-def _sub_intervals(e: np.ndarray, pe: np.ndarray):
-    """Split the cells [e[j], e[j + 1]] at the pixel edges pe inside them: (the pixel of each sub-interval: -1
-    before the first pixel, len(pe) - 1 past the last; its length; the index of each cell's first sub-interval)."""
+def _slots(e: np.ndarray, pe: np.ndarray):
+    """Split the cells [e[j], e[j + 1]] at the pixel edges pe inside them into sub-intervals: (the pixel of each
+    sub-interval: -1 before the first pixel, len(pe) - 1 past the last; slots (cells, K), each cell's
+    sub-intervals, padded by repeating its last; their lengths (cells, K), 0.0 in the padding)."""
     cuts = np.union1d(e, pe[(pe > e[0]) & (pe < e[-1])])
     mid = 0.5 * (cuts[:-1] + cuts[1:])
     pixel = np.clip(np.searchsorted(pe, mid, side="right") - 1, -1, len(pe) - 1)
-    return pixel, np.diff(cuts), np.searchsorted(cuts, e[:-1])
+    first = np.searchsorted(cuts, e[:-1])
+    count = np.diff(np.append(first, len(mid)))
+    k = np.arange(count.max())[None, :]
+    slots = first[:, None] + np.minimum(k, count[:, None] - 1)
+    return pixel, slots, np.where(k < count[:, None], np.diff(cuts)[slots], 0.0)

@@ -183,12 +183,35 @@ def inside_lengths(shape, y, lo, hi, rule: str = "above") -> np.ndarray:
 def paint_lines(shapes, y, lo, hi, rule: str = "above") -> np.ndarray:
     """(N, len(shapes) + 1): the length of each line's part [lo, hi] whose top shape is each shape (column s + 1),
     painting the shapes in order (a later one hides an earlier one), or none (column 0). Exact: the lengths
-    are differences of the shapes' run ends along each line."""
+    are differences of the shapes' run ends along each line (column 0: the line's length less the others)."""
     y, lo, hi = (np.asarray(v, dtype=np.float64) for v in (y, lo, hi))
     n, m = len(y), len(shapes)
-    ln, xs, who, step = [np.arange(n), np.arange(n)], [lo, hi], [np.full(2 * n, -1)], [np.zeros(2 * n, np.int64)]
-    for s, shape in enumerate(shapes):
-        line, a, b = runs(shape, y, lo, hi, rule)
+    found = [runs(shape, y, lo, hi, rule) for shape in shapes]
+    out = np.zeros((n, m + 1))
+    reached = np.zeros(n, dtype=np.int64)                  # how many shapes have runs on each line
+    for line, _, _ in found:
+        reached += np.bincount(line, minlength=n) > 0
+    alone = reached[np.concatenate([f[0] for f in found])] <= 1 if m else np.zeros(0, dtype=bool)
+    start = 0
+    for s, (line, a, b) in enumerate(found):
+        mine = alone[start:start + len(line)]
+        start += len(line)
+        out[:, s + 1] = np.bincount(line[mine], weights=(b - a)[mine], minlength=n)
+    shared = np.flatnonzero(reached >= 2)
+    if len(shared):
+        where = np.full(n, -1)
+        where[shared] = np.arange(len(shared))
+        sub = [(where[line][where[line] >= 0], a[where[line] >= 0], b[where[line] >= 0]) for line, a, b in found]
+        out[shared, 1:] = _sweep(sub, lo[shared], hi[shared])
+    out[:, 0] = (hi - lo) - out[:, 1:].sum(axis=1)
+    return out
+
+
+def _sweep(found, lo, hi) -> np.ndarray:
+    """(N, len(found)): the visible length of each shape's runs (line, a, b) on lines [lo, hi] painted in order."""
+    n, m = len(lo), len(found)
+    ln, xs, who, step = [], [], [], []
+    for s, (line, a, b) in enumerate(found):
         ln += [line, line]
         xs += [a, b]
         who.append(np.full(2 * len(line), s))
@@ -196,15 +219,15 @@ def paint_lines(shapes, y, lo, hi, rule: str = "above") -> np.ndarray:
     ln, xs, who, step = (np.concatenate(v) for v in (ln, xs, who, step))
     order = np.lexsort((xs, ln))
     ln, xs, who, step = ln[order], xs[order], who[order], step[order]
-    top = np.zeros(len(xs), dtype=np.int64)                 # the top shape + 1 after each event (0: none)
+    top = np.full(len(xs), -1, dtype=np.int64)               # the top shape after each event (-1: none)
     for s in range(m):
         depth = np.cumsum(np.where(who == s, step, 0))
-        top[depth > 0] = s + 1
+        top[depth > 0] = s
     length = np.diff(xs)
-    same = ln[1:] == ln[:-1]
-    out = np.zeros(n * (m + 1))
-    np.add.at(out, (ln[:-1] * (m + 1) + top[:-1])[same], length[same])
-    return out.reshape(n, m + 1)
+    use = (ln[1:] == ln[:-1]) & (top[:-1] >= 0)
+    out = np.zeros(n * m)
+    np.add.at(out, (ln[:-1] * m + top[:-1])[use], length[use])
+    return out.reshape(n, m)
 
 
 def segment_lengths(line, a, b, edges, n_lines: int) -> np.ndarray:

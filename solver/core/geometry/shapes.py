@@ -9,8 +9,9 @@ columns and y along rows. The caller (the case model) builds these; nothing here
 - Polygon(points): a simple polygon (either orientation, convex or not) through ((x, y), ...); the last point
   joins the first. Edge k runs from point k to point k + 1 (mod n).
 - Mask(array, extent): a union of pixels: array[q, p] set (non-zero) covers the pixel
-  [x0 + p dx, x0 + (p + 1) dx] x [y0 + q dy, y0 + (q + 1) dy] of extent ((x0, y0), (x1, y1)), with
-  dx = (x1 - x0) / array.shape[1] and dy = (y1 - y0) / array.shape[0]: row 0 lies along y0.
+  [px[p], px[p + 1]] x [py[q], py[q + 1]] of extent ((x0, y0), (x1, y1)): row 0 lies along y0. The pixels' edges
+  are px[p] = x0 + (x1 - x0) * (p / mx) for p < mx and px[mx] = x1 (mx = array.shape[1]; py likewise), so a
+  grid whose edges are computed the same way lines up with them exactly.
 
 `problem(shape)` says what is wrong with a shape (None when it is fine); the other functions of the package
 assume a shape without a problem.
@@ -189,14 +190,18 @@ def _polygon_problem(p: np.ndarray) -> str | None:
     if len(same):
         k = int(same[0])
         return f"points {k} and {(k + 1) % n} are the same point {tuple(p[k])}: remove one"
-    span = float(np.ptp(p, axis=0).max())
-    if abs(signed_area(p)) <= 1e-12 * span * span:
+    d = p - p[0]
+    v = d[np.argmax(np.hypot(d[:, 0], d[:, 1]))]                      # to the point farthest from the first
+    span = float(np.hypot(v[0], v[1]))
+    if np.abs(d[:, 0] * v[1] - d[:, 1] * v[0]).max() <= 1e-12 * span * span:
         return "the points enclose no area (they lie on one line)"
     hit = self_crossing(p)
     if hit is not None:
         i, j = hit
         return (f"edges {i} (points {i}-{(i + 1) % n}) and {j} (points {j}-{(j + 1) % n}) cross or touch: "
                 "a polygon's edges may meet only at their shared points, in order")
+    if abs(signed_area(p)) <= 1e-12 * span * span:
+        return "the points enclose no area"
     return None
 
 
