@@ -201,7 +201,11 @@ def integrate(shapes, xa, xb, ylo, yhi, integrand, closed_form, scale, rtol: flo
     len(shapes) + 1) come from lines.paint_lines on the box's line at that height; closed_form(box, l0, l1, dy)
     gives a piece's integral when the lengths are linear from l0 to l1 over the height dy; scale (n_boxes,) the
     size of the integrand, for the adaptive tolerance rtol * scale * height."""
+    if len(xa) == 0:
+        empty = np.zeros((0, len(shapes) + 1))
+        return closed_form(np.zeros(0, dtype=np.int64), empty, empty, np.zeros(0))
     pb, y0, y1, kind, anchor = breakpoints(shapes, xa, xb, ylo, yhi)
+
     def lengths(b, y, rule="above"):
         return lines.paint_lines(shapes, y, xa[b], xb[b], rule)
     l0, l1 = lengths(pb, y0, "above"), lengths(pb, y1, "below")
@@ -223,9 +227,11 @@ def integrate(shapes, xa, xb, ylo, yhi, integrand, closed_form, scale, rtol: flo
 
 def _adaptive(out, pb, y0, y1, kind, anchor, fn, scale, rtol, noise, floor):
     """Adds to out[box] the adaptive Gauss-Legendre integral of fn over each piece (module docstring). A piece is
-    done when its halves agree with it to rtol * scale * its height, or to the rounding of the lengths (noise, per
-    box, relative to the value: the coordinates' rounding over the line's length), or when it is shorter than
-    floor (per box: a piece that short changes the integral by less than rtol whatever it holds)."""
+    done when its halves agree with it to rtol * scale * its height; or to the rounding of the lengths themselves
+    (noise, per box, relative to the value: the coordinates' rounding over the line's length); or when its error
+    or its height is below floor (per box: 1e-3 rtol of the box's height) times the scale: near a disk's top,
+    where a height's own rounding moves the chord, the lengths are noisier than rtol, but the pieces there are
+    short and few, and together change the box's integral by less than rtol."""
     t0 = np.where(kind == 0, y0, 0.0)
     t1 = np.where(kind == 0, y1, np.sqrt(np.where(kind == 1, anchor - y0, y1 - anchor)))
     whole = _gauss(fn, pb, t0, t1, kind, anchor)
