@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.core.geometry import (Disk, Mask, Polygon, Rectangle, area, cell_fractions, crossings, cut_cells,
-                                  face_conductance, paint, problem, smallest_feature, transpose)
+                                  cut_counts, face_conductance, paint, problem, smallest_feature, transpose)
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -641,6 +641,24 @@ def test_polygon_crossings_against_edge_intersections(seed):
             assert cy.cut[i, j] == bool(ts)
             if ts:
                 assert cy.first[i, j] == pytest.approx(min(ts), abs=1e-12)
+
+
+def test_blocks_of_faces_and_of_a_painting_give_the_bits_of_the_whole():
+    """What a rank computes for its block (its points' faces, its cells) equals the whole grid's bits."""
+    shapes = [Rectangle(0.1, 0.2, 0.9, 0.55), Disk(0.45, 0.5, 0.27), star(np.random.default_rng(31), 15),
+              Mask(np.random.default_rng(32).random((13, 17)) < 0.5, ((0.3, 0.05), (0.8, 0.5)))]
+    k = [3.0, 40.0, 0.3, 7.0]
+    xs, ys = random_edges(np.random.default_rng(33), 40), random_edges(np.random.default_rng(34), 36)
+    across = _across(ys)
+    whole = face_conductance(shapes, k, 1.0, xs, ys, "x", across=across)
+    painted = paint(shapes, ["a", "b", "c", "d"], "e", xs, ys).mean({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
+    for i0, i1, j0, j1 in ((0, 15, 0, 20), (15, 37, 20, 40), (7, 29, 11, 33)):
+        part = face_conductance(shapes, k, 1.0, xs[j0:j1 + 1], ys[i0:i1], "x", across=across[i0:i1 + 1])
+        assert np.array_equal(part, whole[i0:i1, j0:j1])
+        p = paint(shapes, ["a", "b", "c", "d"], "e", xs[j0:j1 + 1], ys[i0:i1 + 1])
+        assert np.array_equal(p.mean({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}), painted[i0:i1, j0:j1])
+    counts = cut_counts(shapes, xs, ys)
+    assert counts.max() >= 2 and (counts >= 2).sum() >= paint(shapes, list("abcd"), "e", xs, ys).multi_cut
 
 
 def test_faces_along_y_are_faces_along_x_of_the_transposed_shapes():

@@ -12,11 +12,11 @@ the case model (the caller builds the shapes).
 
 from .faces import face_conductance
 from .fractions import cell_fractions
-from .paint import Painting, paint
+from .paint import Painting, cut_counts, paint
 from .rims import Crossings, CutCells, crossings, cut_cells
 from .shapes import (Disk, Mask, Polygon, Rectangle, area, bbox, problem, self_crossing, smallest_feature,
                      transpose)
 
 __all__ = ["Crossings", "CutCells", "Disk", "Mask", "Painting", "Polygon", "Rectangle", "area", "bbox",
-           "cell_fractions", "crossings", "cut_cells", "face_conductance", "paint", "problem", "self_crossing",
+           "cell_fractions", "crossings", "cut_cells", "cut_counts", "face_conductance", "paint", "problem", "self_crossing",
            "smallest_feature", "transpose"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fractions import _edges, fractions_box
+from .lines import dot
 from .quadrature import integrate
 from .shapes import transpose
 
@@ -39,7 +40,9 @@ def face_conductance(shapes, k_values, k_background: float, xs, ys, axis: str, a
         raise ValueError(f"axis must be 'x' or 'y', not {axis!r}")
     xs, ys = _edges(xs, "xs"), np.asarray(ys, dtype=np.float64)
     if across is None:
-        across = np.concatenate([ys[:1], 0.5 * (ys[:-1] + ys[1:]), ys[-1:]]) if len(ys) > 1 else None
+        if len(ys) < 2:
+            raise ValueError("one row of points has no neighbours to reach half way to: give `across`")
+        across = np.concatenate([ys[:1], 0.5 * (ys[:-1] + ys[1:]), ys[-1:]])
     across = _edges(across, "across")
     if len(across) != len(ys) + 1:
         raise ValueError(f"across needs len(ys) + 1 = {len(ys) + 1} edges, not {len(across)}")
@@ -75,9 +78,9 @@ def _cut_faces(shapes, k, xa, xb, ylo, yhi, rtol):
     inv = 1.0 / k
     length = xb - xa
     def integrand(b, lengths):
-        return (length[b] / (lengths @ inv))[:, None]
+        return (length[b] / dot(lengths, inv))[:, None]
     def closed_form(b, l0, l1, dy):
-        return (length[b] * dy * inverse_mean(l0 @ inv, l1 @ inv))[:, None]
+        return (length[b] * dy * inverse_mean(dot(l0, inv), dot(l1, inv)))[:, None]
     total = integrate(shapes, xa, xb, ylo, yhi, integrand, closed_form, np.full(len(xa), k.max()), rtol)
     return total[:, 0] / (yhi - ylo)
 

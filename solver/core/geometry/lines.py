@@ -230,6 +230,15 @@ def _sweep(found, lo, hi) -> np.ndarray:
     return out.reshape(n, m)
 
 
+def dot(a: np.ndarray, v) -> np.ndarray:
+    """a @ v for a (N, m) and v (m,), summed in column order: each row's bits do not depend on N (a BLAS product's
+    blocking may), so a block of a grid computed alone matches the whole."""
+    out = np.zeros(a.shape[0])
+    for m in range(a.shape[1]):
+        out += a[:, m] * v[m]
+    return out
+
+
 def segment_lengths(line, a, b, edges, n_lines: int) -> np.ndarray:
     """(n_lines, len(edges) - 1): the length of disjoint intervals (line, a, b) on each segment
     [edges[i], edges[i + 1]] of each line. A segment wholly within one interval gets its own length exactly."""

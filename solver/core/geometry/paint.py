@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fractions import _edges, fractions_box
+from .lines import dot
 from .quadrature import integrate
 
 
@@ -46,7 +47,7 @@ class Painting:
         exactly (bit for bit)."""
         v = np.array([values[k] for k in self.materials] if hasattr(values, "keys") else values, dtype=np.float64)
         out = v[self.top]
-        out.flat[self.mixed] = self.shares @ v
+        out.flat[self.mixed] = dot(self.shares, v)
         return out
 
 
@@ -88,6 +89,22 @@ def paint(shapes, materials, background, xe, ye, rtol: float = 1e-12) -> Paintin
     return Painting(tuple(keys), top, mixed[order], np.concatenate([shares_one, shares_many])[order], len(many))
 
 
+def cut_counts(shapes, xe, ye) -> np.ndarray:
+    """(ny, nx) uint8: how many of the shapes' outlines cross each cell (0 < fraction < 1), whether or not a later
+    shape hides them (Painting.multi_cut counts only the cells whose visible materials two outlines divide). A cell
+    that two or more cross holds an object or a gap narrower than the cell, or two outlines that meet: the grid
+    does not resolve it (compare shapes.smallest_feature with the spacing). Saturates at 255."""
+    xe, ye = _edges(xe, "xe"), _edges(ye, "ye")
+    out = np.zeros((len(ye) - 1, len(xe) - 1), dtype=np.uint8)
+    for shape in shapes:
+        box = fractions_box(shape, xe, ye)
+        if box is not None:
+            i0, i1, j0, j1, f = box
+            block = out[i0:i1, j0:j1]
+            block += ((f > 0.0) & (f < 1.0)) & (block < 255)
+    return out
+
+
 def _integrated(shapes, label, n_materials: int, cells, xe, ye, rtol) -> np.ndarray:
     """The shares of the cells (flat indices) by integrating painted lines over each cell's height."""
     nx = len(xe) - 1
@@ -100,4 +117,4 @@ def _integrated(shapes, label, n_materials: int, cells, xe, ye, rtol) -> np.ndar
     def closed_form(b, l0, l1, dy):
         return 0.5 * dy[:, None] * (l0 + l1)
     lengths = integrate(shapes, xa, xb, ylo, yhi, lambda b, l: l, closed_form, w, rtol)
-    return (lengths @ layers) / (w * (yhi - ylo))[:, None]
+    return np.stack([dot(lengths, layers[:, k]) for k in range(n_materials)], axis=1) / (w * (yhi - ylo))[:, None]

@@ -6,12 +6,11 @@ ends or crosses the box's sides (the breakpoints below), so each box is cut ther
 - a piece whose lengths are linear in y (every outline in it straight: rectangles, polygons, masks) is
   integrated in closed form from the lengths at its two ends (checked at three inner heights first), exactly to
   rounding;
-- any other piece (a circle's arc, two outlines crossing inside it) by adaptive Gauss-Legendre (5 points, a
-  piece split in halves until the halves agree with the whole to rtol of the box's scale, or to the rounding of
-  the lengths themselves: about 1e-16 |x| / L relative, for coordinates |x| and a line of length L, which on fine
-  grids is the larger: 1e-12 for L = 1e-3 |x|); a piece ending at a
-  disk's top or bottom, where lengths grow as a square root, is integrated in t with y = y_end -+ t^2, which
-  makes it smooth.
+- a piece that a circle's arc crosses, by adaptive Gauss-Legendre: 5 points, a piece split in halves until the
+  halves agree with it to rtol of the box's scale, or to the rounding of the lengths themselves (about
+  1e-16 |x| / L relative, for coordinates |x| and a line of length L: on fine grids the larger, 1e-12 for
+  L = 1e-3 |x|); a piece ending at a disk's top or bottom, where lengths grow as a square root, is integrated in
+  t with y = y_end -+ t^2, which makes it smooth.
 
 Breakpoints per shape: rectangle y0, y1; disk cy - r, cy, cy + r and where the circle crosses x = xa and x = xb;
 polygon its points' heights and where its edges cross x = xa and x = xb; mask its pixel rows' edges; and between
@@ -268,4 +267,7 @@ def _gauss(fn, pb, t0, t1, kind, anchor):
     y = _y(t, kind[None, :], anchor[None, :])
     jac = np.where(kind[None, :] == 0, 1.0, 2.0 * t)
     vals = fn(np.tile(pb, len(_NODES)), y.ravel()).reshape(len(_NODES), len(pb), -1)
-    return np.einsum("q,qn,qnm->nm", _WEIGHTS, jac * w[None, :], vals)
+    out = np.zeros(vals.shape[1:])
+    for q in range(len(_NODES)):                          # in node order: a piece's bits do not depend on the batch
+        out += (_WEIGHTS[q] * jac[q] * w)[:, None] * vals[q]
+    return out

@@ -11,7 +11,8 @@ columns and y along rows. The caller (the case model) builds these; nothing here
 - Mask(array, extent): a union of pixels: array[q, p] set (non-zero) covers the pixel
   [px[p], px[p + 1]] x [py[q], py[q + 1]] of extent ((x0, y0), (x1, y1)): row 0 lies along y0. The pixels' edges
   are px[p] = x0 + (x1 - x0) * (p / mx) for p < mx and px[mx] = x1 (mx = array.shape[1]; py likewise), so a
-  grid whose edges are computed the same way lines up with them exactly.
+  grid whose edges are computed the same way lines up with them exactly. The array is read once (and cached):
+  do not change it after making the Mask.
 
 `problem(shape)` says what is wrong with a shape (None when it is fine); the other functions of the package
 assume a shape without a problem.
