@@ -10,7 +10,9 @@ Exactness: a face whose cross-section no outline crosses takes its material's k 
 only by straight outlines (rectangles, polygons, masks: the lengths are linear in the height between
 breakpoints) is integrated in closed form, exact to rounding: a wall of layers gives the exact series value,
 so a 1-D layered steady state is exact at the nodes. A face crossed by an arc is integrated by adaptive Gauss-
-Legendre to rtol (relative to the largest k) per face (quadrature).
+Legendre to rtol times the largest k (default 1e-12), or to the coordinates' rounding where that is larger
+(quadrature). Each face's value depends only on its own segment and cross-section: a block of faces computed
+alone gives the whole grid's bits.
 """
 
 from __future__ import annotations

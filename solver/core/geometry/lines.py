@@ -183,27 +183,37 @@ def inside_lengths(shape, y, lo, hi, rule: str = "above") -> np.ndarray:
 def paint_lines(shapes, y, lo, hi, rule: str = "above") -> np.ndarray:
     """(N, len(shapes) + 1): the length of each line's part [lo, hi] whose top shape is each shape (column s + 1),
     painting the shapes in order (a later one hides an earlier one), or none (column 0). Exact: the lengths
-    are differences of the shapes' run ends along each line (column 0: the line's length less the others)."""
+    are differences of the shapes' run ends along each line; the lowest visible layer of a line (the last shape
+    that covers it whole, or none) gets the line's length less the others'."""
     y, lo, hi = (np.asarray(v, dtype=np.float64) for v in (y, lo, hi))
     n, m = len(y), len(shapes)
     found = [runs(shape, y, lo, hi, rule) for shape in shapes]
-    out = np.zeros((n, m + 1))
-    reached = np.zeros(n, dtype=np.int64)                  # how many shapes have runs on each line
-    for line, _, _ in found:
-        reached += np.bincount(line, minlength=n) > 0
-    alone = reached[np.concatenate([f[0] for f in found])] <= 1 if m else np.zeros(0, dtype=bool)
-    start = 0
+    base = np.full(n, -1)                                   # the last shape covering each line whole (-1: none)
     for s, (line, a, b) in enumerate(found):
-        mine = alone[start:start + len(line)]
-        start += len(line)
-        out[:, s + 1] = np.bincount(line[mine], weights=(b - a)[mine], minlength=n)
+        whole = np.bincount(line, weights=(a == lo[line]) & (b == hi[line]), minlength=n) > 0
+        base[whole] = s
+    kept = []                                               # the runs of the shapes above each line's base
+    for s, (line, a, b) in enumerate(found):
+        above = s > base[line]
+        kept.append((line[above], a[above], b[above]))
+    reached = np.zeros(n, dtype=np.int64)                   # how many of those shapes have runs on each line
+    for line, _, _ in kept:
+        reached += np.bincount(line, minlength=n) > 0
+    out = np.zeros((n, m + 1))
+    for s, (line, a, b) in enumerate(kept):
+        alone = reached[line] == 1
+        out[:, s + 1] = np.bincount(line[alone], weights=(b - a)[alone], minlength=n)
     shared = np.flatnonzero(reached >= 2)
     if len(shared):
         where = np.full(n, -1)
         where[shared] = np.arange(len(shared))
-        sub = [(where[line][where[line] >= 0], a[where[line] >= 0], b[where[line] >= 0]) for line, a, b in found]
+        sub = []
+        for line, a, b in kept:
+            mine = where[line] >= 0
+            sub.append((where[line][mine], a[mine], b[mine]))
         out[shared, 1:] = _sweep(sub, lo[shared], hi[shared])
-    out[:, 0] = (hi - lo) - out[:, 1:].sum(axis=1)
+    rows = np.arange(n)
+    out[rows, base + 1] = (hi - lo) - out[:, 1:].sum(axis=1)
     return out
 
 

@@ -5,9 +5,9 @@ A cell that no shape's outline crosses holds one material. A cell crossed by one
 shape covering it wholly or not at all) holds two, in the shares that shape's exact fraction gives. A cell that two
 or more outlines cross (`multi_cut`: an object or a gap narrower than the cell, or two outlines that meet) is
 integrated across its height, line by line, with each line painted exactly (quadrature.integrate): exact to
-rounding where every outline in the cell is straight (rectangles, polygons, masks; up to the adaptive tolerance
-where two straight outlines cross inside it), to the adaptive tolerance (rtol of the cell's area) where an arc
-crosses it.
+rounding where every outline in the cell is straight (rectangles, polygons, masks, crossing each other or not),
+to the adaptive tolerance (rtol of the cell's area, or the coordinates' rounding) where an arc crosses it.
+Every cell's shares depend only on that cell's edges and the shapes: a block of the grid gives the whole's bits.
 """
 
 from __future__ import annotations
