@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.core.geometry import (Disk, Mask, Polygon, Rectangle, area, cell_fractions, crossings, cut_cells,
-                                  cut_counts, face_conductance, paint, problem, smallest_feature, transpose)
+                                  cut_counts, face_conductance, paint, problem, self_crossing, smallest_feature,
+                                  transpose)
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -797,6 +798,59 @@ def test_good_shapes_have_no_problem():
     for s in (Rectangle(0, 0, 1, 2), Disk(0, 0, 1), star(np.random.default_rng(0), 50),
               Polygon(((0, 0), (2, 0), (2, 2), (1, 0.5), (0, 2))), Mask(np.eye(3, dtype=bool), ((0, 0), (1, 1)))):
         assert problem(s) is None, problem(s)
+
+
+def _segments_meet(p, q, r, s) -> bool:
+    """Whether segments p-q and r-s share a point (plain orientation tests, one pair at a time)."""
+    def orient(a, b, c):
+        v = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        return int(v > 0) - int(v < 0)
+
+    def within(a, b, c):
+        return min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(a[1], b[1])
+    o1, o2, o3, o4 = orient(p, q, r), orient(p, q, s), orient(r, s, p), orient(r, s, q)
+    if o1 * o2 < 0 and o3 * o4 < 0:
+        return True
+    return ((o1 == 0 and within(p, q, r)) or (o2 == 0 and within(p, q, s)) or (o3 == 0 and within(r, s, p))
+            or (o4 == 0 and within(r, s, q)))
+
+
+@FAST
+@given(seeds, st.booleans())
+def test_self_crossing_and_feature_match_all_pairs(seed, grid_points):
+    """The bucketed pair search against every pair: random polygons (mostly crossing themselves), on a coarse
+    lattice too (collinear and touching edges)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 40))
+    pts = rng.integers(0, 6, (n, 2)).astype(float) if grid_points else rng.uniform(0, 1, (n, 2))
+    keep = np.ones(n, dtype=bool)
+    keep[1:] = (pts[1:] != pts[:-1]).any(axis=1)
+    pts = pts[keep]
+    if len(pts) < 3 or (pts[0] == pts[-1]).all():
+        return
+    n = len(pts)
+    expected = None
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b, c, d = pts[i], pts[(i + 1) % n], pts[j], pts[(j + 1) % n]
+            if j == i + 1 or (i == 0 and j == n - 1):
+                shared, far_i, far_j = (b, a, d) if j == i + 1 else (a, b, c)
+                u, v = shared - far_i, far_j - shared
+                if abs(u[0] * v[1] - u[1] * v[0]) == 0 and u @ v < 0:
+                    expected = (i, j)
+            elif _segments_meet(a, b, c, d):
+                expected = (i, j)
+            if expected:
+                break
+        if expected:
+            break
+    assert self_crossing(pts) == expected
+    if expected is None:
+        e = np.roll(pts, -1, axis=0) - pts
+        brute = min(float(np.hypot(*e.T).min()), min(
+            float(np.hypot(*(pts[v] - pts[k] - np.clip((pts[v] - pts[k]) @ e[k] / (e[k] @ e[k]), 0, 1) * e[k])))
+            for v in range(n) for k in range(n) if k not in (v, (v - 1) % n)))
+        assert smallest_feature(Polygon(tuple(map(tuple, pts)))) == pytest.approx(brute, rel=1e-12)
 
 
 def test_smallest_features():

@@ -14,14 +14,13 @@ columns and y along rows. The caller (the case model) builds these; nothing here
   grid whose edges are computed the same way lines up with them exactly. The array is read once (and cached):
   do not change it after making the Mask.
 
-`problem(shape)` says what is wrong with a shape (None when it is fine); the other functions of the package
+checks.problem(shape) says what is wrong with a shape (None when it is fine); the other functions of the package
 assume a shape without a problem.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,184 +144,8 @@ def area(shape) -> float:
     if isinstance(shape, Rectangle):
         return (shape.x1 - shape.x0) * (shape.y1 - shape.y0)
     if isinstance(shape, Disk):
-        return math.pi * shape.r ** 2
+        return float(np.pi) * shape.r ** 2
     if isinstance(shape, Polygon):
         return abs(signed_area(shape.array))
     px, py = shape.edges
     return float(np.count_nonzero(shape.bits)) * (px[-1] - px[0]) / (len(px) - 1) * (py[-1] - py[0]) / (len(py) - 1)
-
-
-# ---------------------------------------------------------------------------------------------- checks
-
-def problem(shape) -> str | None:
-    """What is wrong with the shape, as a phrase the caller puts after the field's name; None if nothing is.
-
-    Rectangle: a coordinate that is not finite, x1 <= x0 or y1 <= y0. Disk: not finite, r <= 0. Polygon: fewer than
-    3 points, a coordinate not finite, two consecutive points equal, zero area, two edges that cross or touch (the
-    message names them: edge k joins point k to point k + 1, the last point to point 0; indices from 0). Mask: an
-    array that is not 2-D or is empty, values other than 0 and 1, an extent missing or not ((x0, y0), (x1, y1))
-    of finite numbers with x1 > x0 and y1 > y0."""
-    if isinstance(shape, Rectangle):
-        v = (shape.x0, shape.y0, shape.x1, shape.y1)
-        if not all(math.isfinite(c) for c in v):
-            return f"the corners {v} must be finite numbers"
-        if shape.x1 <= shape.x0 or shape.y1 <= shape.y0:
-            return (f"the upper corner ({shape.x1:g}, {shape.y1:g}) must lie above and right of the lower "
-                    f"({shape.x0:g}, {shape.y0:g}): a rectangle of positive width and height")
-        return None
-    if isinstance(shape, Disk):
-        if not all(math.isfinite(c) for c in (shape.cx, shape.cy, shape.r)):
-            return "the centre and radius must be finite numbers"
-        return None if shape.r > 0 else f"the radius {shape.r:g} must be > 0"
-    if isinstance(shape, Polygon):
-        return _polygon_problem(shape.array)
-    if isinstance(shape, Mask):
-        return _mask_problem(shape)
-    return f"{type(shape).__name__} is not a shape (Rectangle, Disk, Polygon or Mask)"
-
-
-def _polygon_problem(p: np.ndarray) -> str | None:
-    n = len(p)
-    if n < 3:
-        return f"a polygon needs at least 3 points; it has {n}"
-    if not np.isfinite(p).all():
-        return "every point must be a pair of finite numbers"
-    same = np.flatnonzero((p == np.roll(p, -1, axis=0)).all(axis=1))
-    if len(same):
-        k = int(same[0])
-        return f"points {k} and {(k + 1) % n} are the same point {tuple(p[k])}: remove one"
-    d = p - p[0]
-    v = d[np.argmax(np.hypot(d[:, 0], d[:, 1]))]                      # to the point farthest from the first
-    span = float(np.hypot(v[0], v[1]))
-    if np.abs(d[:, 0] * v[1] - d[:, 1] * v[0]).max() <= 1e-12 * span * span:
-        return "the points enclose no area (they lie on one line)"
-    hit = self_crossing(p)
-    if hit is not None:
-        i, j = hit
-        return (f"edges {i} (points {i}-{(i + 1) % n}) and {j} (points {j}-{(j + 1) % n}) cross or touch: "
-                "a polygon's edges may meet only at their shared points, in order")
-    if abs(signed_area(p)) <= 1e-12 * span * span:
-        return "the points enclose no area"
-    return None
-
-
-def _mask_problem(m: Mask) -> str | None:
-    a = np.asarray(m.array)
-    if a.ndim != 2 or a.size == 0:
-        return f"the array must be 2-D and not empty; it has shape {a.shape}"
-    if a.dtype != bool:
-        try:
-            bad = ~np.isin(a, (0, 1))
-        except TypeError:
-            return f"the array must hold 0 and 1 (or booleans); it holds {a.dtype}"
-        if bad.any():
-            return f"the array must hold only 0 and 1 (or booleans); it holds {a[bad].flat[0]!r}"
-    try:
-        (x0, y0), (x1, y1) = m.extent
-        x0, y0, x1, y1 = float(x0), float(y0), float(x1), float(y1)
-    except (TypeError, ValueError):
-        return f"the extent must be ((x0, y0), (x1, y1)), the lower and upper corners; it is {m.extent!r}"
-    if not all(math.isfinite(c) for c in (x0, y0, x1, y1)):
-        return "the extent's corners must be finite numbers"
-    if x1 <= x0 or y1 <= y0:
-        return (f"the extent's upper corner ({x1:g}, {y1:g}) must lie above and right of its lower "
-                f"({x0:g}, {y0:g}): an empty extent")
-    return None
-
-
-def _orient(ax, ay, bx, by, cx, cy):
-    """Sign of the turn a -> b -> c (positive counter-clockwise), elementwise."""
-    return np.sign((bx - ax) * (cy - ay) - (by - ay) * (cx - ax))
-
-
-def _on_segment(ax, ay, bx, by, cx, cy):
-    """Whether c (collinear with a-b) lies within the box of a-b."""
-    return ((np.minimum(ax, bx) <= cx) & (cx <= np.maximum(ax, bx))
-            & (np.minimum(ay, by) <= cy) & (cy <= np.maximum(ay, by)))
-
-
-def self_crossing(points) -> tuple[int, int] | None:
-    """(i, j), i < j, the first pair of edges of a closed polygon that cross or touch where they should not
-    (non-neighbours that meet anywhere; neighbours that overlap along a line); None if there is none.
-    O(n^2) in blocks of rows (a few seconds for 10^4 points)."""
-    p = np.asarray(points, dtype=np.float64)
-    n = len(p)
-    a, b = p, np.roll(p, -1, axis=0)
-    step = max(1, (1 << 22) // n)
-    for i0 in range(0, n, step):
-        i = np.arange(i0, min(n, i0 + step))[:, None]
-        j = np.arange(n)[None, :]
-        pair = j > i
-        adjacent = (j == i + 1) | ((i == 0) & (j == n - 1))
-        ax, ay, bx, by = a[i, 0], a[i, 1], b[i, 0], b[i, 1]
-        cx, cy, dx, dy = a[j, 0], a[j, 1], b[j, 0], b[j, 1]
-        o1, o2 = _orient(ax, ay, bx, by, cx, cy), _orient(ax, ay, bx, by, dx, dy)
-        o3, o4 = _orient(cx, cy, dx, dy, ax, ay), _orient(cx, cy, dx, dy, bx, by)
-        proper = (o1 * o2 < 0) & (o3 * o4 < 0)
-        touch = (((o1 == 0) & _on_segment(ax, ay, bx, by, cx, cy)) | ((o2 == 0) & _on_segment(ax, ay, bx, by, dx, dy))
-                 | ((o3 == 0) & _on_segment(cx, cy, dx, dy, ax, ay)) | ((o4 == 0) & _on_segment(cx, cy, dx, dy, bx, by)))
-        # neighbours share one point: they are wrong only if they fold back along one line
-        fold = adjacent & (o1 == 0) & (o2 == 0) & _folds(ax, ay, bx, by, cx, cy, dx, dy, i, j, n)
-        bad = pair & ((~adjacent & (proper | touch)) | fold)
-        if bad.any():
-            r, c = np.argwhere(bad)[0]
-            return int(i[r, 0]), int(j[0, c])
-    return None
-
-
-def _folds(ax, ay, bx, by, cx, cy, dx, dy, i, j, n):
-    """For collinear neighbouring edges: whether they overlap (the path turns back by 180 degrees)."""
-    # the shared point is b of i and a of j (j = i + 1), or a of i and b of j (i = 0, j = n - 1)
-    nxt = j == i + 1
-    ux, uy = np.where(nxt, bx - ax, ax - bx), np.where(nxt, by - ay, ay - by)   # from the far end to the shared point
-    vx, vy = np.where(nxt, dx - cx, cx - dx), np.where(nxt, dy - cy, cy - dy)   # from the shared point onwards
-    return ux * vx + uy * vy < 0
-
-
-def smallest_feature(shape) -> float:
-    """The narrowest part of the shape, to compare with a grid's spacing (a feature narrower than about two
-    spacings is not resolved). Rectangle: the smaller side. Disk: the diameter. Polygon: the shortest edge or
-    the smallest distance from a point to an edge that is not its own (a thin part, or a narrow gap between two
-    parts); O(n^2). Mask: the shortest run of set pixels, or of clear pixels between set ones, along a row or a
-    column, times that direction's pixel size."""
-    if isinstance(shape, Rectangle):
-        return min(shape.x1 - shape.x0, shape.y1 - shape.y0)
-    if isinstance(shape, Disk):
-        return 2.0 * shape.r
-    if isinstance(shape, Polygon):
-        return _polygon_feature(shape.array)
-    px, py = shape.edges
-    return min(_shortest_run(shape.bits) * (px[1] - px[0]), _shortest_run(shape.bits.T) * (py[1] - py[0]))
-
-
-def _polygon_feature(p: np.ndarray) -> float:
-    n = len(p)
-    a, b = p, np.roll(p, -1, axis=0)
-    e = b - a
-    best = float(np.hypot(e[:, 0], e[:, 1]).min())
-    ee = np.maximum((e * e).sum(axis=1), np.finfo(float).tiny)
-    step = max(1, (1 << 22) // n)
-    for v0 in range(0, n, step):
-        v = np.arange(v0, min(n, v0 + step))
-        rel = p[v][:, None, :] - a[None, :, :]                     # (nv, n, 2)
-        t = np.clip((rel * e[None]).sum(axis=2) / ee[None], 0.0, 1.0)
-        d = rel - t[..., None] * e[None]
-        dist = np.hypot(d[..., 0], d[..., 1])
-        k = np.arange(n)[None, :]
-        own = (k == v[:, None]) | (k == (v[:, None] - 1) % n)       # the two edges that end at the point
-        dist[own] = np.inf
-        best = min(best, float(dist.min()))
-    return best
-
-
-def _shortest_run(bits: np.ndarray) -> int:
-    """The shortest run, along rows, of set pixels or of clear pixels with set ones on both sides."""
-    padded = np.zeros((bits.shape[0], bits.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = bits
-    change = np.diff(padded, axis=1)                       # +1 where a set run starts, -1 past its end
-    r, c = np.nonzero(change)
-    if len(c) == 0:
-        return bits.shape[1]
-    lengths = np.diff(c)
-    same_row = np.diff(r) == 0                             # consecutive changes on one row: a run or an inner gap
-    return int(lengths[same_row].min()) if same_row.any() else bits.shape[1]
