@@ -441,6 +441,30 @@ def _clip_both(a, b, x0, y0, x1, y1) -> float:
     return abs(shoelace(poly))
 
 
+def test_a_polygon_over_a_mask_paints_exactly():
+    """A triangle over a mask finer than the cells: the mask's visible share = its pixels' overlap with the cell
+    less, pixel by pixel, the triangle's part of that overlap (clipping); the triangle's edges cross the pixels'
+    vertical edges inside the cells (breakpoints there keep it exact)."""
+    xe, ye = np.linspace(0.0, 1.0, 5), np.linspace(0.0, 1.0, 4)
+    bits = np.random.default_rng(41).random((9, 11)) < 0.6
+    m = Mask(bits, ((0.03, 0.07), (0.93, 0.88)))
+    tri = Polygon(((0.1, 0.2), (0.85, 0.35), (0.4, 0.8)))
+    p = paint([m, tri], ["m", "t"], "bg", xe, ye)
+    assert p.multi_cut > 0
+    px, py = np.linspace(0.03, 0.93, 12), np.linspace(0.07, 0.88, 10)
+    mask_f = cell_fractions(m, xe, ye)
+    for i in range(len(ye) - 1):
+        for j in range(len(xe) - 1):
+            hidden = 0.0
+            for q, c in zip(*np.nonzero(bits)):
+                x0, x1 = max(px[c], xe[j]), min(px[c + 1], xe[j + 1])
+                y0, y1 = max(py[q], ye[i]), min(py[q + 1], ye[i + 1])
+                if x0 < x1 and y0 < y1:
+                    hidden += clip_area(tri.points, x0, y0, x1, y1)
+            cell = (xe[j + 1] - xe[j]) * (ye[i + 1] - ye[i])
+            assert p.fraction("m")[i, j] == pytest.approx(mask_f[i, j] - hidden / cell, abs=1e-13)
+
+
 def test_paint_with_arcs_in_multi_cut_cells_matches_sampling():
     xe = ye = np.linspace(0.0, 1.0, 9)
     ring = [Disk(0.5, 0.5, 0.31), Disk(0.5, 0.5, 0.27)]            # a ring 0.04 thick, cells 0.125

@@ -4,7 +4,8 @@ problem(shape): a phrase saying what is wrong, for the caller to put after the f
 smallest_feature(shape): the narrowest part, for "an object thinner than the grid can resolve".
 
 Polygons' pair tests (edges that cross; a point near an edge that is not its own) look only at pairs whose boxes
-share a bucket of a uniform grid over the polygon, so they cost about O(n) for drawn outlines (O(n^2) at worst).
+share a bucket of a uniform grid over the polygon (lines.near_pairs), so they cost about O(n) for drawn outlines
+(O(n^2) at worst).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 
 import numpy as np
 
-from .lines import ragged
+from .lines import near_pairs
 from .shapes import Disk, Mask, Polygon, Rectangle, signed_area
 
 
@@ -94,33 +95,6 @@ def _mask_problem(m: Mask) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- pairs
-
-def near_pairs(lo_a, hi_a, lo_b, hi_b, size: float):
-    """(i, j), unique: the boxes [lo_a[i], hi_a[i]] and [lo_b[j], hi_b[j]] ((n, 2) corners) that share a bucket of
-    side `size` (every pair of boxes that overlap is among them)."""
-    origin = np.minimum(lo_a.min(axis=0), lo_b.min(axis=0))
-    while True:
-        keys_a, idx_a = _bucket_keys(lo_a, hi_a, origin, size)
-        keys_b, idx_b = _bucket_keys(lo_b, hi_b, origin, size)
-        if len(keys_a) + len(keys_b) <= 64 * (len(lo_a) + len(lo_b)) + (1 << 16):
-            break
-        size *= 2.0                                                  # long edges: fewer, bigger buckets
-    order = np.argsort(keys_b, kind="stable")
-    keys_b, idx_b = keys_b[order], idx_b[order]
-    first, last = np.searchsorted(keys_b, keys_a, "left"), np.searchsorted(keys_b, keys_a, "right")
-    k, m = ragged(first, last)
-    pairs = np.unique(idx_a[k].astype(np.int64) * len(lo_b) + idx_b[m])
-    return pairs // len(lo_b), pairs % len(lo_b)
-
-
-def _bucket_keys(lo, hi, origin, size):
-    c0 = np.floor((lo - origin) / size).astype(np.int64)
-    c1 = np.floor((hi - origin) / size).astype(np.int64)
-    nx, ny = c1[:, 0] - c0[:, 0] + 1, c1[:, 1] - c0[:, 1] + 1
-    box, k = ragged(np.zeros(len(lo), dtype=np.int64), nx * ny)
-    cx, cy = c0[box, 0] + k % nx[box], c0[box, 1] + k // nx[box]
-    return cy * (1 << 31) + cx, box
-
 
 def _bucket_size(p: np.ndarray) -> float:
     """Twice the median edge's length: a bucket then holds a few edges of a drawn outline."""

@@ -159,6 +159,38 @@ def ragged(start, stop):
     return n, k
 
 
+def near_pairs(lo_a, hi_a, lo_b, hi_b, size: float):
+    """(i, j), unique: the boxes [lo_a[i], hi_a[i]] and [lo_b[j], hi_b[j]] ((n, 2) corners) that share a bucket of
+    side `size` (every pair of boxes that overlap is among them). The side grows (doubling) while the boxes
+    would fill more than 64 buckets each on average, so long boxes cost memory O(n), not O(length / size)."""
+    if len(lo_a) == 0 or len(lo_b) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    origin = np.minimum(lo_a.min(axis=0), lo_b.min(axis=0))
+    span = float((np.maximum(hi_a.max(axis=0), hi_b.max(axis=0)) - origin).max())
+    size = max(size, span / (1 << 20), 1e-300)
+    while True:
+        keys_a, idx_a = _bucket_keys(lo_a, hi_a, origin, size)
+        keys_b, idx_b = _bucket_keys(lo_b, hi_b, origin, size)
+        if len(keys_a) + len(keys_b) <= 64 * (len(lo_a) + len(lo_b)) + (1 << 16):
+            break
+        size *= 2.0
+    order = np.argsort(keys_b, kind="stable")
+    keys_b, idx_b = keys_b[order], idx_b[order]
+    first, last = np.searchsorted(keys_b, keys_a, "left"), np.searchsorted(keys_b, keys_a, "right")
+    k, m = ragged(first, last)
+    pairs = np.unique(idx_a[k].astype(np.int64) * len(lo_b) + idx_b[m])
+    return pairs // len(lo_b), pairs % len(lo_b)
+
+
+def _bucket_keys(lo, hi, origin, size):
+    c0 = np.floor((lo - origin) / size).astype(np.int64)
+    c1 = np.floor((hi - origin) / size).astype(np.int64)
+    nx, ny = c1[:, 0] - c0[:, 0] + 1, c1[:, 1] - c0[:, 1] + 1
+    box, k = ragged(np.zeros(len(lo), dtype=np.int64), nx * ny)
+    cx, cy = c0[box, 0] + k % nx[box], c0[box, 1] + k // nx[box]
+    return cy * (1 << 22) + cx, box
+
+
 def union(line, a, b):
     """The union of intervals per line, as disjoint intervals sorted by line and position (touching ones merged)."""
     if len(line) == 0:

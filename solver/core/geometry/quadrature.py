@@ -144,9 +144,14 @@ def _pairs(n: int, m: int, limit: int = 1 << 22):
 
 
 def _segment_segment(seg):
+    """Where straight edges of different shapes cross: pairs whose boxes share a bucket (lines.near_pairs)."""
     who, ax, ay, bx, by = seg
     out = [(np.zeros(0), np.zeros(0))]
-    for i, j in _pairs(len(who), len(who)):
+    if len(who):
+        lo = np.stack([np.minimum(ax, bx), np.minimum(ay, by)], axis=1)
+        hi = np.stack([np.maximum(ax, bx), np.maximum(ay, by)], axis=1)
+        size = max(2.0 * float(np.median((hi - lo).max(axis=1))), 1e-300)
+        i, j = lines.near_pairs(lo, hi, lo, hi, size)
         keep = who[i] < who[j]
         i, j = i[keep], j[keep]
         rx, ry, sx, sy = bx[i] - ax[i], by[i] - ay[i], bx[j] - ax[j], by[j] - ay[j]
