@@ -24,7 +24,8 @@ class Crossings:
     from (i, j) to (i + 1, j)): cut, whether the segment meets the rim (a tangent touch is not a crossing);
     first, the distance from the segment's first point to the rim point nearest it, as a fraction of the segment
     in [0, 1]; last, the same from its second point (both NaN where not cut). A point outside the shape never
-    lies on the rim, so its fraction is in (0, 1]: Gibou's theta."""
+    lies on the rim, so its fraction is in (0, 1]: Gibou's theta. A grid line that only touches a disk (a tangent)
+    meets no rim, and a point at that touch counts as outside."""
 
     inside: np.ndarray
     cut: np.ndarray
