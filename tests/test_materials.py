@@ -48,10 +48,32 @@ def overlap(lo, hi, a, b):
     return np.clip(np.minimum(hi, b) - np.maximum(lo, a), 0.0, None)
 
 
+def series_parallel(case, xa: float, xb: float, ylo: float, yhi: float) -> float:
+    """A face's conductance from the rectangles painted in order: along the segment [xa, xb] the materials in series,
+    across [ylo, yhi] in parallel; exact (the composition is constant between the rectangles' edges)."""
+    table = case.material_table()
+    rects = [(r.lower, r.upper, table[r.material][0]) for r in case.physics.regions]
+    cuts = sorted({ylo, yhi, *(v for lo, hi, _ in rects for v in (lo[1], hi[1]) if ylo < v < yhi)})
+    total = 0.0
+    for a, b in zip(cuts, cuts[1:]):
+        y = 0.5 * (a + b)
+        xs = sorted({xa, xb, *(v for lo, hi, _ in rects for v in (lo[0], hi[0]) if xa < v < xb)})
+        resistance = 0.0
+        for p, q in zip(xs, xs[1:]):
+            x, k = 0.5 * (p + q), table[case.physics.material][0]
+            for lo, hi, kr in rects:
+                if lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1]:
+                    k = kr
+            resistance += (q - p) / k
+        total += (b - a) * (xb - xa) / resistance
+    return total / (yhi - ylo)
+
+
 def reference_operator(case):
     """(C per point, L, b, ambient-weighted sink) of c u_t = -L u + b in SI: L the 5-point operator with the ghost
     rules substituted (Dirichlet: the value; Neumann: u0 + G h, G = flux / k; convective: (u0 (1 - H h/2) + H h T) /
-    (1 + H h/2), H = h / k), each point's k its own material's, faces harmonic means; C the cells' exact overlaps."""
+    (1 + H h/2), H = h / k), each point's k its own material's for the walls, a face between two points the
+    materials in series along it and in parallel across (series_parallel); C the cells' exact overlaps."""
     ny, nx = case.shape
     (dx, dy) = spacing(case)
     y, x = positions(case, *whole(case))
@@ -75,7 +97,10 @@ def reference_operator(case):
             for di, dj, h in ((0, -1, dx), (0, 1, dx), (-1, 0, dy), (1, 0, dy)):
                 ii, jj = i + di, j + dj
                 if 0 <= ii < ny and 0 <= jj < nx:
-                    kf = 2 * k[i, j] * k[ii, jj] / (k[i, j] + k[ii, jj])
+                    if di == 0:
+                        kf = series_parallel(case, min(x[j], x[jj]), max(x[j], x[jj]), yl[i], yh[i])
+                    else:
+                        kf = series_parallel(_transposed(case), min(y[i], y[ii]), max(y[i], y[ii]), xl[j], xh[j])
                     L[p, p] += kf / h**2
                     L[p, idx(ii, jj)] -= kf / h**2
                     continue
@@ -93,6 +118,17 @@ def reference_operator(case):
                 L[p, p] += kf * (1 - a)
                 b[p] += kf * g
     return C.reshape(-1), L, b
+
+
+class _transposed:
+    """The case's regions with x and y swapped (what series_parallel needs for the faces along y)."""
+
+    def __init__(self, case):
+        from types import SimpleNamespace as NS
+
+        regions = [NS(lower=r.lower[::-1], upper=r.upper[::-1], material=r.material) for r in case.physics.regions]
+        self.physics = NS(regions=regions, material=case.physics.material)
+        self.material_table = case.material_table
 
 
 def reference_run(case, steps, scheme="explicit"):

@@ -108,26 +108,6 @@ class Material(Part):
         return self.C if self.C is not None else self.rho * self.c_p
 
 
-class MaterialRectangle(RectangleShape):
-    """The material `material` inside lower <= (x, y) <= upper (by area: a grid cell it cuts takes its share)."""
-
-    kind: Literal["rectangle"]
-    material: str = Field(pattern=NAME, max_length=100, description="a material of `materials:` or the library")
-    name: str | None = Field(None, pattern=NAME, max_length=100, description="a name for the record's statistics")
-
-
-class MaterialDisk(DiskShape):
-    """The material `material` inside the disk (by area)."""
-
-    kind: Literal["disk"]
-    material: str = Field(pattern=NAME, max_length=100, description="a material of `materials:` or the library")
-    name: str | None = Field(None, pattern=NAME, max_length=100, description="a name for the record's statistics")
-
-
-MaterialRegion = Annotated[Union[MaterialRectangle, MaterialDisk], Field(discriminator="kind")]
-MATERIAL_REGION_KINDS = {"rectangle": MaterialRectangle, "disk": MaterialDisk}
-
-
 def library_material(name: str) -> Material | None:
     """A built-in material (solver.case.library) in SI, or None."""
     from .library import LIBRARY

@@ -168,7 +168,7 @@ class Case(Section):
                                  "and regions with material: NAME, or remove materials")
             return
         names = [("physics.material", p.material)] + [(f"physics.regions.{k}.material", r.material)
-                                                       for k, r in enumerate(p.regions)]
+                                                       for k, r in enumerate(p.regions) if r.material is not None]
         for where, name in names:
             if name in self._table:
                 continue

@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import Field, model_serializer, model_validator
 
 from .base import MAX_LENGTH, Section
-from .materials import NAME, Alpha, MaterialRegion
+from .materials import NAME, Alpha
+from .regions import Outline, PlateRegion
 from .sources import Source
 from .units import Length, Temperature, Time, quantity
 
@@ -32,9 +33,14 @@ class Physics(Section):
     material: str | None = Field(None, pattern=NAME, max_length=100, description=(
         "the material form: the plate's material (a name from `materials:` or the built-in library: copper, aluminium, "
         "silicon, steel, fr4, tim, ...); C u_t = div(k grad u) + q in watts. null: the diffusivity form (alpha)"))
-    regions: list[MaterialRegion] = Field(default_factory=list, max_length=1000, description=(
-        "material form: shapes of other materials ({kind: rectangle, lower, upper, material}, {kind: disk, center, "
-        "radius, material}; optional name), later ones winning, deposited by area"))
+    regions: list[PlateRegion] = Field(default_factory=list, max_length=1000, description=(
+        "material form: shapes in the plate, later ones winning: {kind: rectangle, lower, upper}, {kind: disk, "
+        "center, radius}, {kind: polygon, points}, {kind: mask, path, extent} (an image or array), each one of "
+        "material: NAME, held: T (an object held at a temperature) or hole: RIM (insulated, {kind: neumann, flux}, "
+        "{kind: convective, h, ambient}, {kind: dirichlet, value}); optional name"))
+    outline: Outline | None = Field(None, description=(
+        "material form: the plate's own shape where it is not the grid's rectangle (a rectangle, disk, polygon or "
+        "mask with a rim condition): everything outside it is a hole"))
     thickness: Length | None = Field(None, gt=0, le=MAX_LENGTH, description=(
         "material form: the plate's thickness: powers in W and W/m^2 and face cooling need it; null: results per unit "
         "thickness"))
@@ -74,7 +80,7 @@ class Physics(Section):
                 k = next(k for k, t in enumerate(self.source) if getattr(t, "power", None) is not None)
                 raise ValueError(f"physics.source.{k}.power: a power in watts needs the plate's thickness; set physics.thickness")
             return self
-        for key in ("regions", "thickness", "faces"):
+        for key in ("regions", "thickness", "faces", "outline"):
             if key in self.model_fields_set and getattr(self, key):
                 raise ValueError(f"physics.{key}: applies to the material form; set physics.material (the plate's material) or "
                                  f"remove {key}")

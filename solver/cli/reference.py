@@ -53,7 +53,10 @@ NESTED = {  # the models the sections reach only through lists and value forms: 
     "ConstantSource": "physics.source.N", "GaussianSource": "physics.source.N", "RectangleSource": "physics.source.N",
     "FileSource": "physics.source.N", "AlphaRegions": "physics.alpha", "AlphaFile": "physics.alpha",
     "RectangleRegion": "physics.alpha.regions.N", "DiskRegion": "physics.alpha.regions.N",
-    "DiskSource": "physics.source.N", "MaterialRectangle": "physics.regions.N", "MaterialDisk": "physics.regions.N",
+    "DiskSource": "physics.source.N", "RegionRectangle": "physics.regions.N", "RegionDisk": "physics.regions.N",
+    "RegionPolygon": "physics.regions.N", "RegionMask": "physics.regions.N", "OutlineRectangle": "physics.outline",
+    "OutlineDisk": "physics.outline", "OutlinePolygon": "physics.outline", "OutlineMask": "physics.outline",
+    "InsulatedRim": "<rim>", "FluxRim": "<rim>", "ConvectiveRim": "<rim>", "FixedRim": "<rim>",
     "FaceCooling": "physics.faces", "Material": "materials.NAME",
     "TimeTable": "<side value>", "AlongTable": "<side value>", "SideFile": "<side value>",
 }

@@ -53,7 +53,15 @@ def harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ax, ay) for a field whose elements lie at global rows x cols (wrapped or clamped: solver.core.grid),
     each of that shape: the face east of (and north of) every element. `rows`, `cols` must continue by one
-    beyond their last element (the caller gives one more index along each axis)."""
+    beyond their last element (the caller gives one more index along each axis). The material form's faces take
+    the materials along and across them at their true place (solver.core.plate)."""
+    if getattr(case.physics, "material", None) is not None:
+        from .medium import medium
+        from .plate import faces as plate_faces
+
+        c0 = medium(case).c0
+        ax, ay = plate_faces(case, rows, cols)
+        return ax / c0, ay / c0
     a = alpha_at(case, rows, cols)
     return harmonic(a[:-1, :-1], a[:-1, 1:]), harmonic(a[:-1, :-1], a[1:, :-1])
 
@@ -120,7 +128,8 @@ def _material_range(case) -> tuple[float, float]:
     c0 = table[p.material][1]
     rows, cols = whole(case)
     y, x = positions(case, rows, cols)
-    present = [table[p.material][0]] + [table[r.material][0] for r in p.regions if _covers_any(r, x, y)]
+    present = [table[p.material][0]] + [table[r.material][0] for r in p.regions
+                                        if getattr(r, "material", None) is not None and _covers_any(r, x, y)]
     return float(min(present)) / c0, float(max(present)) / c0
 
 

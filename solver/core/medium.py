@@ -45,6 +45,7 @@ class Medium:
     capacity_field: bool  # c varies in space
     beta: float = 0.0  # the faces' sink b / C0 (0: insulated faces)
     ambient: float = 0.0  # T_b
+    shapes: bool = False  # holes, held objects or an outline (solver.core.plate): rims' terms and held points
 
     @property
     def fields(self) -> bool:
@@ -61,15 +62,18 @@ def medium(case) -> Medium:
     p = case.physics
     if getattr(p, "material", None) is None:
         return Medium("alpha", 1.0, None, not isinstance(p.alpha, float), False)
+    from .plate import is_plain
+
     table = case.material_table()
     k0, c0 = table[p.material]
-    used = [table[r.material] for r in p.regions]
+    used = [table[r.material] for r in p.regions if getattr(r, "material", None) is not None]
     beta, ambient = 0.0, 0.0
     if p.faces is not None:
         beta = p.faces.faces * p.faces.h / (p.thickness * c0)
         ambient = p.faces.ambient
-    return Medium("material", c0, p.thickness, any(k != k0 for k, _ in used), any(c != c0 for _, c in used),
-                  beta, ambient)
+    shaped = not is_plain(case)  # holes, held objects or an outline: fields of faces, cells and the rims' terms
+    return Medium("material", c0, p.thickness, shaped or any(k != k0 for k, _ in used),
+                  shaped or any(c != c0 for _, c in used), beta, ambient, shaped)
 
 
 # the material form's fields -----------------------------------------------------------------------------------
@@ -85,34 +89,36 @@ def cell_edges(case, rows: np.ndarray, cols: np.ndarray):
 
 def shape_of(region):
     """The plain geometry of a case region or source term (solver.core.geometry's shapes)."""
-    from .cells import Disk, Rectangle
+    from .plate import shape_of as plain
 
-    if region.kind == "rectangle":
-        return Rectangle(region.lower[0], region.lower[1], region.upper[0], region.upper[1])
-    return Disk(region.center[0], region.center[1], region.radius)
+    return plain(region)
 
 
 def fractions(case, shape, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """The fraction of each point's cell (global rows x cols) that `shape` covers, float64 (len(rows), len(cols))."""
-    from .cells import cell_fractions_of
+    """The fraction of each point's cell (global rows x cols) that `shape` covers, float64 (len(rows), len(cols)):
+    exact (solver.core.geometry), on the contiguous range the indices span."""
+    from .geometry import cell_fractions
+    from .plate import cell_edges as edges, span, take
 
-    (y0, y1), (x0, x1) = cell_edges(case, rows, cols)
-    return cell_fractions_of(shape, x0, x1, y0, y1)
+    r0, r1 = span(rows)
+    c0, c1 = span(cols)
+    full = cell_fractions(shape, edges(case, c0, c1, "x"), edges(case, r0, r1, "y"))
+    return take(full, rows, cols, r0, c0)
 
 
 def conductivity_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """a = k / C0 at the points (each point's own material, at its centre; later regions win)."""
-    table, p = case.material_table(), case.physics
-    c0 = table[p.material][1]
-    y, x = positions(case, rows, cols)
-    out = np.full((len(rows), len(cols)), table[p.material][0] / c0)
-    for r in p.regions:
-        out[covers_points(r, x, y)] = table[r.material][0] / c0
-    return out
+    from .plate import conductivity_at as k_at
+
+    return k_at(case, rows, cols) / medium(case).c0
 
 
 def covers_points(shape, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Which points of the (y, x) grid a rectangle or disk covers (edges included): (len(y), len(x)) bools."""
+    """Which points of the (y, x) grid a shape covers (edges included): (len(y), len(x)) bools."""
+    if shape.kind in ("polygon", "mask"):
+        from .plate import inside, shape_of as plain
+
+        return inside(plain(shape), x, y)
     if shape.kind == "rectangle":
         return (((x >= shape.lower[0]) & (x <= shape.upper[0]))[None, :]
                 & ((y >= shape.lower[1]) & (y <= shape.upper[1]))[:, None])
@@ -120,14 +126,13 @@ def covers_points(shape, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def capacity_at(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """c = C / C0 of the points' cells: the area-weighted mean of the materials in each (regions painted in order)."""
-    table, p = case.material_table(), case.physics
-    c0 = table[p.material][1]
-    out = np.ones((len(rows), len(cols)))
-    for r in p.regions:
-        f = fractions(case, shape_of(r), rows, cols)
-        out = out * (1.0 - f) + f * (table[r.material][1] / c0)
-    return out
+    """c = C / C0 of the points' cells: the area-weighted mean of the materials in each (regions painted in order,
+    solver.core.plate), times the cell's open volume where holes cut it (at least plate.V_MIN of a cell)."""
+    from .plate import V_MIN, cells
+
+    cl = cells(case, rows, cols)
+    c = cl["capacity"] / medium(case).c0
+    return np.where(cl["volume"] < 1.0, c * np.maximum(cl["volume"], V_MIN), c)
 
 
 def cell_areas(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -168,12 +173,11 @@ def covered_area(case, shape) -> float:
 
 
 def bounds(shape) -> tuple[float, float, float, float]:
-    """(x0, y0, x1, y1) of a region's or source's shape."""
-    if shape.__class__.__name__ == "Rectangle":
-        return shape.x0, shape.y0, shape.x1, shape.y1
-    if hasattr(shape, "cx"):
-        return shape.cx - shape.r, shape.cy - shape.r, shape.cx + shape.r, shape.cy + shape.r
-    return shape
+    """(x0, y0, x1, y1) of a geometry shape (solver.core.geometry.bbox), or an empty box."""
+    from .geometry import bbox
+
+    box = bbox(shape)
+    return box if box is not None else (0.0, 0.0, -1.0, -1.0)
 
 
 def _bell_power(case, t) -> float:

@@ -40,9 +40,49 @@ def streams(case) -> int:
 
 
 def needs_source(case) -> bool:
-    """Whether the update adds a source field: source terms, or the faces' sink with an ambient not zero."""
+    """Whether the update adds a source field: source terms, the faces' sink with an ambient not zero, or shapes
+    (their rims' terms and held points)."""
     med = medium(case)
-    return bool(case.physics.source) or (med.beta > 0 and med.ambient != 0.0)
+    return bool(case.physics.source) or (med.beta > 0 and med.ambient != 0.0) or med.shapes
+
+
+def shape_terms(case, rows: np.ndarray, cols: np.ndarray):
+    """The plate's shapes at the points (solver.core.plate), normalised by C0: (d, f, held, value): the rims' and held
+    objects' diagonal (per unit time) and source, where a point is held (or inactive) and its value; None without
+    shapes."""
+    med = medium(case)
+    if not med.shapes:
+        return None
+    from .plate import cells
+
+    cl = cells(case, rows, cols)
+    return cl["diag"] / med.c0, cl["rhs"] / med.c0, cl["held"] > 0, cl["value"]
+
+
+def held_diagonal(case, scale: float = 1.0) -> float:
+    """The diagonal a held point's equation u = T takes in the Jacobi form (its faces are zero): the size of an open
+    point's (the largest alpha's four faces, times `scale`: theta dt for an implicit step), so multigrid's coarse
+    levels average like with like."""
+    (dx, dy) = spacing(case)
+    return scale * alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2)
+
+
+def sigma_field(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    """The diagonal's part beside the faces at the points where it varies (multigrid's sg), equation units: an
+    implicit step's c + theta dt (beta + d), a steady state's beta + d; held points the held diagonal; None where it
+    is one number (no capacity field in an implicit step, no shapes)."""
+    med = medium(case)
+    implicit = case.physics.equation == "heat"
+    if not (med.shapes or (implicit and med.capacity_field)):
+        return None
+    k = THETA[case.physics.scheme] * time_step(case) if implicit else 1.0
+    base = capacity_at(case, rows, cols) if implicit and med.capacity_field else (1.0 if implicit else 0.0)
+    terms = shape_terms(case, rows, cols)
+    if terms is None:
+        return base + k * med.beta
+    d, _, held, _ = terms
+    out = base + k * (med.beta + d)
+    return np.where(held, held_diagonal(case, k) + (1.0 if implicit else 0.0), out)
 
 
 def needs_data(case) -> bool:
@@ -78,14 +118,32 @@ def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], st
         return replace(w, s=dt * f)
     fx, fy = faces(case, rows, cols)
     w = replace(w, ax=dt * fx / dx**2, ay=dt * fy / dy**2, jacobi=laplace)
+    terms = shape_terms(case, rows[:-1], cols[:-1])
     if laplace:
-        return replace(w, wc=0.0, sigma=med.beta, s=f)
+        w = replace(w, wc=0.0, sigma=med.beta, s=f)
+        if terms is None:
+            return w
+        d, fg, held, value = terms
+        hd = held_diagonal(case)
+        return replace(w, sg=np.where(held, hd, med.beta + d), s=np.where(held, hd * value, (0.0 if f is None else f) + fg))
     w = replace(w, wc=1.0 - dt * med.beta)
     if not (med.capacity_field and case.physics.equation == "heat"):
         return w if f is None else replace(w, s=dt * f)
     c = capacity_at(case, rows[:-1], cols[:-1])
     w = replace(w, m=1.0 / c, s=None if f is None else dt * f / c)
-    return replace(w, cw=1.0 - dt * med.beta / c) if med.beta > 0 else w
+    w = replace(w, cw=1.0 - dt * med.beta / c) if med.beta > 0 else w
+    return w if terms is None else _point_implicit(w, terms, c, dt)
+
+
+def _point_implicit(w: Weights, terms, c: np.ndarray, dt: float) -> Weights:
+    """The rims' and held objects' terms in an explicit step, taken implicitly at each point (so a cut cell or a rim
+    met at a small theta does not limit the step): c u' = c u + dt (... + f_g - d u') gives every weight over
+    r = 1 + dt d / c; held points take their value (no face, no centre)."""
+    d, fg, held, value = terms
+    r = 1.0 / (1.0 + dt * d / c)
+    cw = w.cw if w.cw is not None else np.full(c.shape, float(w.wc))
+    s = (0.0 if w.s is None else w.s) + dt * fg / c
+    return replace(w, cw=np.where(held, 0.0, r * cw), m=np.where(held, 0.0, r * w.m), s=np.where(held, value, r * s))
 
 
 def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int) -> Weights:
@@ -111,7 +169,14 @@ def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], st
         w = replace(w, ax=k * fx / dx**2, ay=k * fy / dy**2)
     if med.capacity_field:
         w = replace(w, cw=capacity_at(case, rows[:-1], cols[:-1]) - (1.0 - theta) * dt * med.beta)
-    return w
+    terms = shape_terms(case, rows[:-1], cols[:-1])
+    if terms is None:
+        return w
+    d, fg, held, value = terms
+    hd = held_diagonal(case, theta * dt) + 1.0
+    cw = w.cw - (1.0 - theta) * dt * d
+    s = (0.0 if q is None else q) + dt * fg
+    return replace(w, cw=np.where(held, 0.0, cw), s=np.where(held, hd * value, s))
 
 
 def changes(case, steps: int) -> list[int]:

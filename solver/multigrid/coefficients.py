@@ -30,8 +30,19 @@ def faces_of(axis: Axis) -> int:
 
 
 def finest(case) -> tuple[np.ndarray, np.ndarray]:
-    """(kx, ky) of the finest level: harmonic means of the points' alpha, a wall's face the first point's."""
+    """(kx, ky) of the finest level: harmonic means of the points' alpha, a wall's face the first point's (the
+    material form: the faces at the materials' true place, solver.core.plate, through solver.core.materials.faces)."""
     rows, cols = whole(case)
+    if getattr(case.physics, "material", None) is not None:
+        from ..core.materials import faces
+
+        px, py = case.boundary.left.kind == "periodic", case.boundary.bottom.kind == "periodic"
+        ny, nx = case.shape
+        cx = np.concatenate([[nx - 1], cols]) if px else np.concatenate([[0], cols, [nx - 1]])
+        ry = np.concatenate([[ny - 1], rows]) if py else np.concatenate([[0], rows, [ny - 1]])
+        kx = faces(case, np.concatenate([rows, [ny - 1]]), cx)[0]
+        ky = faces(case, ry, np.concatenate([cols, [nx - 1]]))[1]
+        return kx, ky
     a = alpha_at(case, rows, cols)
     px, py = case.boundary.left.kind == "periodic", case.boundary.bottom.kind == "periodic"
     ax = np.concatenate([a[:, -1:], a], axis=1) if px else np.concatenate([a[:, :1], a, a[:, -1:]], axis=1)
@@ -119,13 +130,18 @@ def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, st
     return part.T if transpose else part
 
 
-def capacities(case, levels: list[Level]) -> list[np.ndarray]:
-    """The capacity field c = C / C0 of every level, finest first (global arrays): the finest level's cells' own
-    (solver.core.medium), a coarse cell's the area-weighted mean of the fine cells it overlaps (the lumped mass of
-    the Galerkin product P^T M P: a coarse level holds the same heat per degree as the fine cells it stands for)."""
-    from ..core.medium import capacity_at
+def sigmas(case, levels: list[Level]) -> list[np.ndarray] | None:
+    """The diagonal's part beside the faces of every level where it varies (solver.core.operator.sigma_field: an
+    implicit step's heat capacity, the rims' and held objects' terms), finest first, global arrays; None where it is
+    one number. A coarse cell takes the area-weighted mean of the fine cells it overlaps (for a capacity, the lumped
+    mass of the Galerkin product P^T M P: a coarse level holds the same heat per degree as the fine cells it stands
+    for)."""
+    from ..core.operator import sigma_field
 
-    out = [capacity_at(case, *whole(case))]
+    first = sigma_field(case, *whole(case))
+    if first is None:
+        return None
+    out = [first]
     for fine, coarse in zip(levels, levels[1:]):
         out.append(_across(_across(out[-1], fine.y, coarse.y).T, fine.x, coarse.x).T)
     return out

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..core import operator, stops
-from ..core.medium import medium
 from ..core.boundary import Fill, homogeneous_fill, make_fill, periodic_axes
 from ..core.loop import halo_step
 from ..core.physics import Weights
@@ -100,8 +99,8 @@ class Multigrid:
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
         self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
-        self.capacity = (coefficients.capacities(case, self.levels) if case.implicit and medium(case).capacity_field
-                         else None)  # per level, global: an implicit step's heat capacity c where it varies
+        self.sigmas = coefficients.sigmas(case, self.levels)  # per level, global: the diagonal's part beside the faces
+        # where it varies (an implicit step's heat capacity, the plate's shapes), or None
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
@@ -152,14 +151,10 @@ class Multigrid:
         be = self.backend
         out = {"ax": be.coefficient(ax, lay.owned[2]), "ay": be.coefficient(ay, lay.owned[2]),
                "sigma": self.dtype.type(self.settings.sigma)}
-        if self.capacity is not None:  # sigma a field: c + theta dt beta
-            c = coefficients.local_points(self._sigma_field(lev), lev, block, lay.shape, origin)
+        if self.sigmas is not None:  # sigma a field (solver.core.operator.sigma_field)
+            c = coefficients.local_points(self.sigmas[lev.index], lev, block, lay.shape, origin)
             out["sg"] = be.coefficient(c, lay.owned[2])
         return out
-
-    def _sigma_field(self, lev: Level) -> np.ndarray:
-        """The diagonal's part beside the faces where the capacity varies: c + theta dt beta (global, float64)."""
-        return self.capacity[lev.index] + self.settings.sink
 
     def _scaled_faces(self, lev: Level) -> tuple[np.ndarray, np.ndarray]:
         """(kappa kx / hx^2, kappa ky / hy^2) of a level, global, float64."""
@@ -180,7 +175,7 @@ class Multigrid:
         """The coarsest level's inverse: unit-diagonal (alpha a number) or in the equation's units (a field)."""
         lev = self.places[-1].level
         faces = self._scaled_faces(lev) if self.faces is not None else None
-        sigma = self._sigma_field(lev) if self.capacity is not None else self.settings.sigma
+        sigma = self.sigmas[lev.index] if self.sigmas is not None else self.settings.sigma
         return coarsest_inverse(lev, dense_gains(self.case, lev), faces, sigma)
 
     def _tables(self) -> None:
@@ -613,7 +608,7 @@ class Multigrid:
         if self.faces is None:
             return 1.0
         fx, fy = self._scaled_faces(self.levels[0])
-        sigma = float(np.max(self._sigma_field(self.levels[0]))) if self.capacity is not None else self.settings.sigma
+        sigma = float(np.max(self.sigmas[0])) if self.sigmas is not None else self.settings.sigma
         return float(sigma + 2.0 * (np.max(fx) + np.max(fy)))
 
     def residual_norm(self, timer) -> float:
@@ -757,15 +752,13 @@ def _exchange(ex, a) -> None:
 
 def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
     """The hierarchy's settings for the operator sigma - kappa Laplacian (solver.core.physics.implicit_operator or
-    steady_operator); sink: the faces' part of sigma (theta dt beta), which a capacity field adds to c."""
+    steady_operator)."""
     m = case.multigrid
-    from ..core.physics import THETA, alpha_of, time_step
+    from ..core.physics import alpha_of
 
-    beta = medium(case).beta
-    sink = THETA[case.physics.scheme] * time_step(case) * beta if case.implicit else beta
     return Settings(sigma=sigma, kappa=kappa, pre=m.pre, post=m.post, smoother=m.smoother, omega=m.omega,
                     coarsest=m.coarsest, symmetric=case.krylov == "cg",
-                    alpha_scale=alpha_of(case) if case.alpha_field else 1.0, sink=sink)
+                    alpha_scale=alpha_of(case) if case.alpha_field else 1.0)
 
 
 def operator_of(case) -> tuple[float, float]:

@@ -148,7 +148,6 @@ class Settings:
     smoother: str = "chebyshev"
     omega: float = 0.8
     coarsest: int = 64  # most points of the coarsest level (solved directly)
-    sink: float = 0.0  # the faces' sink's part of sigma (theta dt beta, or beta), which a capacity field adds to c
     alpha_scale: float = 1.0  # alpha a field: its largest value, so the weights (and the smoother's interval) are
     # those of the most strongly coupled points (kappa then carries no alpha: the face coefficients do)
     symmetric: bool = False  # the same weights after the coarse correction as before it, reversed (a symmetric
