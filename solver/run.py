@@ -201,7 +201,7 @@ class Run:
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
             self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
-        self.layout.w, self.w_tiles = self.weights_at(self.first_step, self._exchange)
+        self.layout.w, self.w_tiles = self.block_data(self.first_step, self._exchange)
 
     @property
     def first_step(self) -> int:
@@ -222,14 +222,36 @@ class Run:
         """The ghost rules of this rank's physical sides at `step` (side values that vary in time)."""
         return make_fill(self.case, self.layout.block, t=step * self.layout.dt)
 
+    def block_data(self, step: int, ex):
+        """Everything this rank holds per row and per column beyond its field's points, for its current block on
+        the layout of the exchanger `ex`, from `step` on. The one list of what a block carries: the set-up builds
+        it here and a rebalance (solver.parallel.balance) rebuilds it here, so a moved block reads what a static
+        one does, bit for bit:
+        - the ghost rules of its physical sides (profiles along a side, side files, tables in time at the step's
+          time): backend.boundary, which refills the ghosts after a step where they are not constant;
+        - the update's fields (sources, face coefficients) on the exchanger's layout (a deep halo's fields);
+        - the energy balance's walls and source sums (solver.core.balance).
+        The fields' own ghost layers take the same rules (fill_edges). Returns (the weights of plain steps,
+        those of time tiles)."""
+        self.backend.boundary = self.fill_at(step)
+        if getattr(self, "balance", None) is not None:
+            self.balance.moved(self.layout.block)
+        return self.weights_at(step, ex)
+
+    def fill_edges(self, block, u, step: int, owned: tuple[int, int] = (1, 1)):
+        """The ghost layer of `u`, a field of `block` whose first owned point is at local `owned`, on its physical
+        sides by the rules at `step`: the rows a rebalance moved, and a deep-halo exchanger's fields."""
+        return set_edges(self.case, block, u, step * self.layout.dt, owned)
+
     def connect(self, block, state=None, previous=None):
         """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
         loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
         p, lay = self.case.parallel, self.layout
         tiles = hasattr(self.backend, "tile_for") and constant_ghosts(self.case, lay.blocks)  # agreed by all ranks
         depth = self.comm.bcast(self.backend.tile_for(min(b.ny for b in lay.blocks))) if tiles else 1  # rank 0's
+        step = state.step if state is not None else self.first_step
         ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport, depth=depth, blocks=lay.blocks,
-                           fill=lambda b, a: set_edges(self.case, b, a))
+                           fill=lambda b, a, owned: self.fill_edges(b, a, step, owned))
         if previous is not None:
             ex.carried = previous.sent()  # messages per step count the whole run
         if state is not None and hasattr(ex, "adopt"):
@@ -255,13 +277,14 @@ class Run:
             from .parallel.balance import Balancer
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
-                                     self.case.parallel.balance_every)
+                                     self.case.parallel.balance_every, self.fill_edges)
         self.balance = Balance(self.case, self.layout.block, self.layout.dt, state.step)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
                         data=Data(self.weights_at, getattr(self, "w_tiles", None),
                                   operator.changes(self.case, self.case.run.steps),
-                                  self.fill_at if varies_in_time(self.case) else None, self.balance))
+                                  self.fill_at if varies_in_time(self.case) else None, self.balance,
+                                  self.block_data))
         self.balance.begin(self.backend, state.u)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
