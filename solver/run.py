@@ -25,6 +25,7 @@ from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
+from .core.inputs import check_inputs
 from .core.layout import Layout
 from .core.balance import Balance
 from .core.loop import Data, LoopState, TimeLoop
@@ -92,6 +93,7 @@ class Run:
     def setup(self) -> None:
         """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
         agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
+        agree(self.comm, self._check_inputs)
         self.hosts = self.comm.allgather(socket.gethostname())
         agree(self.comm, self._plan)
         agree(self.comm, self._check_output_dir)
@@ -117,6 +119,12 @@ class Run:
             warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
         self.comm.barrier()
         self.clock.lap("compile")
+
+    def _check_inputs(self) -> None:
+        """Every data file the case names read whole, and the products of its physical data (solver.core.inputs):
+        rank 0 reads them once, before anything is written (a source whose window opens late included)."""
+        if self.comm.rank == 0:
+            check_inputs(self.case)
 
     def _plan(self) -> None:
         case, comm = self.case, self.comm

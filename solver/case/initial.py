@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from ..core.boundary import wave_numbers
-from .base import MAX_COUNT, MAX_VALUE_CHARS, Section
+from .base import MAX_COUNT, MAX_LENGTH, MAX_VALUE_CHARS, Section
 
 
 class Sine(Section):
@@ -42,7 +42,7 @@ class Hotspot(Section):
 
     kind: Literal["hotspot"]
     value: float = 100.0
-    radius: float = Field(0.1, gt=0)
+    radius: float = Field(0.1, ge=1 / MAX_LENGTH, le=MAX_LENGTH)
     center: list[float] = Field(default_factory=lambda: [0.5, 0.5], min_length=2, max_length=2)
     background: float = 0.0
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from .base import MAX_PATH, Part
+from .base import MAX_LENGTH, MAX_PATH, Part
 from .sources import _check_box
 
 POSITIVE = dict(gt=0, le=1e100)
@@ -31,7 +31,7 @@ class DiskRegion(Part):
 
     kind: Literal["disk"]
     center: list[float] = Field(min_length=2, max_length=2, description="[x, y] of the centre")
-    radius: float = Field(gt=0, description="radius, case units")
+    radius: float = Field(ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="radius, case units")
     value: float = Field(**POSITIVE, description="alpha inside the disk (> 0)")
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, model_validator
 
-from .base import MAX_PATH, Part
+from .base import MAX_LENGTH, MAX_PATH, Part
 
 
 class SourceTerm(Part):
@@ -34,7 +34,7 @@ class GaussianSource(SourceTerm):
 
     kind: Literal["gaussian"]
     center: list[float] = Field(min_length=2, max_length=2, description="[x, y] of the peak, case units")
-    width: float = Field(gt=0, description="standard deviation of the bell, case units")
+    width: float = Field(ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="standard deviation of the bell, case units")
     amplitude: float = Field(description="q at the peak")
 
 
