@@ -93,9 +93,9 @@ class Run:
     def setup(self) -> None:
         """Every check on every rank, agreed, before anything is written (solver.io.claim); then the claim."""
         agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
-        agree(self.comm, self._check_inputs)
         self.hosts = self.comm.allgather(socket.gethostname())
         agree(self.comm, self._plan)
+        agree(self.comm, self._check_inputs)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
@@ -121,15 +121,19 @@ class Run:
         self.clock.lap("compile")
 
     def _check_inputs(self) -> None:
-        """Every data file the case names read whole, and the products of its physical data (solver.core.inputs):
-        rank 0 reads them once, before anything is written (a source whose window opens late included)."""
+        """Every data file the case names read whole, and the products of its physical data (solver.core.inputs);
+        a restart's data files hashed against the checkpoint's (solver.io.checkpoint). Rank 0 reads them once,
+        before anything is written (a source whose window opens late included); a step of its own, as no other
+        rank meets a collective while rank 0 reads."""
         if self.comm.rank == 0:
             check_inputs(self.case)
+            if self.restart:
+                self.restart.check_files(self.case)
 
     def _plan(self) -> None:
         case, comm = self.case, self.comm
         dt = physics.time_step(case)
-        self.restart = open_restart(self.opts.restart, case, dt)
+        self.restart = open_restart(self.opts.restart, case, dt, files=False)  # (their files: _check_inputs)
         dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
         node_rank, node_size = comm.node()
         self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
@@ -464,14 +468,15 @@ class Run:
 
 # set-up steps as functions of plain data ---------------------------------------------------------
 
-def open_restart(path: str | None, case, dt: float):
-    """--restart: the checkpoint, checked against the case (None without --restart)."""
+def open_restart(path: str | None, case, dt: float, files: bool = True):
+    """--restart: the checkpoint, checked against the case (None without --restart); files: the data files'
+    contents too (rank 0 reads them: the others would read the same bytes)."""
     if not path:
         return None
     from .io.checkpoint import Checkpoint
 
     cp = Checkpoint.open(path)
-    cp.check(case, dt)
+    cp.check(case, dt, files)
     return cp
 
 
