@@ -25,6 +25,7 @@ from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
+from .core.datafile import named
 from .core.inputs import check_inputs
 from .core.layout import Layout
 from .core.balance import Balance
@@ -153,12 +154,13 @@ class Run:
             check_output(self.layout, self.comm, self.opts.overwrite, self.resume.appending, self._inputs())
 
     def _inputs(self) -> dict:
-        """Files this run reads, which --overwrite must not remove."""
+        """Files this run reads, which --overwrite must not remove (nor a restart rewrite), by the option or field
+        that names them: the case file, the checkpoint it continues, and every data file the case names
+        (solver.core.datafile.named: the initial field, alpha, the sources, the sides)."""
         found = {"case": Path(self.opts.case_file)} if self.opts.case_file else {}
         if self.restart:
             found["--restart"] = self.restart.path
-        elif self.case.initial.kind == "file":  # a restart reads the checkpoint instead
-            found["initial.path"] = Path(self.case.initial.path)
+        found.update({f.name: Path(f.path) for f in named(self.case)})
         return found
 
     def _claim(self) -> None:
