@@ -135,10 +135,37 @@ def _case_loader():
                 seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep)
 
-    # YAML 1.2 floats: `1e-5` is a number (YAML 1.1, PyYAML's default, reads it as the string '1e-5')
-    CaseLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
-        r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+0123456789."))
+    _yaml12_numbers(CaseLoader)
     return CaseLoader
+
+
+INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+YAML12 = ((INT, r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$"),  # YAML 1.2's core schema, ints first
+          (FLOAT, r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"))
+
+
+def _yaml12_numbers(loader) -> None:
+    """Numbers as YAML 1.2's core schema reads them, in case files and --set alike: `064` is 64 and `0o64` octal
+    52 (YAML 1.1, PyYAML's default, reads `064` as octal 52), `1e-5` a float (1.1: the string '1e-5'); 1.1's
+    binary `0b1`, sexagesimal `1:30` and digits with underscores `1_000` are no numbers in 1.2 (strings)."""
+    loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in rules if tag not in (INT, FLOAT)]
+                                      for first, rules in loader.yaml_implicit_resolvers.items()}
+    for tag, pattern in YAML12:
+        loader.add_implicit_resolver(tag, re.compile(pattern), list("-+0123456789." if tag == FLOAT else "-+0123456789"))
+
+    def integer(constructor, node):
+        text = constructor.construct_scalar(node)
+        base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+        return int(text[2:] if base != 10 else text, base)
+
+    def number(constructor, node):
+        text = constructor.construct_scalar(node).lower()
+        if text.lstrip("+-") == ".inf":
+            return float("-inf") if text.startswith("-") else float("inf")
+        return float("nan") if text == ".nan" else float(text)
+
+    loader.add_constructor(INT, integer)
+    loader.add_constructor(FLOAT, number)
 
 
 
