@@ -283,7 +283,11 @@ class Run:
                     self.claim.release()  # the output directory's lock, held for the run's life
 
     def _execute(self) -> dict:
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:  # a step after the exchanger's failed: free its persistent requests now (MPI would
+            self._close_exchange()  # find them inactive at its end and say so on every rank)
+            raise
         cp = self.restart  # a restart continues with every piece of state that decides the next step
         state = LoopState(self.u, self.u_new, step=cp.step if cp else 0, r0=cp.r0 if cp else None,
                           residuals=list(cp.residuals) if cp else [])
@@ -333,6 +337,11 @@ class Run:
         self.clock.skip()
         self.loop, self.state = loop, state
         return self.finish()
+
+    def _close_exchange(self) -> None:
+        ex = getattr(self, "_exchange", None)
+        if ex is not None:
+            ex.close()
 
     def finish(self) -> dict:
         from .results.record import build_record, write_record

@@ -67,14 +67,16 @@ def _check_events(path: Path, text: str) -> None:
     """One pass over the YAML events (iterative: no recursion, whatever the nesting).
 
     Anchors and aliases (`&a`, `*a`: what yaml.safe_dump writes for a mapping used twice) are accepted with
-    their expansion bounded: every node counts with its anchor's whole subtree for each alias to it, and
-    depth counts through aliases too, so a document that would expand past MAX_NODES nodes or MAX_DEPTH
-    levels (a "billion laughs") is refused before anything is built."""
+    their expansion bounded: each alias counts its anchor's whole subtree (aliases inside it expanded), and
+    depth counts through aliases too, so a document whose aliases would add more than MAX_NODES nodes or nest
+    past MAX_DEPTH levels (a "billion laughs") is refused before anything is built. Nodes written out are
+    bounded by the file's size (MAX_CASE_BYTES): 1000 windowed sources are a case file, not an expansion."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     open_nodes: list[list] = []  # per open mapping or sequence: [anchor, nodes inside, height below it]
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) of its subtree
+    added = 0  # nodes the aliases add to the document
     for ev in yaml.parse(text, Loader=loader):
         line = f" line {ev.start_mark.line + 1}" if ev.start_mark else ""
         if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -90,6 +92,7 @@ def _check_events(path: Path, text: str) -> None:
                 raise InputError(f"{path}:{line}: alias *{ev.anchor} refers to no complete node before it (an "
                                  "undefined anchor, or one that contains the alias: a cycle); write the values out")
             anchor, (nodes, height) = None, sizes[ev.anchor]
+            added += nodes
             if len(open_nodes) + height > MAX_DEPTH:
                 raise InputError(f"{path}:{line}: alias *{ev.anchor} nests the document more than {MAX_DEPTH} "
                                  "levels deep; write the values out")
@@ -105,9 +108,9 @@ def _check_events(path: Path, text: str) -> None:
         if open_nodes:
             open_nodes[-1][1] += nodes
             open_nodes[-1][2] = max(open_nodes[-1][2], height + 1)
-        if nodes > MAX_NODES or (open_nodes and open_nodes[-1][1] > MAX_NODES):
-            raise InputError(f"{path}:{line}: the aliases (*) expand this document to more than {MAX_NODES} nodes; "
-                             "a case file has a few dozen: write the values out")
+        if added > MAX_NODES:
+            raise InputError(f"{path}:{line}: the aliases (*) add more than {MAX_NODES} nodes to this document; a case "
+                             "file repeats a section or two: write the values out")
 
 
 @functools.lru_cache(maxsize=1)
@@ -227,6 +230,9 @@ def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
     for depth, key in enumerate(keys):
         last = depth == len(keys) - 1
         if isinstance(node, list):
+            if not node:
+                raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is an empty list, so it has no entry "
+                                 f"{key}; give the whole list instead, e.g. {'.'.join(keys[:depth])}=[{{...}}]")
             if not key.isdigit() or int(key) >= len(node):
                 raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is a list of {len(node)} entries; pick "
                                  f"one by its index, 0 to {len(node) - 1} (e.g. {'.'.join(keys[:depth])}.0)")
