@@ -127,15 +127,30 @@ def _sources(case, ranges: dict) -> None:
                              "overflows float64; use a smaller scale or scale the file")
     heat = case.physics.equation == "heat"
     dt = time_step(case) if heat else 1.0
+    factor, by = _update_factor(case, dt)
     for weighted in _sets(case, dt):
         with np.errstate(over="ignore"):
             total = float(np.sum([w * bound[k] for k, w in weighted], dtype=np.float64))
-            per_step = total * dt
-        if not (total <= np.finfo(np.float64).max and per_step <= big):
-            which = ", ".join(str(k) for k, _ in weighted)
-            what = f"x dt = {dt:g} gives {per_step:g} a step, which" if heat and total <= big else "which"
-            raise InputError(f"physics.source: terms {which} (on together) add up to {total:g} at most, {what} does not "
-                             f"fit in {dtype} (largest {big:.3g}); use smaller values or amplitudes")
+            per_step = total * factor
+        if not (total <= big and per_step <= big):
+            which = (f"term {weighted[0][0]} reaches" if len(weighted) == 1 else
+                     f"terms {', '.join(str(k) for k, _ in weighted)} (on together) add up to")
+            what = f"{by} gives {per_step:g} in the update, which" if total <= big else "which"
+            raise InputError(f"physics.source: {which} {total:g} at most, {what} does not fit in {dtype} (largest "
+                             f"{big:.3g}); use smaller values or amplitudes")
+
+
+def _update_factor(case, dt: float) -> tuple[float, str]:
+    """(what q is multiplied by in the update's source field, in words): dt (heat), 1 / (alpha (2/dx^2 + 2/dy^2))
+    (laplace with one alpha: solver.core.operator.host_weights), 1 (laplace with an alpha field)."""
+    if case.physics.equation == "heat":
+        return dt, f"x dt = {dt:g}"
+    if case.alpha_field:
+        return 1.0, "as it is"
+    (dx, dy), _ = geometry(case)
+    with np.errstate(over="ignore", divide="ignore"):
+        f = float(1.0 / (case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)))
+    return f, f"/ (alpha (2/dx^2 + 2/dy^2)) = x {f:g}"
 
 
 def _sets(case, dt: float) -> set:
