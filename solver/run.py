@@ -123,18 +123,18 @@ class Run:
 
     def _check_inputs(self) -> None:
         """Every data file the case names read whole, and the products of its physical data (solver.core.inputs);
-        a restart's data files hashed against the checkpoint's (solver.io.checkpoint). Rank 0 reads them once,
+        a restart's case and data files against the checkpoint's fingerprint (solver.io.checkpoint). Rank 0 reads them once,
         before anything is written (a source whose window opens late included); a step of its own, as no other
         rank meets a collective while rank 0 reads."""
         if self.comm.rank == 0:
             check_inputs(self.case)
-            if self.restart:
-                self.restart.check_files(self.case)
+            if self.restart:  # the case against the checkpoint's fingerprint, its data files' hashes included
+                self.restart.check(self.case, self.layout.dt)
 
     def _plan(self) -> None:
         case, comm = self.case, self.comm
         dt = physics.time_step(case)
-        self.restart = open_restart(self.opts.restart, case, dt, files=False)  # (their files: _check_inputs)
+        self.restart = open_restart(self.opts.restart)  # checked against the case in _check_inputs
         dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
         node_rank, node_size = comm.node()
         self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
@@ -479,16 +479,13 @@ class Run:
 
 # set-up steps as functions of plain data ---------------------------------------------------------
 
-def open_restart(path: str | None, case, dt: float, files: bool = True):
-    """--restart: the checkpoint, checked against the case (None without --restart); files: the data files'
-    contents too (rank 0 reads them: the others would read the same bytes)."""
+def open_restart(path: str | None):
+    """--restart: the checkpoint (None without --restart); Run._check_inputs checks it against the case."""
     if not path:
         return None
     from .io.checkpoint import Checkpoint
 
-    cp = Checkpoint.open(path)
-    cp.check(case, dt, files)
-    return cp
+    return Checkpoint.open(path)
 
 
 def check_memory(layout: Layout, verify_on: bool) -> None:

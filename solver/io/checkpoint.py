@@ -261,7 +261,7 @@ class Checkpoint:
 
     def check(self, case, dt: float, files: bool = True) -> None:
         """InputError naming every difference that would make the continued run wrong (files: the data files'
-        contents too, else check_files does: a run's rank 0 alone reads them)."""
+        contents too)."""
         wanted = fingerprint(case, dt, files)
         self._refuse(differences(self.fingerprint, wanted, {f.name: f.path for f in named(case)}))
         if self.shape != case.shape:
@@ -281,12 +281,6 @@ class Checkpoint:
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
             raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
                              f"{self.tolerance:g}); lower run.tolerance to continue it")
-
-    def check_files(self, case) -> None:
-        """InputError naming every data file whose content is not that of the file the checkpoint's run read."""
-        wanted = {FILE + f.name: digest(f.path) for f in named(case)}
-        saved = {k: v for k, v in self.fingerprint.items() if k.startswith(FILE)}
-        self._refuse(differences(saved, wanted, {f.name: f.path for f in named(case)}))
 
     def _refuse(self, diffs: list[str]) -> None:
         if diffs:
