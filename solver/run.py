@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .backends import backend_class
+from .case.loading import dump_yaml
 from .core import operator, physics
 from .core.boundary import constant_ghosts, make_fill, periodic_axes
 from .core.sides import varies_in_time
@@ -529,7 +529,7 @@ def resolved_yaml(layout: Layout, ranks: int) -> str:
     dx, dy = layout.spacing
     derived = (f"# derived: dx={dx!r} dy={dy!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
                f"# ranks={ranks} dims={list(layout.dims)} threads_per_rank={layout.threads}\n")
-    return yaml.safe_dump(data, sort_keys=False) + derived
+    return dump_yaml(data) + derived
 
 
 def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:

@@ -235,6 +235,24 @@ def test_numbers_with_leading_zeros_are_decimal_in_case_files_and_in_set(tmp_pat
         assert f["u"].shape[1:] == (16, 32)
 
 
+def test_case_yaml_and_saved_cases_read_back_to_the_same_values_with_yaml_12_numbers(tmp_path):
+    """case.yaml (and the checkpoint's saved case) are written so that the case loader reads back what was meant:
+    strings that YAML 1.2 reads as numbers (`0o64`, `1e5`) are quoted, as those YAML 1.1 reads as numbers are."""
+    from solver.case.loading import dump_yaml, load_yaml
+
+    data = {"name": "0o17", "a": "1e5", "b": "064", "c": "1_000", "d": 1e-5, "e": 64, "f": [1.5, None, True]}
+    text = dump_yaml(data)
+    assert load_yaml(text) == data and yaml.safe_load(text) == data
+    path = tmp_path / "c.yaml"
+    path.write_text(f"name: '0o17'\ngrid: {{nx: {NX}, ny: {NY}}}\nrun: {{steps: 2}}\nbackend: {{name: numpy}}\n"
+                    f"output: {{dir: {tmp_path / 'o'}, vtk: false, checkpoint_every: 1}}\n")
+    assert stencil(["run", str(path), "-q"]).returncode == 0
+    again = load_case(tmp_path / "o" / "case.yaml")
+    assert again.name == "0o17" and again.grid.nx == NX
+    res = stencil(["run", "--restart", str(tmp_path / "o"), "-q", "--steps", "3"])  # the checkpoint's saved case
+    assert res.returncode == 0, res.stderr
+
+
 # 2. results lost on a refusal -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["source", "alpha", "side"])

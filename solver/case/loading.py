@@ -142,6 +142,35 @@ def _case_loader():
     return CaseLoader
 
 
+def dump_yaml(data) -> str:
+    """A case mapping as YAML that _case_loader reads back to the same values: a string that YAML 1.2 would
+    read as a number (`0o64`, `1e5`) is quoted (yaml.safe_dump quotes by YAML 1.1's rules only)."""
+    import yaml
+
+    return yaml.dump(data, Dumper=_case_dumper(), sort_keys=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _case_dumper():
+    import yaml
+
+    class CaseDumper(yaml.SafeDumper):
+        pass
+
+    _yaml12_numbers(CaseDumper)
+    CaseDumper.yaml_implicit_resolvers = {  # and quote what YAML 1.1 would read as a number too (older readers)
+        first: rules + [r for r in yaml.SafeDumper.yaml_implicit_resolvers.get(first, []) if r not in rules]
+        for first, rules in {**yaml.SafeDumper.yaml_implicit_resolvers, **CaseDumper.yaml_implicit_resolvers}.items()}
+    return CaseDumper
+
+
+def load_yaml(text: str):
+    """YAML text read as a case file is (YAML 1.2 numbers, the safe loader): a checkpoint's saved case."""
+    import yaml
+
+    return yaml.load(text, Loader=_case_loader())  # noqa: S506 - a SafeLoader subclass
+
+
 INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 YAML12 = ((INT, r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$"),  # YAML 1.2's core schema, ints first
           (FLOAT, r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"))
@@ -167,8 +196,9 @@ def _yaml12_numbers(loader) -> None:
             return float("-inf") if text.startswith("-") else float("inf")
         return float("nan") if text == ".nan" else float(text)
 
-    loader.add_constructor(INT, integer)
-    loader.add_constructor(FLOAT, number)
+    if hasattr(loader, "add_constructor"):  # (a dumper takes the resolvers only)
+        loader.add_constructor(INT, integer)
+        loader.add_constructor(FLOAT, number)
 
 
 

@@ -122,12 +122,14 @@ def saved_case(path: str | Path) -> tuple[dict, Path]:
     import h5py
     import yaml
 
+    from ..case.loading import load_yaml
+
     cp = Checkpoint.open(path)
     fix = f"give the case file too: stencil run CASE --restart {path}"
     try:
         with h5py.File(cp.path, "r") as f:
             text = f.attrs["case"]
-        data = yaml.safe_load(text if isinstance(text, str) else "")
+        data = load_yaml(text if isinstance(text, str) else "")  # as the case file was read (YAML 1.2 numbers)
     except (OSError, KeyError) as exc:
         raise InputError(f"--restart: {cp.path} holds no readable case ({_first_line(exc)}); {fix}") from None
     except yaml.YAMLError as exc:
