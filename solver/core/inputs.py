@@ -23,8 +23,6 @@ from .errors import InputError
 from .limits import MAX_LENGTH
 from .physics import time_step
 
-KEYS = ("value", "flux", "h", "ambient")
-
 
 def check_inputs(case) -> None:
     """InputError (one line: the field, the file or value, the fix) for the first input a run would refuse or that
