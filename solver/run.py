@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .backends import backend_class
+from .case.loading import dump_yaml
 from .core import operator, physics
 from .core.boundary import constant_ghosts, make_fill, periodic_axes
 from .core.sides import varies_in_time
@@ -25,6 +25,8 @@ from .core.decomp import all_blocks, choose_dims
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
+from .core.datafile import named
+from .core.inputs import check_inputs
 from .core.layout import Layout
 from .core.balance import Balance
 from .core.loop import Data, LoopState, TimeLoop
@@ -94,6 +96,7 @@ class Run:
         agree(self.comm, lambda: check_same_case(self.comm, self.case, self.opts))
         self.hosts = self.comm.allgather(socket.gethostname())
         agree(self.comm, self._plan)
+        agree(self.comm, self._check_inputs)
         agree(self.comm, self._check_output_dir)
         agree(self.comm, self._build)
         agree(self.comm, self._connect)
@@ -121,10 +124,20 @@ class Run:
         self.comm.barrier()
         self.clock.lap("compile")
 
+    def _check_inputs(self) -> None:
+        """Every data file the case names read whole, and the products of its physical data (solver.core.inputs);
+        a restart's case and data files against the checkpoint's fingerprint (solver.io.checkpoint). Rank 0 reads them once,
+        before anything is written (a source whose window opens late included); a step of its own, as no other
+        rank meets a collective while rank 0 reads."""
+        if self.comm.rank == 0:
+            check_inputs(self.case)
+            if self.restart:  # the case against the checkpoint's fingerprint, its data files' hashes included
+                self.restart.check(self.case, self.layout.dt)
+
     def _plan(self) -> None:
         case, comm = self.case, self.comm
         dt = physics.time_step(case)
-        self.restart = open_restart(self.opts.restart, case, dt)
+        self.restart = open_restart(self.opts.restart)  # checked against the case in _check_inputs
         dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
         node_rank, node_size = comm.node()
         self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
@@ -144,12 +157,13 @@ class Run:
             check_output(self.layout, self.comm, self.opts.overwrite, self.resume.appending, self._inputs())
 
     def _inputs(self) -> dict:
-        """Files this run reads, which --overwrite must not remove."""
+        """Files this run reads, which --overwrite must not remove (nor a restart rewrite), by the option or field
+        that names them: the case file, the checkpoint it continues, and every data file the case names
+        (solver.core.datafile.named: the initial field, alpha, the sources, the sides)."""
         found = {"case": Path(self.opts.case_file)} if self.opts.case_file else {}
         if self.restart:
             found["--restart"] = self.restart.path
-        elif self.case.initial.kind == "file":  # a restart reads the checkpoint instead
-            found["initial.path"] = Path(self.case.initial.path)
+        found.update({f.name: Path(f.path) for f in named(self.case)})
         return found
 
     def _claim(self) -> None:
@@ -203,7 +217,7 @@ class Run:
         self._exchange = self.connect(self.layout.block)
         if hasattr(self._exchange, "adopt"):  # deep halos: fields with k ghost layers; we keep one-layer views
             self.u, self.u_new = self._exchange.adopt(self.u, self.u_new)
-        self.layout.w, self.w_tiles = self.weights_at(self.first_step, self._exchange)
+        self.layout.w, self.w_tiles = self.block_data(self.first_step, self._exchange)
 
     @property
     def first_step(self) -> int:
@@ -224,14 +238,36 @@ class Run:
         """The ghost rules of this rank's physical sides at `step` (side values that vary in time)."""
         return make_fill(self.case, self.layout.block, t=step * self.layout.dt)
 
+    def block_data(self, step: int, ex):
+        """Everything this rank holds per row and per column beyond its field's points, for its current block on
+        the layout of the exchanger `ex`, from `step` on. The one list of what a block carries: the set-up builds
+        it here and a rebalance (solver.parallel.balance) rebuilds it here, so a moved block reads what a static
+        one does, bit for bit:
+        - the ghost rules of its physical sides (profiles along a side, side files, tables in time at the step's
+          time): backend.boundary, which refills the ghosts after a step where they are not constant;
+        - the update's fields (sources, face coefficients) on the exchanger's layout (a deep halo's fields);
+        - the energy balance's walls and source sums (solver.core.balance).
+        The fields' own ghost layers take the same rules (fill_edges). Returns (the weights of plain steps,
+        those of time tiles)."""
+        self.backend.boundary = self.fill_at(step)
+        if getattr(self, "balance", None) is not None:
+            self.balance.moved(self.layout.block)
+        return self.weights_at(step, ex)
+
+    def fill_edges(self, block, u, step: int, owned: tuple[int, int] = (1, 1)):
+        """The ghost layer of `u`, a field of `block` whose first owned point is at local `owned`, on its physical
+        sides by the rules at `step`: the rows a rebalance moved, and a deep-halo exchanger's fields."""
+        return set_edges(self.case, block, u, step * self.layout.dt, owned)
+
     def connect(self, block, state=None, previous=None):
         """An exchanger for `block` (called again by the loop after a rebalance moved the blocks, with the
         loop's state, whose fields a deep-halo exchanger adopts, and the exchanger it replaces)."""
         p, lay = self.case.parallel, self.layout
         tiles = hasattr(self.backend, "tile_for") and constant_ghosts(self.case, lay.blocks)  # agreed by all ranks
         depth = self.comm.bcast(self.backend.tile_for(min(b.ny for b in lay.blocks))) if tiles else 1  # rank 0's
+        step = state.step if state is not None else self.first_step
         ex = make_exchange(p.halo, block, self.comm.mpi, self.backend, self.timer, p.transport, depth=depth, blocks=lay.blocks,
-                           fill=lambda b, a: set_edges(self.case, b, a))
+                           fill=lambda b, a, owned: self.fill_edges(b, a, step, owned))
         if previous is not None:
             ex.carried = previous.sent()  # messages per step count the whole run
         if state is not None and hasattr(ex, "adopt"):
@@ -249,7 +285,11 @@ class Run:
                     self.claim.release()  # the output directory's lock, held for the run's life
 
     def _execute(self) -> dict:
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:  # a step after the exchanger's failed: free its persistent requests now (MPI would
+            self._close_exchange()  # find them inactive at its end and say so on every rank)
+            raise
         cp = self.restart  # a restart continues with every piece of state that decides the next step
         state = LoopState(self.u, self.u_new, step=cp.step if cp else 0, r0=cp.r0 if cp else None,
                           residuals=list(cp.residuals) if cp else [])
@@ -257,13 +297,14 @@ class Run:
             from .parallel.balance import Balancer
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
-                                     self.case.parallel.balance_every)
+                                     self.case.parallel.balance_every, self.fill_edges)
         self.balance = Balance(self.case, self.layout.block, self.layout.dt, state.step)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
                         data=Data(self.weights_at, getattr(self, "w_tiles", None),
                                   operator.changes(self.case, self.case.run.steps),
-                                  self.fill_at if varies_in_time(self.case) else None, self.balance))
+                                  self.fill_at if varies_in_time(self.case) else None, self.balance,
+                                  self.block_data))
         self.balance.begin(self.backend, state.u)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
@@ -298,6 +339,11 @@ class Run:
         self.clock.skip()
         self.loop, self.state = loop, state
         return self.finish()
+
+    def _close_exchange(self) -> None:
+        ex = getattr(self, "_exchange", None)
+        if ex is not None:
+            ex.close()
 
     def finish(self) -> dict:
         from .results.record import build_record, write_record
@@ -452,15 +498,13 @@ class Run:
 
 # set-up steps as functions of plain data ---------------------------------------------------------
 
-def open_restart(path: str | None, case, dt: float):
-    """--restart: the checkpoint, checked against the case (None without --restart)."""
+def open_restart(path: str | None):
+    """--restart: the checkpoint (None without --restart); Run._check_inputs checks it against the case."""
     if not path:
         return None
     from .io.checkpoint import Checkpoint
 
-    cp = Checkpoint.open(path)
-    cp.check(case, dt)
-    return cp
+    return Checkpoint.open(path)
 
 
 def check_memory(layout: Layout, verify_on: bool) -> None:
@@ -504,7 +548,7 @@ def resolved_yaml(layout: Layout, ranks: int) -> str:
     dx, dy = layout.spacing
     derived = (f"# derived: dx={dx!r} dy={dy!r} wc={w.wc!r} wx={w.wx!r} wy={w.wy!r}\n"
                f"# ranks={ranks} dims={list(layout.dims)} threads_per_rank={layout.threads}\n")
-    return yaml.safe_dump(data, sort_keys=False) + derived
+    return dump_yaml(data) + derived
 
 
 def run_case(case, comm: Comm | None = None, options: Options | None = None) -> dict:

@@ -41,8 +41,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from .case.loading import dump_yaml
 from .core.errors import InputError
 from .results.report import count_of
 
@@ -244,7 +243,7 @@ def plan(s: Settings, base: dict, root: Path) -> list[Point]:
         disk = disk_bytes(case)["disk_bytes"] + RUN_FILE_BYTES + RANK_FILE_BYTES * ranks
         points.append(Point(label, ranks, threads, case_file, dirs, disk=disk))
         case_file.parent.mkdir(parents=True, exist_ok=True)
-        case_file.write_text(yaml.safe_dump(data, sort_keys=False))
+        case_file.write_text(dump_yaml(data))
     return points
 
 

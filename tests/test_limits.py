@@ -18,7 +18,7 @@ CASES = {  # label: (case file text, what the one-line error must say)
     "nesting past the limit": (BASE + "x: " + "[" * 20 + "]" * 20 + "\n", ["nested more than 16 levels"]),
     "billion laughs": (BASE + "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")),
-        ["line 6", "expand this document to more than 10000 nodes"]),
+        ["line 6", "aliases (*) add more than 10000 nodes"]),
     "alias nesting past the limit": (BASE + "x: &x " + "[" * 9 + "]" * 9 + "\ny: [[[[[[[[*x]]]]]]]]\n",
                                      ["alias *x", "more than 16 levels"]),
     "alias in its own anchor": (BASE + "x: &x [1, *x]\n", ["alias *x", "a cycle"]),

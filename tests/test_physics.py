@@ -334,7 +334,7 @@ def test_set_overrides_any_field_by_path_including_list_entries(tmp_path):
 BAD = [
     ({"physics": {"source": [{"kind": "constant", "value": ".nan"}]}}, "physics.source.0.value"),
     ({"physics": {"source": [{"kind": "gaussian", "center": [0.5, 0.5], "width": -1, "amplitude": 1}]}},
-     "physics.source.0.width: Input should be greater than 0"),
+     "physics.source.0.width: Input should be greater than or equal to 1e-100"),
     ({"physics": {"source": [{"kind": "constant", "value": 1, "active": [2, 1]}]}}, "physics.source.0.active"),
     ({"boundary": {"top": {"kind": "convective", "h": -1}}}, "boundary.top.h: -1 is negative"),
     ({"boundary": {"top": {"kind": "dirichlet", "value": {"time": [[0, 1], [0, 2]]}}}}, "boundary.top.value.time"),

@@ -468,7 +468,7 @@ def hybrid_one(comm, cfg: dict, repeats: int) -> dict:
     be.prepare(u, v, w)  # the fields' shape: the time tile's choice
     depth = comm.bcast(be.tile_for(min(b.ny for b in lay.blocks)))  # deep halos of that depth (as Run.connect)
     ex = make_exchange(case.parallel.halo, block, comm.mpi, be, timer, case.parallel.transport, depth=depth,
-                       blocks=lay.blocks, fill=lambda b, a: set_edges(case, b, a))
+                       blocks=lay.blocks, fill=lambda b, a, owned: set_edges(case, b, a, owned=owned))
     if hasattr(ex, "adopt"):
         u, v = ex.adopt(u, v)
         be.prepare(u, v, w)

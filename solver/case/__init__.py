@@ -11,15 +11,14 @@ whole Case and its cross-section checks), loading (YAML, --set, overrides), erro
 """
 
 from .base import (MAX_CASE_BYTES, MAX_COUNT, MAX_DEPTH, MAX_LENGTH, MAX_NODES, MAX_VALUE_CHARS, QUOTE_CHARS,
-                   VTK_AUTO_MAX_POINTS,
-                   quote)
+                   VTK_AUTO_MAX_POINTS, quote)
 from .boundary import BOUNDARY_KINDS, Boundary
 from .loading import OPTION_FIELDS, case_from_data, load_case, parse_sets, read_yaml, set_field, validate_case
 from .model import Case
 from .schema import DESCRIPTIONS, schema
 from .settings import BackendSettings, Multigrid, Numerics, Output, Parallel, Run
 
-__all__ = ["MAX_CASE_BYTES", "QUOTE_CHARS", "MAX_COUNT", "MAX_DEPTH", "MAX_LENGTH", "MAX_NODES", "MAX_VALUE_CHARS",
+__all__ = ["MAX_CASE_BYTES", "MAX_COUNT", "MAX_DEPTH", "MAX_LENGTH", "MAX_NODES", "MAX_VALUE_CHARS", "QUOTE_CHARS",
            "VTK_AUTO_MAX_POINTS", "quote", "BOUNDARY_KINDS", "Boundary", "OPTION_FIELDS", "case_from_data", "load_case",
            "parse_sets", "read_yaml", "set_field", "validate_case", "Case", "DESCRIPTIONS", "schema", "BackendSettings",
            "Multigrid", "Numerics", "Output", "Parallel", "Run"]

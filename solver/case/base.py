@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.limits import MAX_LENGTH  # noqa: F401 - lx, ly, alpha, dt, widths, radii: the case's lengths' bound
+
 VTK_AUTO_MAX_POINTS = 2048 * 2048  # output.vtk: null writes VTK up to this many points per snapshot
 # Input limits (hostile or mistaken case files end with exit 2, never a traceback):
 MAX_CASE_BYTES = 1 << 20  # a case file is a few hundred bytes; 1 MiB is far beyond any real one
 MAX_DEPTH = 16  # mappings and lists nested in a case file (a real one nests 3 deep)
-MAX_NODES = 10_000  # values, mappings and lists in a case file with its aliases expanded (a real one: about 60)
+MAX_NODES = 10_000  # values, mappings and lists a case file's aliases may add (a real one: a section or two)
 MAX_VALUE_CHARS = 4096  # one key or scalar value (paths included)
 MAX_COUNT = 2**62  # steps, intervals: counted in int64 by the kernels and the files
-MAX_LENGTH = 1e100  # lx, ly, alpha, dt between 1/MAX_LENGTH and MAX_LENGTH: their squares stay normal floats
 QUOTE_CHARS = 80  # errors quote at most this much of a value
 
 

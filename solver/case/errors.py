@@ -78,9 +78,15 @@ def _kinds_at(loc: tuple) -> set[str]:
 
 
 def _option_for(loc: str, options: dict) -> str | None:
+    """The command-line option that gave the field at `loc` its value: an option that sets it, unless an override
+    after it (a --set of the field or of its section) set it again."""
+    later = list(options)
     for option, (section, key) in OPTION_FIELDS.items():
-        if options.get(option) is not None and loc == f"{section}.{key}":
-            return option
+        field = f"{section}.{key}"
+        if options.get(option) is not None and loc == field:
+            after = later[later.index(option) + 1:]
+            if not any(isinstance(k, str) and (k == field or field.startswith(f"{k}.")) for k in after):
+                return option
     return None
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from ..core.boundary import wave_numbers
-from .base import MAX_COUNT, MAX_VALUE_CHARS, Section
+from .base import MAX_COUNT, MAX_LENGTH, MAX_VALUE_CHARS, Section
 from .units import Length, Point, Temperature, TemperatureDifference
 
 
@@ -43,7 +43,7 @@ class Hotspot(Section):
 
     kind: Literal["hotspot"]
     value: Temperature = 100.0
-    radius: Length = Field(0.1, gt=0)
+    radius: Length = Field(0.1, ge=1 / MAX_LENGTH, le=MAX_LENGTH)
     center: Point = Field(default_factory=lambda: [0.5, 0.5], min_length=2, max_length=2)
     background: Temperature = 0.0
 

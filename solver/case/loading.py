@@ -67,14 +67,16 @@ def _check_events(path: Path, text: str) -> None:
     """One pass over the YAML events (iterative: no recursion, whatever the nesting).
 
     Anchors and aliases (`&a`, `*a`: what yaml.safe_dump writes for a mapping used twice) are accepted with
-    their expansion bounded: every node counts with its anchor's whole subtree for each alias to it, and
-    depth counts through aliases too, so a document that would expand past MAX_NODES nodes or MAX_DEPTH
-    levels (a "billion laughs") is refused before anything is built."""
+    their expansion bounded: each alias counts its anchor's whole subtree (aliases inside it expanded), and
+    depth counts through aliases too, so a document whose aliases would add more than MAX_NODES nodes or nest
+    past MAX_DEPTH levels (a "billion laughs") is refused before anything is built. Nodes written out are
+    bounded by the file's size (MAX_CASE_BYTES): 1000 windowed sources are a case file, not an expansion."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     open_nodes: list[list] = []  # per open mapping or sequence: [anchor, nodes inside, height below it]
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) of its subtree
+    added = 0  # nodes the aliases add to the document
     for ev in yaml.parse(text, Loader=loader):
         line = f" line {ev.start_mark.line + 1}" if ev.start_mark else ""
         if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -90,6 +92,7 @@ def _check_events(path: Path, text: str) -> None:
                 raise InputError(f"{path}:{line}: alias *{ev.anchor} refers to no complete node before it (an "
                                  "undefined anchor, or one that contains the alias: a cycle); write the values out")
             anchor, (nodes, height) = None, sizes[ev.anchor]
+            added += nodes
             if len(open_nodes) + height > MAX_DEPTH:
                 raise InputError(f"{path}:{line}: alias *{ev.anchor} nests the document more than {MAX_DEPTH} "
                                  "levels deep; write the values out")
@@ -105,9 +108,9 @@ def _check_events(path: Path, text: str) -> None:
         if open_nodes:
             open_nodes[-1][1] += nodes
             open_nodes[-1][2] = max(open_nodes[-1][2], height + 1)
-        if nodes > MAX_NODES or (open_nodes and open_nodes[-1][1] > MAX_NODES):
-            raise InputError(f"{path}:{line}: the aliases (*) expand this document to more than {MAX_NODES} nodes; "
-                             "a case file has a few dozen: write the values out")
+        if added > MAX_NODES:
+            raise InputError(f"{path}:{line}: the aliases (*) add more than {MAX_NODES} nodes to this document; a case "
+                             "file repeats a section or two: write the values out")
 
 
 @functools.lru_cache(maxsize=1)
@@ -135,10 +138,67 @@ def _case_loader():
                 seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep)
 
-    # YAML 1.2 floats: `1e-5` is a number (YAML 1.1, PyYAML's default, reads it as the string '1e-5')
-    CaseLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
-        r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+0123456789."))
+    _yaml12_numbers(CaseLoader)
     return CaseLoader
+
+
+def dump_yaml(data) -> str:
+    """A case mapping as YAML that _case_loader reads back to the same values: a string that YAML 1.2 would
+    read as a number (`0o64`, `1e5`) is quoted (yaml.safe_dump quotes by YAML 1.1's rules only)."""
+    import yaml
+
+    return yaml.dump(data, Dumper=_case_dumper(), sort_keys=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _case_dumper():
+    import yaml
+
+    class CaseDumper(yaml.SafeDumper):
+        pass
+
+    _yaml12_numbers(CaseDumper)
+    CaseDumper.yaml_implicit_resolvers = {  # and quote what YAML 1.1 would read as a number too (older readers)
+        first: rules + [r for r in yaml.SafeDumper.yaml_implicit_resolvers.get(first, []) if r not in rules]
+        for first, rules in {**yaml.SafeDumper.yaml_implicit_resolvers, **CaseDumper.yaml_implicit_resolvers}.items()}
+    return CaseDumper
+
+
+def load_yaml(text: str):
+    """YAML text read as a case file is (YAML 1.2 numbers, the safe loader): a checkpoint's saved case."""
+    import yaml
+
+    return yaml.load(text, Loader=_case_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+YAML12 = ((INT, r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$"),  # YAML 1.2's core schema, ints first
+          (FLOAT, r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"))
+
+
+def _yaml12_numbers(loader) -> None:
+    """Numbers as YAML 1.2's core schema reads them, in case files and --set alike: `064` is 64 and `0o64` octal
+    52 (YAML 1.1, PyYAML's default, reads `064` as octal 52), `1e-5` a float (1.1: the string '1e-5'); 1.1's
+    binary `0b1`, sexagesimal `1:30` and digits with underscores `1_000` are no numbers in 1.2 (strings)."""
+    loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in rules if tag not in (INT, FLOAT)]
+                                      for first, rules in loader.yaml_implicit_resolvers.items()}
+    for tag, pattern in YAML12:
+        loader.add_implicit_resolver(tag, re.compile(pattern), list("-+0123456789." if tag == FLOAT else "-+0123456789"))
+
+    def integer(constructor, node):
+        text = constructor.construct_scalar(node)
+        base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+        return int(text[2:] if base != 10 else text, base)
+
+    def number(constructor, node):
+        text = constructor.construct_scalar(node).lower()
+        if text.lstrip("+-") == ".inf":
+            return float("-inf") if text.startswith("-") else float("inf")
+        return float("nan") if text == ".nan" else float(text)
+
+    if hasattr(loader, "add_constructor"):  # (a dumper takes the resolvers only)
+        loader.add_constructor(INT, integer)
+        loader.add_constructor(FLOAT, number)
 
 
 
@@ -200,6 +260,9 @@ def set_field(data: dict, path: str, value: Any, source: str = "case") -> None:
     for depth, key in enumerate(keys):
         last = depth == len(keys) - 1
         if isinstance(node, list):
+            if not node:
+                raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is an empty list, so it has no entry "
+                                 f"{key}; give the whole list instead, e.g. {'.'.join(keys[:depth])}=[{{...}}]")
             if not key.isdigit() or int(key) >= len(node):
                 raise InputError(f"{source}: {path}: {'.'.join(keys[:depth])} is a list of {len(node)} entries; pick "
                                  f"one by its index, 0 to {len(node) - 1} (e.g. {'.'.join(keys[:depth])}.0)")

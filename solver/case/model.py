@@ -134,6 +134,7 @@ class Case(Section):
                 raise ValueError(f"boundary.{side}.h: a table in time with an implicit scheme (the operator would change "
                                  "every step); give h a number, {along: ...} or {file: ...}, or use physics.scheme: explicit")
         _check_regions(self)
+        _check_sources_add(self)
         if self.physics.equation != "laplace":
             return
         for k, term in enumerate(self.physics.source):
@@ -273,11 +274,87 @@ def _check_regions(case) -> None:
     from ..core.grid import positions, whole
     from ..core.materials import _covers_any
 
+    import numpy as np
+
     y, x = positions(case, *whole(case))
     for k, region in enumerate(alpha.regions):
-        if not _covers_any(region, x, y):
+        with np.errstate(over="ignore"):  # a centre far outside: its distances overflow to inf (no point covered)
+            covers = _covers_any(region, x, y)
+        if not covers:
             raise ValueError(f"physics.alpha.regions.{k}: covers no grid point (points lie at x = {x[0]:g} .. {x[-1]:g}, "
                              f"y = {y[0]:g} .. {y[-1]:g}); move or widen it, or remove it")
+
+
+def _check_sources_add(case) -> None:
+    """A source term that adds nothing at any grid point (a rectangle or map outside the plate, a gaussian that
+    underflows to 0 at every point) is a mistake, as an alpha region that covers no point is: say which. A term of
+    value 0 is off, not a mistake; a file of one value per point covers every point. q is evaluated by the run's
+    own solver.core.sources.q_at where the term can be nonzero (_support): first the points nearest the middle
+    of that box (a term that adds something answers there), then, if they are all 0, the whole box in bands of
+    rows."""
+    import numpy as np
+
+    from ..core.sources import q_at
+
+    for k, term in enumerate(case.physics.source):
+        strength = term.amplitude if term.kind == "gaussian" else term.scale if term.kind == "file" else term.value
+        box = _support(term)
+        if strength == 0 or box is None:
+            continue
+        rows, cols = (_points_within(case, axis, *box[i]) for i, axis in ((1, "y"), (0, "x")))
+        if term.kind == "file":  # a map with extent: its cells cover the points inside it (its values: a data file's)
+            adds = len(rows) > 0 and len(cols) > 0
+        else:
+            near = [a[max(0, len(a) // 2 - 32):len(a) // 2 + 32] for a in (rows, cols)]
+            band = max(1, (1 << 20) // max(len(cols), 1))
+            with np.errstate(over="ignore", under="ignore"):
+                adds = len(rows) > 0 and len(cols) > 0 and (
+                    q_at(case, (k,), *near).any()
+                    or any(q_at(case, (k,), rows[i:i + band], cols).any() for i in range(0, len(rows), band)))
+        if not adds:
+            (nx, x0, dx), (ny, y0, dy) = _axis(case, "x"), _axis(case, "y")
+            raise ValueError(f"physics.source.{k}: adds nothing at any grid point (q = 0 at every point; points lie at "
+                             f"x = {x0:g} .. {x0 + (nx - 1) * dx:g}, y = {y0:g} .. {y0 + (ny - 1) * dy:g}); move or "
+                             "widen it, or remove it")
+
+
+def _axis(case, axis: str) -> tuple[int, float, float]:
+    """(points, position of the first, spacing) along `axis` (solver.core.grid.positions)."""
+    import numpy as np
+
+    from ..core.grid import positions
+
+    first = positions(case, np.array([0, 1]), np.array([0, 1]))[axis == "x"]
+    return (case.grid.nx if axis == "x" else case.grid.ny), float(first[0]), float(first[1] - first[0])
+
+
+def _points_within(case, axis: str, lo: float, hi: float):
+    """The grid indices along `axis` whose points lie in [lo, hi] (from the spacing: no array of the whole axis)."""
+    import numpy as np
+
+    from ..core.grid import positions
+
+    n, p0, h = _axis(case, axis)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a, b = np.clip([np.floor((lo - p0) / h) - 1, np.ceil((hi - p0) / h) + 1], 0, n - 1)
+    j = np.arange(int(a), int(b) + 1)
+    p = positions(case, j, j)[axis == "x"]
+    return j[(p >= lo) & (p <= hi)]
+
+
+GAUSSIAN_REACH = 38.61  # widths: beyond, exp(-r^2 / (2 width^2)) is 0 in float64 (exp(-745.2) underflows)
+
+
+def _support(term):
+    """((x0, x1), (y0, y1)) outside which source term `term` is 0 (None: everywhere, or one value per point)."""
+    if term.kind == "rectangle":
+        return (term.lower[0], term.upper[0]), (term.lower[1], term.upper[1])
+    if term.kind == "gaussian":
+        (cx, cy), reach = term.center, GAUSSIAN_REACH * term.width
+        return (cx - reach, cx + reach), (cy - reach, cy + reach)
+    if term.kind == "file" and term.extent is not None:
+        return (term.extent[0][0], term.extent[1][0]), (term.extent[0][1], term.extent[1][1])
+    return None
 
 
 def _check_alpha(alpha) -> None:

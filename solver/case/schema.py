@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from .boundary import BOUNDARY_KINDS
 from .model import Case
+
+EQUATIONS = "heat: u_t = div(alpha grad u) + q; laplace: its steady state 0 = div(alpha grad u) + q"
 
 # Descriptions for the schema where a field gives none (editors show them on hover); Field(description=...)
 # takes precedence, and tests/test_cli.py checks that every property of the schema ends up with one.
@@ -11,7 +14,8 @@ DESCRIPTIONS = {
     "Case.grid": "the grid: interior points and domain size (required)",
     "Case.physics": "the equation and its coefficients",
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
-    "Case.boundary": "the four sides, each a kind (dirichlet, neumann, periodic) with its value",
+    "Case.boundary": f"the four sides, each a kind ({', '.join(BOUNDARY_KINDS)}) with its values: numbers, tables in "
+                     "time, profiles along the side or files",
     "Case.run": "steps, convergence and checks",
     "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",
@@ -47,8 +51,7 @@ DESCRIPTIONS = {
     "Parallel.decomposition": "rows: blocks of whole rows; cart: a 2D process grid (shorter halos per rank)",
     "Parallel.halo": "blocking (Sendrecv) | nonblocking (Isend/Irecv, Waitall) | overlap (interior computed "
                      "while the messages move)",
-    "Physics.equation": "heat: time steps of u_t = alpha (u_xx + u_yy) (physics.scheme); laplace: its steady state "
-                        "u_xx + u_yy = 0 (physics.solver)",
+    "Physics.equation": f"{EQUATIONS} (heat: time steps, physics.scheme; laplace: physics.solver)",
     "Random.kind": "random: uniform values, the same for any rank count",
     "Random.seed": "random generator seed",
     "Random.low": "lower bound (included)",

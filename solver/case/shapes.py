@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from .base import Part
+from .base import MAX_LENGTH, Part
 from .units import Length, Point
 
 
@@ -48,7 +48,7 @@ class DiskShape(Part):
     """The disk of `radius` around `center`."""
 
     center: Point = Field(min_length=2, max_length=2, description="[x, y] of the centre")
-    radius: Length = Field(gt=0, description="the radius")
+    radius: Length = Field(ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="the radius")
 
     @property
     def area(self) -> float:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 from pydantic.functional_validators import BeforeValidator
 
-from .base import MAX_PATH, Part
+from .base import MAX_LENGTH, MAX_PATH, Part
 from .materials import NAME
 from .shapes import DiskShape, RectangleShape, check_box, check_extent
 from .units import Point, Time, Length, convert, form_of, quantity, system_of
@@ -90,7 +90,7 @@ class GaussianSource(PoweredTerm):
 
     kind: Literal["gaussian"]
     center: Point = Field(min_length=2, max_length=2, description="[x, y] of the peak")
-    width: Length = Field(gt=0, description="standard deviation of the bell")
+    width: Length = Field(ge=1 / MAX_LENGTH, le=MAX_LENGTH, description="standard deviation of the bell")
     amplitude: Density | None = Field(None, description="q at the peak (a density)")
 
     @model_validator(mode="after")

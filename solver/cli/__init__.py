@@ -296,7 +296,10 @@ def validate(
     from ..case import load_case
     from ..results.summary import print_plan
 
+    from ..core.inputs import check_inputs
+
     cfg = load_case(case, _overrides(sets, backend=backend, steps=steps, dtype=dtype, threads=threads, output=output))
+    check_inputs(cfg)  # what `run` reads before it writes anything: its data files and the products of its data
     print_plan(cfg, ranks)
 
 

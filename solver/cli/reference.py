@@ -39,9 +39,10 @@ def case_page() -> str:
            "Temperatures are levels in the case's temperature unit (K or degC). Two forms of the physics: the material "
            "form (`physics.material`, named materials with k and heat capacity, powers in W) and the diffusivity form "
            "(`physics.alpha`, sources as heating rates). Fields that a `stencil run` option overrides name it.", "",
-           f"A file holds at most {MAX_CASE_BYTES >> 10} KiB; YAML anchors and aliases are accepted while the "
-           f"document they expand to stays within {MAX_NODES} nodes and {MAX_DEPTH} levels; a key given twice in "
-           "one mapping is refused.", "", *_example()]
+           f"A file holds at most {MAX_CASE_BYTES >> 10} KiB; YAML anchors and aliases are accepted while they add "
+           f"at most {MAX_NODES} nodes and the document nests at most {MAX_DEPTH} levels; a key given twice in "
+           "one mapping is refused. Numbers are read as in YAML 1.2 (`064` is 64, `0o64` octal, `1e-5` a float).",
+           "", *_example()]
     options = {".".join(path): option for option, path in OPTION_FIELDS.items()}
     for name, prop in s["properties"].items():
         out += _section(name, prop, defs, models, options, required=name in s.get("required", []))

@@ -200,16 +200,22 @@ def _layer(side: str, m: int, d: int, ny: int, nx: int):
     return (every, d + nx + m), (every, d + nx - 1 - m), (every, d + m)
 
 
-def make_fill(case, block, depth: int = 1, t: float = 0.0) -> Fill:
-    """The rules for the sides of `block` where it has no neighbour (see the module docstring), at time t."""
+def make_fill(case, block, depth: int = 1, t: float = 0.0, frame=None) -> Fill:
+    """The rules for the sides of `block` where it has no neighbour (see the module docstring), at time t, for a
+    field of `frame` = (shape, owned): its shape (R, C) and the local (R0, C0) of its first owned point (None: the
+    padded block, `depth` ghost layers on every side; a deep-halo field has more towards its neighbours). Values
+    that vary along a side are given at every element along the field's ghost row or column, by the global index
+    each element stands for (solver.core.grid.window's rule), so deep halos and moved blocks read the same data."""
     from .sides import varies_in_time
 
     rules = []
+    if frame is None:
+        frame = ((block.ny + 2 * depth, block.nx + 2 * depth), (depth, depth))
     for side in SIDES:
         if block.neighbours[BLOCK_SIDE[side]] is not None:
             continue
         spec = getattr(case.boundary, side)
-        rules.append(side_rule(case, block, side, spec, depth, t))
+        rules.append(side_rule(case, block, side, spec, frame, t))
         n = block.ny if side in AXIS_SIDES["y"] else block.nx
         if spec.kind != "dirichlet" and depth > n:
             raise ValueError(f"ghost depth {depth} on the {side} side exceeds the block's {n} points across it "
@@ -225,9 +231,9 @@ def along_positions(case, side: str, index: np.ndarray) -> np.ndarray:
     return (index + ox) * dx if side in AXIS_SIDES["y"] else (index + oy) * dy
 
 
-def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
-    """One side's rule for `block` (ghost layers `depth` deep) at time t: values per point along the padded side
-    where the side's data vary along it."""
+def side_rule(case, block, side: str, spec, frame, t: float) -> Rule:
+    """One side's rule for `block` on a field of `frame` = (shape, owned) (make_fill) at time t: values per element
+    along the field's side where the side's data vary along it."""
     from .sides import convective_terms, value_at
 
     (dx, dy), _ = geometry(case)
@@ -235,9 +241,9 @@ def side_rule(case, block, side: str, spec, depth: int, t: float) -> Rule:
     if spec.kind == "periodic":
         return Rule(side, "periodic")
     along_y = side in AXIS_SIDES["y"]  # a ghost row: its points run along x
-    start, n, count = (block.cols[0], case.grid.nx, block.nx) if along_y else (block.rows[0], case.grid.ny, block.ny)
-    periodic = periodic_axes(case)[1 if along_y else 0]
-    along = indices(start, depth, count + 2 * depth, n, periodic)
+    (shape, owned), axis = frame, 1 if along_y else 0
+    start, n = (block.cols[0], case.grid.nx) if along_y else (block.rows[0], case.grid.ny)
+    along = indices(start, owned[axis], shape[axis], n, periodic_axes(case)[axis])
     at = lambda key: _per_wall(case, side, key, along, value_at(spec, side, key, t, along,  # noqa: E731
                                                               along_positions(case, side, along), n))
     if spec.kind == "dirichlet":

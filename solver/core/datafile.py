@@ -6,11 +6,17 @@ Values must be real numbers (integer or float) and finite; HDF5 datasets stencil
 which h5py checks as it reads. `field` is the case field that names the file ("initial", "physics.alpha",
 "physics.source.0", "boundary.top.value"): messages say `<field>.path` and `<field>.dataset` (a side
 value's file is its `file` key).
+
+`named(case)` is the one list of the files a case names: a run's fingerprint hashes them (solver.io.checkpoint),
+--overwrite protects them (solver.run), and `check(case)` reads each whole before a run starts or `validate`
+answers (solver.core.inputs), so a file a run would refuse half-way (a source whose window opens late) is refused
+before anything is written.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,17 +31,15 @@ def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, row
     HDF5 dataset of shape (snapshots, ny, nx) (a fields.h5) gives its last snapshot (only the part asked for is
     read). default_dataset: the HDF5 dataset taken when `dataset` is None (a file stencil wrote: /u)."""
     with opened(path, dataset, field, path_key, default_dataset) as (a, name):
-        if series and a.ndim == 3 and tuple(a.shape[1:]) == tuple(shape):
+        if series and not isinstance(a, np.ndarray) and a.ndim == 3 and tuple(a.shape[1:]) == tuple(shape):
             if a.shape[0] == 0:
                 raise InputError(f"{field}.dataset: {name} is a series with no snapshot; give a file whose run "
                                  "wrote at least one")
             a = _Last(a)
-        if tuple(a.shape) != tuple(shape):
+        if tuple(a.shape) != tuple(shape):  # (a .npy is one array: a series is an HDF5 file's only)
             want = "(ny, nx) = " if len(shape) == 2 else "one value per point of the side: "
             raise InputError(f"{field}.{path_key}: {name} holds an array of shape {tuple(a.shape)} but {want}"
                              f"{tuple(shape)} is needed; match the grid to the file (or the file to the grid)")
-        if a.dtype.kind not in "iuf":  # complex would lose its imaginary part; bool, text, objects are no field
-            raise InputError(f"{field}.{path_key}: {name} holds {a.dtype} values; it needs real numbers (integer or float)")
         try:
             values = _part(a, rows, cols)
         except OSError as exc:  # HDF5: a checksum (fletcher32) that does not match, a truncated file
@@ -59,8 +63,9 @@ class _Last:
 def opened(path: str, dataset: str | None, field: str, path_key: str = "path", default_dataset: str | None = None):
     """(the array: a memory map or an open HDF5 dataset, its name for messages)."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{field}.{path_key}: file {path} not found; give an existing .npy or .h5 file")
+    what = not_a_file(p)
+    if what:
+        raise InputError(f"{field}.{path_key}: {'file ' * (what == 'not found')}{path} {what}; give a .npy or .h5 file")
     if p.suffix == ".npy":
         try:
             a = np.load(p, mmap_mode="r")
@@ -68,7 +73,7 @@ def opened(path: str, dataset: str | None, field: str, path_key: str = "path", d
             reason = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
             raise InputError(f"{field}.{path_key}: {path} is not a readable .npy file ({reason}); save it with "
                              "numpy.save") from None
-        yield a, str(path)
+        yield real(a, str(path), field, path_key), str(path)
         return
     import h5py
 
@@ -86,7 +91,29 @@ def opened(path: str, dataset: str | None, field: str, path_key: str = "path", d
             dataset = default_dataset
         if dataset not in f or not isinstance(f[dataset], h5py.Dataset):
             raise InputError(f"{field}.dataset: {dataset!r} not found in {p}; datasets there: {_datasets(f)}")
-        yield f[dataset], f"{p}:{dataset}"
+        yield real(f[dataset], f"{p}:{dataset}", field, path_key), f"{p}:{dataset}"
+
+
+KINDS = {"c": "complex numbers", "U": "text", "S": "text (bytes)", "O": "text or objects", "V": "records (a compound "
+         "or structured type)", "b": "booleans", "M": "dates", "m": "time spans"}
+
+
+def real(a, name: str, field: str, path_key: str):
+    """`a` when its values are real numbers (integer or float): a complex array would lose its imaginary part, text
+    would be parsed into numbers, records and booleans are no field; else the error says what it holds."""
+    kind = a.dtype.kind
+    if kind not in "iuf":
+        raise InputError(f"{field}.{path_key}: {name} holds {KINDS.get(kind, 'values')} ({a.dtype}), not real numbers; "
+                         "give an array of integers or floats (numpy.save of a float64 array)")
+    return a
+
+
+def not_a_file(p: Path) -> str | None:
+    """What `p` is when it is not a regular file one can read an array from (None: it is one): not found, a
+    directory, a FIFO, a device (a link to /dev/zero), a socket, a link to nothing."""
+    from .readers import not_a_file as what
+
+    return what(p)
 
 
 def _part(a, rows, cols) -> np.ndarray:
@@ -142,3 +169,82 @@ def read_map(path: str, dataset: str | None, field: str) -> np.ndarray:
             raise InputError(f"{field}.path: {name} holds an array of shape {tuple(a.shape)}; a map with extent is 2-D "
                              "(rows along y, columns along x)")
         return finite(np.asarray(a[:], dtype=np.float64), name, field, "path")
+
+
+@dataclass(frozen=True)
+class Named:
+    """A data file a case names. field: the case field ("physics.source.0"), key: the one that holds the path
+    ("path"; a side value's "file"); shape: what the array must be (None: any 2-D map: a source with extent);
+    series: an HDF5 series (snapshots, ny, nx) gives its last snapshot (an initial field from a fields.h5); image: a
+    PNG mask."""
+
+    field: str
+    key: str
+    path: str
+    dataset: str | None
+    shape: tuple[int, ...] | None
+    series: bool = False
+    image: bool = False  # a PNG (a mask drawn in a tool): read as an image (solver.core.plate), not as numbers
+
+    @property
+    def name(self) -> str:
+        """The field and key as a case file writes them ("boundary.left.h.file")."""
+        return f"{self.field}.{self.key}"
+
+
+def named(case) -> list[Named]:
+    """Every data file the case names, in the order a case file lists them (the initial field, alpha, the sources,
+    the sides). A restart reads the checkpoint instead of the initial field, but its file is named all the same."""
+    shape, out = tuple(case.shape), []
+    init, alpha = case.initial, case.physics.alpha
+    if init.kind == "file":
+        out.append(Named("initial", "path", init.path, init.dataset, shape, series=True))
+    if getattr(alpha, "kind", None) == "file":
+        out.append(Named("physics.alpha", "path", alpha.path, alpha.dataset, shape))
+    for k, term in enumerate(case.physics.source):
+        if term.kind == "file":
+            out.append(Named(f"physics.source.{k}", "path", term.path, term.dataset,
+                             shape if term.extent is None else None))
+    shapes = [(f"physics.regions.{k}", r) for k, r in enumerate(getattr(case.physics, "regions", None) or [])]
+    if getattr(case.physics, "outline", None) is not None:
+        shapes.append(("physics.outline", case.physics.outline))
+    for field, r in shapes:
+        if r.kind == "mask":
+            out.append(Named(field, "path", r.path, r.dataset, None, image=r.path.lower().endswith(".png")))
+    for side in ("bottom", "top", "left", "right"):
+        spec = getattr(case.boundary, side)
+        n = case.grid.nx if side in ("bottom", "top") else case.grid.ny
+        for key in ("value", "flux", "h", "ambient"):
+            v = getattr(spec, key, None)
+            if hasattr(v, "file"):
+                out.append(Named(f"boundary.{side}.{key}", "file", v.file, v.dataset, (n,)))
+    return out
+
+
+BAND = 1 << 22  # values read at once when a file is checked whole (32 MiB of float64)
+
+
+def extremes(f: Named) -> tuple[float, float]:
+    """(smallest, largest) value of a named file, read whole in bands of rows (every value checked real, finite,
+    and the array of its shape, as every read of it is)."""
+    if f.image:  # a mask drawn as an image: read (and refused if it is no image) as the solver reads it
+        from .plate import mask_array
+
+        mask_array(f.path, f.dataset, "dark", None)
+        return 0.0, 1.0
+    if f.shape is None:  # a map with extent: any 2-D shape
+        with opened(f.path, f.dataset, f.field) as (a, name):
+            if a.ndim != 2 or min(a.shape) < 1:
+                raise InputError(f"{f.name}: {name} holds an array of shape {tuple(a.shape)}; a map with extent is "
+                                 "2-D (rows along y, columns along x)")
+            shape = tuple(a.shape)
+    else:
+        shape = f.shape
+    lo, hi = np.inf, -np.inf
+    rows = max(1, BAND // shape[1]) if len(shape) == 2 else shape[0]
+    for r in range(0, shape[0], rows):
+        band = range(r, min(r + rows, shape[0]))
+        part = read(f.path, f.dataset, shape, f.field, band, range(shape[1]) if len(shape) == 2 else None,
+                    series=f.series, path_key=f.key, default_dataset="/u" if f.series else None)
+        lo, hi = min(lo, float(part.min(initial=np.inf))), max(hi, float(part.max(initial=-np.inf)))
+    return lo, hi

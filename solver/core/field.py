@@ -20,7 +20,9 @@ def padded_field(case, block, interior: np.ndarray, t: float = 0.0) -> np.ndarra
     return set_edges(case, block, u, t)
 
 
-def set_edges(case, block, u: np.ndarray, t: float = 0.0) -> np.ndarray:
-    """Fill the ghost layers of `u` on physical sides from its owned points and the boundary at time t (in place)."""
-    make_fill(case, block, t=t).apply(u)
+def set_edges(case, block, u, t: float = 0.0, owned: tuple[int, int] = (1, 1)):
+    """Fill the ghost layer of `u` on physical sides from its owned points and the boundary at time t (in place).
+    owned: the local (R0, C0) of u's first owned point (a deep-halo field has more layers towards neighbours; one
+    on physical sides): values along a side are placed by the global index of every element (make_fill's frame)."""
+    make_fill(case, block, t=t, frame=(u.shape, owned)).apply(u)
     return u

@@ -69,6 +69,8 @@ class Data:
     changes: list = field(default_factory=list)
     fill_at: object = None
     balance: object = None  # solver.core.balance.Balance: the energy terms, step by step where the loop sees them
+    moved: object = None  # moved(step, ex): after a rebalance, everything the new block carries beyond its rows
+    # (solver.run.Run.block_data: ghost rules, the update's fields, the balance's walls); returns the weights
 
 
 def halo_step(ex, u, compute) -> None:
@@ -356,10 +358,8 @@ class TimeLoop:
                 t = time.perf_counter()
                 self.ex.close()
                 self.ex = self.connect(self.layout.block, s, self.ex)
-                if self.data.weights is not None:  # fields on the new block
-                    self.w, self.w_tiles = self.data.weights(step, self.ex)
-                if self.data.balance is not None:  # the energy balance's walls on the new block
-                    self.data.balance.moved(self.layout.block)
+                if self.data.moved is not None:  # ghost rules, fields and walls of the new block
+                    self.w, self.w_tiles = self.data.moved(step, self.ex)
                 timer.add("comm", t)
 
     def _check(self, s: LoopState, timer: Timer) -> None:

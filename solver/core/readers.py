@@ -25,12 +25,9 @@ def where(what: str | None, path) -> str:
 def read_bytes(path, what: str | None, fix: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or InputError '<what>: <path>: <problem>; <fix>'."""
     p, head = Path(path), where(what, path)
-    if p.is_dir():
-        raise InputError(f"{head}: is a directory, not a file; {fix}")
-    if p.exists() and not p.is_file():
-        raise InputError(f"{head}: is not a regular file (a device or a pipe); {fix}")
-    if not p.is_file():
-        raise InputError(f"{head}: not found; {fix}")
+    problem = not_a_file(p)
+    if problem:
+        raise InputError(f"{head}: {problem}; {fix}")
     try:
         with p.open("rb") as f:
             raw = f.read(limit + 1)
@@ -39,6 +36,32 @@ def read_bytes(path, what: str | None, fix: str, limit: int = MAX_INPUT_BYTES) -
     if len(raw) > limit:
         raise InputError(f"{head}: larger than {limit >> 20} MiB, far more than such a file holds; {fix}")
     return raw
+
+
+def not_a_file(p: Path) -> str | None:
+    """What `p` is when it is not a regular file (None: it is one), in words for an error: 'is a directory', 'is a
+    FIFO (a named pipe)', 'is a character device (...)' (a link is followed: a link to /dev/zero is a device),
+    'is a link to ..., which does not exist', 'not found'. Never opens it (a FIFO would block)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        if p.is_symlink():
+            return f"is a link to {os.readlink(p)}, which does not exist"
+        return "not found"
+    except OSError as exc:
+        return f"cannot be looked at ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    link = f" (a link to {os.path.realpath(p)})" if p.is_symlink() else ""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return f"is {name}{link}, not a regular file"
+    return f"is not a regular file{link}"
 
 
 def read_text(path, what: str | None, fix: str, limit: int = MAX_INPUT_BYTES) -> str:

@@ -29,6 +29,8 @@ own block.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import time
@@ -37,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.datafile import named
 from ..core.errors import InputError
 from ..core.stops import ENDINGS
 from .fields import RESERVE_SLACK, chunk_rows, for_each_block, hdf5_writer, write_skeleton
@@ -47,8 +50,13 @@ FORMAT = "stencil checkpoint"
 VERSION = 1
 
 
-def fingerprint(case, dt: float) -> dict:
-    """The case fields a checkpoint's field depends on; a restart must match every one (bitwise)."""
+FILE = "file "  # fingerprint keys of data files: "file physics.source.0.path" -> "sha256:<hex>" of its bytes
+
+
+def fingerprint(case, dt: float, files: bool = True) -> dict:
+    """The case fields a checkpoint's field depends on; a restart must match every one (bitwise). files: with the
+    content hash of every data file the case names (solver.core.datafile.named; rank 0 hashes them, the other
+    ranks leave them out)."""
     from ..core.boundary import fingerprint as boundary_fingerprint
 
     g, p = case.grid, case.physics
@@ -60,12 +68,46 @@ def fingerprint(case, dt: float) -> dict:
         fp["physics.dt"] = dt  # resolved: dt null means safety x stable limit
     if p.source:  # absent when there is none, as in checkpoints written before sources existed
         fp["physics.source"] = [t.model_dump(mode="json") for t in p.source]
+    if files:  # absent when the case names none, as in checkpoints written before they were hashed
+        fp.update({FILE + f.name: digest(f.path) for f in named(case)})
     return fp
 
 
-def differences(saved: dict, wanted: dict) -> list[str]:
-    return [f"{k} is {saved.get(k)!r} in the checkpoint but {wanted.get(k)!r} in the case"
-            for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
+def digest(path: str) -> str:
+    """'sha256:<hex>' of a file's bytes (read once per process while the file is unchanged)."""
+    import os
+
+    st = os.stat(path)
+    return _digest(os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, inode: int, size: int, mtime: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def differences(saved: dict, wanted: dict, paths: dict | None = None) -> list[str]:
+    """Each fingerprint entry that differs, in words (a data file's: which file changed; paths: the case's file
+    per field, for the message)."""
+    out = []
+    for k in sorted(set(saved) | set(wanted)):
+        if saved.get(k) == wanted.get(k) or (k.startswith(FILE) and k not in wanted):  # (a rank that hashes none)
+            continue
+        name = k[len(FILE):]
+        path = (paths or {}).get(name, "the file")
+        if k.startswith(FILE) and k in saved:
+            out.append(f"{name}: {path} changed since the checkpoint was written (its content's SHA-256 is not that "
+                       "of the file the run read)")
+        elif k.startswith(FILE):
+            out.append(f"{name}: the checkpoint records no content hash of {path} (written before data files were "
+                       "hashed), so its run may have read another file")
+        else:
+            out.append(f"{k} is {saved.get(k)!r} in the checkpoint but {wanted.get(k)!r} in the case")
+    return out
 
 
 def resolve(path: str | Path) -> Path:
@@ -80,12 +122,14 @@ def saved_case(path: str | Path) -> tuple[dict, Path]:
     import h5py
     import yaml
 
+    from ..case.loading import load_yaml
+
     cp = Checkpoint.open(path)
     fix = f"give the case file too: stencil run CASE --restart {path}"
     try:
         with h5py.File(cp.path, "r") as f:
             text = f.attrs["case"]
-        data = yaml.safe_load(text if isinstance(text, str) else "")
+        data = load_yaml(text if isinstance(text, str) else "")  # as the case file was read (YAML 1.2 numbers)
     except (OSError, KeyError) as exc:
         raise InputError(f"--restart: {cp.path} holds no readable case ({_first_line(exc)}); {fix}") from None
     except yaml.YAMLError as exc:
@@ -217,12 +261,11 @@ class Checkpoint:
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
-    def check(self, case, dt: float) -> None:
-        """InputError naming every difference that would make the continued run wrong."""
-        diffs = differences(self.fingerprint, fingerprint(case, dt))
-        if diffs:
-            raise InputError(f"--restart: {self.path} was written for another case: {'; '.join(diffs)}; use the "
-                             "same values (the checkpoint's case is in its 'case' attribute) or run without --restart")
+    def check(self, case, dt: float, files: bool = True) -> None:
+        """InputError naming every difference that would make the continued run wrong (files: the data files'
+        contents too)."""
+        wanted = fingerprint(case, dt, files)
+        self._refuse(differences(self.fingerprint, wanted, {f.name: f.path for f in named(case)}))
         if self.shape != case.shape:
             raise InputError(f"--restart: {self.path} holds a {self.shape} field, not {case.shape}; it is damaged")
         steps = case.run.steps
@@ -240,6 +283,12 @@ class Checkpoint:
         if self.converged and tol is not None and self.tolerance is not None and tol >= self.tolerance:
             raise InputError(f"run.tolerance: the checkpoint's run converged at step {self.step} (relative residual below "
                              f"{self.tolerance:g}); lower run.tolerance to continue it")
+
+    def _refuse(self, diffs: list[str]) -> None:
+        if diffs:
+            raise InputError(f"--restart: {self.path} was written for another case: {'; '.join(diffs)}; use the same "
+                             "values and data files (the checkpoint's case is in its 'case' attribute) or run without "
+                             "--restart")
 
     def read_block(self, block, name: str = "u") -> np.ndarray:
         """This rank's owned block of the field `name` (u, or one of `state`), read directly from the file."""

@@ -467,7 +467,7 @@ class Outputs:
     def _checkpoint(self, s) -> None:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
-        meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt),
+        meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt, files=self.comm.rank == 0),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged, "ended": s.stopped_by,
                 "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
                 "residuals": s.residuals}

@@ -12,10 +12,13 @@ own `compute` section since the last check (so messages and waits do not count),
 current rows is more than THRESHOLD above the mean on some rank, the rows are split again in
 proportion to the speeds (each rank keeps at least MIN_ROWS, none counts more than MAX_SHARE x the
 median speed). The rows move in one MPI_Alltoallv of whole padded rows into the other of two field
-buffers kept for the purpose (RowMover), the layout takes the new blocks, and the loop rebuilds the halo
-exchanger for them; the time this takes is charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point
-is still computed by the same expression from the same neighbours), so results are bitwise equal to a
-run with static blocks; only who computes which row changes.
+buffers kept for the purpose (RowMover), whose ghost layers on physical sides are then filled by the
+rules of the new block at the step's time (`fill`); the layout takes the new blocks, and the loop rebuilds
+the halo exchanger and everything else a block carries per row (solver.run.Run.block_data: side profiles,
+side files and tables in time, source and face fields, the energy balance's walls); the time this takes is
+charged to `comm` and reported as `move_seconds`. Arithmetic is unchanged (each point is still computed by
+the same expression from the same neighbours and the same data), so results are bitwise equal to a run with
+static blocks; only who computes which row changes.
 
 Pure functions (`split_by_speed`, `transfers`) are plain data, testable without MPI.
 """
@@ -28,7 +31,6 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.decomp import Block
-from ..core.field import set_edges
 
 THRESHOLD = 0.05  # rebalance when max / mean compute time over the window exceeds 1 + THRESHOLD
 MIN_ROWS = 2  # rows a rank keeps at least (overlap needs an interior row between two edge rows)
@@ -73,10 +75,11 @@ def blocks_with_rows(blocks: list[Block], rows: list[tuple[int, int]]) -> list[B
 class Balancer:
     """Measures, decides and moves rows at the loop's stops. layout: the one owner of the blocks (it
     takes the new ones); mpi: the communicator; timers: (timed, warm-up) whose compute sections give
-    the speed."""
+    the speed; fill(block, u, step): the ghost layer of a one-layer field of `block` on its physical sides,
+    by the boundary rules at `step` (solver.run.Run.fill_edges)."""
 
-    def __init__(self, layout, mpi, timers, every: int):
-        self.layout, self.mpi, self.timers, self.every = layout, mpi, timers, every
+    def __init__(self, layout, mpi, timers, every: int, fill):
+        self.layout, self.mpi, self.timers, self.every, self.fill = layout, mpi, timers, every, fill
         self.mover = RowMover(layout.case.numerics.dtype)
         self.last = 0.0  # this rank's compute seconds (warm-up and timed) at the last check
         self.count = 0  # rebalances done
@@ -108,7 +111,8 @@ class Balancer:
         if new == old:
             return False
         blocks = blocks_with_rows(lay.blocks, new)
-        state.u, state.u_new = self.mover.move(self.mpi, lay.case, state.u, old, blocks[lay.rank], new)
+        edges = lambda b, u: self.fill(b, u, state.step)  # noqa: E731
+        state.u, state.u_new = self.mover.move(self.mpi, edges, state.u, old, blocks[lay.rank], new)
         lay.move(blocks)
         end = timer.add("comm", t)
         self.seconds += end - t
@@ -131,10 +135,10 @@ class RowMover:
         self.dtype = dtype
         self.flat: list[np.ndarray] = []
 
-    def move(self, mpi, case, u: np.ndarray, old: list[tuple[int, int]], block: Block, new: list[tuple[int, int]]):
-        """(u, u_new) for `block`: its owned rows gathered from the old blocks (collective), boundary
-        values in the ghost layers on physical edges; u_new is the other buffer (the next step writes
-        every owned point of it)."""
+    def move(self, mpi, fill, u: np.ndarray, old: list[tuple[int, int]], block: Block, new: list[tuple[int, int]]):
+        """(u, u_new) for `block`: its owned rows gathered from the old blocks (collective), the ghost layers on
+        physical edges by fill(block, array); u_new is the other buffer (the next step writes every owned point
+        of it)."""
         size = block.padded[0] * block.padded[1]
         if not self.flat or self.flat[0].size < size:  # two buffers, with room to grow
             self.flat = [np.empty(int(size * 1.25), dtype=self.dtype) for _ in range(2)]
@@ -143,13 +147,13 @@ class RowMover:
         out = spare[:size].reshape(block.padded)
         move_rows(mpi, u, old, new, out)
         previous = other[:size].reshape(block.padded)
-        return set_edges(case, block, out), set_edges(case, block, previous)
+        return fill(block, out), fill(block, previous)
 
 
 def move_rows(comm, u: np.ndarray, old: list[tuple[int, int]], new: list[tuple[int, int]], out: np.ndarray) -> None:
     """Fill the owned rows of `out` (new block, padded) from the owned rows of `u` (old block, padded)
-    across ranks: one MPI_Alltoallv of whole padded rows (ghost columns included: they hold the same
-    Dirichlet values everywhere)."""
+    across ranks: one MPI_Alltoallv of whole padded rows (ghost columns included: a global row's ghosts are the
+    same on every rank; the mover's fill sets them again by the new block's rules)."""
     rank, width = comm.Get_rank(), u.shape[1]
     send, recv = transfers(old, new, rank)
     (o0, _), (n0, _) = old[rank], new[rank]

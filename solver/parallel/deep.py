@@ -118,7 +118,9 @@ class DeepLayout:
 
 
 class DeepTiles:
-    """The exchanger of a time-tiled run: per-step verbs (for the plain steps) and tiles of k steps."""
+    """The exchanger of a time-tiled run: per-step verbs (for the plain steps) and tiles of k steps. fill(block,
+    field, owned): the ghost layer of a field whose first owned point is at local `owned` on the physical sides,
+    along their whole length (the deep rows towards neighbours included: solver.core.boundary.make_fill's frame)."""
 
     BANDS = 4  # overlap: bands of the inner part, with MPI_Testall between them
 
@@ -188,7 +190,8 @@ class DeepTiles:
         with getattr(be, "main", None) or nullcontext():  # GPU: the array assignments run on its main stream
             for view, deep, src in zip(self.views, self.deep, (u, u_new)):
                 view[...] = src
-                self.fill(self.block, deep)  # boundary values along the whole physical sides (pad 1 there)
+                self.fill(self.block, deep, (self.layout.owned[0], self.layout.owned[2]))  # the physical sides' ghosts,
+                # along their whole length (the deep rows and columns towards neighbours too: solver.core.boundary)
         be.synchronize()
         return self.views[0], self.views[1]
 

@@ -104,7 +104,7 @@ def check_periodic_neighbours():
     blk = Block(shape=(ny, nx), dims=(p, 1), coords=(r, 0), rows=(r0, r1), cols=(0, nx),
                 south=(r - 1) % p, north=(r + 1) % p, west=None, east=None)
 
-    def fill(b, a):
+    def fill(b, a, owned):
         a[:, 0], a[:, -1] = 1.5, -0.5
 
     for mode in MODES:
