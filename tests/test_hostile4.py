@@ -380,7 +380,7 @@ def test_a_set_that_overrides_an_option_is_what_the_error_names(tmp_path):
 def test_an_entry_of_an_empty_list_says_the_list_is_empty(tmp_path):
     line = one_error_line(stencil(["validate", str(case_with(tmp_path)), "--set", "physics.source=[]",
                                    "--set", "physics.source.0.value=5"]), "physics.source is an empty list")
-    assert "-1" not in line
+    assert "-1" not in line.split(".yaml: ", 1)[1]  # (the temporary path may hold a -1: pytest-106)
 
 
 def test_700_windowed_sources_are_a_case_file_not_an_alias_expansion(tmp_path):

@@ -12,6 +12,7 @@ from .initial import Constant, FromFile, Hotspot, Random, Sine
 from .materials import ALPHA_TAGS, REGION_KINDS
 from .values import VARYING_TAGS
 from .model import Case
+from .regions import PLATE_REGION_KINDS, RIM_KINDS
 from .sources import SOURCE_KINDS
 
 UNION_TAGS = {*VARYING_TAGS, *ALPHA_TAGS}  # tags in error locations that name no field
@@ -50,6 +51,11 @@ def _is_tag(parts: list[str], k: int) -> bool:
         return True
     if len(before) == 3 and before[:2] == ["physics", "source"] and p in SOURCE_KINDS:
         return True
+    if before[:1] == ["physics"] and before[-1:] in (["hole"], ["rim"]) and p in RIM_KINDS:
+        return True
+    if (before[:2] == ["physics", "regions"] and len(before) == 3 or before == ["physics", "outline"]) and \
+            p in PLATE_REGION_KINDS:
+        return True
     return len(before) >= 4 and before[-2] == "regions" and before[0] == "physics" and p in REGION_KINDS
 
 
@@ -63,6 +69,13 @@ def _union_tag(loc: tuple) -> str | None:
         return parts[2]
     if parts[:2] == ["physics", "source"] and len(parts) > 4:
         return parts[3]
+    for k in range(2, len(parts) - 2):
+        if parts[k] in ("hole", "rim") and parts[k + 1] in RIM_KINDS and parts[:1] == ["physics"]:
+            return parts[k + 1]
+    if parts[:2] == ["physics", "regions"] and len(parts) > 4 and parts[3] in PLATE_REGION_KINDS:
+        return parts[3]
+    if parts[:2] == ["physics", "outline"] and len(parts) > 3 and parts[2] in PLATE_REGION_KINDS:
+        return parts[2]
     return None
 
 
@@ -72,6 +85,10 @@ def _kinds_at(loc: tuple) -> set[str]:
         return set(BOUNDARY_KINDS)
     if parts[:2] == ["physics", "source"]:
         return set(SOURCE_KINDS)
+    if parts[:1] == ["physics"] and ("hole" in parts or "rim" in parts):
+        return set(RIM_KINDS)
+    if parts[:2] == ["physics", "regions"] and len(parts) <= 4 or parts[:2] == ["physics", "outline"]:
+        return set(PLATE_REGION_KINDS)
     if parts[:1] == ["physics"] and "regions" in parts:
         return set(REGION_KINDS)
     return _INITIAL_KINDS
@@ -150,7 +167,8 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
     section, _, name = loc.rpartition(".")
     known = _KNOWN.get(section, [])
     own_models = BOUNDARY_KINDS if section.startswith("boundary.") else SOURCE_KINDS if section.startswith(
-        "physics.source.") else {}
+        "physics.source.") else RIM_KINDS if section.endswith((".hole", ".rim")) else PLATE_REGION_KINDS if \
+        section.startswith(("physics.regions.", "physics.outline")) else {}
     if kind in own_models:
         own = list(own_models[kind].model_fields)
         close = difflib.get_close_matches(name, own, n=1)

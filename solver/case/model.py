@@ -151,7 +151,8 @@ class Case(Section):
     def _check_boundary_kinds(self) -> None:
         b = self.boundary
         sides = {name: getattr(b, name) for name in ("bottom", "top", "left", "right")}
-        if self.physics.equation == "laplace" and not any(_fixes_level(s) for s in sides.values()):
+        if self.physics.equation == "laplace" and not any(_fixes_level(s) for s in sides.values()) and \
+                not _shapes_fix_level(self):
             raise ValueError("boundary: laplace with no Dirichlet side and no convective side with h > 0 is singular "
                              "(u + any constant also solves it, and fluxes and sources that do not balance admit no "
                              "solution); make at least one side a number, {kind: dirichlet, value: V} or {kind: "
@@ -243,6 +244,45 @@ def _fixes_level(side) -> bool:
     return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h))
 
 
+def _shapes_fix_level(case) -> bool:
+    from ..core.plate import shapes_fix_level
+
+    return shapes_fix_level(case)
+
+
+def _check_resolved(case) -> None:
+    """Holes, held objects and the outline the grid resolves (solver.core.plate.unresolved); a steady state's
+    pieces each with a fixed level (plate.unfixed_piece)."""
+    from ..core import plate
+
+    g = case.grid
+    for k, why, need in plate.unresolved(case):
+        where = "physics.outline" if k < 0 else f"physics.regions.{k}"
+        what = "the outline" if k < 0 else "a hole" if case.physics.regions[k].role == "hole" else "a held object"
+        fix = "widen it" if need is None else (f"refine the grid to a spacing of {min(need):.4g} or less (grid.nx: "
+                                               f"{_points_for(g.nx, min(need), case)}, grid.ny: "
+                                               f"{_points_for(g.ny, min(need), case, 'y')}) or widen it")
+        raise ValueError(f"{where}: {what} {why}; {fix}")
+    if case.physics.equation == "laplace" and (case.physics.outline is not None or any(
+            r.role != "material" for r in case.physics.regions)):
+        fixing = tuple(side for side in ("bottom", "top", "left", "right") if _fixes_level(getattr(case.boundary, side)))
+        at = plate.unfixed_piece(case, fixing)
+        if at is not None:
+            raise ValueError(f"physics.regions: the holes cut the plate into pieces, and the piece around x = "
+                             f"{at[0]:.4g}, y = {at[1]:.4g} has nothing that fixes its steady level (a fixed or "
+                             "convective side or rim, a held object); give it one, or use physics.equation: heat")
+
+
+def _points_for(n: int, h: float, case, axis: str = "x") -> int:
+    """The number of points along an axis that gives a spacing of h or less (its sides' kinds kept)."""
+    from ..core.grid import geometry as spacing_and_origin
+
+    (dx, dy), _ = spacing_and_origin(case)
+    length = case.grid.lx if axis == "x" else case.grid.ly
+    extra = length / (dx if axis == "x" else dy) - n  # spacing = length / (n + extra): extra 1, 1/2 or 0
+    return int(math.ceil(length / h - extra - 1e-9))
+
+
 def _check_material_shapes(case) -> None:
     """The material form: a region or a shaped source whose shape holds no part of the grid's cells is a mistake
     (it changes nothing, or a power would have nowhere to go): say which."""
@@ -261,6 +301,7 @@ def _check_material_shapes(case) -> None:
             (x0, y0), (x1, y1) = t.extent
             if x1 <= 0 or y1 <= 0 or x0 >= g.lx or y0 >= g.ly:
                 raise ValueError(f"physics.source.{k}.extent: lies outside the plate {where}; move the map onto it")
+    _check_resolved(case)
 
 
 def _check_regions(case) -> None:

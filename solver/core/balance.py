@@ -45,8 +45,11 @@ class Balance:
         (dx, dy) = spacing(case)
         self.med = medium(case)
         self.cell = dx * dy * self.med.c0 * self.med.depth  # what a sum over points is multiplied by
+        self._shapes()
         self.capacity = self._capacity()
         self.faces = 0.0  # the faces' sink's heat (beta > 0)
+        self.rims = {label: 0.0 for label in self.rim_terms or {}}  # the heat each rim (a hole's, a held object's,
+        # the outline's: solver.core.plate) puts in
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
         self.sides = {side: 0.0 for side in self.c}
         self.source = 0.0
@@ -61,6 +64,7 @@ class Balance:
         """A rebalance gave this rank another block (parallel.balance: dynamic): the walls' weights and the
         sources' sums follow it; the terms summed so far stay."""
         self.block, self._sums = block, {}
+        self._shapes()
         self.capacity = self._capacity()
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
         self.sides = {side: self.sides.get(side, 0.0) for side in self.c}
@@ -78,20 +82,41 @@ class Balance:
         rows, cols = np.arange(*b.rows), np.arange(*b.cols)
         if side in AXIS_SIDES["y"]:
             first = np.array([0 if side == "bottom" else ny - 1])
-            return alpha_at(case, first, cols)[0] / dy**2
+            c = alpha_at(case, first, cols)[0] / dy**2
+            return c if self.active is None else c * self.active[0 if side == "bottom" else -1, :]
         first = np.array([0 if side == "left" else nx - 1])
-        return alpha_at(case, rows, first)[:, 0] / dx**2
+        c = alpha_at(case, rows, first)[:, 0] / dx**2
+        return c if self.active is None else c * self.active[:, 0 if side == "left" else -1]
+
+    def _shapes(self) -> None:
+        """The plate's shapes on the owned points (solver.core.operator.shape_terms): which points are plate (active:
+        not held, not in a hole) and the rims' diagonal and source there; without shapes every point is active."""
+        b = self.block
+        self.active, self.rim_terms = None, None
+        if self.med.shapes:
+            from .plate import cells
+
+            cl = cells(self.case, np.arange(*b.rows), np.arange(*b.cols))
+            self.active = cl["held"] == 0
+            c0 = self.med.c0
+            self.rim_terms = {label: (d / c0, f / c0) for label, (d, f) in cl["rims"].items()}
+
+    def _owned(self, backend, u) -> np.ndarray:
+        """The owned points of a one-layer field, float64, zero where they are not plate."""
+        part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
+        return part if self.active is None else np.where(self.active, part, 0.0)
 
     def _capacity(self):
-        """c over the block's owned points where it varies (None: 1)."""
+        """c over the block's owned points where it varies (None: 1); zero where they are not plate."""
         if not self.med.capacity_field:
             return None
         b = self.block
-        return capacity_at(self.case, np.arange(*b.rows), np.arange(*b.cols))
+        c = capacity_at(self.case, np.arange(*b.rows), np.arange(*b.cols))
+        return c if self.active is None else np.where(self.active, c, 0.0)
 
     def total(self, backend, u) -> tuple[float, float]:
         """(sum c u, sum |c u|) dx dy (times C0 depth) over the owned points of a one-layer field."""
-        part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
+        part = self._owned(backend, u)
         if self.capacity is not None:
             part = self.capacity * part
         return float(part.sum()) * self.cell, float(np.abs(part).sum()) * self.cell
@@ -100,8 +125,16 @@ class Balance:
         """The heat the faces take in per unit time: beta sum(T_b - u) dx dy (times C0 depth); 0 without a sink."""
         if self.med.beta == 0:
             return 0.0
-        part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
-        return self.med.beta * float(np.sum(self.med.ambient - part)) * self.cell
+        part = self._owned(backend, u)
+        points = part.size if self.active is None else int(self.active.sum())
+        return self.med.beta * (self.med.ambient * points - float(np.sum(part))) * self.cell
+
+    def rim_rates(self, backend, u) -> dict:
+        """The heat each rim puts in per unit time: sum(f - d u) dx dy (times C0 depth), by label."""
+        if not self.rim_terms:
+            return {}
+        part = self._owned(backend, u)
+        return {label: float(np.sum(f - d * part)) * self.cell for label, (d, f) in self.rim_terms.items()}
 
     def fluxes(self, backend, u) -> dict:
         """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time)."""
@@ -113,6 +146,8 @@ class Balance:
             out[side] = float(np.sum(c * (g - f))) * self.cell
         if self.med.beta > 0:
             out["faces"] = self.face_rate(backend, u)
+        if self.rim_terms is not None:
+            out["rims"] = self.rim_rates(backend, u)
         return out
 
     def source_rate(self, terms) -> float:
@@ -120,6 +155,8 @@ class Balance:
         if terms not in self._sums:
             b = self.block
             q = sources.q_weighted(self.case, terms, np.arange(*b.rows), np.arange(*b.cols)) if terms else np.zeros(1)
+            if terms and self.active is not None:
+                q = np.where(self.active, q, 0.0)
             self._sums[terms] = float(q.sum()) * self.cell
         return self._sums[terms]
 
@@ -127,12 +164,15 @@ class Balance:
     def begin(self, backend, u) -> None:
         self.start, self.scale = self.total(backend, u)
 
-    def explicit(self, backend, u, step: int) -> None:
+    def explicit(self, backend, u, step: int, after=None) -> None:
         """One explicit step from `step`, u the field at its start (its ghosts at t_n)."""
         rates = self.fluxes(backend, u)
         for side in self.sides:
             self.sides[side] += self.dt * rates[side]
         self.faces += self.dt * rates.get("faces", 0.0)
+        if self.rim_terms is not None:  # taken implicitly at each point (solver.core.operator): at the step's end
+            for label, rate in self.rim_rates(backend, u if after is None else after).items():
+                self.rims[label] += self.dt * rate
         self._sources(step, 1)
 
     def batch(self, step: int, n: int) -> None:
@@ -147,6 +187,8 @@ class Balance:
         for side in self.sides:
             self.sides[side] += self.dt * ((1.0 - theta) * before[side] + theta * after[side])
         self.faces += self.dt * ((1.0 - theta) * before.get("faces", 0.0) + theta * after.get("faces", 0.0))
+        for label in self.rims:
+            self.rims[label] += self.dt * ((1.0 - theta) * before["rims"][label] + theta * after["rims"][label])
         self._sources(step, 1)
 
     def _sources(self, step: int, n: int) -> None:
@@ -163,22 +205,26 @@ class Balance:
         """Laplace: the rates of the final field (per unit time: dt = 1)."""
         self.sides = self.fluxes(backend, u)
         self.faces = self.sides.pop("faces", 0.0)
+        self.rims = self.sides.pop("rims", {})
         self.source = self.source_rate(sources.step_weights(self.case, 0, 1.0))
 
     # the record ------------------------------------------------------------------------------------------
     def result(self, comm, dtype: str) -> dict:
         """The record's energy section (collective): every term over all ranks."""
         parts = comm.allgather({"sides": self.sides, "source": self.source, "start": self.start, "end": self.end,
-                                "scale": self.scale, "observed": self.observed, "faces": self.faces,
+                                "scale": self.scale, "observed": self.observed, "faces": self.faces, "rims": self.rims,
                                 "final": getattr(self, "final", {})})
         final = {k: sum(p["final"].get(k, 0.0) for p in parts) for k in (*SIDES, "faces")
                  if any(k in p["final"] for p in parts)}
+        for label in (parts[0]["final"].get("rims") or {}):
+            final[f"rim {label}"] = sum(p["final"]["rims"][label] for p in parts)
         sides = {s: sum(p["sides"].get(s, 0.0) for p in parts) for s in SIDES
                  if any(s in p["sides"] for p in parts)}
         source = sum(p["source"] for p in parts)
         observed = all(p["observed"] for p in parts)
         faces = sum(p["faces"] for p in parts) if self.med.beta > 0 else None
-        walls = sum(sides.values()) + (faces or 0.0)
+        rims = {k: sum(p["rims"].get(k, 0.0) for p in parts) for k in parts[0]["rims"]} if self.med.shapes else None
+        walls = sum(sides.values()) + (faces or 0.0) + sum((rims or {}).values())
         if self.case.physics.equation == "laplace":
             rest = source + walls
             out = {"kind": "steady", "sources": source, "sides": sides, "imbalance": rest,
@@ -186,7 +232,9 @@ class Balance:
                                                1e-300),
                    "note": "rates per unit time at the final field; the imbalance is what the residual leaves"}
             out["final_rates"] = final
-            return out if faces is None else {**out, "faces": faces}
+            out["relative"] = abs(rest) / max(abs(source) + sum(abs(v) for v in sides.values()) + abs(faces or 0.0)
+                                              + sum(abs(v) for v in (rims or {}).values()), 1e-300)
+            return {**out, **({} if faces is None else {"faces": faces}), **({} if rims is None else {"rims": rims})}
         start, end = sum(p["start"] for p in parts), sum(p["end"] for p in parts)
         change = end - start
         out = {"kind": self.case.physics.scheme, "initial": start, "final": end, "change": change, "sources": source,
@@ -194,11 +242,14 @@ class Balance:
         if observed:
             rest = change - source - walls
             bound = ULPS * float(np.finfo(dtype).eps) * (self.steps + 1) * sum(p["scale"] for p in parts)
-            terms = abs(change) + abs(source) + sum(abs(v) for v in sides.values()) + abs(faces or 0.0)
+            terms = (abs(change) + abs(source) + sum(abs(v) for v in sides.values()) + abs(faces or 0.0)
+                     + sum(abs(v) for v in (rims or {}).values()))
             out.update(sides=sides, imbalance=rest, relative=abs(rest) / max(terms, 1e-300), bound=bound,
                        closed=bool(abs(rest) <= bound) if self.case.physics.scheme == "explicit" else None)
             if faces is not None:
                 out["faces"] = faces
+            if rims is not None:
+                out["rims"] = rims
         else:
             out.update(sides=None, sides_total=change - source, **({} if faces is None else {"faces": None}),
                        note="the steps were computed in batches (time tiles or device launches), so each side's "

@@ -228,9 +228,7 @@ def extremes(f: Named) -> tuple[float, float]:
     """(smallest, largest) value of a named file, read whole in bands of rows (every value checked real, finite,
     and the array of its shape, as every read of it is)."""
     if f.image:  # a mask drawn as an image: read (and refused if it is no image) as the solver reads it
-        from .plate import mask_array
-
-        mask_array(f.path, f.dataset, "dark", None)
+        read_mask(f.path, f.dataset, "dark")
         return 0.0, 1.0
     if f.shape is None:  # a map with extent: any 2-D shape
         with opened(f.path, f.dataset, f.field) as (a, name):
@@ -248,3 +246,22 @@ def extremes(f: Named) -> tuple[float, float]:
                     series=f.series, path_key=f.key, default_dataset="/u" if f.series else None)
         lo, hi = min(lo, float(part.min(initial=np.inf))), max(hi, float(part.max(initial=-np.inf)))
     return lo, hi
+
+
+def read_mask(path: str, dataset: str | None, inside: str = "dark") -> np.ndarray:
+    """A mask's pixels as 0/1 (uint8), row 0 along y0: a PNG's dark (or light) pixels, its rows drawn from the top and
+    so flipped, transparent pixels outside; or a .npy / HDF5 array's non-zero values."""
+    if path.lower().endswith(".png"):
+        from matplotlib import image
+
+        try:
+            img = np.asarray(image.imread(path), dtype=np.float64)
+        except (OSError, ValueError, SyntaxError) as exc:
+            raise InputError(f"mask: {path} cannot be read as a PNG image ({str(exc)[:80]}); give a PNG, .npy or HDF5 "
+                             "file") from None
+        grey = img[..., :3].mean(axis=-1) if img.ndim == 3 else img
+        if img.ndim == 3 and img.shape[-1] == 4:
+            grey = np.where(img[..., 3] > 0.5, grey, 1.0 if inside == "dark" else 0.0)
+        bits = grey < 0.5 if inside == "dark" else grey >= 0.5
+        return bits[::-1].astype(np.uint8)
+    return (read_map(path, dataset, "mask") != 0).astype(np.uint8)

@@ -94,6 +94,10 @@ def _steady_level(case, ranges: dict) -> None:
     kinds = {side: getattr(case.boundary, side).kind for side in SIDES}
     if any(k == "dirichlet" or (k == "convective" and span(case, side, "h", ranges)[1] > 0) for side, k in kinds.items()):
         return
+    from .plate import shapes_fix_level
+
+    if shapes_fix_level(case):
+        return
     side = next(s for s, k in kinds.items() if k == "convective" and f"boundary.{s}.h" in ranges)
     f = getattr(case.boundary, side).h.file
     raise InputError(f"boundary.{side}.h.file: {f} holds only zeros (h = 0: insulated), so no side fixes the steady "
@@ -102,13 +106,41 @@ def _steady_level(case, ranges: dict) -> None:
 
 
 def term_bound(case, k: int, ranges: dict) -> float:
-    """The largest |q| source term k takes at any point (a file: its largest value x scale)."""
+    """The largest |q| source term k takes at any point (a file: its largest value x scale); the material form's as
+    the update reads it, a power density over C0 (a power over the volume it is spread over)."""
     t = case.physics.source[k]
+    if getattr(case.physics, "material", None) is not None:
+        return _material_bound(case, k, t, ranges)
     if t.kind == "file":
         lo, hi = ranges[f"physics.source.{k}"]
         with np.errstate(over="ignore"):
             return float(abs(t.scale) * np.float64(max(-lo, hi)))
     return abs(t.amplitude if t.kind == "gaussian" else t.value)
+
+
+def _material_bound(case, k: int, t, ranges: dict) -> float:
+    from . import medium as M
+
+    med = M.medium(case)
+    with np.errstate(over="ignore", divide="ignore"):
+        if t.kind == "file":
+            lo, hi = ranges[f"physics.source.{k}"]
+            bound = abs(t.factor) * np.float64(max(-lo, hi))
+            if t.powers:  # a power per map cell or grid point: over the smallest cell it goes to
+                (dx, dy), _ = geometry(case)
+                if t.extent is not None:
+                    shape = datafile.read_map(t.path, t.dataset, f"physics.source.{k}").shape
+                    (x0, y0), (x1, y1) = t.extent
+                    area = (x1 - x0) / shape[1] * (y1 - y0) / shape[0]
+                else:
+                    area = 0.25 * dx * dy  # a corner cell's quarter at the least
+                bound = bound / (area * med.depth)
+        elif getattr(t, "power", None) is not None:
+            spread = M._bell_power(case, t) if t.kind == "gaussian" else M.deposited_volume(case, k)
+            bound = abs(t.power) / spread if spread > 0 else np.inf
+        else:
+            bound = abs(t.amplitude if t.kind == "gaussian" else t.value)
+        return float(bound / med.c0)
 
 
 def _sources(case, ranges: dict) -> None:

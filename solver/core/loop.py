@@ -152,7 +152,7 @@ class TimeLoop:
         halo_step(self.ex, s.u, compute)
         if self.data.balance is not None and not self._batched:  # the walls' fluxes of the step's start (s.u)
             t = time.perf_counter()
-            self.data.balance.explicit(self.backend, s.u, s.step)
+            self.data.balance.explicit(self.backend, s.u, s.step, s.u_new)
             timer.add("other", t)
         if self.data.fill_at is not None:  # side values that vary in time: the rules of the step's end
             self.backend.boundary = self.data.fill_at(s.step + 1)

@@ -54,24 +54,10 @@ def shape_of(region):
 
 @functools.lru_cache(maxsize=16)
 def mask_array(path: str, dataset: str | None, inside: str, stamp) -> np.ndarray:
-    """A mask's pixels, row 0 along y0: a PNG's dark (or light) pixels (its rows drawn from the top, so flipped), or a
-    .npy / HDF5 array's non-zero values."""
-    from . import datafile
+    """A mask's pixels (solver.core.datafile.read_mask), read once per file version."""
+    from .datafile import read_mask
 
-    if path.lower().endswith(".png"):
-        from matplotlib import image
-
-        try:
-            img = np.asarray(image.imread(path), dtype=np.float64)
-        except (OSError, ValueError, SyntaxError) as exc:
-            raise datafile.InputError(f"mask: {path} cannot be read as a PNG image ({exc}); give a PNG, .npy or HDF5 "
-                                      "file") from None
-        grey = img[..., :3].mean(axis=-1) if img.ndim == 3 else img
-        if img.ndim == 3 and img.shape[-1] == 4:  # transparent pixels are background
-            grey = np.where(img[..., 3] > 0.5, grey, 1.0 if inside == "dark" else 0.0)
-        bits = grey < 0.5 if inside == "dark" else grey >= 0.5
-        return bits[::-1].astype(np.uint8)
-    return (datafile.read_map(path, dataset, "mask") != 0).astype(np.uint8)
+    return read_mask(path, dataset, inside)
 
 
 def _stamp(path: str):
@@ -88,7 +74,8 @@ class Roles:
 
     materials: tuple  # (index, shape, material name): painted in order over the plate's material
     cut: tuple  # (index, shape, rim): holes with an insulated, flux or convective rim (cut cells)
-    held: tuple  # (index, shape, temperature at t = 0, region): held objects and fixed-rim holes (Gibou)
+    held: tuple  # (index, shape, region, outside): held objects and fixed-rim holes (Gibou); outside: what is held is
+    # the shape's outside (an outline with a fixed rim)
     outline: object  # (shape, rim) or None
 
 
@@ -102,18 +89,19 @@ def roles(case) -> Roles:
         elif role == "hole" and r.hole.kind != "dirichlet":
             cut.append((k, shape_of(r), r.hole))
         else:
-            held.append((k, shape_of(r), r))
+            held.append((k, shape_of(r), r, False))
     out = getattr(p, "outline", None)
     outline = (shape_of(out), out.rim) if out is not None else None
-    if outline is not None and outline[1].kind == "dirichlet":
-        raise ValueError("an outline with a fixed rim is a held object around the plate; give the outline an "
-                         "insulated, flux or convective rim")
+    if outline is not None and outline[1].kind == "dirichlet":  # the outside held at the rim's value
+        held.append((-1, outline[0], out, True))
+        outline = None
     return Roles(tuple(mats), tuple(cut), tuple(held), outline)
 
 
 def held_value(region, t: float = 0.0) -> float:
-    """The temperature a held object or a fixed rim holds at time t."""
-    v = region.held if region.held is not None else region.hole.value
+    """The temperature a held object or a fixed rim (a hole's, the outline's) holds at time t."""
+    rim = getattr(region, "rim", None)
+    v = rim.value if rim is not None else region.held if region.held is not None else region.hole.value
     if isinstance(v, float):
         return v
     table = np.asarray(v.time, dtype=np.float64)
@@ -179,7 +167,10 @@ def cells(case, rows: np.ndarray, cols: np.ndarray) -> dict:
     r0, r1 = _range(rows, ny)
     c0, c1 = _range(cols, nx)
     full = _cells(case, r0, r1, c0, c1)
-    return {k: take(v, rows, cols, r0, c0) for k, v in full.items()}
+    out = {k: take(v, rows, cols, r0, c0) for k, v in full.items() if k != "rims"}
+    out["rims"] = {label: (take(d, rows, cols, r0, c0), take(f, rows, cols, r0, c0))
+                   for label, (d, f) in full["rims"].items()}
+    return out
 
 
 def _cells(case, r0, r1, c0, c1) -> dict:
@@ -187,64 +178,95 @@ def _cells(case, r0, r1, c0, c1) -> dict:
     table = case.material_table()
     xe, ye = cell_edges(case, c0, c1, "x"), cell_edges(case, r0, r1, "y")
     shape = (r1 - r0, c1 - c0)
-    area = np.outer(np.diff(ye), np.diff(xe))
-    area_safe = np.where(area > 0, area, 1.0)
     paint = geo.paint([s for _, s, _ in rl.materials], [m for _, _, m in rl.materials], case.physics.material, xe, ye)
     capacity = paint.mean({name: c for name, (_, c) in table.items()})
     volume = np.ones(shape)
-    diag, rhs = np.zeros(shape), np.zeros(shape)
-    for _, s, rim in rl.cut:
-        cc = geo.cut_cells(s, xe, ye)
-        volume *= cc.volume
-        _rim(rim, cc.rim_length / area_safe, diag, rhs)
+    for _, s, _ in rl.cut:
+        volume *= geo.cut_cells(s, xe, ye).volume
     if rl.outline is not None:
-        s, rim = rl.outline
-        cc = geo.cut_cells(s, xe, ye)
-        volume *= 1.0 - cc.volume
-        _rim(rim, cc.rim_length / area_safe, diag, rhs)
+        volume *= geo.cell_fractions(rl.outline[0], xe, ye)
     held = volume <= 0.0
     value = np.zeros(shape)
     y, x = points(case, r0, r1, "y"), points(case, c0, c1, "x")
-    for _, s, region in rl.held:
-        covered = inside(s, x, y)
+    for _, s, region, outside in rl.held:
+        covered = inside(s, x, y) ^ outside
         held |= covered
         value[covered] = held_value(region)
+    rims = {label: (np.where(held, 0.0, d), np.where(held, 0.0, f))
+            for label, (d, f) in _rims(case, rl, r0, r1, c0, c1, xe, ye, x, y).items()}
+    diag = sum((d for d, _ in rims.values()), np.zeros(shape))
+    rhs = sum((f for _, f in rims.values()), np.zeros(shape))
+    return {"volume": volume, "capacity": capacity, "diag": diag, "rhs": rhs, "held": held.astype(np.float64),
+            "value": value, "rims": rims}
+
+
+def label_of(case, index: int) -> str:
+    """How the record names a rim: the region's name, or `regions.K`; the outline's `outline`."""
+    if index < 0:
+        return "outline"
+    name = getattr(case.physics.regions[index], "name", None)
+    return name or f"regions.{index}"
+
+
+def _rims(case, rl: Roles, r0, r1, c0, c1, xe, ye, x, y) -> dict:
+    """Each rim's (diagonal, source) per point, by label (case units: per unit area and time): a cut rim's flux over
+    its length in the cell, a held object's or fixed rim's Gibou links."""
+    area = np.outer(np.diff(ye), np.diff(xe))
+    per_area = 1.0 / np.where(area > 0, area, 1.0)
+    out = {}
+    cut = [(label_of(case, k), s, rim) for k, s, rim in rl.cut]
+    if rl.outline is not None:
+        cut.append(("outline", rl.outline[0], rl.outline[1]))
+    k_point = conductivity(case, r0, r1, c0, c1) if rl.held or any(r.kind == "convective" for *_, r in cut) else None
+    for label, s, rim in cut:
+        length = geo.cut_cells(s, xe, ye).rim_length * per_area
+        d, f = np.zeros(area.shape), np.zeros(area.shape)
+        if rim.kind == "neumann":
+            f += rim.flux * length
+        elif rim.kind == "convective":
+            h = rim_h(s, rim.h, k_point, x, y, plate_inside=label == "outline")
+            d += h * length
+            f += h * rim.ambient * length
+        out[label] = (d, f)
     if rl.held:
-        k_point = conductivity(case, r0, r1, c0, c1)
-        for axis in "xy":
-            gd, gr = gibou(case, rl, x, y, k_point, axis)
-            diag += gd
-            rhs += gr
-    return {"volume": volume, "capacity": capacity, "diag": np.where(held, 0.0, diag),
-            "rhs": np.where(held, 0.0, rhs), "held": held.astype(np.float64), "value": value}
+        for entry in rl.held:
+            d, f = np.zeros(area.shape), np.zeros(area.shape)
+            for axis in "xy":
+                gd, gf = gibou(case, entry, x, y, k_point, axis)
+                d += gd
+                f += gf
+            out[label_of(case, entry[0])] = (d, f)
+    return out
 
 
-def _rim(rim, length_per_area: np.ndarray, diag: np.ndarray, rhs: np.ndarray) -> None:
-    """A cut rim's flux per unit area: a heat flux g L / A; a convective rim h (T - u) L / A."""
-    if rim.kind == "neumann":
-        rhs += rim.flux * length_per_area
-    elif rim.kind == "convective":
-        diag += rim.h * length_per_area
-        rhs += rim.h * rim.ambient * length_per_area
+def rim_h(shape, h: float, k_point: np.ndarray, x: np.ndarray, y: np.ndarray, plate_inside: bool) -> np.ndarray:
+    """A convective rim's coefficient as each cut cell's point sees it: h in series with the conduction over the
+    point's distance d to the rim, h / (1 + h d / k) (Papac, Gibou and Ratsch's extrapolation of u to the rim: the
+    rim's flux at second order; d < 0 for a point beyond the rim, its denominator kept above 1/2)."""
+    d = geo.rim_distance(shape, x, y)
+    beyond = inside(shape, x, y) ^ plate_inside
+    d = np.where(beyond, -d, d)
+    return h / np.maximum(1.0 + h * d / k_point, 0.5)
 
 
-def gibou(case, rl: Roles, x: np.ndarray, y: np.ndarray, k_point: np.ndarray, axis: str):
-    """(diagonal, source) per point from the links along `axis` that cross a held object's or fixed rim's rim:
+def gibou(case, entry, x: np.ndarray, y: np.ndarray, k_point: np.ndarray, axis: str):
+    """(diagonal, source) per point from the links along `axis` that cross one held object's (or fixed rim's) rim:
     k_P / (theta h^2) and k_P T / (theta h^2) at the outside point P (case units: per unit area and time)."""
     h = _axis(case, axis)[0]
     diag, rhs = np.zeros(k_point.shape), np.zeros(k_point.shape)
     if (len(x) if axis == "x" else len(y)) < 2:  # no link along the axis
         return diag, rhs
-    lo, hi = _near(axis), _far(axis)
-    for _, s, region in rl.held:
-        c = geo.crossings(s, x, y, axis)
-        T = held_value(region)
-        for near, theta in ((lo, c.first), (hi, c.last)):
-            hit = c.cut & ~c.inside[near]
-            th = np.maximum(np.where(hit, theta, 1.0), THETA_MIN)
-            w = np.where(hit, k_point[near] / (th * h * h), 0.0)
-            diag[near] += w
-            rhs[near] += w * T
+    _, s, region, outside = entry
+    c = geo.crossings(s, x, y, axis)
+    held = inside(s, x, y) ^ outside
+    T = held_value(region)
+    for (near, theta), far in (((_near(axis), c.first), _far(axis)), ((_far(axis), c.last), _near(axis))):
+        touch = ~c.cut & held[far]  # the rim meets the link only at the held neighbour (a tangent there): theta = 1
+        hit = (c.cut | touch) & ~held[near]
+        th = np.maximum(np.where(c.cut, theta, 1.0), THETA_MIN)
+        w = np.where(hit, k_point[near] / (th * h * h), 0.0)
+        diag[near] += w
+        rhs[near] += w * T
     return diag, rhs
 
 
@@ -308,9 +330,10 @@ def _faces(case, r0, r1, c0, c1, axis: str) -> np.ndarray:
             out[:kf.shape[0], :] = kf
     if rl.cut or rl.outline is not None:
         out *= _apertures(case, rl, r0, r1, c0, c1, axis)
-    for _, s, _ in (rl.held if (len(xs) if axis == "x" else len(ys)) > 1 else ()):
+    for _, s, _, outside in (rl.held if (len(xs) if axis == "x" else len(ys)) > 1 else ()):
         c = geo.crossings(s, xs, ys, axis)
-        cut = c.cut | c.inside[_near(axis)] | c.inside[_far(axis)]
+        held_in = inside(s, xs, ys) ^ outside  # one test of which points are held, along x (a tangent point alike)
+        cut = c.cut | held_in[_near(axis)] | held_in[_far(axis)]
         if axis == "x":
             out[:, :cut.shape[1]][cut] = 0.0
         else:
@@ -346,3 +369,176 @@ def blanked(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
     if getattr(case.physics, "material", None) is None or is_plain(case):
         return None
     return cells(case, rows, cols)["held"] > 0
+
+
+# what the grid cannot solve -------------------------------------------------------------------------------------
+def _links_grid(case, shape, halvings: int):
+    """The points of the grid refined `halvings` times (the same origin) that lie within a spacing of the shape's
+    box: (xs, ys), or None where the box misses the plate."""
+    box = geo.bbox(shape)
+    if box is None:
+        return None
+    out = []
+    for axis, lo, hi in (("x", box[0], box[2]), ("y", box[1], box[3])):
+        h, o, n, _ = _axis(case, axis)
+        h, o, last = h / 2 ** halvings, o * 2 ** halvings, (n - 1) * 2 ** halvings
+        j0 = max(int(np.floor(lo / h - o)) - 1, 0)
+        j1 = min(int(np.ceil(hi / h - o)) + 1, last)
+        if j1 < j0:
+            return None
+        out.append((np.arange(j0, j1 + 1) + o) * h)
+    return out[0], out[1]
+
+
+def unresolved(case) -> list[tuple]:
+    """The holes, held objects and outline the grid does not resolve: (region index or -1 for the outline, a phrase
+    saying why, the spacing that resolves it as (dx, dy), or None if 64 times finer does not). Narrower than the
+    larger spacing (geometry.thickness: a hole thinner than a cell blocks no face), or seen wrongly by the grid's
+    links (geometry.unresolved: a link crossed twice, or a shape no link meets)."""
+    rl = roles(case)
+    shapes = [(k, s) for k, s, _ in rl.cut] + [(k, s) for k, s, _, _ in rl.held]
+    if rl.outline is not None:
+        shapes.append((-1, rl.outline[0]))
+    h = max(_axis(case, "x")[0], _axis(case, "y")[0])
+    out = []
+    for k, s in shapes:
+        width = geo.thickness(s)
+        if width is not None and width < h:
+            out.append((k, f"{width:.4g} wide, narrower than the grid's spacing {h:.4g}", (width, width)))
+            continue
+        grid = _links_grid(case, s, 0)
+        where = None if grid is None else geo.unresolved(s, *grid)
+        if where is None:
+            continue
+        need = None
+        for m in range(1, 7):
+            grid = _links_grid(case, s, m)
+            if grid is not None and geo.unresolved(s, *grid) is None:
+                need = (_axis(case, "x")[0] / 2 ** m, _axis(case, "y")[0] / 2 ** m)
+                break
+        out.append((k, f"narrower than the grid resolves near x = {where[0]:.4g}, y = {where[1]:.4g} (a link between "
+                       "neighbouring points crosses its rim twice, or none meets it)", need))
+    return out
+
+
+def shapes_fix_level(case) -> bool:
+    """The material form's shapes or faces that fix a steady state's level: a held object, a fixed or convective
+    rim (h > 0), the faces' cooling (h > 0)."""
+    p = case.physics
+    if getattr(p, "material", None) is None:
+        return False
+    rims = [r.hole for r in p.regions if getattr(r, "hole", None) is not None]
+    rims += [p.outline.rim] if p.outline is not None else []
+    return (any(getattr(r, "held", None) is not None for r in p.regions) or (p.faces is not None and p.faces.h > 0)
+            or any(r.kind == "dirichlet" or r.kind == "convective" and r.h > 0 for r in rims))
+
+
+def unfixed_piece(case, fixing: tuple) -> tuple[float, float] | None:
+    """A steady state's pieces: where the holes, held objects and outline cut the plate into pieces, each needs
+    something that fixes its level (a held object or fixed rim, a convective rim, one of the sides `fixing` (names:
+    fixed, or convective with h > 0), the faces' cooling); the position of a point of the first piece that has
+    none, or None."""
+    faces_h = getattr(case.physics.faces, "h", 0.0) if getattr(case.physics, "faces", None) is not None else 0.0
+    if faces_h > 0:
+        return None
+    ny, nx = case.shape
+    b = case.boundary
+    wrap_x, wrap_y = b.left.kind == "periodic", b.bottom.kind == "periodic"
+    rows, cols = np.arange(ny), np.arange(nx)
+    cl = cells(case, rows, cols)
+    active = cl["held"] == 0
+    ax, ay = faces(case, np.r_[rows, 0 if wrap_y else ny - 1], np.r_[cols, 0 if wrap_x else nx - 1])
+    fixed = active & (cl["diag"] > 0)
+    for side, sl in (("left", np.s_[:, 0]), ("right", np.s_[:, -1]), ("bottom", np.s_[0, :]), ("top", np.s_[-1, :])):
+        if side in fixing:
+            fixed[sl] |= active[sl]
+    labels = _pieces(active, ax, ay, wrap_x, wrap_y)
+    has = np.zeros(active.size, dtype=bool)
+    has[labels[fixed.ravel()]] = True
+    bad = active.ravel() & ~has[labels]
+    if not bad.any():
+        return None
+    i, j = divmod(int(np.flatnonzero(bad)[0]), nx)
+    return float(points(case, j, j + 1, "x")[0]), float(points(case, i, i + 1, "y")[0])
+
+
+def _pieces(active: np.ndarray, ax: np.ndarray, ay: np.ndarray, wrap_x: bool, wrap_y: bool) -> np.ndarray:
+    """Connected pieces of the active points through faces that conduct: a label per point (flat), by hooking
+    and pointer jumping (a few rounds of vectorised passes over the links)."""
+    ny, nx = active.shape
+    idx = np.arange(ny * nx).reshape(ny, nx)
+    links = []
+    east = (ax[:, : nx if wrap_x else nx - 1] > 0)
+    a, b = idx[:, : east.shape[1]], np.roll(idx, -1, axis=1)[:, : east.shape[1]]
+    ok = east & active[:, : east.shape[1]] & np.roll(active, -1, axis=1)[:, : east.shape[1]]
+    links.append((a[ok], b[ok]))
+    north = (ay[: ny if wrap_y else ny - 1, :] > 0)
+    a, b = idx[: north.shape[0], :], np.roll(idx, -1, axis=0)[: north.shape[0], :]
+    ok = north & active[: north.shape[0], :] & np.roll(active, -1, axis=0)[: north.shape[0], :]
+    links.append((a[ok], b[ok]))
+    a = np.concatenate([p for p, _ in links])
+    b = np.concatenate([q for _, q in links])
+    label = np.arange(ny * nx)
+    while True:
+        la, lb = label[a], label[b]
+        low = np.minimum(la, lb)
+        new = label.copy()
+        np.minimum.at(new, la, low)
+        np.minimum.at(new, lb, low)
+        while True:  # pointer jumping: every point to its root
+            nxt = new[new]
+            if np.array_equal(nxt, new):
+                break
+            new = nxt
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def shape_table(case) -> list[dict]:
+    """What the grid makes of each region and the outline (for `stencil validate`): label, role, the shape's exact
+    area (within the plate) and its area on the grid (a material's or a hole's covered cells, summed exactly; a held
+    object's held points' cells), and the smallest cut fraction (a hole's or the outline's open cell volume, a held
+    object's Gibou theta; None where nothing is cut)."""
+    ny, nx = case.shape
+    xe, ye = cell_edges(case, 0, nx, "x"), cell_edges(case, 0, ny, "y")
+    area = np.outer(np.diff(ye), np.diff(xe))
+    x, y = points(case, 0, nx, "x"), points(case, 0, ny, "y")
+    rl = roles(case)
+    out = []
+    for k, s, _ in rl.materials:
+        f = geo.cell_fractions(s, xe, ye)
+        out.append(_row(case, k, "material", s, float((f * area).sum()), None))
+    for k, s, _ in rl.cut:
+        v = geo.cut_cells(s, xe, ye).volume
+        cut = (v > 0) & (v < 1)
+        out.append(_row(case, k, "hole", s, float(((1 - v) * area).sum()), float(v[cut].min()) if cut.any() else None))
+    for entry in rl.held:
+        k, s, _, outside = entry
+        held = inside(s, x, y) ^ outside
+        thetas = []
+        for axis in "xy":
+            c = geo.crossings(s, x, y, axis)
+            for near, t in ((_near(axis), c.first), (_far(axis), c.last)):
+                hit = c.cut & ~held[near]  # Gibou's links: from a point outside what is held
+                thetas += [float(t[hit].min())] if hit.any() else []
+        role = "outline" if k < 0 else "held"  # an outline's held outside: its grid area is the plate's (inside)
+        out.append(_row(case, k, role, s, float((np.where(held ^ outside, area, 0.0)).sum()),
+                        min(thetas) if thetas else None))
+    if rl.outline is not None:
+        v = geo.cell_fractions(rl.outline[0], xe, ye)  # the plate is the outline's inside
+        cut = (v > 0) & (v < 1)
+        out.append(_row(case, -1, "outline", rl.outline[0], float((v * area).sum()),
+                        float(v[cut].min()) if cut.any() else None))
+    return sorted(out, key=lambda r: (r["label"] == "outline", r["index"]))
+
+
+def _row(case, k: int, role: str, shape, grid_area: float, fraction) -> dict:
+    box = geo.Rectangle(0.0, 0.0, case.grid.lx, case.grid.ly)
+    exact = geo.area(shape) if _within(shape, box) else None
+    return {"index": k, "label": label_of(case, k), "role": role, "area": exact, "grid_area": grid_area, "fraction": fraction}
+
+
+def _within(shape, box) -> bool:
+    b = geo.bbox(shape)
+    return b is not None and b[0] >= box.x0 and b[1] >= box.y0 and b[2] <= box.x1 and b[3] <= box.y1

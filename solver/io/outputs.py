@@ -332,6 +332,20 @@ class Resume:
         return cls(checkpoint.step, checkpoint.directory == Path(outdir).resolve())
 
 
+def blank(case, block, mine: np.ndarray, cache: dict) -> np.ndarray:
+    """The owned block as the fields' files show it: NaN (their _FillValue) at points that are not the plate's (in a
+    hole, a held object or outside the outline: solver.core.plate.blanked); the solver's own field keeps its values.
+    cache: the caller's, keyed by the block's rows and columns (a rebalance moves them)."""
+    key = (block.rows, block.cols)
+    if key not in cache:
+        from ..core.plate import blanked
+
+        cache.clear()
+        cache[key] = blanked(case, np.arange(*block.rows), np.arange(*block.cols))
+    mask = cache[key]
+    return mine if mask is None else np.where(mask, np.nan, mine).astype(mine.dtype)
+
+
 class Outputs:
     """Hooks for the time loop. Collective: every rank calls every method at the same steps.
 
@@ -358,6 +372,7 @@ class Outputs:
                                      unit="cycle" if steady_mg else "step")
         self.lines = not quiet or progress is not None  # progress at 10% of the steps (the same on every rank)
         self.snapshots: list[int] = []
+        self._blanks: dict = {}  # the block's points outside the plate (blank)
         self.listed_at, self.unlisted = time.perf_counter(), False
         try:
             self._open_files()
@@ -404,7 +419,7 @@ class Outputs:
     def _snapshot(self, s) -> None:
         if not self.layout.case.output.fields and self.vtk is None:
             return  # nothing to write (output.fields: false, no VTK)
-        mine = owned(self.backend, s.u)
+        mine = blank(self.layout.case, self.layout.block, owned(self.backend, s.u), self._blanks)
         t = s.step * self.layout.dt
         if self.layout.case.output.fields:
             self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")

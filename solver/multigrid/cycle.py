@@ -101,6 +101,7 @@ class Multigrid:
         self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
         self.sigmas = coefficients.sigmas(case, self.levels)  # per level, global: the diagonal's part beside the faces
         # where it varies (an implicit step's heat capacity, the plate's shapes), or None
+        self.held = coefficients.held_levels(case, self.levels) if self.faces is not None else None  # per level
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
@@ -165,7 +166,7 @@ class Multigrid:
     def _op_tables(self, fine: Grid, coarse: Grid, target, d, u) -> None:
         be, lay = self.backend, fine.layout
         t = opdep.tables(fine.place.level, coarse.place.level, self.faces[fine.place.level.index], fine.place.block,
-                         target, lay.shape)
+                         target, lay.shape, None if self.held is None else self.held[fine.place.level.index])
         w = tuple(be.coefficient(a, lay.owned[2]) for a in t.w)
         fine.down = (be.table(d.ys), be.table(d.yc), be.table(d.xs), be.table(d.xc), be.table(t.ty), be.table(t.tx),
                      t.origin, self.dtype.type(t.area), *w)

@@ -19,9 +19,17 @@ def partial(case, block, u: np.ndarray) -> dict:
     rows, cols = np.arange(*block.rows), np.arange(*block.cols)
     if u.size == 0:
         return {"groups": {}}
+    from ..core.plate import blanked
+
+    off = blanked(case, rows, cols) if getattr(case.physics, "material", None) is not None else None
+    plate = np.ones(u.shape, bool) if off is None else ~off
+    if not plate.any():
+        return {"groups": {}}
     y, x = positions(case, rows, cols)
-    out = {"min": _extreme(u, np.argmin, x, y), "max": _extreme(u, np.argmax, x, y), "groups": {}}
+    out = {"min": _extreme(np.where(plate, u, np.inf), np.argmin, x, y),
+           "max": _extreme(np.where(plate, u, -np.inf), np.argmax, x, y), "groups": {}}
     for name, mask in _groups(case, rows, cols, x, y):
+        mask = mask & plate
         if mask.any():
             v = u[mask]
             out["groups"][name] = {"sum": float(v.sum()), "count": int(v.size), "max": float(v.max()),
@@ -40,15 +48,16 @@ def _groups(case, rows, cols, x, y):
 
     p = case.physics
     if getattr(p, "material", None) is not None:
-        owner = np.full((len(rows), len(cols)), -1, dtype=np.int64)  # the region that painted each point last
+        owner = np.full((len(rows), len(cols)), -1, dtype=np.int64)  # the material region that painted each point last
         for k, r in enumerate(p.regions):
-            owner[covers_points(r, x, y)] = k
-        names = [p.material] + [r.material for r in p.regions]
+            if r.material is not None:
+                owner[covers_points(r, x, y)] = k
+        names = [p.material] + [r.material or "" for r in p.regions]
         material = np.vectorize(lambda k: names[k + 1], otypes=[object])(owner) if owner.size else owner
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(n for n in names if n):
             yield f"material {name}", material == name
         for k, r in enumerate(p.regions):
-            if r.name:
+            if r.name and r.material is not None:
                 yield f"region {r.name}", owner == k
     for t in p.source:
         if getattr(t, "name", None) and t.kind in ("rectangle", "disk"):

@@ -19,7 +19,8 @@ def energy_row(e: dict | None) -> tuple[str, str] | None:
     if not e:
         return None
     u = e.get("units") or {}
-    faces = f", faces {e['faces']:+.4g}" if e.get("faces") is not None else ""
+    faces = (f", faces {e['faces']:+.4g}" if e.get("faces") is not None else "") + "".join(
+        f", rim {k} {v:+.4g}" for k, v in (e.get("rims") or {}).items())
     if e["kind"] == "steady":
         sides = ", ".join(f"{s} {v:+.4g}" for s, v in e["sides"].items())
         unit = f" {u['power']}" if u else ""
@@ -52,6 +53,8 @@ def energy_lines(e: dict | None) -> list[str]:
             lines.append(f"| {key} | {e[key]} |")
     for side, v in (e.get("sides") or {}).items():
         lines.append(f"| side {side} | {v} |")
+    for label, v in (e.get("rims") or {}).items():
+        lines.append(f"| rim {label} | {v} |")
     if e.get("note"):
         lines += ["", e["note"]]
     return lines + [""]

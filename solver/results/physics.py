@@ -126,7 +126,9 @@ def material_rows(case) -> list[tuple[str, str]]:
     table, med = case.material_table(), medium(case)
     mats = "; ".join(f"{name} k {to_si(k, 'conductivity', system):.4g} W/(m K), C {to_si(c, 'heat_capacity', system):.4g} "
                      f"J/(m^3 K)" for name, (k, c) in table.items())
-    rows = [("materials", mats + (" (capacities differ: a capacity field)" if med.capacity_field else ""))]
+    differ = len({c for _, c in table.values()}) > 1
+    why = "capacities differ" if differ else "cut cells' open volumes"
+    rows = [("materials", mats + (f" (a capacity field: {why})" if med.capacity_field else ""))]
     thick = (f"{to_si(case.physics.thickness, 'length', system) * 1e3:.4g} mm" if case.physics.thickness
              else "none given: powers and heat flows per unit thickness")
     rows.append(("thickness", thick))
@@ -141,11 +143,34 @@ def material_rows(case) -> list[tuple[str, str]]:
             said = f" (stated {to_si(stated, 'power', system):.6g})" if stated is not None else ""
             per.append(f"{t.name or f'{t.kind} {k}'} {watts:.6g}{said}{_window(t)}")
         rows.append(("power", f"{total:.6g} {unit} in all: " + "; ".join(per)))
+    if case.physics.regions or case.physics.outline is not None:
+        rows.append(("shapes", shape_text(case)))
     if case.physics.faces is not None:
         f = case.physics.faces
         rows.append(("faces", f"{f.faces} face(s) cooled, h {to_si(f.h, 'heat_transfer', system):.4g} W/(m^2 K) to "
                               f"{f.ambient:g} {case.units.temperature}"))
     return rows
+
+
+def shape_text(case) -> str:
+    """Each region and the outline as the grid takes it: role, area on the grid against the shape's exact area,
+    the smallest cut fraction (solver.core.plate.shape_table)."""
+    from ..core.plate import shape_table
+
+    L = case.units.length
+    parts = []
+    for r in shape_table(case):
+        exact = f" (exact {r['area']:.6g})" if r["area"] is not None else " (the shape reaches beyond the plate)"
+        what = "theta" if r["role"] == "held" or r["role"] == "outline" and r["index"] < 0 and _fixed(case) else \
+            "fraction"
+        cut = f", smallest cut {what} {r['fraction']:.3g}" if r["fraction"] is not None else ""
+        name = r["label"] if r["label"] == r["role"] else f"{r['label']} {r['role']}"
+        parts.append(f"{name}: {r['grid_area']:.6g} {L}^2 on the grid{exact}{cut}")
+    return "; ".join(parts)
+
+
+def _fixed(case) -> bool:
+    return case.physics.outline is not None and case.physics.outline.rim.kind == "dirichlet"
 
 
 def _window(t) -> str:

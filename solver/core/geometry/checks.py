@@ -2,6 +2,8 @@
 
 problem(shape): a phrase saying what is wrong, for the caller to put after the field's name (None if nothing is).
 smallest_feature(shape): the narrowest part, for "an object thinner than the grid can resolve".
+unresolved(shape, xs, ys): where a grid misses a part of a shape (a link between neighbours crossed twice, or a
+shape no grid line meets), for holes and held objects, whose rims the grid's links must see.
 
 Polygons' pair tests (edges that cross; a point near an edge that is not its own) look only at pairs whose boxes
 share a bucket of a uniform grid over the polygon (lines.near_pairs), so they cost about O(n) for drawn outlines
@@ -15,7 +17,7 @@ import math
 import numpy as np
 
 from .lines import near_pairs
-from .shapes import Disk, Mask, Polygon, Rectangle, signed_area
+from .shapes import Disk, Mask, Polygon, Rectangle, bbox, signed_area
 
 
 def problem(shape) -> str | None:
@@ -196,3 +198,66 @@ def _shortest_run(bits: np.ndarray) -> int:
     lengths = np.diff(c)
     same_row = np.diff(r) == 0                             # consecutive changes on one row: a run or an inner gap
     return int(lengths[same_row].min()) if same_row.any() else bits.shape[1]
+
+
+def unresolved(shape, xs: np.ndarray, ys: np.ndarray) -> tuple[float, float] | None:
+    """Where the grid of points (xs[j], ys[i]) misses a part of the shape, or None: for a mask, the middle of the
+    first link between neighbouring points whose ends lie on the same side of the rim although the rim crosses it
+    (a part or a gap narrower than the spacing: a mask's pixel edges run along the grid lines, so only a thin part
+    does that); for any shape, its middle where no point lies in it and no link meets it."""
+    from .rims import crossings
+
+    seen = False
+    for axis in "xy":
+        if (len(xs) if axis == "x" else len(ys)) < 2:
+            continue
+        c = crossings(shape, xs, ys, axis)
+        near, far = ((slice(None), slice(None, -1)), (slice(None), slice(1, None))) if axis == "x" else \
+            ((slice(None, -1), slice(None)), (slice(1, None), slice(None)))
+        twice = c.cut & (c.inside[near] == c.inside[far]) & (c.first > 0) & (c.last > 0)  # not a rim on a point
+        if twice.any() and isinstance(shape, Mask):  # (a link past a polygon's corner crosses it twice at any
+            # spacing: polygons' widths are thickness()'s)
+            i, j = np.argwhere(twice)[0]
+            return (0.5 * (xs[j] + xs[j + 1]), float(ys[i])) if axis == "x" else (float(xs[j]), 0.5 * (ys[i] + ys[i + 1]))
+        seen = seen or bool(c.cut.any() or c.inside.any())
+    if seen:
+        return None
+    box = bbox(shape)
+    return None if box is None else (0.5 * (box[0] + box[2]), 0.5 * (box[1] + box[3]))
+
+
+ACROSS = 0.26  # |cos| of a chord's angle to an edge it lies across (within 15 degrees of perpendicular)
+
+
+def thickness(shape) -> float | None:
+    """How thin a shape or a gap between its parts is, for "narrower than the grid resolves": a rectangle's smaller
+    side, a disk's diameter; a polygon's shortest chord from a point to an edge that is not its own and that lies
+    across both (within 15 degrees of perpendicular to that edge and to one of the point's own edges: the width of
+    a bar, a slot or a gap, not the length of a drawn outline's short edges); None for a mask (its pixels have no
+    such measure: unresolved() checks it on the grid)."""
+    if isinstance(shape, (Rectangle, Disk)):
+        return smallest_feature(shape)
+    if isinstance(shape, Mask):
+        return None
+    p = shape.array
+    n = len(p)
+    a, e = p, np.roll(p, -1, axis=0) - p
+    length = np.maximum(np.hypot(e[:, 0], e[:, 1]), np.finfo(float).tiny)
+    u = e / length[:, None]
+    best = np.inf
+    for v0 in range(0, n, 256):
+        v = np.arange(v0, min(v0 + 256, n))[:, None]
+        rel = p[v] - a[None, :]                                           # (vertices, edges, 2)
+        t = np.clip((rel * e[None]).sum(axis=2) / length[None] ** 2, 0.0, 1.0)
+        chord = rel - t[..., None] * e[None]
+        d = np.hypot(chord[..., 0], chord[..., 1])
+        c = chord / np.maximum(d, np.finfo(float).tiny)[..., None]
+        k = np.arange(n)[None, :]
+        own = (k == v) | (k == (v - 1) % n)
+        across = np.abs((c * u[None]).sum(axis=2)) < ACROSS
+        mine = np.minimum(np.abs((c * u[v[:, 0]][:, None]).sum(axis=2)),
+                          np.abs((c * u[(v[:, 0] - 1) % n][:, None]).sum(axis=2)))
+        ok = ~own & across & (mine < ACROSS) & (d > 0)
+        if ok.any():
+            best = min(best, float(d[ok].min()))
+    return best if np.isfinite(best) else None

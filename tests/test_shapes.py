@@ -1,0 +1,232 @@
+"""Shapes inside the plate (issue 43): held objects and fixed rims by the symmetric Gibou scheme, holes with insulated
+and convective rims by cut cells, interfaces at their true place, each against a closed form at its order; the
+energy balance with rims; bad shapes refused. Solutions are the discrete ones of solver.core.plate's operator, run
+through the real solver (multigrid + CG, the numba backend)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import stencil, write_case
+
+from solver import api
+
+C = 0.5  # the circles' centre in a unit square
+
+
+def steady(tmp_path, name, n, physics, boundary=None, tolerance=1e-12, backend="numba"):
+    data = {"name": name, "grid": {"nx": n, "ny": n, "lx": 1.0, "ly": 1.0},
+            "physics": {"equation": "laplace", "solver": "multigrid", "material": "steel", **physics},
+            "boundary": boundary or {}, "run": {"steps": 200, "tolerance": tolerance},
+            "backend": {"name": backend, "threads": 1}, "output": {"dir": str(tmp_path / name), "vtk": False,
+                                                                    "fields": False}}
+    case = api.build_case(data)
+    return case, api.run(case, progress=False, ceiling=False, overwrite=True)
+
+
+def order(errors) -> float:
+    """The least-squares slope of log(error) against log(spacing) over grids that halve the spacing."""
+    k = np.arange(len(errors))
+    return -np.polyfit(k, np.log2(errors), 1)[0]
+
+
+def radius(res):
+    X, Y = np.meshgrid(res.x, res.y)
+    return np.hypot(X - C, Y - C)
+
+
+def test_concentric_circles_held_at_two_temperatures_converge_at_order_two(tmp_path):
+    """A disk held at 100 inside a circle held at 20 (the outline's fixed rim): u = a + b ln r. The rims fall between
+    grid points; the max error falls at order 2 (within 0.2) over four grids (Gibou's symmetric scheme)."""
+    r1, r2 = 0.15, 0.4
+    b = (20.0 - 100.0) / math.log(r2 / r1)
+    a = 100.0 - b * math.log(r1)
+    errors, cycles = [], []
+    for n in (31, 63, 127, 255):
+        _, res = steady(tmp_path, f"c{n}", n, {
+            "regions": [{"kind": "disk", "center": [C, C], "radius": r1, "held": 100.0}],
+            "outline": {"kind": "disk", "center": [C, C], "radius": r2, "rim": {"kind": "dirichlet", "value": 20.0}}})
+        r = radius(res)
+        plate = (r > r1) & (r < r2)
+        errors.append(np.max(np.abs(res.field - (a + b * np.log(np.where(plate, r, 1.0))))[plate]))
+        cycles.append(res.record["solver"]["iterations"])
+        assert res.record["answers"]["max"]["value"] <= 100.0 + 1e-9 and res.record["answers"]["min"]["value"] >= 20.0
+    assert order(errors) > 1.8, errors
+    assert max(cycles) <= 2 * 10 + 2, cycles  # within 2x the plain lid's ten cycles
+
+
+def test_an_insulated_hole_in_a_uniform_gradient_at_order_two(tmp_path):
+    """The classic: a hole of radius a in a field of gradient G, insulated: u = G (r + a^2 / r) cos(theta). The sides
+    hold the exact values (profiles along them at the grid's points); order 2 in L2, at least 1 in max."""
+    a, G = 0.2, 10.0
+    l2, mx = [], []
+    for n in (31, 63, 127):
+        sides = {}
+        case = api.build_case({"grid": {"nx": n, "ny": n}, "physics": {"material": "steel"}})
+        from solver.core.grid import positions
+
+        y, x = positions(case, np.arange(n), np.arange(n))
+        exact = lambda X, Y: G * (X - C) * (1 + a * a / np.maximum((X - C) ** 2 + (Y - C) ** 2, 1e-300))  # noqa: E731
+        sides = {"bottom": {"kind": "dirichlet", "value": {"along": [[float(s), float(exact(s, 0.0))] for s in x]}},
+                 "top": {"kind": "dirichlet", "value": {"along": [[float(s), float(exact(s, 1.0))] for s in x]}},
+                 "left": {"kind": "dirichlet", "value": {"along": [[float(s), float(exact(0.0, s))] for s in y]}},
+                 "right": {"kind": "dirichlet", "value": {"along": [[float(s), float(exact(1.0, s))] for s in y]}}}
+        _, res = steady(tmp_path, f"h{n}", n, {"regions": [{"kind": "disk", "center": [C, C], "radius": a,
+                                                              "hole": "insulated"}]}, sides)
+        X, Y = np.meshgrid(res.x, res.y)
+        plate = radius(res) > a
+        err = np.abs(res.field - exact(X, Y))[plate]
+        l2.append(np.sqrt(np.mean(err ** 2)))
+        mx.append(err.max())
+    assert order(l2) > 1.8 and order(mx) > 1.0, (l2, mx)
+
+
+def test_a_cylinder_cooled_by_a_fluid_matches_the_radial_solution(tmp_path):
+    """An annulus a < r < b: the hole's rim convective (h, T_f), the outline held at T_b: u = A + B ln r with
+    k B / a = h (A + B ln a - T_f). Order 2 in L2, at least 1 in max."""
+    ra, rb, h, Tf, Tb = 0.12, 0.42, 400.0, 20.0, 100.0
+    k = 63.9  # the library's steel
+    B = (Tb - Tf) / (k / (h * ra) + math.log(rb / ra))
+    A = Tb - B * math.log(rb)
+    l2, mx = [], []
+    for n in (31, 63, 127):
+        _, res = steady(tmp_path, f"v{n}", n, {
+            "regions": [{"kind": "disk", "center": [C, C], "radius": ra,
+                         "hole": {"kind": "convective", "h": h, "ambient": Tf}}],
+            "outline": {"kind": "disk", "center": [C, C], "radius": rb, "rim": {"kind": "dirichlet", "value": Tb}}})
+        r = radius(res)
+        plate = (r > ra) & (r < rb)
+        err = np.abs(res.field - (A + B * np.log(np.where(plate, r, 1.0))))[plate]
+        l2.append(np.sqrt(np.mean(err ** 2)))
+        mx.append(err.max())
+        rims = res.record["energy"]["rims"]  # the heat in through the outline, out through the hole's rim
+        assert rims["outline"] > 0 and rims["regions.0"] < 0, rims
+        assert abs(res.record["energy"]["imbalance"]) <= 1e-8 * rims["outline"]
+    assert order(l2) > 1.8 and order(mx) > 1.0, (l2, mx)
+
+
+def test_a_layered_wall_whose_interfaces_fall_between_points_is_exact_at_its_nodes(tmp_path):
+    """Three layers (k 50, 0.5, 5) between walls at 100 and 0, interfaces between grid points: each face takes the
+    layers along it in series, so the nodes lie on the exact piecewise-linear profile (to the solve's tolerance)."""
+    edges, ks = [0.0, 0.3137, 0.3712, 1.0], [50.0, 0.5, 5.0]
+    n = 41
+    data = {"materials": {"a": {"k": ks[0], "C": 1e6}, "b": {"k": ks[1], "C": 1e6}, "c": {"k": ks[2], "C": 1e6}}}
+    data.update(name="wall", grid={"nx": n, "ny": 5, "lx": 1.0, "ly": 0.1},
+                physics={"equation": "laplace", "solver": "multigrid", "material": "a", "regions": [
+                    {"kind": "rectangle", "lower": [edges[1], -1.0], "upper": [edges[2], 2.0], "material": "b"},
+                    {"kind": "rectangle", "lower": [edges[2], -1.0], "upper": [edges[3] + 1.0, 2.0], "material": "c"}]},
+                boundary={"left": 100.0, "right": 0.0, "top": {"kind": "neumann"}, "bottom": {"kind": "neumann"}},
+                run={"steps": 100, "tolerance": 1e-13}, backend={"name": "numba", "threads": 1},
+                output={"dir": str(tmp_path / "wall"), "vtk": False, "fields": False})
+    res = api.run(api.build_case(data), progress=False, ceiling=False, overwrite=True)
+    resist = sum((hi - lo) / k for lo, hi, k in zip(edges, edges[1:], ks))
+    flux = 100.0 / resist
+
+    def exact(x):
+        u = 100.0
+        for lo, hi, k in zip(edges, edges[1:], ks):
+            if x <= hi:
+                return u - flux * (x - lo) / k
+            u -= flux * (hi - lo) / k
+        return u
+
+    want = np.array([exact(x) for x in res.x])
+    assert np.max(np.abs(res.field - want[None, :])) <= 1e-9 * 100.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_explicit_steps_with_holes_and_a_held_object_close_their_balance(tmp_path, backend):
+    """A hot pipe held at 80 C, an air-cooled hole and an insulated one: the heat content changes by what the rims,
+    sides and faces put in, to rounding (rims taken point by point implicitly); numpy and numba alike."""
+    path = write_case(tmp_path / "pipe.yaml", units={"length": "mm", "temperature": "degC"},
+                      grid={"nx": 47, "ny": 35, "lx": 80, "ly": 60},
+                      physics={"material": "aluminium", "thickness": "3 mm", "faces": {"h": 10.0, "ambient": 20.0},
+                               "regions": [{"kind": "disk", "center": [40, 30], "radius": 8, "held": 80.0},
+                                           {"kind": "disk", "center": [18, 42], "radius": 6,
+                                            "hole": {"kind": "convective", "h": "50 W/(m^2 K)", "ambient": 5}},  # cools
+                                           {"kind": "polygon", "points": [[55, 8], [72, 12], [64, 24]],
+                                            "hole": "insulated"}]},
+                      initial={"kind": "constant", "value": 20.0}, boundary={"left": 20.0, "right": {"kind": "neumann"}},
+                      run={"steps": 60}, backend={"name": backend})
+    res = stencil(["run", str(path), "-q"])
+    assert res.returncode == 0, res.stderr
+    import json
+
+    rec = json.loads((tmp_path / "out_pipe" / "record.json").read_text())
+    e = rec["energy"]
+    assert e["closed"] and e["rims"]["regions.0"] > 0 and e["rims"]["regions.1"] < 0 and e["faces"] < 0, e
+    assert e["rims"]["regions.2"] == 0.0  # the insulated hole
+    assert rec["answers"]["max"]["value"] <= 80.0 + 1e-9 and rec["answers"]["min"]["value"] >= 5.0 - 1e-9
+
+
+def test_numba_equals_numpy_bitwise_with_shapes_and_time_tiles(tmp_path):
+    sections = dict(units={"length": "mm"}, grid={"nx": 53, "ny": 41, "lx": 80, "ly": 60},
+                    physics={"material": "steel", "thickness": 0.003, "regions": [
+                        {"kind": "disk", "center": [40, 30], "radius": 8.3, "held": 80.0},
+                        {"kind": "polygon", "points": [[55, 8], [72, 12], [64, 24]], "material": "copper"},
+                        {"kind": "disk", "center": [18, 42], "radius": 6.1, "hole": "insulated"}]},
+                    initial={"kind": "constant", "value": 20.0}, boundary={"left": 20.0, "right": 30.0}, run={"steps": 40})
+    fields = []
+    for name, backend in (("np", {"name": "numpy"}), ("nb", {"name": "numba", "threads": 2, "time_tile": 4})):
+        path = write_case(tmp_path / f"{name}.yaml", **sections, backend=backend)
+        assert stencil(["run", str(path), "-q"]).returncode == 0
+        import h5py
+
+        with h5py.File(tmp_path / f"out_{name}" / "fields.h5") as f:
+            fields.append(f["u"][-1])
+    assert np.array_equal(fields[0], fields[1], equal_nan=True)
+
+
+@pytest.mark.parametrize("region,words", [
+    ({"kind": "polygon", "points": [[0.1, 0.1], [0.9, 0.9], [0.9, 0.1], [0.1, 0.9]], "material": "copper"},
+     ["physics.regions.0.points", "cross"]),
+    ({"kind": "disk", "center": [5.0, 5.0], "radius": 0.1, "held": 50.0}, ["physics.regions.0", "no part"]),
+    ({"kind": "disk", "center": [0.5, 0.5], "radius": 0.1, "held": 50.0, "hole": "insulated"},
+     ["physics.regions.0", "exactly one"]),
+    ({"kind": "mask", "path": "m.npy"}, ["physics.regions.0.extent", "missing"]),
+    ({"kind": "disk", "center": [0.5, 0.5], "radius": 0.1, "hole": "insulted"}, ["physics.regions.0.hole", "insulated"]),
+    ({"kind": "disk", "center": [0.5, 0.5], "radius": 0.1, "hole": {"kind": "convective", "h": 5, "ambient": 3, "ambiant": 3}},
+     ["physics.regions.0.hole.ambiant", "ambient"]),
+])
+def test_bad_shapes_are_one_line_errors(tmp_path, case_file, region, words):
+    path = case_file("bad", physics={"material": "steel", "regions": [region]})
+    res = stencil(["validate", str(path)])
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert all(w in res.stderr for w in words), res.stderr
+
+
+@pytest.mark.parametrize("region,words", [
+    ({"kind": "rectangle", "lower": [0.5, -1.0], "upper": [0.53, 2.0], "hole": "insulated"},
+     ["physics.regions.0: a hole 0.03 wide", "spacing of 0.03 or less", "grid.nx: 33"]),
+    ({"kind": "disk", "center": [0.5, 0.5], "radius": 0.02, "held": 50.0}, ["held object 0.04 wide"]),
+    ({"kind": "polygon", "points": [[0.2, 0.3], [0.8, 0.3], [0.8, 0.32], [0.2, 0.32]], "hole": "insulated"},
+     ["a hole 0.02 wide"]),
+    ({"kind": "rectangle", "lower": [0.45, -1.0], "upper": [0.56, 2.0], "hole": "insulated"},
+     ["physics.regions: the holes cut the plate into pieces", "x = 0.5", "nothing that fixes its steady level"]),
+])
+def test_shapes_the_grid_cannot_solve_are_refused_with_the_spacing_they_need(tmp_path, case_file, region, words):
+    """An object or a hole thinner than the spacing (a hole narrower than a cell blocks no face), and a steady
+    plate cut into pieces of which one has no fixed level: exit 2, one line, nothing written."""
+    path = case_file("thin", grid={"nx": 21, "ny": 21}, physics={"equation": "laplace", "material": "steel",
+                                                                  "regions": [region]},
+                     boundary={"left": 1.0, "right": {"kind": "neumann"}, "top": {"kind": "neumann"},
+                               "bottom": {"kind": "neumann"}}, output={"dir": str(tmp_path / "never")})
+    res = stencil(["run", str(path)])
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert all(w in res.stderr for w in words), res.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_validate_prints_each_shape_as_the_grid_takes_it(tmp_path, case_file):
+    """`stencil validate`: each region's area on the grid against its exact area, and the smallest cut fraction
+    (a hole's open volume, a held object's theta)."""
+    path = case_file("ok", grid={"nx": 41, "ny": 41}, physics={"material": "steel", "regions": [
+        {"kind": "disk", "center": [0.5, 0.5], "radius": 0.2, "held": 50.0, "name": "pipe"},
+        {"kind": "rectangle", "lower": [0.05, 0.05], "upper": [0.25, 0.2], "hole": "insulated"}]})
+    res = stencil(["validate", str(path)])
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "pipe held:" in text and "smallest cut theta" in text and "regions.1 hole: 0.03 m^2 on the grid (exact 0.03)" \
+        in text.replace("│", "").replace("  ", " "), text
