@@ -11,7 +11,8 @@ DESCRIPTIONS = {
     "Case.grid": "the grid: interior points and domain size (required)",
     "Case.physics": "the equation and its coefficients",
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
-    "Case.boundary": "the four sides, each a kind (dirichlet, neumann, periodic) with its value",
+    "Case.boundary": ("the four sides, each a kind (dirichlet, neumann, convective, periodic) with its values: numbers, "
+                      "tables in time, profiles along the side or files; the kind is fixed for the run"),
     "Case.run": "steps, convergence and checks",
     "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",
