@@ -105,6 +105,12 @@ class Run:
 
             self.outputs.progress_bar.compiling(cost_note(self.case, self.comm, self.case.run.steps))
             self.clock.lap("verify")
+        if self.comm.rank == 0:  # Crank-Nicolson far past the explicit limit on a sharp field rings (core.ringing)
+            from .core.ringing import warning
+
+            ring = warning(self.case)
+            if ring:
+                print(ring, file=sys.stderr, flush=True)
         self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         if self.mg is not None:  # its kernels too: the first cycle is timed as the others

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..core import physics
+from ..core import physics, ringing
 from ..core.operator import streams
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
@@ -213,9 +213,9 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
     t.add_row("disk space", disk_text(p))
     con.print(t)
-    note = smoothing_note(case)
-    if note:
-        con.print(f"[yellow]{escape(note)}[/yellow]")
+    for note in (smoothing_note(case), ringing.warning(case)):
+        if note:
+            con.print(f"[yellow]{escape(note)}[/yellow]")
     reason = registry()[case.backend.name].unavailable()
     if reason:
         con.print(f"[yellow]note: backend {case.backend.name} is not available on this machine: {escape(reason)}[/yellow]")
