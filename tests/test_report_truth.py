@@ -213,8 +213,9 @@ def test_jacobi_with_alpha_a_field_claims_no_bound(tmp_path):
 
 
 def crowded(fig, gap: float = 3.0) -> list[str]:
-    """Titles, axis labels and tick labels (those inside their axis's range) of one axes that come within `gap` pixels
-    of another axes' text or box (colour bars are axes too): a label running into the next panel."""
+    """Titles, axis labels and tick labels (those inside their axis's range) of one axes, and the figure's title, that
+    come within `gap` pixels of another axes' text or box (colour bars are axes too): a label running into the next
+    panel, a colour bar's top running into the title."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig).draw()
@@ -224,6 +225,8 @@ def crowded(fig, gap: float = 3.0) -> list[str]:
         for t in [ax.title, ax.xaxis.label, ax.yaxis.label, *_ticks(ax.xaxis), *_ticks(ax.yaxis)]:
             if t.get_visible() and t.get_text():
                 texts.append((k, t.get_text(), t.get_window_extent(r).padded(gap)))
+    if fig._suptitle is not None and fig._suptitle.get_text():  # the figure's title: against every panel's text
+        texts.append((-1, fig._suptitle.get_text(), fig._suptitle.get_window_extent(r).padded(gap)))
     boxes = [ax.get_window_extent(r) for ax in fig.axes]
     bad = []
     for i, (k, text, box) in enumerate(texts):

@@ -523,12 +523,12 @@ def fig_fields(views: dict, name: str, steady: str | None = None):
         else:
             title = "initial field" if k == 0 else f"steady solution after {n} {steady}"
         ax.set(title=title, xlabel="x (case units)", ylabel="y (case units)")
-    fig.colorbar(im, ax=axes, label="u (case units)", shrink=0.9 if len({ax.get_subplotspec().rowspan.start
-                                                                         for ax in axes}) == 1 else 0.6)
+    bar = fig.colorbar(im, ax=axes, label="u (case units)")
     change = visible_change(views["first"], views["last"])
     what = "initial field and steady solution" if steady else "first and last snapshot"
     suptitle(fig, f"{name}: {what}; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
                   f"than {VISIBLE:.0%} of the range", fontsize=9)
+    fit_colorbars(fig, [(list(axes), bar)])
     return fig
 
 
@@ -642,18 +642,18 @@ def fig_maps(rec: dict, views: dict):
     bottom = min(float(q.min()) for _, _, q in shown)
     a = axes[0].imshow(alpha, origin="lower", extent=extent, cmap="viridis", interpolation="nearest",
                        norm=LogNorm() if varies else None)
-    fig.colorbar(a, ax=axes[0], label="alpha (log scale)" if varies else "alpha")
+    bars = [([axes[0]], fig.colorbar(a, ax=axes[0], label="alpha (log scale)" if varies else "alpha"))]
     axes[0].set(title="material map: alpha", xlabel="x (case units)", ylabel="y (case units)")
     for ax, (t0, t1, q) in zip(axes[1:], shown):
         im = ax.imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest", vmin=bottom,
                        vmax=top if top > bottom else bottom + 1)
-        fig.colorbar(im, ax=ax, label="q (u per unit time)")
+        bars.append(([ax], fig.colorbar(im, ax=ax, label="q (u per unit time)")))
         when = (f" for {t0:.3g} <= t < {t1:.3g}" if t1 > t0 else f" at t = {t0:.3g}") if heat else ""
         ax.set(title=f"source q{when}" if data["phases"] else "source q: none on during the run",
                xlabel="x (case units)", ylabel="y (case units)")
     u = axes[-1].imshow(full_view(views["last"], VIEW_PIXELS * 2), origin="lower", extent=views["extent"],
                         cmap="inferno", interpolation="nearest")
-    fig.colorbar(u, ax=axes[-1], label="u (case units)")
+    bars.append(([axes[-1]], fig.colorbar(u, ax=axes[-1], label="u (case units)")))
     when = f"at step {views['steps'][1]} (t = {views['times'][1]:.3g})" if heat else \
         f"steady, after {views['steps'][1]} {steady_unit(rec)}"
     axes[-1].set(title=f"u {when}", xlabel="x (case units)", ylabel="y (case units)")
@@ -661,7 +661,23 @@ def fig_maps(rec: dict, views: dict):
     suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave"
              + (f"; {more} later phase(s) of the sources not drawn (record.json: physics.sources)" if more > 0 else ""),
              fontsize=9)
+    fit_colorbars(fig, bars)
     return fig
+
+
+def fit_colorbars(fig, bars) -> None:
+    """Each colour bar as tall as the images it belongs to: the layout is computed once (constrained layout sizes a
+    bar to its panel's slot, which an image of another aspect does not fill), then frozen with each bar moved to
+    its images' height. bars: (the bar's axes, the colorbar) pairs."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()  # places every axes and applies the images' aspect
+    boxes = [([ax.get_position() for ax in axes], bar) for axes, bar in bars]
+    fig.set_layout_engine("none")
+    for places, bar in boxes:
+        y0, y1 = min(b.y0 for b in places), max(b.y1 for b in places)
+        c = bar.ax.get_position()
+        bar.ax.set_position([c.x0, y0, c.width, y1 - y0])
 
 
 # figures: bench results (stencil bench access / reduction --json) -----------------------------------
