@@ -497,10 +497,23 @@ def conservation_text(k: dict) -> str:
             f"steps x flux through the Neumann sides), error {k['error']:.3e} (tolerance {k['tolerance']:.1e})")
 
 
-def steps_text(run: dict, requested: int) -> str:
-    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).'"""
+def iteration_word(sol: dict | None) -> str:
+    """What a steady solve's steps are: "cycle" (multigrid), "iteration" (Jacobi, conjugate gradients)."""
+    return "cycle" if sol and sol["method"] == "multigrid" and sol.get("krylov") != "cg" else "iteration"
+
+
+def method_word(sol: dict | None) -> str:
+    if not sol:
+        return "iteration"
+    return {"jacobi": "Jacobi iteration"}.get(sol["method"], "conjugate gradients and multigrid" if
+                                              sol.get("krylov") == "cg" else "multigrid")
+
+
+def steps_text(run: dict, requested: int, unit: str = "step") -> str:
+    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).' (unit: a steady solve's
+    "cycle" or "iteration" in place of "step")."""
     segs = run.get("segments") or []
-    head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    head = f"reached {unit} {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
     if len(segs) < 2:
         return head + "."
     last = segs[-1]
@@ -529,7 +542,10 @@ def markdown(rec: dict) -> str:
              f"**Bottleneck:** {rec['bottleneck']}", "",
              "## Input", "",
              f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
-             f"{inp['initial']}, dt = {inp['dt']:.6g}; " + steps_text(rec["run"], inp["steps_requested"]), "",
+             f"{inp['initial']}, " + (f"dt = {inp['dt']:.6g}; " if inp["equation"] == "heat" else
+                                      f"a steady solve by {method_word(rec.get('solver'))}; ")
+             + steps_text(rec["run"], inp["steps_requested"], "step" if inp["equation"] == "heat" else
+                          iteration_word(rec.get("solver"))), "",
              *segment_lines(rec["run"].get("segments") or []),
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "

@@ -13,7 +13,7 @@ from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
 from .energy import energy_row
 from .physics import physics_rows
-from .record import UNKNOWN, when
+from .record import UNKNOWN, iteration_word, when
 from .solver import summary_rows as solver_rows
 
 
@@ -29,7 +29,8 @@ def print_summary(rec: dict) -> None:
                         f"{rec['stencil']['backend']}, {res['ranks']} rank(s) x {res['threads_per_rank']} thread(s)")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    table.add_row("steps", f"{rec['run']['steps']}" + (" (converged)" if rec["run"]["converged"] else ""))
+    unit = "steps" if inp["equation"] == "heat" else iteration_word(rec.get("solver")) + "s"  # a steady solve's
+    table.add_row(unit, f"{rec['run']['steps']}" + (" (converged)" if rec["run"]["converged"] else ""))
     for phase in ("setup", "compile", "warmup", "solve", "output", "verify", "total"):
         if phase in rec["times"]:
             table.add_row(f"time {phase}", f"{rec['times'][phase]:.3f} s")
