@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make run    creates .venv, installs stencil with MPI, runs the main job under mpirun
+#   make run    creates .venv, installs stencil with MPI (and compiles numba's kernels for the shipped cases:
+#               tools/warm_cache.py, so that their first runs load them instead), runs the main job under mpirun
 #               (8 ranks where there are at least 8 cores, else one per core)
 #   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun)
 PYTHON ?= python3
@@ -15,6 +16,7 @@ $(BIN)/stencil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77'
 	$(BIN)/python -m pip install -q -e '.[mpi,vtk,dev]'
+	$(BIN)/python tools/warm_cache.py --quiet
 	touch $@
 
 venv: $(BIN)/stencil

@@ -9,6 +9,7 @@ arrays with their coordinates (an xarray Dataset where xarray is installed), wit
     result.field          # the final field, (ny, nx) numpy array (rank 0; None on the other ranks)
     result.snapshots      # fields.h5 as an xarray.Dataset u(time, y, x) (a dict of arrays without xarray)
     result.record         # record.json as a dict (every rank)
+    api.open("output/a05")  # a run's fields.h5 (any run's, any time later) as an xarray.Dataset, read lazily
 
 The distribution is `stencil`, the package `solver` (docs/python.md). Bad input raises
 solver.core.errors.InputError (the message names the field and the fix) before anything is written; a
@@ -27,7 +28,7 @@ import numpy as np
 
 from .case import Case, case_from_data, load_case  # noqa: F401 - load_case is part of this API
 
-__all__ = ["Case", "Result", "build_case", "load_case", "run", "with_fields"]
+__all__ = ["Case", "Result", "build_case", "load_case", "open", "read_snapshots", "run", "with_fields"]
 
 
 def build_case(data: dict, overrides: dict[str, Any] | None = None) -> Case:
@@ -135,7 +136,10 @@ def api_words(message: str) -> str:
 
 
 def read_snapshots(path: Path):
-    """fields.h5 as an xarray.Dataset (or a dict of arrays without xarray), with physical coordinates."""
+    """fields.h5 (or residual.h5) read whole: an xarray.Dataset u(time, y, x) and step(time) with the coordinates
+    time, y and x where xarray is installed, else a dict of numpy arrays u, time, step, x, y. Reads files of every
+    stencil version (those before the netCDF layout have no /x and /y: their coordinates come from dx, dy and
+    origin)."""
     import h5py
 
     with h5py.File(path, "r") as f:
@@ -148,3 +152,35 @@ def read_snapshots(path: Path):
         return {"u": u, "time": times, "step": steps, "x": x, "y": y}
     return xr.Dataset({"u": (("time", "y", "x"), u), "step": ("time", steps)},
                       coords={"time": times, "y": y, "x": x}, attrs={"source": str(path)})
+
+
+def open(path):  # noqa: A001 - the API's verb, as xarray.open_dataset's
+    """A run's fields as an xarray.Dataset read lazily (values are read as they are used): `path` a run's output
+    directory (its fields.h5) or an HDF5 file stencil wrote (fields.h5, residual.h5). The file is netCDF-4 / CF
+    (solver.io.fields), so this is xarray.open_dataset(path, engine="h5netcdf"): u(time, y, x), step(time), the
+    coordinates time, y, x and the file's attributes (the resolved case among them). Files written before that
+    layout are read whole (read_snapshots). Needs xarray and h5netcdf (the `xarray` extra); InputError for a path
+    that holds no such file."""
+    from .core.errors import InputError
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "fields.h5"
+    if not p.is_file():
+        raise InputError(f"{path}: no fields.h5 there; give a run's output directory or its fields.h5 (runs with "
+                         "output.fields: false write none)")
+    try:
+        import h5netcdf  # noqa: F401 - xarray's engine for the file
+        import h5py
+        import xarray as xr
+
+        with h5py.File(p, "r") as f:
+            layered = "x" in f and "u" in f
+    except ImportError:
+        raise InputError("api.open needs xarray and h5netcdf: pip install 'stencil[xarray]' (or use "
+                         "api.read_snapshots, which needs h5py alone)") from None
+    except OSError as exc:
+        raise InputError(f"{p}: not an HDF5 file stencil wrote ({str(exc).splitlines()[0][:80]})") from None
+    if not layered:
+        return read_snapshots(p)
+    return xr.open_dataset(p, engine="h5netcdf")

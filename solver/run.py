@@ -111,6 +111,11 @@ class Run:
         if self.comm.rank == 0:
             for note in self.case.notes():
                 print(note, file=sys.stderr, flush=True)
+            from .core.ringing import warning  # Crank-Nicolson far past the explicit limit on a sharp field rings
+
+            ring = warning(self.case)
+            if ring:
+                print(ring, file=sys.stderr, flush=True)
         self.outputs.progress_bar.compiling(self.backend.compile_note())
         self.backend.prepare(self.u, self.u_new, self.layout.w)
         if self.mg is not None:  # its kernels too: the first cycle is timed as the others
@@ -364,6 +369,7 @@ class Run:
         ceiling = None if stopped else self._ceiling()
         self.field_range = self._field_range()
         self.answers = self._answers()
+        self.update_l2 = self._update_l2()
         rows = self.comm.gather(self.rank_row())
         written = {}
 
@@ -452,7 +458,17 @@ class Run:
             facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
         else:
             facts["field_range"] = self.field_range  # what Jacobi's error estimate is weighed against
+            facts["update_l2"] = self.update_l2  # and what its bound is made of
         return facts
+
+    def _update_l2(self) -> float | None:
+        """Jacobi: sqrt(sum of squares) of the last sweep's update over every rank (collective; summed in rank order),
+        where the run ended at a check (the field before the last sweep then still in u_new); else None."""
+        s = self.state
+        if self.case.physics.equation != "laplace" or self.mg is not None or not s.residuals or s.residuals[-1][0] != s.step:
+            return None
+        d = self.residual_field(s).astype(np.float64)
+        return float(np.sqrt(sum(self.comm.allgather(float(np.sum(d * d))))))
 
     def _field_range(self) -> float | None:
         """max(u) - min(u) of the final field over every rank (collective), for Jacobi's error estimate."""

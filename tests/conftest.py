@@ -24,6 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 os.environ.setdefault("STENCIL_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp"))
                                                / f"stencil-test-cache-{os.getuid()}{'-' + _WORKER if _WORKER else ''}"))
+# Every numba thread for every kernel, however small the grid: the tests' grids are small (a run gives a kernel one
+# thread per THREAD_POINTS points, so they would run on one), and results must be bitwise the same on any thread
+# count. tests/test_threads.py tests the rule itself.
+os.environ.setdefault("STENCIL_THREAD_POINTS", "0")
 MPI_SCRIPTS = Path(__file__).resolve().parent / "mpi"
 
 

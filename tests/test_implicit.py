@@ -4,12 +4,13 @@ time for Crank-Nicolson, numba bitwise equal to numpy, what the record and the p
 case errors. Under mpirun: tests/test_multigrid_mpi.py (tests/mpi/check_multigrid.py)."""
 
 import json
+import yaml
 import math
 
 import h5py
 import numpy as np
 import pytest
-from conftest import stencil, write_case
+from conftest import case_file, stencil, write_case  # noqa: F401 - case_file: a fixture
 
 from solver.case import validate_case
 from solver.core import physics
@@ -120,3 +121,58 @@ def test_scheme_errors_name_the_field(case_file):
         res = stencil(["run", str(case_file(name, **sections))])
         assert res.returncode == 2 and field in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert "implicit physics.scheme" in stencil(["run", str(case_file("u2", physics={"dt": 1.0}))]).stderr
+
+
+# Crank-Nicolson's ringing (solver.core.ringing) ----------------------------------------------------------------
+
+def _overshoot(tmp_path, scheme: str, r: float, initial: dict) -> tuple[float, str]:
+    """(the largest excursion beyond the initial field's and the zero sides' range over 20 steps, over that range;
+    what `stencil run` printed on stderr) for dt = r x the explicit limit on 63^2 (numpy)."""
+    import h5py
+
+    from solver.case import validate_case
+    from solver.core.physics import stable_dt
+
+    data = {"name": "ring", "grid": {"nx": 63, "ny": 63}, "initial": initial, "physics": {"scheme": scheme},
+            "run": {"steps": 20, "tolerance": 1e-10}, "backend": {"name": "numpy"},
+            "output": {"dir": str(tmp_path / f"{scheme}{r}{initial['kind']}"), "every": 1, "vtk": False}}
+    data["physics"]["dt"] = r * stable_dt(validate_case(data))
+    path = tmp_path / f"{scheme}{r}{initial['kind']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = stencil(["run", str(path), "-q"])
+    assert res.returncode == 0, res.stderr
+    with h5py.File(tmp_path / f"{scheme}{r}{initial['kind']}" / "fields.h5", "r") as f:
+        u = f["u"][()]
+    lo, hi = min(u[0].min(), 0.0), max(u[0].max(), 0.0)
+    return max(u.max() - hi, lo - u.min(), 0.0) / (hi - lo), res.stderr
+
+
+def test_crank_nicolson_rings_past_the_measured_onset_and_run_warns_naming_backward_euler(tmp_path):
+    """A level of 100 against zero sides (a step at every wall): Crank-Nicolson keeps it within its range at 4x the
+    explicit limit, overshoots by more than 20% at 10x, and `stencil run` says so there, naming backward Euler,
+    which keeps the range at 10x; a smooth sine mode at 10x neither rings nor gets the warning."""
+    level = {"kind": "constant", "value": 100.0}
+    calm, said = _overshoot(tmp_path, "crank-nicolson", 4.0, level)
+    assert calm < 1e-12 and "ring" not in said
+    rings, said = _overshoot(tmp_path, "crank-nicolson", 10.0, level)
+    assert rings > 0.2 and "warning: physics.scheme: crank-nicolson" in said and "backward-euler" in said, said
+    assert said.count("\n") == 1
+    damped, said = _overshoot(tmp_path, "backward-euler", 10.0, level)
+    assert damped < 1e-12 and "warning" not in said
+    smooth, said = _overshoot(tmp_path, "crank-nicolson", 10.0, {"kind": "sine", "value": 100.0})
+    assert smooth < 1e-12 and "warning" not in said
+
+
+def test_validate_warns_of_crank_nicolson_ringing_and_of_nothing_else(case_file):
+    from solver.core import ringing
+
+    sharp = case_file("cn", grid={"nx": 40, "ny": 30}, initial={"kind": "hotspot", "value": 1.0, "radius": 0.2,
+                                                                 "center": [0.5, 0.5]},
+                      physics={"scheme": "crank-nicolson"})
+    res = stencil(["validate", str(sharp)])
+    assert res.returncode == 0 and "crank-nicolson at dt" in " ".join(res.stdout.split()), res.stdout
+    assert "backward-euler" in res.stdout
+    be = case_file("be", grid={"nx": 40, "ny": 30}, initial={"kind": "hotspot", "value": 1.0, "radius": 0.2,
+                                                              "center": [0.5, 0.5]}, physics={"scheme": "backward-euler"})
+    assert "ring" not in stencil(["validate", str(be)]).stdout
+    assert ringing.ONSET == 5.0  # the onset the module's docstring measured (and docs/multigrid.md quotes)

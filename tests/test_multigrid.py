@@ -196,7 +196,10 @@ def test_float32_stops_at_its_rounding_floor_and_says_so(tmp_path):
     assert "rounding floor" in (tmp_path / "out_f32" / "record.md").read_text()
 
 
-def test_jacobi_stops_on_the_relative_residual_and_estimates_its_error(tmp_path):
+def test_jacobi_stops_on_the_relative_residual_and_bounds_its_error(tmp_path):
+    """The lid by Jacobi to 1e-4: the error bound (|A^-1| max|update|, two Dirichlet sides on each axis) holds
+    against the exact discrete solution (solver.core.exact) and is below the field's range."""
+
     path = write_case(tmp_path / "j.yaml", grid={"nx": 31, "ny": 31}, physics={"equation": "laplace"},
                       initial={"kind": "constant"}, boundary={"top": 1.0},
                       run={"steps": 20000, "tolerance": 1e-4, "check_every": 50}, backend={"name": "numba"},
@@ -209,21 +212,27 @@ def test_jacobi_stops_on_the_relative_residual_and_estimates_its_error(tmp_path)
     assert s["converged"] and s["final_relative"] < 1e-4 <= s["history"][-2]["relative"]
     rho = np.cos(np.pi / 32)
     assert s["contraction"] == pytest.approx(rho, rel=1e-12)
-    assert s["error_estimate"] == pytest.approx(s["final_residual"] / (1 - rho))
-    assert "error estimate" in res.stdout and "bounds nothing" not in res.stdout
-    assert 0.5 < s["field_range"] <= 1 and s["error_estimate"] < s["field_range"]
+    case = validate_case(rec["case"])
+    assert s["error_bound"] == pytest.approx(min(exact.inverse_bound(case) * s["final_residual"],
+                                                 rho / (1 - rho) * s["update_l2"]))
+    assert "error bound" in res.stdout and "bounds nothing" not in res.stdout
+    assert 0.5 < s["field_range"] <= 1 and s["error_bound"] < s["field_range"]
+    with h5py.File(tmp_path / "out_j" / "fields.h5", "r") as f:
+        u = f["u"][-1]
+    truth = np.abs(u - exact.of_case(case, range(31), range(31))).max()
+    assert 0 < truth <= s["error_bound"]
 
 
-def test_a_jacobi_error_estimate_beyond_the_fields_range_says_it_bounds_nothing(tmp_path):
-    """255^2 lid, 200 iterations: rho = cos(pi/256), the estimate (residual / (1 - rho)) is far above the field's
-    whole range (at most 1, the lid's value): the summary says so instead of printing it as a bound."""
+def test_a_jacobi_error_bound_beyond_the_fields_range_says_it_bounds_nothing(tmp_path):
+    """255^2 lid, 200 iterations: the bound (|A^-1| max|update|) is far above the field's whole range (at most 1, the
+    lid's value): the summary says so."""
     path = write_case(tmp_path / "b.yaml", grid={"nx": 255, "ny": 255}, physics={"equation": "laplace"},
                       initial={"kind": "constant"}, boundary={"top": 1.0}, run={"steps": 200},
                       backend={"name": "numba"}, output={"vtk": False})
     res = stencil(["run", str(path)])
     assert res.returncode == 0, res.stderr
     s = json.loads((tmp_path / "out_b" / "record.json").read_text())["solver"]
-    assert 0 < s["field_range"] <= 1 < s["error_estimate"]
+    assert 0 < s["field_range"] <= 1 < s["error_bound"]
     assert "so it bounds nothing" in " ".join(res.stdout.split())
 
 

@@ -16,6 +16,9 @@ from . import Backend, register
 MAX_DEFAULT_TILE = 8  # without a stored choice: the most steps fused per sweep (and halo depth under MPI) ...
 RECOMPUTE_SHARE = 0.125  # ... such that the row updates a block recomputes stay within this share of its own
 RING_BYTES = 1 << 20  # per thread: a time tile's ring buffer (k levels x 3 rows x tile width) fits in L2
+THREAD_POINTS = 16384  # the points a kernel gives each thread at least: a smaller region (a small grid, a coarse
+# multigrid level) runs on fewer threads, one below 2 x this, since waking a thread then costs more than it saves
+# (BENCHMARKS.md, "First runs and shared cores"); STENCIL_THREAD_POINTS overrides it (0: every thread, always)
 
 
 @register
@@ -29,6 +32,8 @@ class NumbaBackend(Backend):
         import numba
 
         numba.set_num_threads(threads)
+        self.active = threads  # the threads the next kernel gets (fit)
+        self.thread_points = thread_points()
         from . import numba_kernels
 
         self.k = numba_kernels
@@ -55,7 +60,8 @@ class NumbaBackend(Backend):
             cold = any(not k._cache._cache_file._load_index() for k in kernels)  # numba's index; {} when stale
         except Exception:  # noqa: BLE001 - numba internals moved: say it anyway
             cold = True
-        return "compiling kernels: about 30 s the first time (numba caches them for later runs)" if cold else None
+        return ("compiling kernels: 5-40 s the first time (numba caches them for later runs; `make venv` compiles the "
+                "shipped cases' kernels: tools/warm_cache.py)") if cold else None
 
     def prepare(self, u, u_new, w) -> None:
         """Compile (or load from cache) for this dtype and the fields w carries, on a tiny array, outside the
@@ -71,12 +77,25 @@ class NumbaBackend(Backend):
 
             fill_sides(tiny.copy(), 1, *self._tables(u.shape))
 
+    def fit(self, region) -> None:
+        """The threads for a kernel over `region` (r0, r1, c0, c1): at least THREAD_POINTS points each (set only when
+        it changes: numba.set_num_threads holds for this thread's next parallel regions). Results do not depend on
+        it (every kernel is bitwise the same on any thread count)."""
+        points = max(0, region[1] - region[0]) * max(0, region[3] - region[2])
+        n = max(1, min(self.threads, points // self.thread_points)) if self.thread_points else self.threads
+        if n != self.active:
+            import numba
+
+            numba.set_num_threads(n)
+            self.active = n
+
     def tiled(self, out, u, w, k: int, target, valid, fixed) -> None:
         """k steps of `target` in one sweep (numba_kernels.tiled): a row block per thread, column blocks
         as wide as the ring buffer's share of cache allows."""
         r0, r1, c0, c1 = target
         if r0 >= r1 or c0 >= c1:
             return
+        self.fit(target)
         self.k.tiled(out, u, w.wc, w.wx, w.wy, k, *target, *valid, *fixed, min(self.threads, r1 - r0),
                      self.column_blocks(c1 - c0, k), w.s, w.ax, w.ay, w.m, w.cw)
 
@@ -88,6 +107,7 @@ class NumbaBackend(Backend):
         return max(1, -(-width // cols))
 
     def step(self, out, u, w, region) -> None:
+        self.fit(region)
         if w.jacobi:  # Jacobi with coefficient fields: the smoother's form with om = 1 (solver.core.physics)
             return self._mg().vsmooth(out, u, w.s, w.ax, w.ay, w.wc, self.dtype.type(1), w.sigma, *region, w.sg)
         self.k.step(out, u, w.wc, w.wx, w.wy, *region, w.s, w.ax, w.ay, w.m, w.cw)
@@ -128,6 +148,7 @@ class NumbaBackend(Backend):
         k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
+        self.fit(region)
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
             self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d), w.s, w.ax,
                          w.ay, w.m, w.cw)
@@ -161,6 +182,7 @@ class NumbaBackend(Backend):
         return "tuned (stencil bench --tune)" if self.tuned else "default (default_time_tile)"
 
     def max_update(self, a, b, region) -> float:
+        self.fit(region)
         return float(self.k.max_update(a, b, *region))
 
     # multigrid verbs: kernels of numba_mg.py (the terms of mg_ops.py) -----------------------------
@@ -170,6 +192,7 @@ class NumbaBackend(Backend):
         return numba_mg
 
     def smooth(self, out, u, g, w, om, region) -> None:
+        self.fit(region)
         if w.fields:
             return self._mg().vsmooth(out, u, g, w.ax, w.ay, w.wc, om, w.sigma, *region, w.sg)
         if g is None:
@@ -177,6 +200,7 @@ class NumbaBackend(Backend):
         self._mg().smooth(out, u, g, w.wc, w.wx, w.wy, om, *region)
 
     def residual(self, r, u, g, w, region) -> None:
+        self.fit(region)
         if w.fields:
             return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region, w.sg)
         if g is None:
@@ -184,40 +208,51 @@ class NumbaBackend(Backend):
         self._mg().residual_g(r, u, g, w.wx, w.wy, *region)
 
     def restrict(self, gc, r, region, tables) -> None:
+        self.fit(region)
         self._mg().restrict(gc, r, *region, *tables)
 
     def prolong(self, u, e, region, tables) -> None:
+        self.fit(region)
         self._mg().prolong(u, e, *region, *tables)
 
     def prolong_op(self, u, e, region, tables) -> None:
+        self.fit(region)
         self._mg().prolong_op(u, e, *region, *tables)
 
     def restrict_op(self, gc, r, region, tables) -> None:
+        self.fit(region)
         ys, yc, xs, xc, ty, tx, origin, area, *w = tables
         self._mg().restrict_op(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w)
 
     def solve(self, e, r, minv, region) -> None:
+        self.fit(region)
         self._mg().solve(e, r, minv, *region)
 
     def max_abs(self, a, region) -> float:
+        self.fit(region)
         return float(self._mg().max_abs(a, *region))
 
     def residual_max(self, r, u, g, w, region) -> None:
         """The stop test in one pass (numba_mg.residual_max) where the weights are plain."""
+        self.fit(region)
         if w.fields:
             return super().residual_max(r, u, g, w, region)
         self._norm = float(self._mg().residual_max(r, u, g, w.wx, w.wy, *region))
 
     def axpy(self, y, a, x, region) -> None:
+        self.fit(region)
         self._mg().axpy(y, a, x, *region)
 
     def xpay(self, y, x, b, region) -> None:
+        self.fit(region)
         self._mg().xpay(y, x, b, *region)
 
     def products_max(self, a, b, region) -> float:
+        self.fit(region)
         return float(self._mg().products_max(a, b, *region))
 
     def folded_sums(self, a, b, region, s1: float, s2: float) -> tuple[float, float]:
+        self.fit(region)
         q1, q2 = self._mg().folded_sums(a, b, *region, s1, s2)
         return float(q1), float(q2)
 
@@ -233,9 +268,12 @@ class NumbaBackend(Backend):
         return {"backend": self.name, "threads": self.threads, "device": "cpu",
                 "time_tile": self.chosen or self.time_tile,
                 "time_tile_source": self.time_tile_source,
-                "threading_layer": _threading_layer(), "numba": numba.__version__}
+                "threading_layer": _threading_layer(), "numba": numba.__version__,
+                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "thread_points": self.thread_points}
 
     def copy_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
+        """The copy rate with every thread of the backend (the ceiling is the machine's, whatever fit() chose last)."""
+        self.fit((0, 1, 0, self.threads * max(self.thread_points, 1)))
         a = np.random.default_rng(0).random(max(nbytes // 8, 1))
         b = np.empty_like(a)
         self.k.copy(b, a, 1.0)
@@ -288,11 +326,22 @@ def default_time_tile(rows: int) -> int:
     return k
 
 
+def thread_points() -> int:
+    """THREAD_POINTS, or STENCIL_THREAD_POINTS where that is a whole number >= 0 (else the default)."""
+    text = os.environ.get("STENCIL_THREAD_POINTS", "")
+    return int(text) if text.isdigit() else THREAD_POINTS
+
+
 def _ensure_thread_pool(threads: int) -> None:
     """numba sizes its pool at import from NUMBA_NUM_THREADS (default: all cores); asking for more
-    threads than cores (oversubscription, on purpose) needs a larger pool before numba is imported."""
+    threads than cores (oversubscription, on purpose) needs a larger pool before numba is imported.
+    Its OpenMP pool's idle threads sleep instead of spinning (OMP_WAIT_POLICY=PASSIVE unless set; read when the
+    pool starts, at the first parallel kernel): where the cores are shared, spinning threads took the cores from
+    the thread every parallel region waits for, and a 600 x 100 multigrid cycle took 44x its one-thread time
+    (BENCHMARKS.md, "First runs and shared cores")."""
     import sys
 
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if "numba" not in sys.modules:
         if threads > cpu_count() and "NUMBA_NUM_THREADS" not in os.environ:
             os.environ["NUMBA_NUM_THREADS"] = str(threads)

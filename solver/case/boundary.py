@@ -86,7 +86,8 @@ def _dirichlet(value: float = 0.0) -> Dirichlet:
 
 
 class Boundary(Section):
-    """One kind per side; they never change during a run (docs/discretisation.md, solver/core/boundary.py)."""
+    """One kind per side, fixed for the run; its value may vary in time or along the side (docs/discretisation.md,
+    solver/core/boundary.py)."""
 
     top: Side = Field(default_factory=_dirichlet, description=f"side y = ly: {_SIDE_HELP}")
     bottom: Side = Field(default_factory=_dirichlet, description=f"side y = 0: {_SIDE_HELP}")

@@ -62,7 +62,8 @@ class Physics(Section):
     safety: float = Field(0.9, gt=0, le=1, description="fraction of the stable dt used when dt is null")
     scheme: Literal["explicit", "backward-euler", "crank-nicolson"] = Field("explicit", description=(
         "heat: explicit (FTCS, dt up to the stability limit), backward-euler or crank-nicolson (implicit: each "
-        "step one multigrid solve, any dt)"))
+        "step one multigrid solve, any dt; crank-nicolson rings on sharp features past about 5x the explicit limit: "
+        "validate warns, docs/multigrid.md)"))
     cfl: float = Field(100.0, gt=0, le=MAX_LENGTH, description=(
         "implicit schemes with dt null: dt = cfl x the explicit stability limit"))
 

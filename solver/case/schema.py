@@ -15,7 +15,7 @@ DESCRIPTIONS = {
     "Case.physics": "the equation and its coefficients",
     "Case.initial": "the initial field (heat) or first iterate (laplace), chosen by `kind`",
     "Case.boundary": f"the four sides, each a kind ({', '.join(BOUNDARY_KINDS)}) with its values: numbers, tables in "
-                     "time, profiles along the side or files",
+                     "time, profiles along the side or files; the kind is fixed for the run",
     "Case.run": "steps, convergence and checks",
     "Case.multigrid": "multigrid cycles (physics.solver: multigrid): cycle type, smoothing, coarsest level",
     "Case.numerics": "floating-point type",

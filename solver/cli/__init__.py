@@ -204,7 +204,8 @@ def run(
     kernel: Optional[str] = typer.Option(None, help="cupy kernel variant"),
     time_tile: Optional[int] = typer.Option(None, "--time-tile", help="numba steps per sweep and halo depth (1 = off)"),
     solver: Optional[str] = typer.Option(None, help="laplace: jacobi | multigrid"),
-    scheme: Optional[str] = typer.Option(None, help="heat: explicit | backward-euler | crank-nicolson"),
+    scheme: Optional[str] = typer.Option(None, help="heat: explicit | backward-euler | crank-nicolson (rings on "
+                                                    "sharp features past 5x the explicit limit)"),
     tolerance: Optional[float] = typer.Option(None, help="laplace: stop at this relative residual"),
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="check the result; exit 3 on failure"),
     overwrite: bool = typer.Option(False, help="replace results already in the output directory"),

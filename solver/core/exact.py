@@ -72,12 +72,18 @@ def of_case(case, rows: range | None = None, cols: range | None = None) -> np.nd
                              rows, cols)
 
 
-def inverse_bound(case) -> float:
-    """An upper bound on the max norm of the unit-diagonal operator's inverse (all sides Dirichlet): with
-    phi = x (lx - x) / 2 the 5-point Laplacian of phi is exactly -1 and phi >= 0 on the walls, so by the
-    discrete maximum principle |A^-1 r| <= d max(phi) |r| with d = 2/dx^2 + 2/dy^2; the same along y."""
+def inverse_bound(case) -> float | None:
+    """An upper bound on the max norm of the unit-diagonal operator's inverse (alpha a number) where both sides of
+    an axis are Dirichlet: with phi = x (lx - x) / 2 the 5-point Laplacian of phi is exactly -1 and phi >= 0 on
+    those walls (Neumann, periodic and convective ghosts along the other axis take phi's own value or less), so by
+    the discrete maximum principle |A^-1 r| <= d max(phi) |r| with d = 2/dx^2 + 2/dy^2; the same along y, and the
+    shorter such axis gives the bound. None where no axis has two Dirichlet sides."""
+    from .boundary import AXIS_SIDES, kinds
     from .physics import spacing
 
     dx, dy = spacing(case)
     d = 2.0 / dx**2 + 2.0 / dy**2
-    return d * min(case.grid.lx, case.grid.ly) ** 2 / 8.0
+    k = kinds(case)
+    lengths = [length for axis, length in (("x", case.grid.lx), ("y", case.grid.ly))
+               if all(k[s] == "dirichlet" for s in AXIS_SIDES[axis])]
+    return d * min(lengths) ** 2 / 8.0 if lengths else None

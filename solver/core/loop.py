@@ -391,7 +391,7 @@ class TimeLoop:
             s.r0 = r
         s.residuals.append((s.step, r))
         self._converged(s, r)
-        if self.hooks is not None and self.iterate is not None:
+        if self.hooks is not None:  # (Jacobi: the residual is the last sweep's update)
             self.hooks.iteration(s.step, r, s.relative(r))
 
     def _resolve(self, timer: Timer, upto: int | None = None) -> None:

@@ -13,11 +13,17 @@ the file stays readable with every earlier snapshot. Not covered: the process ki
 failure) in the middle of an append; SIGTERM/SIGINT are handled between steps and never interrupt one.
     /u     (snapshots, ny, nx) case dtype, chunks (1, rows of about 1 MiB, nx), shuffle + gzip (see compression)
     /step  (snapshots,) int64      /time (snapshots,) float64 (step * dt; laplace: dt = 1)
+    /x (nx,) and /y (ny,) float64: the points' coordinates
     attributes: dx, dy, origin [x0, y0], lx, ly, units, dtype, layout, boundary, boundary_sides, case (resolved YAML),
     writer (how the run that last wrote to the file wrote it: see hdf5_writer)
 Only interior points are stored: u[k, i, j] lies at x = origin[0] + j*dx, y = origin[1] + i*dy (origin
 = (dx, dy) with Dirichlet sides, half a spacing next to Neumann and periodic sides: solver.core.boundary);
 boundary_sides (JSON) gives each side's kind and value or flux.
+The layout is netCDF-4 / CF as well (cf_layout): /time, /y and /x are HDF5 dimension scales attached to /u's
+axes (and /time to /step's), each variable has its long_name (and units where the case names them) and /u a
+_FillValue (NaN: what a point outside the domain would hold), so that netCDF readers (xarray with
+engine="h5netcdf", ParaView's NetCDF reader, ncview, Panoply) open the file with its coordinates; files written
+before this layout lack /x, /y and the scales, and the solver's own readers read both.
 The three datasets are allocated early (each resize allocates the new snapshot's chunks), which parallel
 HDF5 needs to extend them collectively (ParallelFieldFile); the streaming path writes the same bytes.
 """
@@ -214,7 +220,7 @@ class FieldFile:
     def _create(self, f, case, spacing, resolved_yaml: str) -> None:
         ny, nx = self.shape
         f.create_dataset("u", shape=(0, ny, nx), maxshape=(None, ny, nx), dtype=self.dtype, fletcher32=True,
-                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=early_allocation(),
+                         chunks=(1, min(ny, chunk_rows(nx, self.dtype.itemsize)), nx), dcpl=fill_nan(early_allocation(), self.dtype),
                          **compression(self.writer))
         f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", dcpl=early_allocation(), fletcher32=True)
         f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", dcpl=early_allocation(), fletcher32=True)
@@ -226,6 +232,7 @@ class FieldFile:
             "boundary": "excluded: interior points only; kinds in boundary_sides", "case": resolved_yaml,
             "boundary_sides": _boundary_json(case), "writer": self.writer})
         f["u"].attrs["axes"] = "snapshot, y, x"
+        cf_layout(f, case, self.origin, (dx, dy))
 
     def _reopen(self, h5py, resume_step: int, resolved_yaml: str):
         """Open an existing fields.h5 to append; drop snapshots taken after `resume_step`."""
@@ -372,6 +379,57 @@ class ParallelFieldFile:
             except Exception:  # noqa: BLE001 - closing after a failed write may fail again; already reported
                 pass
             self.f = None
+
+
+def fill_nan(dcpl, dtype):
+    """The dataset-creation list `dcpl` with NaN as the fill value (the value /u's _FillValue names)."""
+    dcpl.set_fill_value(np.array(np.nan, dtype=dtype))
+    return dcpl
+
+
+def case_units(case) -> dict[str, str]:
+    """The unit names the case gives for length, time and temperature (its `units` section where the case model has
+    one), else none: plain numbers are then in the case's own units, which the file cannot name."""
+    system = getattr(case, "units", None)
+    return {k: str(getattr(system, k)) for k in ("length", "time", "temperature") if getattr(system, k, None)}
+
+
+def cf_layout(f, case, origin: tuple[float, float], spacing: tuple[float, float]) -> None:
+    """netCDF-4 / CF conventions over fields.h5's datasets (module docstring): the coordinates /x and /y, the
+    dimension scales time, y and x attached to /u (and time to /step), long names, units where known, /u's
+    _FillValue (NaN, the dataset's fill value). Called on the file being created, before any snapshot. The CF
+    attributes are fixed-length ASCII strings (netCDF's NC_CHAR: readers built on netCDF-C, ParaView's among them,
+    read text attributes only in that form)."""
+    units = case_units(case)
+    ny, nx = case.shape
+    heat = case.physics.equation == "heat"
+    text(f, Conventions="CF-1.8", title=f"stencil: {case.name}",
+         source="stencil (solver.io.fields), a 5-point finite-difference heat solver")
+    for name, n, o, h, axis in (("x", nx, origin[0], spacing[0], "X"), ("y", ny, origin[1], spacing[1], "Y")):
+        d = f.create_dataset(name, data=o + h * np.arange(n, dtype=np.float64))
+        d.make_scale(name)
+        text(d, long_name=f"{name} of the grid points (interior points; the sides lie beyond)", axis=axis,
+             **({"units": units["length"]} if "length" in units else {}))
+    t = f["time"]
+    t.make_scale("time")
+    if heat:
+        text(t, long_name="time", axis="T", standard_name="time", **({"units": units["time"]} if "time" in units else {}))
+    else:
+        text(t, long_name="iteration of the steady solve (laplace: no time; time = step)", units="1", axis="T")
+    f["step"].dims[0].attach_scale(t)
+    text(f["step"], long_name="step (laplace: Jacobi iteration or multigrid cycle) counted from the run's start")
+    u = f["u"]
+    for k, scale in enumerate((t, f["y"], f["x"])):
+        u.dims[k].attach_scale(scale)
+    u.attrs["_FillValue"] = np.array(np.nan, dtype=u.dtype)
+    text(u, long_name="u, the solved field (temperature)",
+         **({"units": units["temperature"]} if "temperature" in units else {}))
+
+
+def text(obj, **attrs: str) -> None:
+    """Text attributes as fixed-length ASCII strings (netCDF NC_CHAR), which every netCDF reader reads as text."""
+    for key, value in attrs.items():
+        obj.attrs[key] = np.bytes_(value.encode("ascii", "replace"))
 
 
 def _origin(case) -> tuple[float, float]:

@@ -183,16 +183,20 @@ class StopSignals:
 class Progress:
     """Progress on rank 0 (`--quiet` silences it), by one rule for every solver. A terminal gets a bar once a
     run passes DELAY seconds; anything else (mpirun, srun, a pipe, a log file, a Jupyter notebook) gets plain
-    lines `UNIT N/M (P%), T s elapsed, R MLUP/s` at least every LINE_FRACTION of the steps or every
+    lines `UNIT N/M (P%), T s elapsed, RATE` at least every LINE_FRACTION of the steps or every
     LINE_SECONDS, whichever comes first (at the loop's polls, which solver.core.loop spaces at most
-    POLL_SECONDS apart). UNIT is `step` (explicit and implicit heat steps, Jacobi iterations) or `cycle`
-    (multigrid's steady state); a solver with a residual adds the latest one to the line (`, relative residual
-    X`, and for an implicit step the cycles its solve took), never a line of its own. With a `callback` (the
-    Python API's progress=), it is called with (step, total, elapsed, mlups) instead of a line. R is the
-    summary's quantity, point updates per second of the steps after the warm-up with the output written inside
-    the loop left out, measured on rank 0 (the summary takes the slowest rank). The loop asks `due(step)`
-    first and waits for a GPU's queued steps when it is, so a line counts the steps computed, not those
-    enqueued. Before a first compilation it says so, since that can take half a minute."""
+    POLL_SECONDS apart). UNIT is `step` (explicit and implicit heat steps), `iteration` (Jacobi, conjugate
+    gradients) or `cycle` (multigrid's steady state); RATE is what the run measures, by `rate`: "updates" (explicit
+    steps and Jacobi sweeps: every point updated once, in MLUP/s), "units" (multigrid cycles or conjugate gradients'
+    iterations per second) or "solves" (implicit steps per second, and the cycles their solves took per second),
+    always with three significant digits, and left out before any step has been timed (never a rate of 0). A
+    solver with a residual adds the latest one to the line (`, relative residual X`, and for an implicit step the
+    cycles its solve took), never a line of its own. With a `callback` (the Python API's progress=), it is called
+    with (step, total, elapsed, mlups) instead of a line, mlups the points times the steps (cycles, iterations) per
+    second. The rates count the steps after the warm-up with the output written inside the loop left out, measured
+    on rank 0 (the summary takes the slowest rank). The loop asks `due(step)` first and waits for a GPU's queued
+    steps when it is, so a line counts the steps computed, not those enqueued. Before a first compilation it says
+    so, since that can take half a minute."""
 
     DELAY = 2.0
     LINE_FRACTION = 0.1
@@ -200,9 +204,10 @@ class Progress:
     BAR_SECONDS = 0.5  # a terminal's bar moves at most this often (each move waits for a GPU)
 
     def __init__(self, total: int, enabled: bool, points: int = 0, stream=None, clock=time.perf_counter,
-                 callback=None, unit: str = "step"):
+                 callback=None, unit: str = "step", rate: str = "updates"):
         self.stream, self.clock, self.callback = stream or sys.stdout, clock, callback
-        self.total, self.show, self.points, self.unit = total, enabled, points, unit
+        self.total, self.show, self.points, self.unit, self.measure = total, enabled, points, unit, rate
+        self.cycles = 0  # implicit steps: the cycles their solves took since the warm-up
         self.detail = ""  # the solver's latest residual, added to the next line
         self.enabled = enabled and callback is None and _isatty(self.stream)  # the bar
         self.output_seconds = 0.0  # output written inside the loop so far: not stepping
@@ -223,7 +228,7 @@ class Progress:
     def warmed(self, step: int, now: float | None = None) -> None:
         """The warm-up steps end at `step`: the rate counts from here, as the summary's does."""
         self.rate_t0, self.rate_first = self.clock() if now is None else now, step
-        self.output_seconds = 0.0
+        self.output_seconds, self.cycles = 0.0, 0
 
     def due(self, step: int, now: float | None = None) -> bool:
         """Would update(step) show something now? (False on other ranks and with --quiet.)"""
@@ -248,20 +253,38 @@ class Progress:
 
     def rate(self, step: int, now: float) -> float:
         """MLUP/s of the steps since the warm-up (since start() before it ends), output excluded."""
+        return self.points * self.per_second(step, now) / 1e6
+
+    def per_second(self, step: int, now: float) -> float:
+        """Steps (cycles, iterations) per second since the warm-up, output excluded; 0 before any was timed."""
         stepping = now - self.rate_t0 - self.output_seconds
-        return self.points * (step - self.rate_first) / stepping / 1e6 if stepping > 0 else 0.0
+        return (step - self.rate_first) / stepping if stepping > 0 else 0.0
+
+    def rate_text(self, step: int, now: float) -> str:
+        """', R MLUP/s' (or steps, cycles, iterations per second: `rate`), or nothing before a step was timed."""
+        per = self.per_second(step, now)
+        if per <= 0:
+            return ""
+        if self.measure == "updates":
+            return f", {self.points * per / 1e6:.3g} MLUP/s"
+        if self.measure == "solves":
+            stepping = now - self.rate_t0 - self.output_seconds
+            return f", {per:.3g} steps/s ({self.cycles / stepping:.3g} cycles/s)"
+        return f", {per:.3g} {self.unit}s/s"
 
     def iteration(self, step: int, r: float, rel: float) -> None:
         """A multigrid cycle's residual: shown on the next line (the lines' rule is the same for every solver)."""
-        self.detail = f", relative residual {rel:.3e} (max |g - A u| {r:.3e})"
+        self.detail = f", relative residual {rel:.3e} (max |g - A u| {r:.3e})"  # (Jacobi: the last update)
 
     def solved(self, step: int, cycles: int, rel: float, tol: float) -> None:
         """An implicit step's solve: its cycles and residual, shown on the next line."""
         self.detail = f", last solve {cycles} cycle(s) to a relative residual {rel:.2e} (tolerance {tol:.0e})"
+        if step > self.rate_first:
+            self.cycles += cycles
 
     def _line(self, step: int, now: float) -> None:
         self._say(step, lambda elapsed: f"{self.unit} {step}/{self.total} ({step / max(self.total, 1):.0%}), "
-                                        f"{elapsed:.1f} s elapsed, {self.rate(step, now):.0f} MLUP/s{self.detail}", now)
+                                        f"{elapsed:.1f} s elapsed{self.rate_text(step, now)}{self.detail}", now)
 
     def _say(self, step: int, text, now: float | None = None) -> None:
         """Every progress line goes through here: printed, or given to the callback (the Python API's
@@ -289,6 +312,19 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def progress_units(case) -> dict:
+    """What a run's progress lines count and measure (Progress): explicit steps and Jacobi iterations update every
+    point (MLUP/s); multigrid's steady state counts cycles (conjugate gradients: iterations) per second; implicit
+    steps count steps and their solves' cycles per second."""
+    if case.implicit:
+        return {"unit": "step", "rate": "solves"}
+    if case.physics.equation == "laplace":
+        if case.uses_multigrid:
+            return {"unit": "iteration" if case.krylov == "cg" else "cycle", "rate": "units"}
+        return {"unit": "iteration", "rate": "updates"}
+    return {"unit": "step", "rate": "updates"}
 
 
 def segment(first_step: int, ranks: int, hosts: list[str], started: float) -> dict:
@@ -366,10 +402,9 @@ class Outputs:
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
-        steady_mg = layout.case.physics.equation == "laplace" and layout.case.uses_multigrid
         self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
                                      layout.case.grid.nx * layout.case.grid.ny, callback=progress,
-                                     unit="cycle" if steady_mg else "step")
+                                     **progress_units(layout.case))
         self.lines = not quiet or progress is not None  # progress at 10% of the steps (the same on every rank)
         self.snapshots: list[int] = []
         self._blanks: dict = {}  # the block's points outside the plate (blank)

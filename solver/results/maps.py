@@ -1,5 +1,9 @@
 """The data a case puts into the update, sampled for a picture: alpha (the material map) and the source q (the
-terms on at a time), on about PIXELS x PIXELS of the grid's points (solver.results.report draws them)."""
+terms on at a time), on about PIXELS x PIXELS of the grid's points (solver.results.report draws them).
+
+A heat run's sources may switch on and off (`active: [t_start, t_end]`): `phases` cuts the run's time into the
+stretches over which the same terms are on, so that each is drawn at a time when it is on (a heater on for
+2 <= t < 5 is drawn at t = 2, not at the run's end, when it is off)."""
 
 from __future__ import annotations
 
@@ -25,22 +29,42 @@ def sampled(case, pixels: int = PIXELS):
     return np.arange(0, ny, max(1, ny // pixels)), np.arange(0, nx, max(1, nx // pixels))
 
 
+def phases(case, t_end: float) -> list[tuple[float, float, tuple[int, ...]]]:
+    """(t0, t1, the terms on for t0 <= t < t1) for every stretch of [0, t_end] over which the same terms are on,
+    in time order, stretches with no term on left out; laplace: one stretch with every term. A run that ends at 0
+    (no step) gives the terms on at 0."""
+    if case.physics.equation != "heat":
+        return [(0.0, t_end, sources.every_term(case))]
+    cuts = sorted({0.0, t_end} | {t for term in case.physics.source if term.active for t in term.active
+                                   if 0.0 < t < t_end})
+    out: list[tuple[float, float, tuple[int, ...]]] = []
+    for t0, t1 in zip(cuts, cuts[1:]) if len(cuts) > 1 else [(0.0, 0.0)]:
+        terms = sources.active(case, t0)
+        if out and out[-1][2] == terms and out[-1][1] == t0:
+            out[-1] = (out[-1][0], t1, terms)
+        elif terms:
+            out.append((t0, t1, terms))
+    return out
+
+
 def maps(rec: dict, t: float) -> dict:
-    """alpha and q (the terms on at t; every term for laplace) at sampled points, with their extent and the case, and
-    the labels of the pictures: the material form's conductivity k in W/(m K) and power density in W/m^3 (SI), the
-    diffusivity form's alpha and heating rate; lengths and temperatures in the case's units."""
+    """alpha and, for each phase of the run up to t (`phases`), q from the terms on then, at sampled points, with
+    their extent and the case; `q` is the first phase's (zero where no term is ever on); and the labels of the
+    pictures: the material form's conductivity k in W/(m K) and power density in W/m^3 (SI), the diffusivity form's
+    alpha and heating rate; lengths and temperatures in the case's units."""
     case = validate_case(rec["case"])
     rows, cols = sampled(case)
     y, x = positions(case, rows, cols)
-    terms = sources.active(case, t) if case.physics.equation == "heat" else sources.every_term(case)
-    alpha, q = alpha_at(case, rows, cols), sources.q_at(case, terms, rows, cols)
+    alpha, scale = alpha_at(case, rows, cols), 1.0
     labels = {"material": "alpha", "q": "q (temperature per time)"}
     if case.physics.material is not None:
         from ..case.units import UnitSystem, to_si
         from ..core.medium import medium
 
         c0, system = medium(case).c0, UnitSystem(case.units.length, case.units.time, case.units.temperature)
-        alpha, q = alpha * c0 * to_si(1.0, "conductivity", system), q * c0 * to_si(1.0, "power_density", system)
+        alpha, scale = alpha * c0 * to_si(1.0, "conductivity", system), c0 * to_si(1.0, "power_density", system)
         labels = {"material": "k, W/(m K)", "q": "power density, W/m^3"}
-    return {"case": case, "alpha": alpha, "q": q, "extent": (x[0], x[-1], y[0], y[-1]), "labels": labels,
-            "length": case.units.length, "temperature": case.units.temperature}
+    found = [(t0, t1, scale * sources.q_at(case, terms, rows, cols)) for t0, t1, terms in phases(case, t)]
+    q = found[0][2] if found else np.zeros((len(rows), len(cols)))
+    return {"case": case, "alpha": alpha, "q": q, "phases": found, "extent": (x[0], x[-1], y[0], y[-1]),
+            "labels": labels, "length": case.units.length, "temperature": case.units.temperature}

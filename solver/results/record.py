@@ -23,9 +23,10 @@ from .answers import lines as answer_lines
 from .energy import energy_lines
 from .environment import environment
 from .physics import physics_record
-from .solver import markdown_lines, mg_throughput, solver_record
+from .solver import markdown_lines, mg_throughput, residual_energy, solver_record, update_flops
 
 CSV_FIELDS = [name for name, _ in RANK_COLUMNS]
+UNKNOWN = "not recorded"  # what the tables say of a fact the run could not find out (never a bare "?")
 
 
 def section_stats(rows: list[dict]) -> dict:
@@ -55,10 +56,9 @@ def throughput(case, rows: list[dict], ceiling: dict | None) -> dict | None:
         return None
     updates = case.grid.nx * case.grid.ny * steps / solve
     per_update = streams(case) * np.dtype(case.numerics.dtype).itemsize  # a source and face fields count too
-    gbs = updates * per_update / 1e9
+    gbs, flops = updates * per_update / 1e9, update_flops(case)  # the form that ran (solver.results.solver)
     out = {"timed_steps": steps, "seconds_per_step": solve / steps, "mlups": updates / 1e6, "effective_gbs": gbs,
-           "gflops": updates * physics.FLOPS_PER_UPDATE / 1e9, "bytes_per_update": per_update,
-           "flops_per_update": physics.FLOPS_PER_UPDATE}
+           "gflops": updates * flops / 1e9, "bytes_per_update": per_update, "flops_per_update": flops}
     if ceiling:
         out["copy_gbs"] = ceiling["gbs"]
         out["fraction_of_copy"] = gbs / ceiling["gbs"]
@@ -86,6 +86,12 @@ COARSE_BOUND = 0.5  # multigrid: levels below the finest above this share of the
 GPU_BUSY = 0.7  # GPU kernels (events) below this fraction of the loop: the GPU waits between launches
 
 
+def percent(v: float) -> str:
+    """A fraction as a percentage: whole percents from 10% on, two significant digits below (a small part is never
+    printed as a bare 0%)."""
+    return f"{v:.0%}" if v >= 0.1 or v == 0 else f"{100 * v:.2g}%"
+
+
 def _no_cycles(sol: dict | None) -> bool:
     """A multigrid run whose solves needed no cycle at all (the initial fields already solved them)."""
     return bool(sol) and sol["method"] == "multigrid" and sol.get("cycles", sol.get("iterations")) == 0
@@ -107,9 +113,9 @@ def bottleneck(tp: dict | None, stats: dict, rows: list[dict], dtype: str = "flo
         return "unknown: no copy bandwidth measured to compare with"
     if frac >= MEMORY_BOUND:
         workers = "ranks and threads" if len(rows) > 1 else "threads"
-        return (f"memory bandwidth: {frac:.0%} of the copy bandwidth measured with the same {workers} "
+        return (f"memory bandwidth: {percent(frac)} of the copy bandwidth measured with the same {workers} "
                 f"({tp['copy_gbs']:.1f} GB/s); more workers help only as far as that copy rate grows with them")
-    return (f"kernel efficiency: {frac:.0%} of the copy bandwidth; the kernel leaves bandwidth unused "
+    return (f"kernel efficiency: {percent(frac)} of the copy bandwidth; the kernel leaves bandwidth unused "
             "(more threads, SIMD or a better kernel would help)")
 
 
@@ -333,7 +339,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
                       "placement": [placement(r) for r in rows]},
         "run": facts["run"],
         "solver": sol,
-        "energy": facts.get("energy"),
+        "energy": energy_bounds(facts.get("energy"), case, sol, layout.spacing),
         "answers": facts.get("answers"),
         "physics": physics_record(case, tiling(facts.get("tiling"), rows), False),
         "correctness": correctness or {"reference": None, "passed": None,
@@ -344,6 +350,24 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "bottleneck": (bottleneck(tp, stats, rows, case.numerics.dtype, facts["on_gpu"]) if tp or not _no_cycles(sol)
                        else "no multigrid cycle ran (every solve started at its answer): nothing to time"),
     }
+
+
+def energy_bounds(energy: dict | None, case, sol: dict | None, spacing) -> dict | None:
+    """The energy section with what the solves' residuals can leave in it (solver.results.solver.residual_energy):
+    residual_bound and how it was found, and `holds` (implicit steps: with the rounding bound; a steady state: with
+    rounding of its terms, 64 eps of their sizes); explicit steps keep `closed` (the rounding bound alone)."""
+    found = residual_energy(case, sol, spacing[0] * spacing[1]) if energy and energy.get("imbalance") is not None else None
+    if found is None:
+        return energy
+    bound, how = found
+    eps = float(np.finfo(case.numerics.dtype).eps)
+    rounding = energy.get("bound")
+    if rounding is None:  # a steady state: its terms' own rounding
+        terms = abs(energy["sources"]) + sum(abs(v) for v in energy["sides"].values())
+        rounding = 64 * eps * terms
+    total = bound + rounding
+    return {**energy, "residual_bound": bound, "residual_bound_how": how, "rounding_bound": rounding,
+            "total_bound": total, "holds": bool(abs(energy["imbalance"]) <= total)}
 
 
 def tiling(facts: dict | None, rows: list[dict]) -> dict:
@@ -371,8 +395,8 @@ def placement_lines(places: list[dict]) -> list[str]:
     """record.md's placement table: rank -> host, cores, NUMA node, GPU."""
     lines = ["| rank | host | cores | NUMA node | GPU |", "|---|---|---|---|---|"]
     for p in places:
-        gpu = f"{p['gpu_index']} ({p.get('gpu_name', '')}, PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else "-"
-        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p.get('numa') or '?'} | {gpu} |")
+        gpu = f"{p['gpu_index']} ({p.get('gpu_name', '')}, PCI {p.get('pci_bus_id', UNKNOWN)})" if "gpu_index" in p else "-"
+        lines.append(f"| {p['rank']} | {p['host']} | {p['affinity']} | {p.get('numa') or UNKNOWN} | {gpu} |")
     return lines
 
 
@@ -475,10 +499,23 @@ def conservation_text(k: dict) -> str:
             f"steps x flux through the Neumann sides), error {k['error']:.3e} (tolerance {k['tolerance']:.1e})")
 
 
-def steps_text(run: dict, requested: int) -> str:
-    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).'"""
+def iteration_word(sol: dict | None) -> str:
+    """What a steady solve's steps are: "cycle" (multigrid), "iteration" (Jacobi, conjugate gradients)."""
+    return "cycle" if sol and sol["method"] == "multigrid" and sol.get("krylov") != "cg" else "iteration"
+
+
+def method_word(sol: dict | None) -> str:
+    if not sol:
+        return "iteration"
+    return {"jacobi": "Jacobi iteration"}.get(sol["method"], "conjugate gradients and multigrid" if
+                                              sol.get("krylov") == "cg" else "multigrid")
+
+
+def steps_text(run: dict, requested: int, unit: str = "step") -> str:
+    """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).' (unit: a steady solve's
+    "cycle" or "iteration" in place of "step")."""
     segs = run.get("segments") or []
-    head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    head = f"reached {unit} {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
     if len(segs) < 2:
         return head + "."
     last = segs[-1]
@@ -492,10 +529,10 @@ def segment_lines(segs: list[dict]) -> list[str]:
         return []
     lines = ["| segment | steps | ranks | hosts | started | ended | seconds |", "|---|---|---|---|---|---|---|"]
     for k, s in enumerate(segs):
-        first = "?" if s.get("first_step") is None else s["first_step"]
-        lines.append(f"| {k} | {first}-{s['last_step']} | {s.get('ranks', '?')} | {', '.join(s.get('hosts', [])) or '?'} "
-                     f"| {s.get('started') or '?'} | {s.get('ended') or '?'} | "
-                     f"{'?' if s.get('seconds') is None else format(s['seconds'], '.1f')} |"
+        first = UNKNOWN if s.get("first_step") is None else s["first_step"]
+        lines.append(f"| {k} | {first}-{s['last_step']} | {s.get('ranks', UNKNOWN)} | "
+                     f"{', '.join(s.get('hosts', [])) or UNKNOWN} | {s.get('started') or UNKNOWN} | "
+                     f"{s.get('ended') or UNKNOWN} | {UNKNOWN if s.get('seconds') is None else format(s['seconds'], '.1f')} |"
                      + (f" {s['note']}" if s.get("note") else ""))
     return lines + [""]
 
@@ -507,7 +544,10 @@ def markdown(rec: dict) -> str:
              f"**Bottleneck:** {rec['bottleneck']}", "",
              "## Input", "",
              f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
-             f"{inp['initial']}, dt = {inp['dt']:.6g}; " + steps_text(rec["run"], inp["steps_requested"]), "",
+             f"{inp['initial']}, " + (f"dt = {inp['dt']:.6g}; " if inp["equation"] == "heat" else
+                                      f"a steady solve by {method_word(rec.get('solver'))}; ")
+             + steps_text(rec["run"], inp["steps_requested"], "step" if inp["equation"] == "heat" else
+                          iteration_word(rec.get("solver"))), "",
              *segment_lines(rec["run"].get("segments") or []),
              "## Resources", "",
              f"backend {rec['stencil']['backend']}, {res['ranks']} rank(s) as py x px = {res['dims'][0]} x {res['dims'][1]} "
@@ -531,8 +571,10 @@ def markdown(rec: dict) -> str:
         lines += ["## Throughput", "", "| metric | value |", "|---|---|"]
         if "bytes_per_cycle" in tp:
             lines += [f"| time per {tp['per']} | {tp['seconds_per_step'] * 1e3:.4f} ms |",
-                      f"| effective GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
-                      f"{tp['effective_gbs']:.2f} |"]
+                      f"| effective GB/s ({tp['bytes_per_cycle'] / 1e6:.3g} MB per cycle, counted) | "
+                      f"{tp['effective_gbs']:.3g} |"]
+            if "flops_per_cycle" in tp:
+                lines += [f"| GFLOP/s ({tp['flops_per_cycle'] / 1e6:.3g} MFLOP per cycle, counted) | {tp['gflops']:.3g} |"]
             if "bytes_made_per_cycle" in tp:  # sweeps two a pass: the passes made, beside a plain cycle's
                 lines += [f"| GB/s of the passes made ({tp['bytes_made_per_cycle'] / 1e6:.1f} MB per cycle, counted) | "
                           f"{tp['made_gbs']:.2f} |"]

@@ -473,53 +473,217 @@ def read_views(path: Path) -> dict:
             first, last = u[0, ::stride, ::stride], u[-1, ::stride, ::stride]
             dx, dy, (x0, y0) = float(f.attrs["dx"]), float(f.attrs["dy"]), f.attrs["origin"]
             extent = (x0, x0 + (u.shape[2] - 1) * dx, y0, y0 + (u.shape[1] - 1) * dy)
+            span = extremes(u, (float(x0), float(y0)), (dx, dy))
     except (OSError, KeyError, ValueError, TypeError) as exc:  # not HDF5, a dataset missing, a checksum
         raise InputError(f"{path}: cannot be read ({str(exc).splitlines()[0][:80]}); run the case again") from None
     return {"first": first, "last": last, "steps": (int(steps[0]), int(steps[-1])),
-            "times": (float(times[0]), float(times[-1])), "extent": extent}
+            "times": (float(times[0]), float(times[-1])), "extent": extent, "extremes": span}
 
 
-def fig_fields(views: dict, name: str):
-    """The first and the last snapshot side by side, one colour scale (y up, as in ParaView)."""
-    fig, axes = new_figure(2, 4.6)
+def extremes(u, origin: tuple[float, float], spacing: tuple[float, float], rows: int = 256) -> dict:
+    """The last snapshot's smallest and largest value with the (x, y) of their first point, and its mean, read
+    `rows` rows at a time (every point, not the picture's sample)."""
+    lo = hi = None
+    total, k = 0.0, u.shape[0] - 1
+    for r0 in range(0, u.shape[1], rows):
+        part = np.asarray(u[k, r0:r0 + rows, :], dtype=np.float64)
+        total += float(part.sum())
+        for fn, best, pick in ((np.argmin, lo, min), (np.argmax, hi, max)):
+            i, j = np.unravel_index(fn(part), part.shape)
+            found = (float(part[i, j]), origin[0] + j * spacing[0], origin[1] + (r0 + i) * spacing[1])
+            chosen = found if best is None else pick(best, found, key=lambda v: v[0])
+            if fn is np.argmin:
+                lo = chosen
+            else:
+                hi = chosen
+    return {"min": lo, "max": hi, "mean": total / (u.shape[1] * u.shape[2])}
+
+
+def steady_unit(rec: dict) -> str | None:
+    """What a steady solve's iterations are called ("cycles" of multigrid, "iterations" of Jacobi or conjugate
+    gradients), or None for heat (its snapshots are at times)."""
+    sol = rec.get("solver") or {}
+    if rec["input"]["equation"] == "heat":
+        return None
+    return "cycles" if sol.get("method") == "multigrid" and sol.get("krylov") != "cg" else "iterations"
+
+
+def fig_fields(views: dict, name: str, steady: str | None = None):
+    """The first and the last snapshot side by side, one colour scale (y up, as in ParaView); steady: the unit of a
+    steady solve's iterations ("cycles", "iterations"), whose snapshots are labelled by it instead of a time."""
+    fig, axes = panel_grid(2, aspect_of(views["extent"]), ncols=2)
     lo = float(min(views["first"].min(), views["last"].min()))
     hi = float(max(views["first"].max(), views["last"].max()))
     for ax, key, k in zip(axes, ("first", "last"), (0, 1)):
         im = ax.imshow(full_view(views[key], 512), origin="lower", extent=views["extent"], vmin=lo, vmax=hi,
                        cmap="inferno", interpolation="nearest")
-        ax.set(title=f"step {views['steps'][k]} (t = {views['times'][k]:.3g})", xlabel="x (case units)",
-               ylabel="y (case units)")
-    fig.colorbar(im, ax=axes, label="u (case units)", shrink=0.9)
+        n = views["steps"][k]
+        if steady is None:
+            title = f"step {n} (t = {views['times'][k]:.3g})"
+        else:
+            title = "initial field" if k == 0 else f"steady solution after {n} {steady}"
+        ax.set(title=title, xlabel="x (case units)", ylabel="y (case units)")
+    bar = fig.colorbar(im, ax=axes, label="u (case units)")
     change = visible_change(views["first"], views["last"])
-    suptitle(fig, f"{name}: first and last snapshot; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
+    what = "initial field and steady solution" if steady else "first and last snapshot"
+    suptitle(fig, f"{name}: {what}; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
                   f"than {VISIBLE:.0%} of the range", fontsize=9)
+    fit_colorbars(fig, [(list(axes), bar)])
     return fig
+
+
+def energy_terms(e: dict) -> tuple[list[tuple[str, float]], str, str]:
+    """The energy balance's terms as (label, value) bars, their unit and the figure's title: a steady state's rates
+    (sources and each side: they sum to the left-over), or a run's totals (sources and each side over the run, then
+    their sum's counterpart, the change of E), with the faces' and each rim's where the plate has them. The unit is
+    the record's (`units`: W and J in the material form), else the case's: E = sum(u) dx dy."""
+    steady = e["kind"] == "steady"
+    units = e.get("units") or {}
+    unit = units.get("power" if steady else "energy") or (
+        "u x area per unit time (case units)" if steady else "u x area (case units)")
+    bars = [("sources", e["sources"])]
+    if e.get("sides"):
+        bars += [(f"side {side}", v) for side, v in e["sides"].items()]
+    elif e.get("sides_total") is not None:
+        bars.append(("sides (together)", e["sides_total"]))
+    if e.get("faces"):
+        bars.append(("faces", e["faces"]))
+    bars += [(f"rim {label}", v) for label, v in (e.get("rims") or {}).items()]
+    if steady:
+        bars.append(("left over", e["imbalance"]))
+        return bars, unit, "Steady rates: sources + sides = left over"
+    bars.append(("change of E", e["change"]))
+    return bars, unit, "Over the run: change of E = sources + sides"
+
+
+def fig_energy(e: dict, name: str):
+    """Horizontal bars of the energy balance's terms (energy_terms): gains right, losses left, the total's bar
+    apart in grey."""
+    bars, unit, title = energy_terms(e)
+    fig, (ax,) = new_figure(1, 7.0)
+    labels = [label for label, _ in bars]
+    values = [v for _, v in bars]
+    colours = ["tab:gray" if label in ("change of E", "left over") else ("tab:red" if v >= 0 else "tab:blue")
+               for label, v in bars]
+    from matplotlib.patches import Patch
+
+    bars_drawn = ax.barh(labels, values, color=colours)
+    ax.bar_label(bars_drawn, labels=[f"{v:+.3g}" for v in values], fontsize=7, padding=2)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.invert_yaxis()
+    ax.margins(x=0.15)  # room for the values at the bars' ends
+    ax.set(title=title, xlabel=f"{'rate' if e['kind'] == 'steady' else 'energy'} ({unit})",
+           ylabel="term (record.json: energy)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(handles=[Patch(color="tab:red", label="heat in"), Patch(color="tab:blue", label="heat out"),
+                       Patch(color="tab:gray", label="the total")], fontsize=7, loc="lower right")
+    suptitle(fig, f"{name}: energy balance", fontsize=9)
+    return fig
+
+
+def physics_lines(rec: dict, views: dict | None) -> list[str]:
+    """report.md's physics section: what the update read (sources, alpha, sides), the temperature's range and where,
+    and the energy balance with its chart (when the record has one)."""
+    from .energy import energy_row
+
+    ph, inp = rec.get("physics") or {}, rec["input"]
+    lines = ["## Physics", ""]
+    if ph:
+        a = ph["alpha"]
+        alpha = (f"a field from {a['min']:.4g} to {a['max']:.4g} (contrast {a['contrast']:.3g})" if a["field"]
+                 else f"{a['min']:.4g} everywhere")
+        lines += [f"- sources: {'; '.join(ph['sources']) or 'none'}", f"- alpha: {alpha}",
+                  "- sides: " + "; ".join(f"{side}: {text}" for side, text in ph["sides"].items())]
+    if views:
+        lo, hi, mean = views["extremes"]["min"], views["extremes"]["max"], views["extremes"]["mean"]
+        steady = steady_unit(rec)
+        when = (f"the steady solution (after {views['steps'][1]} {steady})" if steady else
+                f"the last snapshot (step {views['steps'][1]}, t = {views['times'][1]:.4g})")
+        lines.append(f"- u in {when}: from {lo[0]:.6g} at (x, y) = ({lo[1]:.4g}, {lo[2]:.4g}) to {hi[0]:.6g} at "
+                     f"({hi[1]:.4g}, {hi[2]:.4g}); mean {mean:.6g} ({inp['nx']} x {inp['ny']} points, case units)")
+    e = rec.get("energy")
+    if e:
+        lines += [f"- {': '.join(energy_row(e))}", "", "![energy balance](energy.png)", "",
+                  "*The energy balance's terms (record.json: energy; solver/core/balance.py)*"]
+    return lines + [""]
+
+
+MAX_Q_PANELS = 3  # source maps drawn at most (the phases after them are listed in the figure's title)
+
+
+def panel_grid(n: int, aspect: float, ncols: int = 3):
+    """A figure of n image panels of a domain `aspect` (width / height) wide, sized so that each axes box fits its
+    image (a colour bar beside an image is then as tall as the image, and a long, flat strip's panels stack in one
+    column instead of leaving their labels crowded side by side); constrained layout; the axes in reading order."""
+    from matplotlib.figure import Figure
+
+    cols = 1 if aspect >= 2.5 else min(n, 2 if aspect >= 1.4 else ncols)
+    rows = -(-n // cols)
+    wide = 8.0 if cols == 1 else 4.0  # the image's width in inches
+    tall = min(max(wide / aspect, 0.6), 5.0) + 1.3  # the image's height plus its title, ticks and x label
+    fig = Figure(figsize=(cols * (wide + 2.2), rows * tall + 0.5), layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.1, wspace=0.06)  # a colour bar's label clear of the next panel's y label
+    return fig, [fig.add_subplot(rows, cols, k + 1) for k in range(n)]
+
+
+def aspect_of(extent) -> float:
+    """Width over height of an image's extent (x0, x1, y0, y1); 1 for a degenerate one (a single row or column)."""
+    w, h = extent[1] - extent[0], extent[3] - extent[2]
+    return w / h if w > 0 and h > 0 else 1.0
 
 
 def fig_maps(rec: dict, views: dict):
-    """The material map (alpha, log scale where it varies), the source q and the last snapshot side by side."""
+    """The material map (alpha, log scale where it varies), the source q in each phase of the run (the terms on over
+    a stretch of time, drawn when they are on: solver.results.maps.phases) and the last snapshot."""
     from matplotlib.colors import LogNorm
 
     data = maps(rec, views["times"][1])
-    case, alpha, q, extent = data["case"], data["alpha"], data["q"], data["extent"]
+    case, alpha, extent = data["case"], data["alpha"], data["extent"]
+    heat = case.physics.equation == "heat"
+    shown = data["phases"][:MAX_Q_PANELS] or [(0.0, views["times"][1], data["q"])]
     varies = alpha.max() > alpha.min()
-    fig, axes = new_figure(3, 4.4)
+    fig, axes = panel_grid(2 + len(shown), aspect_of(extent))
+    top = max(float(q.max()) for _, _, q in shown)  # one colour scale for every phase's q
+    bottom = min(float(q.min()) for _, _, q in shown)
     a = axes[0].imshow(alpha, origin="lower", extent=extent, cmap="viridis", interpolation="nearest",
                        norm=LogNorm() if varies else None)
     labels, L = data["labels"], data["length"]
-    fig.colorbar(a, ax=axes[0], label=labels["material"] + (" (log scale)" if varies else ""), shrink=0.8)
+    bars = [([axes[0]], fig.colorbar(a, ax=axes[0], label=labels["material"] + (" (log scale)" if varies else "")))]
     axes[0].set(title=f"material map: {labels['material'].split(',')[0]}", xlabel=f"x ({L})", ylabel=f"y ({L})")
-    heat = case.physics.equation == "heat"
-    s = axes[1].imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest")
-    fig.colorbar(s, ax=axes[1], label=labels["q"], shrink=0.8)
-    axes[1].set(title=f"source q at t = {views['times'][1]:.3g}" if heat else "source q", xlabel=f"x ({L})")
-    u = axes[2].imshow(full_view(views["last"], VIEW_PIXELS * 2), origin="lower", extent=views["extent"],
-                       cmap="inferno", interpolation="nearest")
-    fig.colorbar(u, ax=axes[2], label=f"u ({data['temperature']})", shrink=0.8)
-    when = f"at step {views['steps'][1]}" if heat else f"after {views['steps'][1]} iterations"
-    axes[2].set(title=f"u {when}", xlabel=f"x ({L})")
-    suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave", fontsize=9)
+    for ax, (t0, t1, q) in zip(axes[1:], shown):
+        im = ax.imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest", vmin=bottom,
+                       vmax=top if top > bottom else bottom + 1)
+        bars.append(([ax], fig.colorbar(im, ax=ax, label=labels["q"])))
+        when = (f" for {t0:.3g} <= t < {t1:.3g}" if t1 > t0 else f" at t = {t0:.3g}") if heat else ""
+        ax.set(title=f"source q{when}" if data["phases"] else "source q: none on during the run",
+               xlabel=f"x ({L})", ylabel=f"y ({L})")
+    u = axes[-1].imshow(full_view(views["last"], VIEW_PIXELS * 2), origin="lower", extent=views["extent"],
+                        cmap="inferno", interpolation="nearest")
+    bars.append(([axes[-1]], fig.colorbar(u, ax=axes[-1], label=f"u ({data['temperature']})")))
+    when = f"at step {views['steps'][1]} (t = {views['times'][1]:.3g})" if heat else \
+        f"steady, after {views['steps'][1]} {steady_unit(rec)}"
+    axes[-1].set(title=f"u {when}", xlabel=f"x ({L})", ylabel=f"y ({L})")
+    more = len(data["phases"]) - len(shown)
+    suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave"
+             + (f"; {more} later phase(s) of the sources not drawn (record.json: physics.sources)" if more > 0 else ""),
+             fontsize=9)
+    fit_colorbars(fig, bars)
     return fig
+
+
+def fit_colorbars(fig, bars) -> None:
+    """Each colour bar as tall as the images it belongs to: the layout is computed once (constrained layout sizes a
+    bar to its panel's slot, which an image of another aspect does not fill), then frozen with each bar moved to
+    its images' height. bars: (the bar's axes, the colorbar) pairs."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()  # places every axes and applies the images' aspect
+    boxes = [([ax.get_position() for ax in axes], bar) for axes, bar in bars]
+    fig.set_layout_engine("none")
+    for places, bar in boxes:
+        y0, y1 = min(b.y0 for b in places), max(b.y1 for b in places)
+        c = bar.ax.get_position()
+        bar.ax.set_position([c.x0, y0, c.width, y1 - y0])
 
 
 # figures: bench results (stencil bench access / reduction --json) -----------------------------------
@@ -749,19 +913,47 @@ def _by_label(res: dict, backend: str, nbytes: int) -> dict:
 # report.md -------------------------------------------------------------------------------------
 
 def problem(rec: dict) -> list[str]:
-    inp, tp = rec["input"], rec["throughput"] or {}
-    scheme = "explicit FTCS heat step" if inp["equation"] == "heat" else "Jacobi sweep for Laplace"
+    """What was solved and by which method, with the work counted for that method (record.throughput)."""
+    from .solver import method_text
+
+    inp, tp, sol = rec["input"], rec["throughput"] or {}, rec.get("solver")
+    head = (f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
+            f"{inp['initial']}: ")
+    steps = rec["run"]["steps"]
+    if sol:
+        what = method_text(sol, steps)
+        if "scheme" in sol:
+            what += f"; dt = {inp['dt']:.6g}, to t = {steps * inp['dt']:.6g}"
+    else:
+        what = f"{steps} explicit (FTCS) steps of dt = {inp['dt']:.6g} to t = {steps * inp['dt']:.6g}"
+    cycle = "iteration" if sol and sol.get("krylov") == "cg" else "cycle"
+    return ["## Problem", "", head + what + ". " + work_text(inp, tp, cycle), ""]
+
+
+def work_text(inp: dict, tp: dict, cycle: str = "cycle") -> str:
+    """The bytes and flops counted for the method that ran (per update, or per `cycle` of multigrid: a cycle or an
+    iteration of conjugate gradients), and what their ratio says."""
+    if not tp:
+        return "No step was timed, so no work rate is reported."
+    if "bytes_per_cycle" in tp:  # multigrid: per cycle (and per implicit step), counted per level and verb
+        per = (f"{tp['bytes_per_cycle'] / 1e6:.3g} MB of memory traffic and {tp['flops_per_cycle'] / 1e6:.3g} MFLOP "
+               f"per {cycle}" if "flops_per_cycle" in tp else f"{tp['bytes_per_cycle'] / 1e6:.3g} MB per {cycle}")
+        if "bytes_per_step" in tp:
+            per += (f" ({tp['bytes_per_step'] / 1e6:.3g} MB and {tp['flops_per_step'] / 1e6:.3g} MFLOP per step with "
+                    f"its {cycle}s and right-hand side)")
+        ai = f", {tp['flops_per_cycle'] / tp['bytes_per_cycle']:.3g} flop/byte" if "flops_per_cycle" in tp else ""
+        return (f"Counted (array passes and flops per point of each verb, on every level: "
+                f"solver/results/solver.py): {per}{ai}, far below the ridge point of any current CPU or GPU: the "
+                "cycle is bound by memory bandwidth where its levels outgrow the caches, and by per-sweep costs "
+                "where they are small.")
     w = inp["weights"]
-    return ["## Problem", "",
-            f"{inp['equation']} on nx x ny = {inp['nx']} x {inp['ny']} interior points ({inp['dtype']}), initial "
-            f"{inp['initial']}, {rec['run']['steps']} steps ({scheme}). Each step applies the 5-point update "
-            f"u_new = wc*u + wx*(west + east) + wy*(south + north) with wc = {w['wc']:.6g}, wx = {w['wx']:.6g}, "
-            f"wy = {w['wy']:.6g}: {tp.get('flops_per_update', 7)} flops and at least "
-            f"{tp.get('bytes_per_update', '?')} bytes of memory traffic per point update (one read and one write "
-            f"of the field): {tp.get('flops_per_update', 7) / tp.get('bytes_per_update', 16):.3g} flop/byte, "
-            "far below the "
-            "ridge point of any current CPU or GPU, so once the field outgrows the caches the kernel is bound by "
-            "memory bandwidth.", ""]
+    each = "iteration" if inp["equation"] == "laplace" else "step"
+    return (f"Each {each} applies the 5-point update (wc = {w['wc']:.6g}, wx = {w['wx']:.6g}, wy = {w['wy']:.6g}, "
+            "solver/core/physics.py gives its forms) to every point: "
+            f"{tp['flops_per_update']} flops and {tp['bytes_per_update']} bytes of memory traffic per point update "
+            f"(every array it reads or writes, once): {tp['flops_per_update'] / tp['bytes_per_update']:.3g} flop/byte, "
+            "far below the ridge point of any current CPU or GPU, so once the field outgrows the caches the kernel "
+            "is bound by memory bandwidth.")
 
 
 def hardware(rec: dict) -> list[str]:
@@ -804,14 +996,21 @@ def correctness(items: list[tuple[str, dict]]) -> list[str]:
     return lines + [""]
 
 
-def method(command: str, repeats: int | None) -> list[str]:
+def method(command: str, repeats: int | None, tp: dict | None = None) -> list[str]:
+    """How the figures were measured; the bandwidth's definition is the one of the method that ran (tp)."""
     rep = f"{repeats} run(s) per point, the median time per step reported" if repeats else "one run"
+    per = (tp or {}).get("per", "step") if "bytes_per_cycle" in (tp or {}) else "step"
+    if "bytes_per_cycle" in (tp or {}):
+        moved = (f"effective bandwidth = the bytes counted per {per} (array passes of every verb on every level, "
+                 "solver/results/solver.py) / the time per " + per)
+    else:
+        moved = "effective bandwidth = updates/s x the bytes each update reads and writes (every array once)"
     return ["## Benchmark method", "",
             f"- command: `{command}`; {rep}; each point a separate process (`stencil run`) with its own record.",
-            "- time per step: the solve loop after the warm-up steps (compile and first-touch excluded) minus the "
+            f"- time per {per}: the solve loop after the warm-up steps (compile and first-touch excluded) minus the "
             "snapshots written inside it, over the timed steps; per-rank sections compute / comm / wait / io / "
             "other, reduced with max (fractions) and mean (breakdown chart); load imbalance = max / mean compute.",
-            "- effective bandwidth = updates/s x 2 x itemsize; ceiling = STREAM-like copy bandwidth measured with "
+            f"- {moved}; ceiling = STREAM-like copy bandwidth measured with "
             "the same ranks and threads, all streaming at once, cached per machine (`stencil bench bandwidth`); "
             "compute roofs = register-only multiply + add and FMA loops on every worker at once (solver.bench.peak), "
             "cached the same way.", ""]
@@ -879,16 +1078,27 @@ RUN_CAPTIONS = {
     "bandwidth.png": "Effective bandwidth against the measured copy ceiling, and the roofline view",
     "timeline.png": "Per-rank timeline of the first timed steps (from trace.json)",
     "fields.png": "The first and the last snapshot of fields.h5 (one colour scale)",
-    "maps.png": "The material map (alpha), the source q and the last snapshot side by side",
+    "maps.png": "The material map (alpha), the source q in each phase of the run (drawn while it is on) and the last "
+                "snapshot",
+    "energy.png": "The energy balance's terms",
 }
 
 
 def throughput_line(tp: dict) -> str:
-    """'x ms per step, y MLUP/s, z GB/s effective, f of the c GB/s copy ceiling.'"""
-    ceiling = (f", {_pct(tp.get('fraction_of_copy'))} of the {tp['copy_gbs']:.1f} GB/s copy ceiling"
+    """'x ms per step, y MLUP/s, z GB/s effective, f of the c GB/s copy ceiling.' (multigrid: per cycle or implicit
+    step, with cycles or steps per second and the bytes and flops counted for them)."""
+    ceiling = (f", {_pct(tp.get('fraction_of_copy'))} of the {tp['copy_gbs']:.3g} GB/s copy ceiling"
                if tp.get("copy_gbs") else "")
-    return (f"{tp['seconds_per_step'] * 1e3:.4g} ms per step, {tp['mlups']:.1f} MLUP/s, "
-            f"{tp['effective_gbs']:.2f} GB/s effective{ceiling}.")
+    if "bytes_per_cycle" in tp:
+        per = tp.get("per", "cycle")
+        rate = f"{1 / tp['seconds_per_step']:.3g} {per}s/s"
+        if "cycles_per_second" in tp:
+            rate += f", {tp['cycles_per_second']:.3g} cycles/s"
+        flops = f", {tp['gflops']:.3g} GFLOP/s" if "gflops" in tp else ""
+        return (f"{tp['seconds_per_step'] * 1e3:.4g} ms per {per} ({rate}), {tp['effective_gbs']:.3g} GB/s{flops} "
+                f"counted{ceiling}.")
+    return (f"{tp['seconds_per_step'] * 1e3:.4g} ms per step, {tp['mlups']:.3g} MLUP/s, "
+            f"{tp['effective_gbs']:.3g} GB/s effective{ceiling}.")
 
 
 def sweep_baseline(b: dict) -> list[str]:
@@ -928,7 +1138,9 @@ def sweep_report(res: dict) -> tuple[dict, str]:
 
 
 def _pct(v) -> str:
-    return "" if v is None else f"{v:.0%}"
+    from .record import percent
+
+    return "" if v is None else percent(v)
 
 
 def run_report(d: Path) -> tuple[dict, str]:
@@ -938,22 +1150,26 @@ def run_report(d: Path) -> tuple[dict, str]:
     figs = {"ranks.png": fig_ranks(timings), "bandwidth.png": fig_run_bandwidth(rec)}
     if (d / "trace.json").exists():
         figs["timeline.png"] = fig_timeline(load_trace(d / "trace.json"))
-    if (d / "fields.h5").exists():
-        figs["fields.png"] = fig_fields(read_views(d / "fields.h5"), rec["input"]["name"])
+    views = read_views(d / "fields.h5") if (d / "fields.h5").exists() else None
+    if views:
+        figs["fields.png"] = fig_fields(views, rec["input"]["name"], steady_unit(rec))
         if has_maps(rec):
-            figs["maps.png"] = fig_maps(rec, read_views(d / "fields.h5"))
+            figs["maps.png"] = fig_maps(rec, views)
+    if rec.get("energy"):
+        figs["energy.png"] = fig_energy(rec["energy"], rec["input"]["name"])
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]
     analysis = ["## Bottleneck analysis", "", f"- {rec['bottleneck']}",
                 f"- comm (max over ranks) {t['comm_fraction']['max']:.0%} and wait {t['wait_fraction']['max']:.0%} "
                 f"of the step time; load imbalance {t['load_imbalance']:.3f}", ""]
-    captions = {k: v for k, v in RUN_CAPTIONS.items() if k in figs}
+    captions = {k: v for k, v in RUN_CAPTIONS.items() if k in figs and k != "energy.png"}  # (the physics section's)
     row = {"comm_fraction": t["comm_fraction"]["max"], "wait_fraction": t["wait_fraction"]["max"],
            "comm_wait_fraction": t["comm_wait_fraction"]["max"], "fraction_of_copy": tp.get("fraction_of_copy"),
            "load_imbalance": t["load_imbalance"]}
-    md = [f"# Performance report: {rec['input']['name']} (one run)", "", *problem(rec), *hardware(rec), *base,
-          *design(rec), *correctness([("this run", rec)]), *method(f"stencil run ({d})", None), *charts(captions),
+    md = [f"# Report: {rec['input']['name']} (one run)", "", *problem(rec), *physics_lines(rec, views), "# Performance",
+          "", *hardware(rec), *base,
+          *design(rec), *correctness([("this run", rec)]), *method(f"stencil run ({d})", None, tp), *charts(captions),
           *analysis, *limitations([], [row], None, rec["environment"])]
     return figs, "\n".join(md)
 

@@ -5,10 +5,14 @@ the residual says about the error, and (multigrid) where each level's time went.
   same on every rank count); the initial field's residual is the unit (run.tolerance).
 - reduction per iteration: the geometric mean of the residual's fall per iteration (or cycle) between the
   first and the last check of this run.
-- Jacobi's error estimate: an update (the residual) d leaves an error of up to about d / (1 - rho), rho the
-  spectral radius of the Jacobi iteration (2 wx cos(theta_x) + 2 wy cos(theta_y) of the lowest mode the
-  boundary kinds allow); with rho near 1 a small update is not a small error. Where the estimate reaches the
-  final field's whole range (max - min), it says that it bounds nothing.
+- Jacobi's error bound (jacobi_bound): the last sweep's update d is the residual of the field before it, and the
+  final field's residual is no larger (max norm). Where alpha is a number, the error of the final field is at most
+  |A^-1| max|d| (max norm: the barrier function of solver.core.exact.inverse_bound, where an axis has two
+  Dirichlet sides) and at most rho / (1 - rho) |d|_2 (the iteration is symmetric; rho an upper bound on its
+  spectral radius, a convective side counted as Neumann), whichever is smaller: bounds in exact arithmetic, not
+  estimates. With rho near 1 a small update is not a small error. Where alpha is a field, or rho is 1 (no
+  Dirichlet side), no bound is known and the record says so; where the bound reaches the final field's whole
+  range (max - min), it says that it bounds nothing.
 - multigrid throughput: the bytes its kernels move per cycle, counted (array passes x points x itemsize, as
   the time loop counts 2 x itemsize per update), over the measured time per cycle, against the copy rate.
 """
@@ -27,10 +31,13 @@ PASSES = {"sweep": 2, "sweep_g": 3, "residual": 2, "residual_g": 3, "restrict": 
 
 
 def jacobi_rho(case) -> float:
-    """The spectral radius of the Jacobi iteration for the case's grid and boundary kinds."""
+    """An upper bound on the spectral radius of the Jacobi iteration (alpha a number): 2 wx cos(theta_x) +
+    2 wy cos(theta_y) of the lowest mode of the sides' kinds, a convective side taken as Neumann (its ghost puts a
+    weight between Dirichlet's 0 and Neumann's 1 on the first point, and the largest eigenvalue of a symmetric
+    nonnegative matrix grows with its entries: Perron-Frobenius). Exact with Dirichlet, Neumann and periodic sides."""
     from ..core.physics import weights
 
-    w, k = weights(case), boundary.kinds(case)
+    w, k = weights(case), {s: ("neumann" if v == "convective" else v) for s, v in boundary.kinds(case).items()}
     theta = []
     for axis, n in (("x", case.grid.nx), ("y", case.grid.ny)):
         lo, hi = (k[s] for s in boundary.AXIS_SIDES[axis])
@@ -39,12 +46,34 @@ def jacobi_rho(case) -> float:
     return 2 * w.wx * math.cos(theta[0]) + 2 * w.wy * math.cos(theta[1])
 
 
+def jacobi_bound(case, last_update: float, update_l2: float | None) -> tuple[float | None, str]:
+    """(a bound on max |u - u*| of the final field, how it was obtained) from the last sweep's update (its max and its
+    2-norm over every point; module docstring), or (None, why there is none)."""
+    from ..core.exact import inverse_bound
+
+    if case.alpha_field:
+        return None, ("no bound known: alpha is a field, so neither the barrier function nor the iteration's spectral "
+                      "radius is known in closed form")
+    found = []
+    inv = inverse_bound(case)
+    if inv is not None:
+        found.append((inv * last_update, f"|A^-1| max|update| with |A^-1| <= {inv:.3g} (max norm)"))
+    rho = jacobi_rho(case)
+    if rho < 1 and update_l2 is not None:
+        found.append((rho / (1 - rho) * update_l2, f"rho / (1 - rho) |update|_2 with rho <= {rho:.8f}"))
+    if not found:
+        return None, ("no bound known: without a Dirichlet side the iteration's spectral radius is 1 (the field's "
+                      "level is not fixed by the sides)")
+    return min(found)
+
+
 def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     """The record's `solver` section (None for heat)."""
     if not facts:
         return None
     if "solves" in facts:
-        return implicit_record(facts, rows)
+        settings = mg_settings(case)
+        return implicit_record(facts, rows, "iterations" if settings["krylov"] == "cg" else "cycles") | settings
     res = facts["residuals"]
     out = {k: facts[k] for k in ("method", "iterations", "first_iteration", "initial_residual", "tolerance", "converged",
                                  "stopped_by")}
@@ -58,23 +87,53 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     if facts.get("floor") is not None:  # measured when the residual stopped halving (solver.core.stops)
         out["rounding_floor"] = facts["floor"]
     if facts["method"] == "jacobi":
-        rho = jacobi_rho(case)
-        out["contraction"] = rho
+        out["contraction"] = jacobi_rho(case) if not case.alpha_field else None
         if res:
-            out["error_estimate"] = res[-1][1] / (1 - rho) if rho < 1 else float("inf")
+            out["error_bound"], out["error_bound_how"] = jacobi_bound(case, res[-1][1], facts.get("update_l2"))
         out["field_range"] = facts.get("field_range")
+        out["update_l2"] = facts.get("update_l2")
     else:
         out["cycle"] = facts["cycle"]
         out["levels"] = level_table(facts["levels"], rows)
+        out.update(mg_settings(case))
     out["ended"] = ending(out)
     return out
+
+
+def mg_settings(case) -> dict:
+    """What the record says of the multigrid that ran: krylov (cg: conjugate gradients preconditioned by a cycle, or
+    none), sweeps before and after the coarse correction, the smoother."""
+    m = case.multigrid
+    return {"krylov": case.krylov, "pre": m.pre, "post": m.post, "smoother": m.smoother}
+
+
+def method_text(s: dict, count: int | None = None) -> str:
+    """The method that ran, in words (with `count`, how many of its units ran): Jacobi iterations; multigrid cycles
+    (kind, sweeps, levels, smoother), or conjugate gradients preconditioned by one such cycle an iteration; implicit
+    steps with their solves."""
+    n = "" if count is None else f"{count} "
+    if s["method"] == "jacobi":
+        return f"{n}Jacobi iterations (one sweep of the 5-point update each)"
+    levels = len(s["levels"])
+    sweeps = f"({s['pre']},{s['post']})" if "pre" in s else ""  # (records before 0.2 did not say)
+    where = f"over {levels} level{'s' if levels != 1 else ''}" + (f" with {s['smoother']} smoothing"
+                                                                  if s.get("smoother") else "")
+    if s.get("krylov") == "cg":
+        solve = (f"conjugate gradients, each iteration preconditioned by one multigrid {s['cycle']}{sweeps}-cycle "
+                 f"{where}")
+        unit = "iterations of "
+    else:
+        solve, unit = f"multigrid {s['cycle']}{sweeps}-cycles {where}", ""
+    if "scheme" in s:
+        return f"{n}implicit {s['scheme']} steps, each one linear solve by {solve}"
+    return f"{n}{unit}{solve}" if count is not None else solve
 
 
 WHY = {"floor": "at the rounding floor", "max_cycles": "at multigrid.max_cycles", "diverged": "diverging",
        "stalled": "stalled far above the rounding floor", "overflow": "with NaN or Inf"}  # an implicit solve's end
 
 
-def implicit_record(facts: dict, rows: list[dict]) -> dict:
+def implicit_record(facts: dict, rows: list[dict], unit: str = "cycles") -> dict:
     """Implicit heat: each step's solve (cycles, the residual's unit, relative residual reached, why it ended)."""
     solves = facts["solves"]
     cycles = [c for _, c, _, _, _ in solves]
@@ -85,7 +144,7 @@ def implicit_record(facts: dict, rows: list[dict]) -> dict:
            "worst_relative": worst,
            "unconverged_steps": [k for k, _, _, _, why in solves if why != "tolerance"],
            "history": [{"step": k, "cycles": c, "unit": g, "relative": rel, "ended": why} for k, c, g, rel, why in solves],
-           "levels": level_table(facts["levels"], rows)}
+           "levels": level_table(facts["levels"], rows), "unit": unit}
     out["ended"] = implicit_ending(out, solves)
     return out
 
@@ -95,7 +154,7 @@ def implicit_ending(out: dict, solves: list) -> str:
     if not solves:
         return "no steps"
     tol, n = out["tolerance"], len(solves)
-    head = f"{n} {out['scheme']} steps, {out['cycles']} cycles"
+    head = f"{n} {out['scheme']} steps, {out['cycles']} {out.get('unit', 'cycles')}"
     if out["cycles"] == 0:
         return f"{head}: every step's field already solved its equations (each step's initial residual was 0)"
     head += f" ({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']})"
@@ -118,7 +177,7 @@ def ending(out: dict) -> str:
     """One sentence from the measured figures: converged (the test that held), the initial field already a
     solution, stopped at the rounding floor, stalled above it, diverged, stopped by a signal, or out of
     iterations (slowly, for multigrid, when the residual fell less than stops.SLOW per cycle)."""
-    what = "cycles" if out["method"] == "multigrid" else "iterations"
+    what = "cycles" if out["method"] == "multigrid" and out.get("krylov") != "cg" else "iterations"
     rel, n = out.get("final_relative"), out["first_iteration"] + out["iterations"]  # a restart's too: the field's
     rel_text = f"relative residual {rel:.2e}" if rel is not None else "no residual checked"
     r0, stop = out["initial_residual"], out["stopped_by"]
@@ -129,7 +188,7 @@ def ending(out: dict) -> str:
             return f"converged: the residual is exactly 0 after {n} {what}"
         return f"converged: {rel_text} < tolerance {out['tolerance']:.1e} after {n} {what}"
     floor = out.get("rounding_floor")
-    floor_rel = f"{floor / r0:.1e}" if floor is not None and r0 else "?"
+    floor_rel = f"{floor / r0:.1e}" if floor is not None and r0 else "not measured"
     if stop == "floor":
         tol = out["tolerance"]
         return (f"stopped at the rounding floor: {rel_text} stopped falling after {n} {what}, within the dtype's "
@@ -163,24 +222,74 @@ def level_table(levels: list[dict], rows: list[dict]) -> list[dict]:
     return out
 
 
-def cycle_bytes(case, levels: list[dict], pre: int, post: int, made: bool = False) -> int:
-    """Bytes the kernels move per cycle, counted (module docstring); level 0 of laplace has no g. A plain cycle's
-    passes, or (made) those this run made: a level whose sweeps run two a pass (its record row's `passes`) counts
-    its passes as they are (tiled_passes)."""
+def cycle_bytes(case, levels: list[dict], pre: int, post: int, made: bool = False, krylov: str = "none",
+                kind: str = "V") -> int:
+    """Bytes the kernels move per cycle, counted (module docstring): each level's passes times its visits in one
+    `kind` cycle (V: once; W: 2^i; F: i + 1), level 0 reading g where it has one (a source, an implicit step's
+    right-hand side), every sweep and residual reading the two face fields where alpha is a field, and with krylov cg
+    conjugate gradients' own passes (krylov_passes). A plain cycle's passes, or (made) those this run made: a level
+    whose sweeps run two a pass (its record row's `passes`) counts its passes as they are (tiled_passes)."""
     item = np.dtype(case.numerics.dtype).itemsize
-    total = 0
+    g0, coef = level0_rhs(case, krylov), COEFFICIENT_PASSES * bool(case.alpha_field)
+    total = 0.0
     for i, lev in enumerate(levels):
-        g = i > 0
+        g = i > 0 or g0
         if lev["solve"] != "smoothing":
-            passes = PASSES["residual_g"] + 2
+            passes = PASSES["residual_g"] + 2 + coef
         elif made and lev.get("passes") == "two sweeps a pass":
             passes = tiled_passes(i, lev, pre, post, g)
         else:
-            passes = ((pre + post) * PASSES["sweep_g" if g else "sweep"] + PASSES["residual_g" if g else "residual"]
-                      + PASSES["restrict"] + PASSES["prolong"] + (PASSES["clear"] if g else 0))
+            passes = ((pre + post) * (PASSES["sweep_g" if g else "sweep"] + coef) + PASSES["residual_g" if g else
+                      "residual"] + coef + PASSES["restrict"] + PASSES["prolong"] + (PASSES["clear"] if i > 0 else 0))
             if i == 0:
                 passes += PASSES["residual"] + PASSES["max"]  # the stop test's residual
-        total += passes * lev["nx"] * lev["ny"] * item
+        total += passes * lev["nx"] * lev["ny"] * item * visits(kind, i)
+    if krylov == "cg":
+        total += (KRYLOV_PASSES + coef) * levels[0]["nx"] * levels[0]["ny"] * item
+    return int(total)
+
+
+# floating-point operations per point, per verb, counted from the expressions of solver/backends/mg_ops.py (adds,
+# multiplies, divides; loads, stores and comparisons not counted): sweep / residual with wx, wy (alpha a number) or
+# face fields ("v": vsmooth, vresidual), with a right-hand side g ("_g"); restrict per coarse point (3 x 3 taps summed
+# from zero, times the scale), prolong per fine point (2 x 2 taps and the add to u)
+FLOPS = {"sweep": 7, "sweep_g": 9, "vsweep": 15, "vsweep_g": 16, "residual": 6, "residual_g": 7, "vresidual": 13,
+         "vresidual_g": 14, "restrict": 25, "prolong": 13, "dot": 2, "axpy": 2}
+COEFFICIENT_PASSES = 2  # alpha a field: a sweep or a residual also reads the east and north face fields
+KRYLOV_PASSES = 17  # conjugate gradients per iteration on the finest level: q = A p (2), two dot products (2 x 2),
+#                     two axpys (2 x 3), p = z + beta p (3), z and its spare cleared (2)
+
+
+def visits(kind: str, i: int) -> int:
+    """How often one cycle of `kind` visits level i (V: once; W: twice each coarser level, 2^i; F: an F-cycle at each
+    level followed by a V-cycle, i + 1)."""
+    return {"W": 2**i, "F": i + 1}.get(kind, 1)
+
+
+def level0_rhs(case, krylov: str = "none") -> bool:
+    """Whether the finest level's verbs read a right-hand side g: a Poisson source, an implicit step's right-hand
+    side, or conjugate gradients' preconditioning cycle (its g is the residual r)."""
+    return bool(case.physics.source) or case.implicit or krylov == "cg"
+
+
+def cycle_flops(case, levels: list[dict], pre: int, post: int, krylov: str = "none", kind: str = "V") -> int:
+    """Floating-point operations of one cycle, counted as cycle_bytes counts its bytes (FLOPS per point per verb; the
+    coarsest level's dense solve e += M r: 2 n^2 for its n points)."""
+    v, g0 = "v" if case.alpha_field else "", level0_rhs(case, krylov)
+    total = 0
+    for i, lev in enumerate(levels):
+        n, g = lev["nx"] * lev["ny"], "_g" if i > 0 or g0 else ""
+        if lev["solve"] != "smoothing":
+            work = FLOPS[f"{v}residual_g"] * n + 2 * n * n
+        else:
+            work = ((pre + post) * FLOPS[f"{v}sweep{g}"] + FLOPS[f"{v}residual{g}"] + FLOPS["prolong"]) * n
+            coarse = levels[i + 1]["nx"] * levels[i + 1]["ny"] if i + 1 < len(levels) else 0
+            work += FLOPS["restrict"] * coarse
+            if i == 0:
+                work += FLOPS[f"{v}residual{g}"] * n  # the stop test's residual
+        total += work * visits(kind, i)
+    if krylov == "cg":  # q = A p, (p, q) and (r, z), x and r updated, p = z + beta p
+        total += (FLOPS[f"{v}residual"] + 2 * FLOPS["dot"] + 3 * FLOPS["axpy"]) * levels[0]["nx"] * levels[0]["ny"]
     return total
 
 
@@ -198,25 +307,49 @@ def tiled_passes(i: int, lev: dict, pre: int, post: int, g: bool) -> float:
     return passes
 
 
+def update_flops(case) -> int:
+    """Floating-point operations of one explicit update or Jacobi sweep of a point, counted from the forms of
+    solver/core/physics.py: wc u + wx (W + E) + wy (S + N), 7 (3 multiplies, 4 adds); the flux form (alpha a field,
+    heat) 12; the Jacobi form with face fields 15 (its division included); a source adds 1."""
+    if not case.alpha_field:
+        base = 7
+    else:
+        base = 15 if case.physics.equation == "laplace" else 12
+    return base + bool(case.physics.source)
+
+
 def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) -> dict | None:
-    """The multigrid run's figures in the time loop's throughput shape (per cycle instead of per step)."""
+    """The multigrid run's figures in the time loop's throughput shape (per cycle, or per implicit step: its cycles
+    and the update that makes its right-hand side): bytes and flops counted (cycle_bytes, cycle_flops), over the
+    measured time."""
+    from ..core.operator import streams
+
     steps = rows[0]["steps"]  # timed steps: cycles (laplace), or implicit time steps
     solve = max(r["loop"] - r["io"] for r in rows)
-    cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if "scheme" in solver else 1.0
+    implicit = "scheme" in solver
+    cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if implicit else 1.0
     if steps == 0 or solve <= 0 or not cycles:  # no cycle ran (every step's field already solved): no rate
         return None
-    m = case.multigrid
-    moved = cycle_bytes(case, solver["levels"], m.pre, m.post) * cycles
+    m, levels, krylov = case.multigrid, solver["levels"], solver.get("krylov", "none")
+    per_cycle = cycle_bytes(case, levels, m.pre, m.post, krylov=krylov, kind=m.cycle)
+    flops_cycle = cycle_flops(case, levels, m.pre, m.post, krylov=krylov, kind=m.cycle)
+    points = case.grid.nx * case.grid.ny
+    rhs_bytes = streams(case) * np.dtype(case.numerics.dtype).itemsize * points if implicit else 0
+    rhs_flops = update_flops(case) * points if implicit else 0
+    moved, flops = per_cycle * cycles + rhs_bytes, flops_cycle * cycles + rhs_flops
     per = solve / steps
-    out = {"timed_steps": steps, "seconds_per_step": per, "mlups": case.grid.nx * case.grid.ny / per / 1e6,
-           "effective_gbs": moved / per / 1e9, "bytes_per_cycle": moved / cycles, "counted": "array passes per level",
-           "per": "step" if "scheme" in solver else "cycle"}
-    total = sum(sum(lev["seconds"].values()) for lev in solver["levels"]) or 1.0
-    out["level_shares"] = [sum(lev["seconds"].values()) / total for lev in solver["levels"]]
-    tiled = sum(lev.get("passes") == "two sweeps a pass" for lev in solver["levels"])
+    out = {"timed_steps": steps, "seconds_per_step": per, "mlups": points / per / 1e6,
+           "effective_gbs": moved / per / 1e9, "bytes_per_cycle": per_cycle, "flops_per_cycle": flops_cycle,
+           "gflops": flops / per / 1e9, "counted": "array passes and flops per point of each verb, per level",
+           "per": "step" if implicit else "cycle", "per_second": 1 / per}
+    if implicit:
+        out.update(bytes_per_step=moved, flops_per_step=flops, cycles_per_second=cycles / per)
+    total = sum(sum(lev["seconds"].values()) for lev in levels) or 1.0
+    out["level_shares"] = [sum(lev["seconds"].values()) / total for lev in levels]
+    tiled = sum(lev.get("passes") == "two sweeps a pass" for lev in levels)
     if tiled:  # the passes actually made (fewer than a plain cycle's: fraction_of_copy above 1 only by that)
-        made = cycle_bytes(case, solver["levels"], m.pre, m.post, made=True) * cycles
-        out.update(tiled_levels=tiled, bytes_made_per_cycle=made / cycles, made_gbs=made / per / 1e9)
+        made = cycle_bytes(case, levels, m.pre, m.post, made=True, krylov=krylov, kind=m.cycle) * cycles + rhs_bytes
+        out.update(tiled_levels=tiled, bytes_made_per_cycle=(made - rhs_bytes) / cycles, made_gbs=made / per / 1e9)
     if ceiling:
         out["copy_gbs"] = ceiling["gbs"]
         out["fraction_of_copy"] = out["effective_gbs"] / ceiling["gbs"]
@@ -228,22 +361,59 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
 
 def summary_rows(s: dict) -> list[tuple[str, str]]:
     """(quantity, value) lines for the run table."""
-    rows = [("solver", s["method"] + (f", {s['cycle']}-cycles over {len(s['levels'])} levels" if "levels" in s else "")
-             + (f", {s['scheme']} steps" if "scheme" in s else "")),
-            ("ended", s["ended"])]
+    rows = [("solver", method_text(s)), ("ended", s["ended"])]
     if s.get("reduction_per_iteration") is not None:
-        rows.append(("reduction per " + ("cycle" if s["method"] == "multigrid" else "iteration"),
+        rows.append(("reduction per " + ("cycle" if s["method"] == "multigrid" and s.get("krylov") != "cg" else
+                                         "iteration"),
                      f"{s['reduction_per_iteration']:.4g} (geometric mean)"))
-    if "error_estimate" in s:
-        rows.append(("error estimate", error_text(s)))
+    if "error_bound" in s:
+        rows.append(("error bound", error_text(s)))
     return rows
 
 
+def residual_scale(case, sol: dict) -> float:
+    """What turns the solver's residual (max |g - A u| in its own form) into the equation's own: the operator's
+    diagonal where the rows are scaled to a unit diagonal (alpha a number: implicit steps 1 + kappa (2/dx^2 +
+    2/dy^2), laplace alpha (2/dx^2 + 2/dy^2)); 1 where multigrid works in the equation's units (alpha a field); the
+    largest diagonal for Jacobi with face fields (each row divided by its own)."""
+    from ..core.materials import alpha_range
+    from ..core.physics import implicit_operator, spacing
+
+    dx, dy = spacing(case)
+    d = 2.0 / dx**2 + 2.0 / dy**2
+    if "scheme" in sol:
+        return 1.0 + implicit_operator(case)[1] * d
+    if sol["method"] == "multigrid" and case.alpha_field:
+        return 1.0
+    return alpha_range(case)[1] * d
+
+
+def residual_energy(case, sol: dict | None, cell: float) -> tuple[float, str] | None:
+    """(the most that the solves' residuals can leave in the energy balance, how) or None (explicit steps): the
+    imbalance is cell x the sum of the equation's residual over the N points, so at most cell x N x
+    residual_scale x max |g - A u|, summed over an implicit run's steps (each step's reached residual: its unit
+    times its relative residual), or the final field's for a steady state (Jacobi: the last update, which bounds
+    the final field's residual)."""
+    if not sol:
+        return None
+    n, scale = case.grid.nx * case.grid.ny, residual_scale(case, sol)
+    if "scheme" in sol:
+        worst = sum(h["unit"] * h["relative"] for h in sol["history"])
+        return cell * n * scale * worst, f"{n} points x {scale:.3g} x the sum over steps of max|g - A u|"
+    if sol.get("final_residual") is None:
+        return None
+    return (cell * n * scale * sol["final_residual"],
+            f"{n} points x {scale:.3g} x the final max|g - A u| {sol['final_residual']:.2e}")
+
+
 def error_text(s: dict) -> str:
-    """Jacobi's error estimate, and where it exceeds the final field's whole range, that it bounds nothing."""
-    est, spread = s["error_estimate"], s.get("field_range")
-    text = f"up to about {est:.2e} (residual / (1 - rho), rho = {s['contraction']:.8f})"
-    if spread is not None and est >= spread:
+    """Jacobi's error bound (jacobi_bound) with how it was obtained, and where it exceeds the final field's whole
+    range, that it bounds nothing; or why there is none."""
+    bound, how, spread = s["error_bound"], s["error_bound_how"], s.get("field_range")
+    if bound is None:
+        return f"{how}; the last update {s['final_residual']:.2e} is not an error: use physics.solver: multigrid"
+    text = f"max |u - u*| <= {bound:.2e} ({how}; exact arithmetic)"
+    if spread is not None and bound >= spread:
         text += (f"; larger than the field's whole range ({spread:.2e}), so it bounds nothing: a smaller "
                  "run.tolerance, more steps or physics.solver: multigrid")
     return text

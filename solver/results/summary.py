@@ -7,14 +7,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..core import physics
+from ..core import physics, ringing
 from ..core.operator import streams
 from ..core.boundary import periodic_axes
 from ..core.decomp import all_blocks, choose_dims
 from .answers import rows as answer_rows
 from .energy import energy_row
 from .physics import physics_rows
-from .record import when
+from .record import UNKNOWN, iteration_word, when
 from .solver import summary_rows as solver_rows
 
 
@@ -30,16 +30,21 @@ def print_summary(rec: dict) -> None:
                         f"{rec['stencil']['backend']}, {res['ranks']} rank(s) x {res['threads_per_rank']} thread(s)")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    table.add_row("steps", f"{rec['run']['steps']}" + (" (converged)" if rec["run"]["converged"] else ""))
+    unit = "steps" if inp["equation"] == "heat" else iteration_word(rec.get("solver")) + "s"  # a steady solve's
+    table.add_row(unit, f"{rec['run']['steps']}" + (" (converged)" if rec["run"]["converged"] else ""))
     for phase in ("setup", "compile", "warmup", "solve", "output", "verify", "total"):
         if phase in rec["times"]:
             table.add_row(f"time {phase}", f"{rec['times'][phase]:.3f} s")
     for name, value in solver_rows(rec["solver"]) if rec.get("solver") else []:
         table.add_row(name, value)
     if tp and "bytes_per_cycle" in tp:
-        table.add_row(f"time per {tp['per']}", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
-        table.add_row("throughput", f"{tp['effective_gbs']:.2f} GB/s ({tp['bytes_per_cycle'] / 1e6:.1f} MB per cycle, "
-                                    "counted)")
+        rate = f"{1 / tp['seconds_per_step']:.3g} {tp['per']}s/s" + (f", {tp['cycles_per_second']:.3g} cycles/s"
+                                                                     if "cycles_per_second" in tp else "")
+        table.add_row(f"time per {tp['per']}", f"{tp['seconds_per_step'] * 1e3:.3f} ms ({rate})")
+        flops = f", {tp['gflops']:.3g} GFLOP/s" if "gflops" in tp else ""
+        work = f", {tp['flops_per_cycle'] / 1e6:.3g} MFLOP" if "flops_per_cycle" in tp else ""
+        table.add_row("throughput", f"{tp['effective_gbs']:.3g} GB/s{flops} ({tp['bytes_per_cycle'] / 1e6:.3g} MB{work} "
+                                    "per cycle, counted)")
     elif tp:
         table.add_row("time per step", f"{tp['seconds_per_step'] * 1e3:.3f} ms")
         table.add_row("throughput", f"{tp['mlups']:.1f} MLUP/s, {tp['effective_gbs']:.2f} GB/s, {tp['gflops']:.2f} GFLOP/s "
@@ -86,8 +91,8 @@ def print_summary(rec: dict) -> None:
 
 def _place(p: dict) -> str:
     """'rank 0: host, cores 0-3, NUMA 0, GPU 0 (PCI 0000:1b:00.0)'."""
-    gpu = f", GPU {p['gpu_index']} (PCI {p.get('pci_bus_id', '?')})" if "gpu_index" in p else ""
-    return f"rank {p['rank']}: {p['host']}, cores {p['affinity']}, NUMA {p.get('numa') or '?'}{gpu}"
+    gpu = f", GPU {p['gpu_index']} (PCI {p.get('pci_bus_id', UNKNOWN)})" if "gpu_index" in p else ""
+    return f"rank {p['rank']}: {p['host']}, cores {p['affinity']}, NUMA {p.get('numa') or UNKNOWN}{gpu}"
 
 
 def plan(case, ranks: int) -> dict:
@@ -217,7 +222,7 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("output", f"{case.output.dir} (VTK {'on' if p['vtk'] else 'off'})")
     t.add_row("disk space", disk_text(p))
     con.print(t)
-    for note in [smoothing_note(case), *case.notes()]:
+    for note in (smoothing_note(case), ringing.warning(case), *case.notes()):
         if note:
             con.print(f"[yellow]{escape(note)}[/yellow]")
     reason = registry()[case.backend.name].unavailable()
