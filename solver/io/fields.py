@@ -391,6 +391,8 @@ def case_units(case) -> dict[str, str]:
     """The unit names the case gives for length, time and temperature (its `units` section where the case model has
     one), else none: plain numbers are then in the case's own units, which the file cannot name."""
     system = getattr(case, "units", None)
+    if getattr(case.physics, "material", None) is None and "units" not in case.model_fields_set:
+        return {}  # the diffusivity form without a units section: numbers in the case's own units
     return {k: str(getattr(system, k)) for k in ("length", "time", "temperature") if getattr(system, k, None)}
 
 

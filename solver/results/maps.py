@@ -20,7 +20,7 @@ PIXELS = 512
 def has_maps(rec: dict) -> bool:
     physics = (rec.get("case") or {}).get("physics") or {}
     return (not isinstance(physics.get("alpha", 1.0), (int, float)) or bool(physics.get("source"))
-            or bool(physics.get("regions")))
+            or bool(physics.get("regions")) or bool(physics.get("outline")))
 
 
 def sampled(case, pixels: int = PIXELS):
@@ -68,3 +68,29 @@ def maps(rec: dict, t: float) -> dict:
     q = found[0][2] if found else np.zeros((len(rows), len(cols)))
     return {"case": case, "alpha": alpha, "q": q, "phases": found, "extent": (x[0], x[-1], y[0], y[-1]),
             "labels": labels, "length": case.units.length, "temperature": case.units.temperature}
+
+
+def outlines(rec: dict) -> tuple:
+    """The plate's shapes (regions and outline: solver.case.regions) as the pictures draw their rims: ("disk",
+    (cx, cy, r)), ("polygon", points (n, 2)) or ("mask", (pixels, (x0, y0, x1, y1))), case units; () in the
+    diffusivity form or without shapes."""
+    case = validate_case(rec["case"])
+    p = case.physics
+    if getattr(p, "material", None) is None:
+        return ()
+    from ..core import geometry as geo
+    from ..core.plate import shape_of
+
+    out = []
+    for region in [*p.regions, *([p.outline] if p.outline is not None else [])]:
+        s = shape_of(region)
+        if isinstance(s, geo.Disk):
+            out.append(("disk", (s.cx, s.cy, s.r)))
+        elif isinstance(s, geo.Rectangle):
+            out.append(("polygon", np.array([[s.x0, s.y0], [s.x1, s.y0], [s.x1, s.y1], [s.x0, s.y1]])))
+        elif isinstance(s, geo.Polygon):
+            out.append(("polygon", np.asarray(s.array)))
+        else:
+            (x0, y0), (x1, y1) = s.extent
+            out.append(("mask", (s.bits.astype(float), (x0, y0, x1, y1))))
+    return tuple(out)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InputError
-from .maps import has_maps, maps
+from .maps import has_maps, maps, outlines
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
@@ -446,18 +446,27 @@ VISIBLE = 0.05  # a pixel changes visibly when it moves by more than this fracti
 
 
 def full_view(u: np.ndarray, pixels: int = VIEW_PIXELS) -> np.ndarray:
-    """The field as a full view shows it: the mean of each of pixels x pixels blocks (ragged edges dropped)."""
+    """The field as a full view shows it: the mean of each of pixels x pixels blocks (ragged edges dropped), of the
+    plate's points (NaN: outside the plate, solver.io.outputs.blank; a block wholly outside stays NaN)."""
     by, bx = max(1, u.shape[0] // pixels), max(1, u.shape[1] // pixels)
     ny, nx = u.shape[0] // by * by, u.shape[1] // bx * bx
-    return u[:ny, :nx].astype(np.float64).reshape(ny // by, by, nx // bx, bx).mean(axis=(1, 3))
+    blocks = u[:ny, :nx].astype(np.float64).reshape(ny // by, by, nx // bx, bx)
+    if not np.isnan(blocks).any():
+        return blocks.mean(axis=(1, 3))
+    count = np.sum(~np.isnan(blocks), axis=(1, 3))
+    total = np.nansum(blocks, axis=(1, 3))
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def visible_change(first: np.ndarray, last: np.ndarray) -> float:
     """The fraction of a full view's pixels that differ between two snapshots by more than VISIBLE of the
     first one's range (0 when nothing moves, about 1 when the whole picture changes)."""
     a, b = full_view(first), full_view(last)
-    span = float(a.max() - a.min()) or 1.0
-    return float(np.mean(np.abs(b - a) > VISIBLE * span))
+    plate = ~(np.isnan(a) | np.isnan(b))
+    if not plate.any():
+        return 0.0
+    span = float(a[plate].max() - a[plate].min()) or 1.0
+    return float(np.mean(np.abs(b - a)[plate] > VISIBLE * span))
 
 
 def read_views(path: Path) -> dict:
@@ -508,12 +517,15 @@ def steady_unit(rec: dict) -> str | None:
     return "cycles" if sol.get("method") == "multigrid" and sol.get("krylov") != "cg" else "iterations"
 
 
-def fig_fields(views: dict, name: str, steady: str | None = None):
+def fig_fields(views: dict, name: str, steady: str | None = None, shapes: tuple = (), units: tuple = ()):
     """The first and the last snapshot side by side, one colour scale (y up, as in ParaView); steady: the unit of a
-    steady solve's iterations ("cycles", "iterations"), whose snapshots are labelled by it instead of a time."""
+    steady solve's iterations ("cycles", "iterations"), whose snapshots are labelled by it instead of a time; the
+    plate's shapes' outlines drawn over them (solver.results.maps.outlines), its holes blank; units: (length,
+    temperature) of the material form (else case units)."""
+    L, T = units or ("case units", "case units")
     fig, axes = panel_grid(2, aspect_of(views["extent"]), ncols=2)
-    lo = float(min(views["first"].min(), views["last"].min()))
-    hi = float(max(views["first"].max(), views["last"].max()))
+    lo = float(min(np.nanmin(views["first"]), np.nanmin(views["last"])))
+    hi = float(max(np.nanmax(views["first"]), np.nanmax(views["last"])))
     for ax, key, k in zip(axes, ("first", "last"), (0, 1)):
         im = ax.imshow(full_view(views[key], 512), origin="lower", extent=views["extent"], vmin=lo, vmax=hi,
                        cmap="inferno", interpolation="nearest")
@@ -522,14 +534,31 @@ def fig_fields(views: dict, name: str, steady: str | None = None):
             title = f"step {n} (t = {views['times'][k]:.3g})"
         else:
             title = "initial field" if k == 0 else f"steady solution after {n} {steady}"
-        ax.set(title=title, xlabel="x (case units)", ylabel="y (case units)")
-    bar = fig.colorbar(im, ax=axes, label="u (case units)")
+        ax.set(title=title, xlabel=f"x ({L})", ylabel=f"y ({L})")
+        draw_outlines(ax, shapes)
+    bar = fig.colorbar(im, ax=axes, label=f"u ({T})")
     change = visible_change(views["first"], views["last"])
     what = "initial field and steady solution" if steady else "first and last snapshot"
     suptitle(fig, f"{name}: {what}; {change:.0%} of a {VIEW_PIXELS}-pixel view changes by more "
                   f"than {VISIBLE:.0%} of the range", fontsize=9)
     fit_colorbars(fig, [(list(axes), bar)])
     return fig
+
+
+def draw_outlines(ax, shapes) -> None:
+    """The shapes' rims over a picture, in grey (seen on the colour map and on a hole's blank alike;
+    solver.results.maps.outlines: (kind, data) per shape)."""
+    from matplotlib.patches import Circle, Polygon as Patch
+
+    for kind, data in shapes:
+        if kind == "disk":
+            ax.add_patch(Circle(data[:2], data[2], fill=False, color="0.55", lw=0.9))
+        elif kind == "polygon":
+            ax.add_patch(Patch(data, closed=True, fill=False, color="0.55", lw=0.9))
+        else:
+            bits, (x0, y0, x1, y1) = data
+            ax.contour(np.linspace(x0, x1, bits.shape[1]), np.linspace(y0, y1, bits.shape[0]), bits, levels=[0.5],
+                       colors="0.55", linewidths=0.9)
 
 
 def energy_terms(e: dict) -> tuple[list[tuple[str, float]], str, str]:
@@ -650,6 +679,8 @@ def fig_maps(rec: dict, views: dict):
     labels, L = data["labels"], data["length"]
     bars = [([axes[0]], fig.colorbar(a, ax=axes[0], label=labels["material"] + (" (log scale)" if varies else "")))]
     axes[0].set(title=f"material map: {labels['material'].split(',')[0]}", xlabel=f"x ({L})", ylabel=f"y ({L})")
+    shapes = outlines(rec)
+    draw_outlines(axes[0], shapes)
     for ax, (t0, t1, q) in zip(axes[1:], shown):
         im = ax.imshow(q, origin="lower", extent=extent, cmap="magma", interpolation="nearest", vmin=bottom,
                        vmax=top if top > bottom else bottom + 1)
@@ -663,6 +694,7 @@ def fig_maps(rec: dict, views: dict):
     when = f"at step {views['steps'][1]} (t = {views['times'][1]:.3g})" if heat else \
         f"steady, after {views['steps'][1]} {steady_unit(rec)}"
     axes[-1].set(title=f"u {when}", xlabel=f"x ({L})", ylabel=f"y ({L})")
+    draw_outlines(axes[-1], shapes)
     more = len(data["phases"]) - len(shown)
     suptitle(fig, f"{rec['input']['name']}: what the update reads (alpha, q) and the field it gave"
              + (f"; {more} later phase(s) of the sources not drawn (record.json: physics.sources)" if more > 0 else ""),
@@ -1152,7 +1184,10 @@ def run_report(d: Path) -> tuple[dict, str]:
         figs["timeline.png"] = fig_timeline(load_trace(d / "trace.json"))
     views = read_views(d / "fields.h5") if (d / "fields.h5").exists() else None
     if views:
-        figs["fields.png"] = fig_fields(views, rec["input"]["name"], steady_unit(rec))
+        u = (rec.get("case") or {}).get("units") or {}
+        units = (u.get("length", "m"), u.get("temperature", "K")) if (rec.get("case") or {}).get("physics", {}).get(
+            "material") else ()
+        figs["fields.png"] = fig_fields(views, rec["input"]["name"], steady_unit(rec), outlines(rec), units)
         if has_maps(rec):
             figs["maps.png"] = fig_maps(rec, views)
     if rec.get("energy"):
