@@ -230,3 +230,38 @@ def test_validate_prints_each_shape_as_the_grid_takes_it(tmp_path, case_file):
     text = " ".join(res.stdout.split())
     assert "pipe held:" in text and "smallest cut theta" in text and "regions.1 hole: 0.03 m^2 on the grid (exact 0.03)" \
         in text.replace("│", "").replace("  ", " "), text
+
+
+def test_holes_are_holes_in_vtk_and_in_xarray(tmp_path):
+    """Points outside the plate (in a held object; in a hole or outside the outline: whose whole cell is) are NaN
+    in fields.h5 (its _FillValue: xarray masks them) and in the VTK files (read back by VTK's own reader), and only
+    those; the held pipe's value stays in the solver (the answers are over the plate)."""
+    import xarray as xr
+    import vtk
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    path = write_case(tmp_path / "holes.yaml", units={"length": "mm"}, grid={"nx": 41, "ny": 31, "lx": 80, "ly": 60},
+                      physics={"equation": "laplace", "solver": "multigrid", "material": "aluminium",
+                               "thickness": "3 mm", "faces": {"h": "10 W/(m^2 K)", "ambient": 293.15},
+                               "regions": [{"kind": "disk", "center": [30, 30], "radius": 9, "held": 350.0},
+                                           {"kind": "rectangle", "lower": [50, 20], "upper": [62, 40],
+                                            "hole": "insulated"}]},
+                      boundary={"left": {"kind": "neumann"}, "right": {"kind": "neumann"},
+                                "top": {"kind": "neumann"}, "bottom": {"kind": "neumann"}},
+                      run={"steps": 60, "tolerance": 1e-10}, output={"vtk": True})
+    assert stencil(["run", str(path), "-q"]).returncode == 0
+    run = tmp_path / "out_holes"
+    with xr.open_dataset(run / "fields.h5", engine="h5netcdf") as ds:
+        u = ds["u"].isel(time=-1).values
+        X, Y = np.meshgrid(ds["x"].values, ds["y"].values)
+    pipe = np.hypot(X - 30, Y - 30) <= 9  # held points: those in the closed disk
+    hx, hy = 80 / 41 / 2, 60 / 31 / 2  # a cut cell stays plate: blank where a point's whole cell is in the hole
+    hole = (X - hx >= 50) & (X + hx <= 62) & (Y - hy >= 20) & (Y + hy <= 40)
+    assert np.array_equal(np.isnan(u), pipe | hole)
+    assert np.nanmax(u) <= 350.0 + 1e-9 and np.nanmin(u) > 293.15
+    last = sorted((run / "vtk").glob("*.vti"))[-1]
+    r = vtk.vtkXMLImageDataReader()
+    r.SetFileName(str(last))
+    r.Update()
+    v = vtk_to_numpy(r.GetOutput().GetPointData().GetArray("u")).reshape(u.shape)
+    assert np.array_equal(np.isnan(v), pipe | hole) and np.array_equal(v[~np.isnan(v)], u[~np.isnan(u)])

@@ -32,4 +32,5 @@ LIBRARY = {
 # what solids have near room temperature, SI (a value outside is noted before a run: solver.case.model.Case.notes):
 # conductivities from aerogels and foams (0.01) to diamond (2200), heat capacities from foams (1e4) to water-like
 # solids (5e6)
-PLAUSIBLE = {"k": (0.01, 3000.0), "C": (1e4, 6e6)}
+PLAUSIBLE = {"k": (0.01, 3000.0), "C": (1e4, 6e6), "h": (0.1, 1e6)}  # SI; h: still air's few W/(m^2 K) to
+# boiling and condensation's 1e5

@@ -196,6 +196,33 @@ class Case(Section):
                     out.append(f"note: material {name}: {what} = {si:.4g} {unit} is outside what solids have ({lo:g} to "
                                f"{hi:g}); plain numbers are in the case's units ({system.unit(dim)}): give the value "
                                f"with its unit, e.g. '{what}: \"{'401 W/(m K)' if what == 'k' else '3.4e6 J/(m^3 K)'}\"'")
+        return out + (self._h_notes(system) if self.physics.material is not None else [])
+
+    def _h_notes(self, system) -> list[str]:
+        """Notes for transfer coefficients (faces, convective sides and rims) unlike any convection: a plain h of 10
+        in a case in mm is 10 W/(mm^2 K), 1e7 W/(m^2 K)."""
+        from .library import PLAUSIBLE
+        from .units import to_si
+
+        p, found = self.physics, []
+        if p.faces is not None:
+            found.append(("physics.faces.h", p.faces.h))
+        for side in ("bottom", "top", "left", "right"):
+            spec = getattr(self.boundary, side)
+            if spec.kind == "convective" and isinstance(spec.h, float):
+                found.append((f"boundary.{side}.h", spec.h))
+        rims = [(f"physics.regions.{k}.hole.h", r.hole) for k, r in enumerate(p.regions)
+                if getattr(r, "hole", None) is not None]
+        rims += [("physics.outline.rim.h", p.outline.rim)] if p.outline is not None else []
+        found += [(where, rim.h) for where, rim in rims if rim.kind == "convective"]
+        lo, hi = PLAUSIBLE["h"]
+        out = []
+        for where, h in found:
+            si = to_si(h, "heat_transfer", system)
+            if h > 0 and not lo <= si <= hi:
+                out.append(f"note: {where} = {si:.4g} W/(m^2 K) is outside what convection gives ({lo:g} to {hi:g}); "
+                           f"plain numbers are in the case's units ({system.unit('heat_transfer')}): give the value "
+                           "with its unit, e.g. 'h: \"10 W/(m^2 K)\"'")
         return out
 
     def material_table(self) -> dict:
