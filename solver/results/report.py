@@ -524,8 +524,10 @@ def fig_fields(views: dict, name: str, steady: str | None = None, shapes: tuple 
     temperature) of the material form (else case units)."""
     L, T = units or ("case units", "case units")
     fig, axes = panel_grid(2, aspect_of(views["extent"]), ncols=2)
-    lo = float(min(np.nanmin(views["first"]), np.nanmin(views["last"])))
-    hi = float(max(np.nanmax(views["first"]), np.nanmax(views["last"])))
+    shown = ("last",) if steady else ("first", "last")  # a steady solve's initial field is a guess: the scale is the
+    # solution's (the guess saturates)
+    lo = float(min(np.nanmin(views[k]) for k in shown))
+    hi = float(max(np.nanmax(views[k]) for k in shown))
     for ax, key, k in zip(axes, ("first", "last"), (0, 1)):
         im = ax.imshow(full_view(views[key], 512), origin="lower", extent=views["extent"], vmin=lo, vmax=hi,
                        cmap="inferno", interpolation="nearest")
