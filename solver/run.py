@@ -125,7 +125,10 @@ class Run:
             note = smoothing_note(self.mg.levels)
             if note and self.comm.rank == 0:
                 print(note, file=sys.stderr, flush=True)
-            warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
+            if hasattr(self.mg, "warm_up"):  # Newton's own multigrid (solver.nonlinear)
+                self.mg.warm_up()
+            else:
+                warm_up(self.case, self.backend, self.mg.settings, self.mg.kind)
         self.comm.barrier()
         self.clock.lap("compile")
 
@@ -210,6 +213,15 @@ class Run:
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively. Multigrid: the
         solver, with the exchangers of every level (solver.multigrid), stands in for it."""
+        if self.case.uses_multigrid and self.case.nonlinear:  # Newton's method, the multigrid inside it
+            from .nonlinear.newton import Newton
+
+            self.mg = Newton(self.layout, self.comm, self.backend, t=self.first_step * self.layout.dt)
+            self._exchange = self.mg
+            self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
+            if self.restart:
+                self.mg.resume(self.restart.r0, self.restart.residuals)
+            return
         if self.case.uses_multigrid:
             from .multigrid.cycle import Multigrid, operator_of, settings_of
 
@@ -303,7 +315,8 @@ class Run:
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
                                      self.case.parallel.balance_every, self.fill_edges)
-        self.balance = Balance(self.case, self.layout.block, self.layout.dt, state.step)
+        self.balance = (self.mg.balance(state.step) if hasattr(self.mg, "balance") else  # Newton: its own rates
+                        Balance(self.case, self.layout.block, self.layout.dt, state.step))
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
                         data=Data(self.weights_at, getattr(self, "w_tiles", None),
@@ -456,6 +469,8 @@ class Run:
                  "converged": s.converged, "stopped_by": s.stopped_by, "first_iteration": start, "floor": s.floor}
         if self.mg is not None:
             facts.update(cycle=self.case.multigrid.cycle, levels=self.mg.describe())
+        if hasattr(self.mg, "facts"):  # Newton's method (solver.nonlinear)
+            facts.update(method="newton", newton=self.mg.facts())
         else:
             facts["field_range"] = self.field_range  # what Jacobi's error estimate is weighed against
             facts["update_l2"] = self.update_l2  # and what its bound is made of

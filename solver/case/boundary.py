@@ -8,10 +8,11 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, model_validator
 
 from .base import Section
-from .units import NUMBER
+from .units import NUMBER, quantity
 from .values import varying, varying_values
 
 TemperatureValue = varying("temperature")
+Temperature = quantity("temperature")
 
 
 FLUX = {"material": ("heat_flux",), "alpha": ("gradient",)}
@@ -39,7 +40,10 @@ class Neumann(Section):
 
 class Convective(Section):
     """Newton cooling (a Robin condition): -du/dn = h (u - ambient) at the wall, half a spacing outside the
-    first interior point (as Neumann): the ghost is (u0 (1 - h s/2) + h s ambient) / (1 + h s/2), s the spacing."""
+    first interior point (as Neumann): the ghost is (u0 (1 - h s/2) + h s ambient) / (1 + h s/2), s the spacing.
+    With an emissivity (the material form), the wall also radiates: -k du/dn = h (u - ambient) + emissivity sigma
+    (u^4 - surroundings^4), u in kelvin (as Elmer's heat-transfer boundary condition holds both, and COMSOL adds its
+    surface-to-ambient radiation to a convective heat flux on the same boundary)."""
 
     kind: Literal["convective"]
     h: varying(by_form=H) = Field(0.0, description=(
@@ -47,6 +51,11 @@ class Convective(Section):
         "in SI, -k du/dn = h (u - ambient) with k the material at each wall point. Diffusivity form: per unit length "
         f"(h over the wall's conductivity); {_VARYING}"))
     ambient: TemperatureValue = Field(0.0, description=f"the temperature the side exchanges heat with; {_VARYING}")
+    emissivity: float = Field(0.0, ge=0, le=1, description=(
+        "the side's emissivity, 0 to 1 (material form): the wall also radiates emissivity sigma (u^4 - surroundings^4), "
+        "temperatures in kelvin; 0: no radiation"))
+    surroundings: Temperature | None = Field(None, description=(
+        "the temperature the side radiates to (a level, e.g. '20 degC'); null: the ambient"))
 
     @model_validator(mode="after")
     def _non_negative(self) -> Convective:

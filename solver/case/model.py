@@ -15,6 +15,7 @@ from .grid import Grid
 from .initial import Initial, Sine, _check_wave_number
 from .materials import NAME, Material, library_material
 from .physics import Physics
+from .nonlinear import Newton
 from .settings import BackendSettings, Multigrid, Numerics, Output, Parallel, Run
 from .base import VTK_AUTO_MAX_POINTS
 from .units import Units
@@ -38,12 +39,15 @@ class Case(Section):
     boundary: Boundary = Field(default_factory=Boundary)
     run: Run = Field(default_factory=Run)
     multigrid: Multigrid = Field(default_factory=Multigrid)
+    newton: Newton = Field(default_factory=Newton, description=(
+        "nonlinear cases (k(T), radiation): Newton's method, each step a GMRES solve preconditioned by multigrid"))
     numerics: Numerics = Field(default_factory=Numerics)
     backend: BackendSettings = Field(default_factory=BackendSettings)
     parallel: Parallel = Field(default_factory=Parallel)
     output: Output = Field(default_factory=Output)
     verify: bool = Field(False, description="check the result (exact solution or numpy reference); exit 3 on failure")
     _table: dict = PrivateAttr(default_factory=dict)  # material name -> (k, C) in the case's units (material form)
+    _laws: dict = PrivateAttr(default_factory=dict)  # material name -> its k(T) (solver.core.conductivity.Law) or None
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> Case:
@@ -100,6 +104,7 @@ class Case(Section):
             raise ValueError("run.tolerance: applies to equation laplace and to implicit heat schemes; remove it or "
                              "set physics.equation: laplace or physics.scheme: backward-euler")
         self._check_boundary_kinds()
+        self._check_nonlinear()
         if self.output.dir is None:
             self.output.dir = f"output/{self.name}"
         return self
@@ -177,7 +182,16 @@ class Case(Section):
             m = self.materials.get(name) or _library(name, info)
             if m is None:
                 raise ValueError(f"{where}: unknown material {name!r}; {_known_materials(name, self.materials)}")
-            self._table[name] = (m.k, m.capacity)
+            scale = self.units.temperature
+            self._table[name] = (m.reference_k(scale), m.capacity)
+            self._laws[name] = m.law(scale)
+
+    def _check_nonlinear(self) -> None:
+        """Radiation needs the material form (watts, an absolute scale); a nonlinear case needs a method that handles
+        it (solver.nonlinear) and temperatures at or above absolute zero."""
+        from .nonlinear import check_nonlinear
+
+        check_nonlinear(self)
 
     def notes(self) -> list[str]:
         """Lines for the user before a run (`stencil validate`, `stencil run`): values that are valid but unlike any
@@ -226,8 +240,25 @@ class Case(Section):
         return out
 
     def material_table(self) -> dict:
-        """name -> (k, C) of every material the case uses, in its units (the material form; empty otherwise)."""
+        """name -> (k, C) of every material the case uses, in its units (the material form; empty otherwise): a k(T)
+        material's reference k (its k at 300 K: solver.core.conductivity)."""
         return dict(self._table)
+
+    def conductivity_laws(self) -> dict:
+        """name -> k(T) (solver.core.conductivity.Law) of the materials whose conductivity depends on temperature."""
+        return {name: law for name, law in self._laws.items() if law is not None}
+
+    @property
+    def radiating(self) -> bool:
+        """Some side or rim radiates (an emissivity > 0)."""
+        from .nonlinear import radiating_parts
+
+        return bool(radiating_parts(self))
+
+    @property
+    def nonlinear(self) -> bool:
+        """k depends on temperature somewhere, or something radiates: Newton's method (solver.nonlinear)."""
+        return bool(self._laws) and any(v is not None for v in self._laws.values()) or self.radiating
 
     # Derived values used everywhere -------------------------------------------------------------
     @property

@@ -42,11 +42,20 @@ class FluxRim(Part):
 
 
 class ConvectiveRim(Part):
-    """Newton cooling at the rim: -k du/dn = h (u - ambient), k the material at the rim."""
+    """Newton cooling at the rim: -k du/dn = h (u - ambient), k the material at the rim; with an emissivity the rim
+    also radiates emissivity sigma (u^4 - surroundings^4), u in kelvin."""
 
     kind: Literal["convective"]
     h: HeatTransfer = Field(ge=0, description="the rim's transfer coefficient (W/(m^2 K))")
     ambient: TemperatureLevel = Field(description="the temperature of the fluid at the rim")
+    emissivity: float = Field(0.0, ge=0, le=1, description=(
+        "the rim's emissivity, 0 to 1: it also radiates emissivity sigma (u^4 - surroundings^4); 0: no radiation"))
+    surroundings: TemperatureLevel | None = Field(None, description=(
+        "the temperature the rim radiates to (a level); null: the ambient"))
+
+    @property
+    def radiates(self) -> bool:
+        return self.emissivity > 0
 
 
 class FixedRim(Part):

@@ -50,7 +50,10 @@ DIMENSIONS = {
     "heat_flux": ("[power]/[length]**2", "J/({T}*{L}**2)", "a heat flux or power per area (W/m^2)"),
     "heating_rate": ("[temperature]/[time]", "K/{T}", "a heating rate (temperature per time)"),
     "gradient": ("[temperature]/[length]", "K/{L}", "a temperature gradient (K/m)"),
+    "radiation": ("[power]/[length]**2/[temperature]**4", "J/({T}*{L}**2*K**4)", "a radiation constant (W/(m^2 K^4))"),
 }
+STEFAN_BOLTZMANN = 5.670374419e-8  # W/(m^2 K^4): exact in the 2019 SI (CODATA 2018)
+ABSOLUTE_ZERO = {"K": 0.0, "degC": -273.15}  # the lowest temperature level of each scale, in its own unit
 
 
 @functools.lru_cache(maxsize=1)
@@ -259,6 +262,18 @@ def raw_system(data: dict) -> UnitSystem:
         return Units.model_validate(u).system()
     except Exception:
         return SI
+
+
+def stefan_boltzmann(system: UnitSystem) -> float:
+    """The Stefan-Boltzmann constant in the case's units (W/(m^2 K^4) in SI; a degC case's kelvin are the same size)."""
+    if system.si or (system.length, system.time) == ("m", "s"):
+        return STEFAN_BOLTZMANN
+    return float(registry().Quantity(STEFAN_BOLTZMANN, "W/(m**2*K**4)").to(system.unit("radiation")).magnitude)
+
+
+def kelvin_offset(temperature_unit: str) -> float:
+    """What turns a temperature level of the case's scale into kelvin: T_K = T + offset (0 for K, 273.15 for degC)."""
+    return 0.0 - ABSOLUTE_ZERO[temperature_unit]
 
 
 def to_si(value: float, dim: str, system: UnitSystem) -> float:

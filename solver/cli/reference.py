@@ -58,7 +58,7 @@ NESTED = {  # the models the sections reach only through lists and value forms: 
     "RegionPolygon": "physics.regions.N", "RegionMask": "physics.regions.N", "OutlineRectangle": "physics.outline",
     "OutlineDisk": "physics.outline", "OutlinePolygon": "physics.outline", "OutlineMask": "physics.outline",
     "InsulatedRim": "<rim>", "FluxRim": "<rim>", "ConvectiveRim": "<rim>", "FixedRim": "<rim>",
-    "FaceCooling": "physics.faces", "Material": "materials.NAME",
+    "FaceCooling": "physics.faces", "Material": "materials.NAME", "PowerLaw": "materials.NAME.k",
     "TimeTable": "<side value>", "AlongTable": "<side value>", "SideFile": "<side value>",
 }
 

@@ -424,7 +424,8 @@ class TimeLoop:
         if tol is not None and s.relative(r) < tol or r == 0:
             s.converged = True
         elif self.iterate is not None:
-            s.stopped_by = stops.ending([v for _, v in s.residuals], lambda: self._floor(s))
+            s.stopped_by = getattr(self.iterate, "ended", None) or stops.ending([v for _, v in s.residuals],
+                                                                                  lambda: self._floor(s))
 
     def _floor(self, s: LoopState) -> float:
         """The residual's rounding floor now (collective), kept in the state for the record."""

@@ -198,3 +198,9 @@ def view(w: Weights, slices) -> Weights:
     """w with each field cut to `slices` (a deep-halo field's one-layer view)."""
     data = {k: getattr(w, k)[slices] for k in FIELDS if getattr(w, k) is not None}
     return replace(w, **data)
+
+
+def source_density(case, rows: np.ndarray, cols: np.ndarray, step: int = 0, dt: float = 1.0):
+    """f = s + beta T_b at the points (normalised units) for the step from `step` (a steady state: step 0, dt 1), or
+    None: the part of the equation that does not depend on u (solver.nonlinear builds its residual from it)."""
+    return _source(case, sources.step_weights(case, step, dt), rows, cols)

@@ -24,7 +24,8 @@ STALL_CHECKS = 3  # checks in a row that do not halve the best residual before t
 FLOOR_ULPS = 64.0  # "at the floor": residual <= FLOOR_ULPS x eps x the scale of the values it is computed from
 DIVERGED = 10.0  # "diverged": the last residual above DIVERGED x the best so far
 SLOW = 0.5  # a multigrid cycle that leaves more than this of the residual is slow (a working one leaves 0.1-0.2)
-ENDINGS = ("floor", "diverged", "stalled")  # stop rules besides the tolerance (and "signal", which pauses a run)
+ENDINGS = ("floor", "diverged", "stalled", "line_search")  # stop rules besides the tolerance (and "signal", which
+# pauses a run); line_search: Newton's line search found no step that lowers the residual (solver.nonlinear)
 
 
 def rounding_floor(dtype, scale: float) -> float:

@@ -219,8 +219,12 @@ def sigmas(case, levels: list[Level]) -> list[np.ndarray] | None:
     from ..core.operator import sigma_field
 
     first = sigma_field(case, *whole(case))
-    if first is None:
-        return None
+    return None if first is None else coarsened(case, levels, first)
+
+
+def coarsened(case, levels: list[Level], first: np.ndarray) -> list[np.ndarray]:
+    """Every level's diagonal part beside the faces from the finest level's (a global array): sigmas' averaging, for a
+    diagonal the caller computed (solver.nonlinear: a Newton step's linearised sinks)."""
     held = held_levels(case, levels)
     out = [first]
     for k, (fine, coarse) in enumerate(zip(levels, levels[1:])):

@@ -90,17 +90,22 @@ class Grid:
 class Multigrid:
     """The solver: levels, fields, exchangers and tables, built once; cycle() and residual_norm()."""
 
-    def __init__(self, layout, comm, backend, settings: Settings, cycle: str, t: float = 0.0):
-        """t: the time of the first step (side values that vary in time fill the finest level's ghosts)."""
+    def __init__(self, layout, comm, backend, settings: Settings, cycle: str, t: float = 0.0, sigma=None):
+        """t: the time of the first step (side values that vary in time fill the finest level's ghosts). sigma: the
+        finest level's diagonal beside the faces as a global float64 array, which puts every level in the equation's
+        units with face fields even where alpha is a number (Newton's linear steps, solver.nonlinear: set_sigma
+        changes it); None: the case's own."""
         case = layout.case
         self.case, self.comm, self.backend, self.kind = case, comm, backend, cycle
         self.dtype = np.dtype(case.numerics.dtype)
         self.settings = settings
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
-        self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
-        self.sigmas = coefficients.sigmas(case, self.levels)  # per level, global: the diagonal's part beside the faces
-        # where it varies (an implicit step's heat capacity, the plate's shapes), or None
+        fielded = case.alpha_field or sigma is not None
+        self.faces = coefficients.hierarchy(case, self.levels) if fielded else None  # per level, global
+        self.sigmas = (coefficients.sigmas(case, self.levels) if sigma is None else  # per level, global: the diagonal's
+                       coefficients.coarsened(case, self.levels, sigma))  # part beside the faces where it varies (an
+        # implicit step's heat capacity, the plate's shapes, a Newton step's sinks), or None
         self.held = coefficients.held_levels(case, self.levels) if self.faces is not None else None  # per level
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
@@ -234,6 +239,21 @@ class Multigrid:
     def rhs(self):
         """The finest level's right-hand side field (implicit heat steps write it), or None."""
         return self.grids[0].g
+
+    def set_sigma(self, first: np.ndarray) -> None:
+        """A new diagonal beside the faces on the finest level (a global float64 array; the Multigrid was built with
+        one): every level's sg and the coarsest inverse, written into the arrays the cycle already reads (captured
+        programs and graphs stay valid)."""
+        self.sigmas = coefficients.coarsened(self.case, self.levels, first)
+        be = self.backend
+        for g in self.grids:
+            lev, lay = g.place.level, g.layout
+            c = coefficients.local_points(self.sigmas[lev.index], lev, g.place.block, lay.shape,
+                                          (lay.owned[0], lay.owned[2]))
+            be.put(g.w.sg, (0, c.shape[0], 0, c.shape[1]), c.astype(self.dtype))
+        inverse = self.comm.bcast(self._coarsest() if self.comm.rank == 0 else None)
+        be.put(self.minv, (0, inverse.shape[0], 0, inverse.shape[1]), inverse.astype(self.dtype))
+        self.__dict__.pop("_diagonal", None)
 
     # the cycle -----------------------------------------------------------------------------------------
     def cycle(self, timer) -> None:

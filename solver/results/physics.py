@@ -39,7 +39,11 @@ def _side(spec, case=None) -> str:
     if spec.kind == "periodic":
         return "periodic"
     keys = {"dirichlet": ("value",), "neumann": ("flux",), "convective": ("h", "ambient")}[spec.kind]
-    return spec.kind + "".join(f", {k} {_how(getattr(spec, k), _si(case, k))}" for k in keys)
+    text = spec.kind + "".join(f", {k} {_how(getattr(spec, k), _si(case, k))}" for k in keys)
+    if getattr(spec, "emissivity", 0.0) > 0:
+        to = "the ambient" if spec.surroundings is None else f"{spec.surroundings:g}"
+        text += f", radiating: emissivity {spec.emissivity:g} to {to}"
+    return text
 
 
 def _si(case, key: str):
@@ -124,8 +128,10 @@ def material_rows(case) -> list[tuple[str, str]]:
 
     system = UnitSystem(case.units.length, case.units.time, case.units.temperature)
     table, med = case.material_table(), medium(case)
-    mats = "; ".join(f"{name} k {to_si(k, 'conductivity', system):.4g} W/(m K), C {to_si(c, 'heat_capacity', system):.4g} "
-                     f"J/(m^3 K)" for name, (k, c) in table.items())
+    laws = case.conductivity_laws()
+    mats = "; ".join(f"{name} k {to_si(k, 'conductivity', system):.4g} W/(m K)"
+                     + (f" at 300 K (k(T): {laws[name].describe()})" if name in laws else "")
+                     + f", C {to_si(c, 'heat_capacity', system):.4g} J/(m^3 K)" for name, (k, c) in table.items())
     differ = len({c for _, c in table.values()}) > 1
     why = "capacities differ" if differ else "cut cells' open volumes"
     rows = [("materials", mats + (f" (a capacity field: {why})" if med.capacity_field else ""))]

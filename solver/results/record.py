@@ -317,7 +317,8 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
     case = layout.case
     stats = section_stats(rows)
     sol = solver_record(facts.get("solver"), rows, case)
-    tp = mg_throughput(case, rows, ceiling, sol) if sol and sol["method"] == "multigrid" else throughput(case, rows, ceiling)
+    tp = (mg_throughput(case, rows, ceiling, sol) if sol and sol["method"] in ("multigrid", "newton")
+          else throughput(case, rows, ceiling))
     w = physics.weights(case)
     return {
         "stencil": {"version": environment(with_gpus=False)["stencil"], "backend": case.backend.name,
@@ -356,7 +357,11 @@ def energy_bounds(energy: dict | None, case, sol: dict | None, spacing) -> dict 
     """The energy section with what the solves' residuals can leave in it (solver.results.solver.residual_energy):
     residual_bound and how it was found, and `holds` (implicit steps: with the rounding bound; a steady state: with
     rounding of its terms, 64 eps of their sizes); explicit steps keep `closed` (the rounding bound alone)."""
-    found = residual_energy(case, sol, spacing[0] * spacing[1]) if energy and energy.get("imbalance") is not None else None
+    from ..core.medium import medium
+
+    med = medium(case)  # the balance's terms carry C0 and the depth (solver.core.balance); the residual is per C0
+    cell = spacing[0] * spacing[1] * med.c0 * med.depth
+    found = residual_energy(case, sol, cell) if energy and energy.get("imbalance") is not None else None
     if found is None:
         return energy
     bound, how = found
@@ -507,7 +512,7 @@ def iteration_word(sol: dict | None) -> str:
 def method_word(sol: dict | None) -> str:
     if not sol:
         return "iteration"
-    return {"jacobi": "Jacobi iteration"}.get(sol["method"], "conjugate gradients and multigrid" if
+    return {"jacobi": "Jacobi iteration", "newton": "Newton's method"}.get(sol["method"], "conjugate gradients and multigrid" if
                                               sol.get("krylov") == "cg" else "multigrid")
 
 

@@ -96,7 +96,33 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
         out["cycle"] = facts["cycle"]
         out["levels"] = level_table(facts["levels"], rows)
         out.update(mg_settings(case))
+    if facts["method"] == "newton":
+        out["newton"] = newton_record(facts["newton"], res)
+        out["cycles_per_iteration"] = out["newton"]["cycles"] / max(len(out["newton"]["iterations"]), 1)
+        out["krylov"] = "gmres"
     out["ended"] = ending(out)
+    return out
+
+
+def newton_record(newton: dict, res: list) -> dict:
+    """Newton's iterations as the record keeps them: each one's residual (max norm, relative), forcing term, GMRES
+    iterations and the relative linear residual they reached, multigrid cycles, step length; the convergence order
+    the last iterations show (log(r_k+1 / r_k) / log(r_k / r_k-1): 2 for quadratic, 1 for linear)."""
+    rows = []
+    for entry, (k, r, rel) in zip(newton["iterations"], res[-len(newton["iterations"]):] if newton["iterations"] else []):
+        rows.append({**entry, "residual": r, "relative": rel})
+    out = {k: v for k, v in newton.items() if k != "iterations"}
+    out["iterations"] = rows
+    out["orders"] = orders([h[2] for h in res])
+    return out
+
+
+def orders(rel: list[float]) -> list[float]:
+    """The convergence order each iteration shows from the relative residuals (module function newton_record)."""
+    out = []
+    for a, b, c in zip(rel, rel[1:], rel[2:]):
+        if 0 < c < b < a:
+            out.append(math.log(c / b) / math.log(b / a))
     return out
 
 
@@ -114,6 +140,13 @@ def method_text(s: dict, count: int | None = None) -> str:
     n = "" if count is None else f"{count} "
     if s["method"] == "jacobi":
         return f"{n}Jacobi iterations (one sweep of the 5-point update each)"
+    if s["method"] == "newton":
+        levels = len(s["levels"])
+        sweeps = f"({s['pre']},{s['post']})"
+        jac = "exact Jacobian" if s["newton"]["jacobian"] == "newton" else "Picard's Jacobian (dk/dT left out)"
+        return (f"{n}Newton iterations ({jac}), each step's linear solve by GMRES preconditioned by one multigrid "
+                f"{s['cycle']}{sweeps}-cycle over {levels} level{'s' if levels != 1 else ''} with {s['smoother']} "
+                "smoothing")
     levels = len(s["levels"])
     sweeps = f"({s['pre']},{s['post']})" if "pre" in s else ""  # (records before 0.2 did not say)
     where = f"over {levels} level{'s' if levels != 1 else ''}" + (f" with {s['smoother']} smoothing"
@@ -178,6 +211,8 @@ def ending(out: dict) -> str:
     solution, stopped at the rounding floor, stalled above it, diverged, stopped by a signal, or out of
     iterations (slowly, for multigrid, when the residual fell less than stops.SLOW per cycle)."""
     what = "cycles" if out["method"] == "multigrid" and out.get("krylov") != "cg" else "iterations"
+    if out["method"] == "newton":
+        what = "Newton iterations"
     rel, n = out.get("final_relative"), out["first_iteration"] + out["iterations"]  # a restart's too: the field's
     rel_text = f"relative residual {rel:.2e}" if rel is not None else "no residual checked"
     r0, stop = out["initial_residual"], out["stopped_by"]
@@ -195,9 +230,21 @@ def ending(out: dict) -> str:
                 f"rounding floor ({floor_rel} relative: {stops.FLOOR_ULPS:g} eps x the largest value); "
                 + (f"run.tolerance {tol:.1e} is below it: the dtype goes no further" if tol else
                    "run.tolerance null: this is as far as the field's dtype goes"))
+    newton = out["method"] == "newton"
+    if stop == "line_search":
+        return (f"stopped: Newton's line search found no step that lowers the residual after {n} {what} ({rel_text}); "
+                "the linear steps are not descent directions here: check the case's data (k(T) within its table, "
+                "temperatures), or raise newton.max_linear")
     if stop == "stalled":
         return (f"stalled: {rel_text} stopped falling after {n} {what}, far above the rounding floor ({floor_rel} "
-                "relative): the cycles no longer reduce the residual; check multigrid.smoother, omega, pre and post")
+                "relative): " + ("the Newton steps no longer reduce the residual; check newton.max_linear and the "
+                                 "case's data" if newton else
+                                 "the cycles no longer reduce the residual; check multigrid.smoother, omega, pre and "
+                                 "post"))
+    if stop == "diverged" and newton:
+        best = min(h["relative"] for h in out["history"])
+        return (f"diverged: the residual grew to {rel_text} after {n} {what} (best {best:.2e}); check the case's "
+                "data, or newton.line_search: backtracking")
     if stop == "diverged":
         best = min(h["relative"] for h in out["history"])
         return (f"diverged: the residual grew to {rel_text} after {n} {what} (best {best:.2e}): the cycles amplify "
@@ -327,7 +374,7 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
     steps = rows[0]["steps"]  # timed steps: cycles (laplace), or implicit time steps
     solve = max(r["loop"] - r["io"] for r in rows)
     implicit = "scheme" in solver
-    cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if implicit else 1.0
+    cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if implicit else solver.get("cycles_per_iteration", 1.0)
     if steps == 0 or solve <= 0 or not cycles:  # no cycle ran (every step's field already solved): no rate
         return None
     m, levels, krylov = case.multigrid, solver["levels"], solver.get("krylov", "none")
@@ -342,6 +389,10 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
            "effective_gbs": moved / per / 1e9, "bytes_per_cycle": per_cycle, "flops_per_cycle": flops_cycle,
            "gflops": flops / per / 1e9, "counted": "array passes and flops per point of each verb, per level",
            "per": "step" if implicit else "cycle", "per_second": 1 / per}
+    if solver["method"] == "newton":  # a step is a Newton iteration: its cycles counted, nothing else
+        out.update(per="Newton iteration", cycles_per_iteration=cycles,
+                   counted="the multigrid cycles' passes and flops only (the mean cycles per iteration); GMRES, the "
+                           "Jacobian's and the residual's evaluations are not counted: a lower bound")
     if implicit:
         out.update(bytes_per_step=moved, flops_per_step=flops, cycles_per_second=cycles / per)
     total = sum(sum(lev["seconds"].values()) for lev in levels) or 1.0
@@ -368,7 +419,20 @@ def summary_rows(s: dict) -> list[tuple[str, str]]:
                      f"{s['reduction_per_iteration']:.4g} (geometric mean)"))
     if "error_bound" in s:
         rows.append(("error bound", error_text(s)))
+    if "newton" in s:
+        rows.append(("Newton", newton_text(s["newton"])))
     return rows
+
+
+def newton_text(nw: dict) -> str:
+    """Each Newton iteration in a few words: its relative residual, GMRES iterations, cycles and step length."""
+    parts = [f"{e['iteration']}: {e['relative']:.2e} ({e['linear_iterations']} GMRES, {e['cycles']} cycles"
+             + (f", step {e['step']:.3g}" if e["step"] != 1.0 else "") + ")" for e in nw["iterations"]]
+    shown = parts if len(parts) <= 10 else parts[:5] + ["..."] + parts[-4:]
+    text = "; ".join(shown) + f"; {nw['linear_iterations']} GMRES iterations and {nw['cycles']} cycles in all"
+    if nw.get("orders"):
+        text += f"; order shown by the last iterations {nw['orders'][-1]:.2f}"
+    return text
 
 
 def residual_scale(case, sol: dict) -> float:
@@ -383,7 +447,7 @@ def residual_scale(case, sol: dict) -> float:
     d = 2.0 / dx**2 + 2.0 / dy**2
     if "scheme" in sol:
         return 1.0 + implicit_operator(case)[1] * d
-    if sol["method"] == "multigrid" and case.alpha_field:
+    if sol["method"] == "multigrid" and case.alpha_field or sol["method"] == "newton":
         return 1.0
     return alpha_range(case)[1] * d
 

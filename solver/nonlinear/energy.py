@@ -1,0 +1,37 @@
+"""The energy balance of a nonlinear run: the terms of solver.core.balance, with the walls' and rims' rates taken from
+the nonlinear operator (a Dirichlet wall's conduction through faces whose k follows the field; a film's loss, its
+radiated part apart) instead of the linear ghost rules."""
+
+from __future__ import annotations
+
+from ..core.balance import Balance
+
+
+class NonlinearBalance(Balance):
+    def __init__(self, case, block, dt: float, first_step: int, operator, padded):
+        """operator: solver.nonlinear.operator.Operator; padded(): the finest level's padded field the loop's
+        one-layer view belongs to (its ghosts filled: the last residual filled them)."""
+        super().__init__(case, block, dt, first_step)
+        self.op, self.padded = operator, padded
+        self.radiated: dict = {}
+
+    def fluxes(self, backend, u) -> dict:
+        """Per physical side, the heat into the plate per unit time; the faces' and each rim's; the radiated parts."""
+        rates = self.op.rates(self.padded())
+        out = {side: rates["sides"].get(side, 0.0) * self.cell for side in self.c}
+        if self.med.beta > 0:
+            out["faces"] = self.face_rate(backend, u)
+        if self.rim_terms is not None:
+            out["rims"] = {label: rates["rims"].get(label, 0.0) * self.cell for label in self.rim_terms}
+        self.radiated = {label: v * self.cell for label, v in rates["radiated"].items()}
+        return out
+
+    def result(self, comm, dtype: str) -> dict:
+        out = super().result(comm, dtype)
+        parts = comm.allgather(self.radiated)
+        labels = sorted({k for p in parts for k in p})
+        if labels:
+            out["radiated"] = {k: sum(p.get(k, 0.0) for p in parts) for k in labels}
+            out["radiated_note"] = "heat the radiating sides and rims put in per unit time (negative: given off), " \
+                                   "part of their rates above"
+        return out

@@ -1,0 +1,275 @@
+"""Newton's method for a nonlinear steady state (k(T), radiation), with the existing multigrid inside: the time loop's
+`iterate` (solver.core.loop), one loop step per Newton iteration, so the loop's stops, checks, checkpoints, progress
+and timers are those of every multigrid run.
+
+One iteration from u (R: solver.nonlinear.operator):
+
+    eta = the forcing term (solver.nonlinear.forcing: Eisenstat-Walker's choice 2, or newton.forcing)
+    linearise R at u: the faces' K, A, B and the diagonal D; the multigrid's diagonal sigma = D / kappa on every
+        level (its faces, transfers and levels are built once: Multigrid.set_sigma)
+    solve -J v = R(u) by GMRES (solver.nonlinear.gmres) to |R + J v|_2 <= eta |R|_2, preconditioned by one multigrid
+        cycle of the Kirchhoff-scaled operator followed by a division by kappa (operator module docstring)
+    line search (newton.line_search: backtracking): u + lambda v, lambda = 1 first, then a safeguarded quadratic
+        model of |R(u + lambda v)|^2 (lambda shrinks by 0.1 to 0.5 a trial), until |R(u + lambda v)|_2 <= (1 - 1e-4
+        lambda (1 - eta_reached)) |R(u)|_2 (Eisenstat and Walker's test for inexact steps) with every absolute
+        temperature above zero where radiation or a power law needs one; MAX_TRIALS without: the iteration ends,
+        "line search failed" (the record says so; the field is the last accepted iterate)
+
+The run's residual (what run.tolerance and the stop rules see, and what the record lists for every iteration) is
+max |R(u)|, the max norm, exact in any reduction order: the same on every rank count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.timing import Timer
+from ..multigrid.cycle import Multigrid, _exchange, settings_of
+from ..multigrid.dot import dot
+from .forcing import forcing
+from .gmres import Gmres
+from .linear import linear_case
+from .operator import Operator
+
+ARMIJO = 1e-4  # the line search's sufficient decrease (Dennis and Schnabel's alpha)
+MAX_TRIALS = 30  # step lengths tried before the line search gives up (the last about 1e-9 at the halving bound)
+SHRINK = (0.1, 0.5)  # each trial's step is this fraction of the last at least and at most (the quadratic model's guard)
+
+
+class Newton:
+    def __init__(self, layout, comm, backend, t: float = 0.0):
+        case = layout.case
+        self.case, self.comm, self.backend = case, comm, backend
+        self.blocks = list(layout.blocks)
+        self.dtype = np.dtype(case.numerics.dtype)
+        self.lincase = linear_case(case)
+        self.settings = settings_of(self.lincase, 0.0, 1.0)
+        self.kind = case.multigrid.cycle
+        self.mg = Multigrid(replace(layout, case=self.lincase), comm, backend, self.settings, self.kind, t=t,
+                            sigma=np.zeros(case.shape))
+        g0 = self.mg.grids[0]
+        self.op = Operator(case, self.lincase, g0, g0.place.block, backend, t)
+        lay = g0.layout
+        new = lambda: backend.zeros(lay.shape, aligned=lay.owned[2])  # noqa: E731
+        self.R, self.Rt, self.v, self.pz, self.spare = new(), new(), new(), new(), new()
+        self.count = case.grid.nx * case.grid.ny
+        n = case.newton
+        self.gmres = Gmres(backend, comm, lay, g0.owned, self.count, n.restart, self.dtype)
+        self.norms: list[float] = []  # max |R| of every iterate (reduced over ranks), the first one's included
+        self.local = None  # this rank's max |R(u)| of the current u (None: not computed yet)
+        self.norm2 = None  # |R(u)|_2 over every rank
+        self.log: list[dict] = []  # one entry per iteration: what the record says of it
+        self.ended: str | None = None  # "line_search" when the line search found no step
+        self.cycles = 0  # multigrid cycles in all (one per GMRES iteration, one per restart's update)
+        self.sigma_fixed = not self.op.films and not (self.op.laws and (
+            case.physics.faces is not None or self.op.d_lin is not None or self.op.d_g is not None))
+        self.sigma_set = False
+
+    # what the loop and the run ask of an iterate ---------------------------------------------------------------
+    @property
+    def levels(self):
+        return self.mg.levels
+
+    @property
+    def grids(self):
+        return self.mg.grids
+
+    def adopt(self, u, u_new):
+        """The run's fields into the finest level; the initial field's absolute temperatures checked."""
+        views = self.mg.adopt(u, u_new)
+        lowest = -self.comm.allmax(-self.op.lowest_kelvin(self.mg.grids[0].u))
+        if lowest <= 0:
+            scale = self.case.units.temperature
+            raise InputError(f"initial: the initial field reaches {lowest - self.op.offset:.6g} {scale} "
+                             f"({lowest:.6g} K), at or below absolute zero, where radiation and a power-law k(T) need "
+                             "absolute temperatures; give an initial field above it (e.g. initial: {kind: constant, "
+                             "value: ...})")
+        return views
+
+    def views(self):
+        return self.mg.views()
+
+    def state(self) -> dict:
+        """Nothing beyond u: the next iteration follows from u and the residual history the checkpoint keeps."""
+        return {}
+
+    def restore(self, fields: dict) -> None:
+        """(state() keeps no fields.)"""
+
+    def resume(self, r0: float | None, residuals) -> None:
+        """A restart: the max-norm history the checkpoint kept (what the forcing terms follow from)."""
+        if r0 is not None:
+            self.norms = [r0] + [float(r) for _, r in residuals]
+
+    def warm_up(self) -> None:
+        """Compile the kernels one cycle uses (numba's JIT, CUDA modules) before the timed loop: one preconditioning
+        cycle from a zero right-hand side (it leaves the field alone)."""
+        be = self.backend
+        be.clear(self.pz)
+        be.clear(self.spare)
+        zero = self.Rt
+        be.clear(zero)
+        self.pz, self.spare = self.mg.precondition(self.pz, self.spare, zero, Timer())
+        be.synchronize()
+
+    trivial = property(lambda self: self.mg.trivial)
+    depth = 1
+
+    @property
+    def schedule(self) -> str:
+        return "Newton iterations; each linear step GMRES preconditioned by " + self.mg.schedule
+
+    def sent(self) -> int:
+        return self.mg.messages()
+
+    def stats(self) -> dict:
+        return self.mg.stats()
+
+    def messages(self) -> int:
+        return self.mg.messages()
+
+    def close(self) -> None:
+        self.mg.close()
+
+    def describe(self) -> list[dict]:
+        return self.mg.describe()
+
+    def facts(self) -> dict:
+        """What the record says of the Newton iterations that ran (solver.results.solver)."""
+        n = self.case.newton
+        return {"jacobian": n.jacobian, "forcing": "eisenstat-walker" if n.forcing is None else n.forcing,
+                "line_search": n.line_search, "restart": n.restart, "max_linear": n.max_linear,
+                "iterations": self.log, "linear_iterations": sum(e["linear_iterations"] for e in self.log),
+                "cycles": self.cycles, "ended": self.ended,
+                "preconditioner": "one multigrid cycle of the Kirchhoff-scaled linear operator per GMRES iteration"}
+
+    # the residual -------------------------------------------------------------------------------------------------
+    def _ready(self, u, timer, fill) -> None:
+        """u's ghost layers: the neighbours' by exchange, the physical sides' by `fill`."""
+        grid, be = self.mg._at(0, timer), self.backend
+        if grid.ex is not None:
+            _exchange(grid.ex, grid.view(u))
+        if fill.rules:
+            be.timed(timer, lambda: be.fill(u, fill))
+
+    def _residual(self, out, u, timer) -> None:
+        grid = self.mg.grids[0]
+        self._ready(u, timer, grid.fill)
+        self.backend.timed(timer, lambda: self.op.residual(out, u))
+
+    def residual_norm(self, timer) -> float:
+        """This rank's max |R(u)| (the loop reduces it over the ranks)."""
+        if self.local is None:
+            g0 = self.mg.grids[0]
+            self._residual(self.R, g0.u, timer)
+            self.local = self.backend.max_abs(self.R, g0.owned)
+        return self.local
+
+    def scale(self) -> float:
+        """The largest magnitude this rank's residual is computed from (the rounding floor's scale)."""
+        return self.op.largest_term(self.mg.grids[0].u)
+
+    def _dot(self, a, b, timer) -> float:
+        return dot(self.backend, self.comm, a, b, self.mg.grids[0].owned, self.count, timer)
+
+    # one iteration -----------------------------------------------------------------------------------------------
+    def cycle(self, timer) -> None:
+        """One Newton iteration (module docstring)."""
+        if self.ended is not None:
+            return
+        g0, n = self.mg.grids[0], self.case.newton
+        local = self.residual_norm(timer)
+        if not self.norms:
+            self.norms = [self._reduced(local, timer)]
+        if self.norm2 is None:
+            self.norm2 = math.sqrt(max(self._dot(self.R, self.R, timer), 0.0))
+        eta = forcing(self.norms, float(np.finfo(self.dtype).eps), self.case.run.tolerance, n.forcing)
+        cycles = self.cycles
+        self._linearise(g0.u, timer)
+        its, reached = self.gmres.solve(self.v, self.R, lambda out, v: self._apply(out, v, timer),
+                                        lambda out, r: self._precondition(out, r, timer), eta, n.max_linear, timer)
+        step, trials = self._search(reached, timer)
+        self.log.append({"iteration": len(self.log) + 1, "eta": eta, "linear_iterations": its,
+                         "linear_relative": reached, "cycles": self.cycles - cycles, "step": step, "trials": trials})
+        timer.level = None
+
+    def _reduced(self, local: float, timer) -> float:
+        t = time.perf_counter()
+        r = self.comm.allmax(local)
+        timer.add("wait", t)
+        return r
+
+    def _linearise(self, u, timer) -> None:
+        """The Jacobian's data at u, and the multigrid's diagonal on every level (gathered: the levels are global)."""
+        jacobian = self.case.newton.jacobian == "newton"
+        self.backend.timed(timer, lambda: self.op.linearise(u, jacobian))
+        if self.sigma_fixed and self.sigma_set:
+            return
+        t = time.perf_counter()
+        mine = self.op.sigma()
+        t = timer.add("other", t)
+        parts = self.comm.allgather(mine)
+        t = timer.add("wait", t)
+        ny, nx = self.case.shape
+        whole = np.zeros((ny, nx))
+        for b, part in zip(self.blocks, parts):
+            whole[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = part
+        self.mg.set_sigma(whole)
+        self.sigma_set = True
+        timer.add("other", t)
+
+    def _apply(self, out, v, timer) -> None:
+        """out = -J v (v's ghosts by the homogeneous rules)."""
+        self._ready(v, timer, self.mg.grids[0].zero_fill)
+        self.backend.timed(timer, lambda: self.op.apply(out, v))
+
+    def _precondition(self, out, r, timer) -> None:
+        """out = (one multigrid cycle from zero on r) / kappa."""
+        self.pz, self.spare = self.mg.precondition(self.pz, self.spare, r, timer)
+        self.cycles += 1
+        self.backend.timed(timer, lambda: self.op.unscale(out, self.pz))
+        self.mg._at(0, timer)
+
+    def _search(self, reached: float, timer) -> tuple[float, int]:
+        """The accepted step length and the trials it took (module docstring); 0 where none was found."""
+        g0, be, n = self.mg.grids[0], self.backend, self.case.newton
+        f0 = self.norm2
+        slope = -2.0 * f0 * f0  # d/d lambda |R(u + lambda v)|^2 at 0 for an exact Newton step
+        lam, t = 1.0, self.dtype.type
+        for trial in range(1, MAX_TRIALS + 1):
+            u, trial_u = g0.u, g0.t
+            be.timed(timer, lambda: (be.clear(trial_u), be.axpy(trial_u, t(1.0), u, g0.owned),
+                                     be.axpy(trial_u, t(lam), self.v, g0.owned)))
+            self._residual(self.Rt, trial_u, timer)
+            f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer), 0.0))
+            lowest = -self._reduced(-self.op.lowest_kelvin(trial_u), timer)
+            fine = math.isfinite(f) and lowest > 0
+            if n.line_search == "none" or (fine and f <= (1.0 - ARMIJO * lam * (1.0 - min(reached, 1.0))) * f0):
+                self._accept(f, timer)
+                return lam, trial
+            phi, phi0 = f * f, f0 * f0
+            model = -slope * lam * lam / (2.0 * (phi - phi0 - slope * lam)) if fine else SHRINK[1] * lam
+            lam = min(max(model, SHRINK[0] * lam), SHRINK[1] * lam)
+        self.ended = "line_search"
+        return 0.0, MAX_TRIALS
+
+    def _accept(self, f: float, timer) -> None:
+        """The trial becomes the iterate: the fields swap, and so do the residuals."""
+        g0 = self.mg.grids[0]
+        g0.u, g0.t = g0.t, g0.u
+        self.R, self.Rt = self.Rt, self.R
+        self.norm2 = f
+        self.local = self.backend.max_abs(self.R, g0.owned)
+        self.norms.append(self._reduced(self.local, timer))
+
+    def balance(self, step: int):
+        """The energy balance from this operator's rates (solver.nonlinear.energy)."""
+        from .energy import NonlinearBalance
+
+        g0 = self.mg.grids[0]
+        return NonlinearBalance(self.case, g0.place.block, 1.0, step, self.op, lambda: self.mg.grids[0].u)

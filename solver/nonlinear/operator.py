@@ -1,0 +1,340 @@
+"""The nonlinear steady operator as data on one rank's finest multigrid level: its residual R(u), its Jacobian (exact,
+or Picard's), and the diagonal of the multigrid operator that preconditions it.
+
+In the equation's units divided by the reference capacity C0 (solver.core.medium), at each point P that is plate:
+
+    R(u)_P = g0 + sum over P's four faces of K_f(u) (u_Q - u_P) - beta u - kappa(u)(d_G u - f_G) - d_L u
+             - sum over P's films of w Q(u)
+
+- K_f(u) = K_f_ref H(kappa_P, kappa_Q): the face's reference conductance over its spacing squared (the multigrid's own
+  finest faces, built once from the materials' reference k: solver.core.plate) times the harmonic mean H(a, b) =
+  2 a b / (a + b) of the two points' factors kappa = k(u) / k_ref (solver.core.conductivity). Within one material
+  that is the harmonic mean of the two points' k at their own temperatures; a constant-k material has kappa = 1 and
+  H = 1 exactly. A Dirichlet wall's ghost holds the wall's value, and its kappa is the first point's law there.
+- g0: the sources and the faces' ambient (solver.core.operator.source_density), the Neumann rims' fluxes and the
+  Neumann sides' (flux / spacing: those walls are closed, their flux added here, whatever k is).
+- beta: the faces' sink; d_G, f_G: the links to held objects and fixed rims (Gibou's k_P / (theta h^2), with the
+  point's own k: scaled by kappa(u_P)); d_L: convective rims that do not radiate (their reference k: linear).
+- films: convective sides and radiating rims (solver.nonlinear.films): each point loses w Q(u).
+- held and inactive points: R = hd (T - u), hd the held diagonal (their faces are closed).
+
+The Jacobian J = dR/du, applied to v: each face's linearised flux K (v_Q - v_P) + A v_P + B v_Q with
+A = K_ref dH/da kappa'_P (u_Q - u_P), B = K_ref dH/db kappa'_Q (u_Q - u_P) (Picard: A = B = 0), minus the diagonal
+D v, D = beta + d_L + kappa d_G + kappa' (d_G u - f_G) + sum w dQ/du.
+
+The preconditioner (solver.nonlinear.newton): to first order in a face's temperature difference both A + K and
+K + B are K_ref kappa of the point they multiply (the Kirchhoff transform's Jacobian), so -J v ~ (A_ref + D / kappa)
+(kappa v), A_ref the multigrid's own operator: one multigrid cycle with the diagonal sigma = D / kappa, and the result
+divided by kappa, approximates -J^-1. The faces of every level stay those built once; only sigma changes per step.
+
+Every array expression below runs on the backend's array module (numpy, or CuPy on a GPU), term by term in a fixed
+order: numpy and numba give the same bits, and every rank count the same (a point's value depends only on its own
+and its neighbours' data).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import operator as lin_operator
+from ..core.boundary import AXIS_SIDES, BLOCK_SIDE, SIDES
+from ..core.conductivity import law_index, law_names, laws
+from ..core.grid import geometry, window
+from ..core.medium import medium
+from ..core.sides import value_at
+from . import films as film_mod
+
+
+class Operator:
+    def __init__(self, case, lincase, grid, block, backend, t: float = 0.0):
+        """case: the nonlinear case; lincase: the linear case the multigrid was built on (solver.nonlinear.linear);
+        grid: the multigrid's finest level on this rank (its faces, layout and fills); t: the time of side data."""
+        from ..case.units import kelvin_offset, stefan_boltzmann, UnitSystem
+
+        self.case, self.grid, self.block, self.backend = case, grid, block, backend
+        self.dtype = np.dtype(case.numerics.dtype)
+        self.xp = np if not backend.on_gpu else __import__("cupy")
+        lay = grid.layout
+        self.owned = grid.owned
+        r0, r1, c0, c1 = self.owned
+        rows, cols = window(case, block, lay.shape, (lay.owned[0], lay.owned[2]))
+        self.rows_g, self.cols_g = rows, cols
+        med = medium(case)
+        self.c0 = med.c0
+        self.offset = kelvin_offset(case.units.temperature)
+        self.sigma_sb = stefan_boltzmann(UnitSystem(case.units.length, case.units.time, case.units.temperature))
+        self.laws = [laws(case)[name] for name in law_names(case)]
+        table = case.material_table()
+        self.kref = [table[name][0] for name in law_names(case)]
+        box = (slice(r0 - 1, r1 + 1), slice(c0 - 1, c1 + 1))  # the one-layer box around the owned block
+        self.box = box
+        code = law_index(case, rows[box[0]], cols[box[1]]) if self.laws else None
+        self.code = None if code is None else self._dev(code, np.int32)
+        self._point_data(lincase, rows[r0:r1], cols[c0:c1])
+        self.films = [f.on(backend, self.dtype) for f in
+                      film_mod.side_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset, t)
+                      + film_mod.rim_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset)]
+        self.absolute = bool(self.films and any(f.radiates for f in self.films)) or any(
+            law.kind == "power" for law in self.laws)  # some term needs u above absolute zero
+        self.lin = None  # the linearisation at the last field linearise() saw
+
+    # set-up ------------------------------------------------------------------------------------------------
+    def _dev(self, host, dtype=None):
+        return self.xp.asarray(np.ascontiguousarray(host, dtype=dtype or self.dtype))
+
+    def _point_data(self, lincase, rows: np.ndarray, cols: np.ndarray) -> None:
+        """g0, sigma0 (beta, or the held diagonal), d_L, d_G, f_G on the owned points (module docstring)."""
+        case, c0 = self.case, self.c0
+        shape = (len(rows), len(cols))
+        f = lin_operator.source_density(case, rows, cols)
+        g0 = np.zeros(shape) if f is None else np.array(f, dtype=np.float64)
+        g0 += self._neumann_sides(shape)
+        d_lin, d_g, f_g = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        held = np.zeros(shape, dtype=bool)
+        sigma0 = np.full(shape, medium(case).beta)
+        self.rims = {}  # label -> (d, f, held link: scaled by kappa) on the owned points, host float64
+        if not _plain(lincase):
+            from ..core import plate
+
+            cl = plate.cells(lincase, rows, cols)
+            held_labels = {plate.label_of(lincase, k) for k, *_ in plate.roles(lincase).held}
+            for label, (d, fr) in cl["rims"].items():
+                link = label in held_labels
+                self.rims[label] = (d / c0, fr / c0, link)
+                if link:
+                    d_g += d / c0
+                    f_g += fr / c0
+                else:
+                    d_lin += d / c0
+                    g0 += fr / c0
+            held = cl["held"] > 0
+            hd = lin_operator.held_diagonal(lincase)
+            sigma0 = np.where(held, hd, sigma0)
+            g0 = np.where(held, hd * cl["value"], g0)
+        self.held_host = held
+        self.g0, self.sigma0 = self._dev(g0), self._dev(sigma0)
+        self.d_lin = self._dev(d_lin) if d_lin.any() else None
+        self.d_g = self._dev(d_g) if d_g.any() else None
+        self.f_g = self._dev(f_g) if d_g.any() else None
+        self.free = self._dev(~held, bool)
+
+    def _neumann_sides(self, shape) -> np.ndarray:
+        """The Neumann sides' heat fluxes into the plate over the spacing, at the first owned row or column of each
+        physical side (their walls are closed in this operator)."""
+        out = np.zeros(shape)
+        for side in SIDES:
+            out += self._neumann_side(side, shape)
+        return out
+
+    def _neumann_side(self, side: str, shape) -> np.ndarray:
+        """One side's part of _neumann_sides (zeros where the side is not a physical Neumann side of this block)."""
+        case, block, c0 = self.case, self.block, self.c0
+        out = np.zeros(shape)
+        spec = getattr(case.boundary, side)
+        if block.neighbours[BLOCK_SIDE[side]] is not None or spec.kind != "neumann":
+            return out
+        from ..core.boundary import along_positions
+
+        (dx, dy), _ = geometry(case)
+        on_y = side in AXIS_SIDES["y"]
+        along = np.arange(*block.cols) if on_y else np.arange(*block.rows)
+        n = case.grid.nx if on_y else case.grid.ny
+        q = np.asarray(value_at(spec, side, "flux", 0.0, along, along_positions(case, side, along), n)) / c0
+        if on_y:
+            out[0 if side == "bottom" else -1, :] += q / dy
+        else:
+            out[:, 0 if side == "left" else -1] += q / dx
+        return np.where(self.held_host, 0.0, out) if hasattr(self, "held_host") else out
+
+    # kappa ---------------------------------------------------------------------------------------------------
+    def kappa(self, u_box):
+        """(kappa, kappa') on the one-layer box: k(u) / k_ref of each point's law (1 and 0 for constant k)."""
+        xp = self.xp
+        if not self.laws:
+            return None, None
+        kap = xp.ones(u_box.shape, dtype=self.dtype)
+        dkap = xp.zeros(u_box.shape, dtype=self.dtype)
+        for m, (law, kref) in enumerate(zip(self.laws, self.kref)):
+            k, dk = law.evaluate(u_box, xp)
+            mine = self.code == m + 1
+            kap = xp.where(mine, k / kref, kap)
+            dkap = xp.where(mine, dk / kref, dkap)
+        return kap, dkap
+
+    def _faces(self, kap, dkap, u_box, jacobian: bool):
+        """Per face of the owned block (east faces: rows r0..r1, the face west of c0 to east of c1 - 1; north: the
+        face south of r0 to north of r1 - 1, columns c0..c1): (K, A, B) (module docstring); A, B None without k(T) or
+        for Picard."""
+        r0, r1, c0, c1 = self.owned
+        ax = self.grid.w.ax[r0:r1, c0 - 1:c1]
+        ay = self.grid.w.ay[r0 - 1:r1, c0:c1]
+        if kap is None:
+            return (ax, None, None), (ay, None, None)
+        out = []
+        for kref, (p, q) in ((ax, ((slice(1, -1), slice(0, -1)), (slice(1, -1), slice(1, None)))),
+                             (ay, ((slice(0, -1), slice(1, -1)), (slice(1, None), slice(1, -1))))):
+            a, b = kap[p], kap[q]
+            s = a + b
+            k = kref * ((2.0 * a * b) / s)
+            if not jacobian:
+                out.append((k, None, None))
+                continue
+            du = u_box[q] - u_box[p]
+            s2 = s * s
+            out.append((k, kref * ((2.0 * b * b) / s2) * dkap[p] * du, kref * ((2.0 * a * a) / s2) * dkap[q] * du))
+        return out[0], out[1]
+
+    # the residual ---------------------------------------------------------------------------------------------
+    def residual(self, out, u) -> None:
+        """out = R(u) on the owned points (u's ghost layers filled and exchanged)."""
+        xp = self.xp
+        r0, r1, c0, c1 = self.owned
+        u_box = u[self.box]
+        kap, _ = self.kappa(u_box)
+        (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
+        fe = kx * (u_box[1:-1, 1:] - u_box[1:-1, :-1])
+        fn = ky * (u_box[1:, 1:-1] - u_box[:-1, 1:-1])
+        uo = u_box[1:-1, 1:-1]
+        v = self.g0 + ((fe[:, 1:] - fe[:, :-1]) + (fn[1:, :] - fn[:-1, :])) - self.sigma0 * uo
+        if self.d_lin is not None:
+            v = v - self.d_lin * uo
+        if self.d_g is not None:
+            kp = 1.0 if kap is None else kap[1:-1, 1:-1]
+            v = v - kp * (self.d_g * uo - self.f_g)
+        out[r0:r1, c0:c1] = v
+        for f in self.films:
+            q, _, _ = self._film(f, u, kap, None, jacobian=False)
+            out[f.rows, f.cols] = out[f.rows, f.cols] - f.w * q
+
+    def _film(self, f, u, kap, dkap, jacobian: bool):
+        """(Q, dQ/du, radiated) at a film's points."""
+        uf = u[f.rows, f.cols]
+        if kap is None:
+            one = self.xp.ones(uf.shape, dtype=self.dtype)
+            return film_mod.wall_flux(f, uf, one, 0.0 * one, self.xp, jacobian)
+        i, j = f.rows - (self.owned[0] - 1), f.cols - (self.owned[2] - 1)  # in the box
+        return film_mod.wall_flux(f, uf, kap[i, j], dkap[i, j] if dkap is not None else 0.0 * uf, self.xp, jacobian)
+
+    # the Jacobian ---------------------------------------------------------------------------------------------
+    def linearise(self, u, jacobian: bool = True) -> None:
+        """The Jacobian's data at u (ghosts filled): the faces' (K, A, B), the diagonal D, and kappa (held points 1)."""
+        xp = self.xp
+        u_box = u[self.box]
+        kap, dkap = self.kappa(u_box)
+        ex, ny = self._faces(kap, dkap, u_box, jacobian)
+        uo = u_box[1:-1, 1:-1]
+        d = self.sigma0 + (0.0 if self.d_lin is None else self.d_lin)
+        if self.d_g is not None:
+            kp = 1.0 if kap is None else kap[1:-1, 1:-1]
+            d = d + kp * self.d_g
+            if jacobian and kap is not None:
+                d = d + dkap[1:-1, 1:-1] * (self.d_g * uo - self.f_g)
+        d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
+        r0, c0 = self.owned[0], self.owned[2]
+        for f in self.films:
+            _, dq, _ = self._film(f, u, kap, dkap, jacobian)
+            i, j = f.rows - r0, f.cols - c0
+            d[i, j] = d[i, j] + f.w * dq
+        scale = xp.ones(uo.shape, dtype=self.dtype) if kap is None else xp.where(self.free, kap[1:-1, 1:-1], 1.0)
+        self.lin = {"east": ex, "north": ny, "diag": d, "kappa": scale.astype(self.dtype, copy=False)}
+
+    def apply(self, out, v) -> None:
+        """out = -J v on the owned points (v's ghost layers filled by the homogeneous rules and exchanged)."""
+        r0, r1, c0, c1 = self.owned
+        v_box = v[self.box]
+        fe = self._linear_flux(self.lin["east"], v_box[1:-1, :-1], v_box[1:-1, 1:])
+        fn = self._linear_flux(self.lin["north"], v_box[:-1, 1:-1], v_box[1:, 1:-1])
+        vo = v_box[1:-1, 1:-1]
+        out[r0:r1, c0:c1] = self.lin["diag"] * vo - ((fe[:, 1:] - fe[:, :-1]) + (fn[1:, :] - fn[:-1, :]))
+
+    @staticmethod
+    def _linear_flux(face, vp, vq):
+        k, a, b = face
+        flux = k * (vq - vp)
+        return flux if a is None else flux + (a * vp + b * vq)
+
+    def sigma(self):
+        """The multigrid's diagonal beside its faces for this linearisation: D / kappa (held points: D), at least 0,
+        float64 on the host (owned points)."""
+        d = self.xp.maximum(self.lin["diag"] / self.lin["kappa"], 0.0)
+        return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64)
+
+    def unscale(self, out, y) -> None:
+        """out = y / kappa on the owned points (the preconditioner's change of variable)."""
+        r0, r1, c0, c1 = self.owned
+        out[r0:r1, c0:c1] = y[r0:r1, c0:c1] / self.lin["kappa"]
+
+    # what the run reports ----------------------------------------------------------------------------------------
+    def lowest_kelvin(self, u) -> float:
+        """The lowest absolute temperature over the owned plate points (inf where no term needs one)."""
+        if not self.absolute:
+            return float("inf")
+        r0, r1, c0, c1 = self.owned
+        xp = self.xp
+        lo = xp.min(xp.where(self.free, u[r0:r1, c0:c1], xp.inf)) if r1 > r0 and c1 > c0 else xp.inf
+        return float(lo) + self.offset
+
+    def largest_term(self, u) -> float:
+        """The largest magnitude R is computed from here (max |u| times the largest diagonal, plus max |g0| and the
+        films' largest loss): the scale of its rounding floor."""
+        xp, (r0, r1, c0, c1) = self.xp, self.owned
+        if r1 <= r0 or c1 <= c0:
+            return 0.0
+        w = self.grid.w
+        faces = (xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0
+        kap, _ = self.kappa(u[self.box])
+        kmax = 1.0 if kap is None else float(xp.max(kap))
+        big = float(xp.max(xp.abs(u[self.box]))) * (float(faces) * kmax + float(xp.max(self.sigma0)))
+        big += float(xp.max(xp.abs(self.g0)))
+        for f in self.films:
+            q, _, _ = self._film(f, u, kap, None, jacobian=False)
+            big = max(big, float(xp.max(xp.abs(f.w * q))) if q.size else 0.0)
+        return big
+
+    def rates(self, u) -> dict:
+        """The heat each wall, film and term puts into this rank's owned plate per unit time (normalised units, summed
+        over points; the caller multiplies by the cell's area, C0 and depth): per physical side (a Dirichlet wall's
+        conduction, a film's loss with its radiated part), the faces' sink, each rim, the sources."""
+        xp, (r0, r1, c0, c1) = self.xp, self.owned
+        u_box = u[self.box]
+        kap, _ = self.kappa(u_box)
+        (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
+        out, radiated = {}, {}
+        for side in SIDES:
+            spec = getattr(self.case.boundary, side)
+            if self.block.neighbours[BLOCK_SIDE[side]] is not None or spec.kind != "dirichlet":
+                continue
+            if side == "bottom":
+                flux = -(ky[0, :] * (u_box[1, 1:-1] - u_box[0, 1:-1]))
+            elif side == "top":
+                flux = ky[-1, :] * (u_box[-1, 1:-1] - u_box[-2, 1:-1])
+            elif side == "left":
+                flux = -(kx[:, 0] * (u_box[1:-1, 1] - u_box[1:-1, 0]))
+            else:
+                flux = kx[:, -1] * (u_box[1:-1, -1] - u_box[1:-1, -2])
+            out[side] = float(xp.sum(flux))
+        rims = {}
+        for f in self.films:
+            q, _, rad = self._film(f, u, kap, None, jacobian=False)
+            target = out if f.label in SIDES else rims
+            target[f.label] = target.get(f.label, 0.0) - float(xp.sum(f.w * q))
+            if rad is not None:
+                radiated[f.label] = -float(xp.sum(f.w * rad))
+        shape = (r1 - r0, c1 - c0)
+        for side in SIDES:
+            spec = getattr(self.case.boundary, side)
+            if self.block.neighbours[BLOCK_SIDE[side]] is None and spec.kind == "neumann":
+                out[side] = float(np.sum(self._neumann_side(side, shape)))
+        uo = u_box[1:-1, 1:-1]
+        host_u = np.asarray(uo.get() if hasattr(uo, "get") else uo, dtype=np.float64)
+        kp = 1.0 if kap is None else np.asarray(kap[1:-1, 1:-1].get() if hasattr(kap, "get") else kap[1:-1, 1:-1])
+        for label, (d, f, link) in self.rims.items():
+            scale = kp if link else 1.0
+            rims[label] = rims.get(label, 0.0) + float(np.sum(np.where(self.held_host, 0.0, scale * (f - d * host_u))))
+        return {"sides": out, "rims": rims, "radiated": radiated}
+
+
+def _plain(case) -> bool:
+    from ..core.plate import is_plain
+
+    return getattr(case.physics, "material", None) is None or is_plain(case)
