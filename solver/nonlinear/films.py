@@ -3,22 +3,27 @@ radiating rims of holes and the outline, as plain data per point, and the heat e
 
 A film's point P lies a distance delta from its wall (a side: half a spacing, where the wall lies for a convective
 side: solver.core.grid; a rim: the point's distance to it, solver.core.geometry.rim_distance). The wall temperature
-u_w balances the conduction from P with what the wall gives off:
+x balances the conduction from P, at the conductivity of the half-link's middle temperature, with what the wall gives
+off:
 
-    (k(u) / delta) (u - u_w) = h (u_w - T_a) + e ((u_w + T0)^4 - T_s^4)          (T0: kelvin of the case's zero)
+    g(x) = (a kappa(m) / delta) (u - x) - h (x - T_a) - e ((x + T0)^4 - T_s^4) = 0,    m = (u + x) / 2
 
-with e = emissivity sigma. The point loses Q = h (u_w - T_a) + e (...) per unit area of wall, times the wall's length
-per unit area of its cell (w: 1 / spacing on a side, the rim's length in the cell over the cell's area on a rim).
-Without radiation u_w has a closed form and Q = h c / (h + c) (u - T_a), c = k / delta: on a side exactly the
-convective ghost rule's flux (solver.core.sides.convective_terms). With radiation the balance is a quartic in u_w,
-solved at each point by Newton's method from above the root (g(u_w) = c (u - u_w) - h (u_w - T_a) - e (...) is
-decreasing and concave there, so the iterates fall monotonically onto it), each point stopping where its step no
-longer changes it: the same iterations whatever else the rank holds, so the same bits on every rank count. dQ/du (for
-the Jacobian) follows from the balance by implicit differentiation:
+(a = k_ref / C0, kappa = k / k_ref: solver.core.conductivity; e = emissivity sigma; T0 the case's zero in kelvin).
+kappa at the middle is exact for a table within one of its intervals (k linear there: the Kirchhoff transform's
+mean) and second order for any smooth k. The point loses Q = h (x - T_a) + e (...) per unit area of wall, times the
+wall's length per unit area of its cell (w: 1 / spacing on a side, the rim's length in the cell over the cell's area on
+a rim). With one conductivity and no radiation, x has a closed form and Q = h c / (h + c) (u - T_a), c = a / delta: on
+a side exactly the convective ghost rule's flux (solver.core.sides.convective_terms). Otherwise g is solved at each
+point by Newton's method safeguarded by bisection inside the bracket [min(u, T_a, T_s), max(u, T_a, T_s)] (g is
+decreasing there, >= 0 at its low end and <= 0 at its high end), each point stopping where its step no longer changes
+it: the same iterations whatever else the rank holds, so the same bits on every rank count. dQ/du (the Jacobian)
+follows by implicit differentiation:
 
-    dQ/du = (h + 4 e (u_w + T0)^3) (c + (u - u_w) dc/du) / (c + h + 4 e (u_w + T0)^3),   dc/du = k'(u) / delta
+    dQ/du = q' c_u / (q' + c_x),   q' = h + 4 e (x + T0)^3,   c_u = (a / delta)(kappa(m) + (u - x) kappa'(m) / 2),
+                                                              c_x = (a / delta)(kappa(m) - (u - x) kappa'(m) / 2)
 
-Every coefficient is normalised by the reference heat capacity C0 as the operator is (solver.core.medium).
+(Picard: kappa' left out). Every coefficient is normalised by the reference heat capacity C0 as the operator is
+(solver.core.medium).
 """
 
 from __future__ import annotations
@@ -158,40 +163,59 @@ def _active(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return 1.0 - plate.cells(case, rows, cols)["held"]
 
 
-def wall_flux(f: Film, u, kappa, dkappa, xp, jacobian: bool = True):
-    """(Q, dQ/du, the radiated part of Q) at the film's points (module docstring), u, kappa = k(u) / k_ref and its
-    derivative at them (1-D arrays of the field's dtype). jacobian False: dc/du left out (Picard)."""
-    c = f.a * kappa / f.delta
-    dc = (f.a * dkappa / f.delta) if jacobian else None
-    if not f.radiates:
+def wall_flux(f: Film, u, kappa_at, xp, jacobian: bool = True):
+    """(Q, dQ/du, the radiated part of Q or None) at the film's points (module docstring). u: the points'
+    temperatures (1-D, the field's dtype); kappa_at(t): (kappa, kappa') of the points' laws at temperatures t, or None
+    where every point's k is constant. jacobian False: kappa' left out (Picard)."""
+    if kappa_at is None and not f.radiates:
+        c = f.a / f.delta
         s = f.h + c
         hc = f.h * c / s
-        q = hc * (u - f.ta)
-        dq = hc if dc is None else hc + (u - f.ta) * ((f.h * f.h) / (s * s)) * dc
-        return q, dq, None
-    x = wall_temperature(f, u, c, xp)
+        return hc * (u - f.ta), hc, None
+    x = wall_temperature(f, u, kappa_at, xp)
     theta = x + f.offset
     t3 = theta * theta * theta
-    rad = f.e * (t3 * theta - f.ts4)
-    q = f.h * (x - f.ta) + rad
-    qw = f.h + 4.0 * f.e * t3
-    lead = c if dc is None else c + (u - x) * dc
-    return q, qw * lead / (c + qw), rad
+    rad = f.e * (t3 * theta - f.ts4) if f.radiates else None
+    q = f.h * (x - f.ta) if rad is None else f.h * (x - f.ta) + rad
+    qw = f.h + 4.0 * f.e * t3 if f.radiates else f.h
+    cu, cx = _conductances(f, u, x, kappa_at, jacobian)
+    return q, qw * cu / (qw + cx), rad
 
 
-def wall_temperature(f: Film, u, c, xp):
-    """u_w at each point: Newton's method on g(u_w) = c (u - u_w) - h (u_w - T_a) - e ((u_w + T0)^4 - T_s^4) from
-    max(u, T_a, T_s), each point frozen once its step stops changing it (module docstring)."""
+def _conductances(f: Film, u, x, kappa_at, jacobian: bool):
+    """(c_u, c_x) of the module docstring at the wall temperature x."""
+    scale = f.a / f.delta
+    if kappa_at is None:
+        return scale, scale
+    kap, dkap = kappa_at(0.5 * (u + x))
+    if not jacobian:
+        c = scale * kap
+        return c, c
+    half = 0.5 * (u - x) * dkap
+    return scale * (kap + half), scale * (kap - half)
+
+
+def wall_temperature(f: Film, u, kappa_at, xp):
+    """x at each point: g(x) = 0 (module docstring) by Newton's method inside a shrinking bracket, a step that would
+    leave it replaced by bisection; each point frozen once its step stops changing it."""
     eps = 4.0 * float(np.finfo(u.dtype).eps)
-    x = xp.maximum(xp.maximum(u, f.ta), f.ts4 ** 0.25 - f.offset)
+    ts = f.ts4 ** 0.25 - f.offset if f.radiates else f.ta
+    lo = xp.minimum(xp.minimum(u, f.ta), ts)
+    hi = xp.maximum(xp.maximum(u, f.ta), ts)
+    x = hi
     done = xp.zeros(u.shape, dtype=bool)
     for _ in range(MAX_WALL_ITERATIONS):
         theta = x + f.offset
         t3 = theta * theta * theta
+        cu, cx = _conductances(f, u, x, kappa_at, True)
+        c = cu if kappa_at is None else f.a / f.delta * kappa_at(0.5 * (u + x))[0]
         g = c * (u - x) - f.h * (x - f.ta) - f.e * (t3 * theta - f.ts4)
-        step = g / (c + f.h + 4.0 * f.e * t3)
-        new = xp.where(done, x, x + step)
-        done = done | (xp.abs(new - x) <= eps * xp.abs(new)) | ~xp.isfinite(new)
+        lo = xp.where(g > 0, x, lo)
+        hi = xp.where(g <= 0, x, hi)
+        new = x + g / (cx + f.h + 4.0 * f.e * t3)
+        new = xp.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
+        new = xp.where(done, x, new)
+        done = done | (xp.abs(new - x) <= eps * xp.abs(new)) | (hi - lo <= eps * xp.abs(hi)) | ~xp.isfinite(new)
         x = new
         if bool(done.all()):
             break

@@ -66,8 +66,9 @@ class Newton:
         self.log: list[dict] = []  # one entry per iteration: what the record says of it
         self.ended: str | None = None  # "line_search" when the line search found no step
         self.cycles = 0  # multigrid cycles in all (one per GMRES iteration, one per restart's update)
-        self.sigma_fixed = not self.op.films and not (self.op.laws and (
+        varies = bool(self.op.films) or bool(self.op.laws and (  # (some rank's: every rank takes the same path)
             case.physics.faces is not None or self.op.d_lin is not None or self.op.d_g is not None))
+        self.sigma_fixed = not comm.allmax(1.0 if varies else 0.0)
         self.sigma_set = False
 
     # what the loop and the run ask of an iterate ---------------------------------------------------------------
@@ -118,6 +119,7 @@ class Newton:
         be.synchronize()
 
     trivial = property(lambda self: self.mg.trivial)
+    mode = property(lambda self: self.mg.mode)
     depth = 1
 
     @property

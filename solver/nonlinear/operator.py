@@ -116,6 +116,7 @@ class Operator:
         self.d_lin = self._dev(d_lin) if d_lin.any() else None
         self.d_g = self._dev(d_g) if d_g.any() else None
         self.f_g = self._dev(f_g) if d_g.any() else None
+        self.t_g = self._dev(np.where(d_g > 0, f_g / np.where(d_g > 0, d_g, 1.0), 0.0)) if d_g.any() else None
         self.free = self._dev(~held, bool)
 
     def _neumann_sides(self, shape) -> np.ndarray:
@@ -199,7 +200,7 @@ class Operator:
         if self.d_lin is not None:
             v = v - self.d_lin * uo
         if self.d_g is not None:
-            kp = 1.0 if kap is None else kap[1:-1, 1:-1]
+            kp, _ = self._held_kappa(uo)
             v = v - kp * (self.d_g * uo - self.f_g)
         out[r0:r1, c0:c1] = v
         for f in self.films:
@@ -209,11 +210,26 @@ class Operator:
     def _film(self, f, u, kap, dkap, jacobian: bool):
         """(Q, dQ/du, radiated) at a film's points."""
         uf = u[f.rows, f.cols]
-        if kap is None:
-            one = self.xp.ones(uf.shape, dtype=self.dtype)
-            return film_mod.wall_flux(f, uf, one, 0.0 * one, self.xp, jacobian)
-        i, j = f.rows - (self.owned[0] - 1), f.cols - (self.owned[2] - 1)  # in the box
-        return film_mod.wall_flux(f, uf, kap[i, j], dkap[i, j] if dkap is not None else 0.0 * uf, self.xp, jacobian)
+        at = None if not self.laws else (lambda t: self._kappa_points(t, f.code))
+        return film_mod.wall_flux(f, uf, at, self.xp, jacobian)
+
+    def _held_kappa(self, uo):
+        """(kappa, kappa') of the links to held objects: at the middle of the point's and the rim's temperatures (the
+        films' rule); (1, 0) without k(T)."""
+        if not self.laws:
+            return 1.0, 0.0
+        return self._kappa_points(0.5 * (uo + self.t_g), self.code[1:-1, 1:-1])
+
+    def _kappa_points(self, t, code):
+        """(kappa, kappa') of the laws `code` (1-D) at temperatures t (1-D)."""
+        xp = self.xp
+        kap, dkap = xp.ones(t.shape, dtype=self.dtype), xp.zeros(t.shape, dtype=self.dtype)
+        for m, (law, kref) in enumerate(zip(self.laws, self.kref)):
+            k, dk = law.evaluate(t, xp)
+            mine = code == m + 1
+            kap = xp.where(mine, k / kref, kap)
+            dkap = xp.where(mine, dk / kref, dkap)
+        return kap, dkap
 
     # the Jacobian ---------------------------------------------------------------------------------------------
     def linearise(self, u, jacobian: bool = True) -> None:
@@ -225,10 +241,10 @@ class Operator:
         uo = u_box[1:-1, 1:-1]
         d = self.sigma0 + (0.0 if self.d_lin is None else self.d_lin)
         if self.d_g is not None:
-            kp = 1.0 if kap is None else kap[1:-1, 1:-1]
+            kp, dkp = self._held_kappa(uo)
             d = d + kp * self.d_g
             if jacobian and kap is not None:
-                d = d + dkap[1:-1, 1:-1] * (self.d_g * uo - self.f_g)
+                d = d + (0.5 * dkp) * (self.d_g * uo - self.f_g)
         d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
         r0, c0 = self.owned[0], self.owned[2]
         for f in self.films:
@@ -283,8 +299,8 @@ class Operator:
         w = self.grid.w
         faces = (xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0
         kap, _ = self.kappa(u[self.box])
-        kmax = 1.0 if kap is None else float(xp.max(kap))
-        big = float(xp.max(xp.abs(u[self.box]))) * (float(faces) * kmax + float(xp.max(self.sigma0)))
+        kmax = 1.0 if kap is None else float(xp.max(kap[1:-1, 1:-1]))  # (owned points: the box's corners hold
+        big = float(xp.max(xp.abs(u[self.box]))) * (float(faces) * kmax + float(xp.max(self.sigma0)))  # no point)
         big += float(xp.max(xp.abs(self.g0)))
         for f in self.films:
             q, _, _ = self._film(f, u, kap, None, jacobian=False)
@@ -327,7 +343,10 @@ class Operator:
                 out[side] = float(np.sum(self._neumann_side(side, shape)))
         uo = u_box[1:-1, 1:-1]
         host_u = np.asarray(uo.get() if hasattr(uo, "get") else uo, dtype=np.float64)
-        kp = 1.0 if kap is None else np.asarray(kap[1:-1, 1:-1].get() if hasattr(kap, "get") else kap[1:-1, 1:-1])
+        kp = 1.0
+        if self.d_g is not None and self.laws:
+            k_dev, _ = self._held_kappa(uo)
+            kp = np.asarray(k_dev.get() if hasattr(k_dev, "get") else k_dev)
         for label, (d, f, link) in self.rims.items():
             scale = kp if link else 1.0
             rims[label] = rims.get(label, 0.0) + float(np.sum(np.where(self.held_host, 0.0, scale * (f - d * host_u))))
