@@ -460,7 +460,7 @@ class Run:
         if self.case.implicit:
             return {"method": "multigrid", "scheme": self.case.physics.scheme, "cycle": self.case.multigrid.cycle,
                     "tolerance": self.case.run.tolerance or physics.IMPLICIT_TOLERANCE, "solves": s.solves,
-                    "levels": self.mg.describe()}
+                    "levels": self.mg.describe(), **({"newton": self.mg.facts()} if hasattr(self.mg, "facts") else {})}
         if self.case.physics.equation != "laplace":
             return None
         start = self.restart.step if self.restart else 0

@@ -299,7 +299,8 @@ def _fixes_level(side) -> bool:
     """A side that fixes the steady state's level: Dirichlet, or convective with some h > 0."""
     if side.kind == "dirichlet":
         return True
-    return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h))
+    return side.kind == "convective" and (any(v > 0 for v in varying_values(side.h)) or not varying_values(side.h)
+                                          or side.emissivity > 0)
 
 
 def _shapes_fix_level(case) -> bool:

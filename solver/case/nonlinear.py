@@ -44,6 +44,8 @@ def radiating_parts(case) -> list[str]:
     outline = getattr(case.physics, "outline", None)
     if outline is not None and getattr(outline.rim, "emissivity", 0.0) > 0:
         out.append("physics.outline.rim")
+    if getattr(getattr(case.physics, "faces", None), "emissivity", 0.0) > 0:
+        out.append("physics.faces")
     return out
 
 
@@ -73,10 +75,29 @@ def check_nonlinear(case) -> None:
     if p.equation == "laplace" and p.solver != "multigrid":
         raise ValueError(f"physics.solver: this steady state is nonlinear ({why}) and is solved by Newton's method "
                          "with multigrid; set physics.solver: multigrid")
-    if p.equation == "heat":
-        raise ValueError(f"physics.equation: this case is nonlinear ({why}); Newton's method solves its steady state "
-                         "(physics.equation: laplace, physics.solver: multigrid); time steps of nonlinear cases are "
-                         "not implemented yet")
+    if p.equation == "heat" and p.scheme == "explicit":
+        raise ValueError(f"physics.scheme: explicit steps of a nonlinear case ({why}) are not implemented; use "
+                         "backward-euler or crank-nicolson (Newton's method each step), or physics.equation: laplace")
+    for where, v in _timed(case):
+        raise ValueError(f"{where}: a table in time in a nonlinear case ({why}) is not supported (Newton's operator "
+                         "holds its walls' data fixed); give a number, {along: ...} or {file: ...}")
+
+
+def _timed(case):
+    """(field, value) of the side, held and rim values given as tables in time."""
+    from .values import in_time
+
+    for side in SIDES:
+        for key in ("value", "flux", "h", "ambient"):
+            v = getattr(getattr(case.boundary, side), key, None)
+            if in_time(v):
+                yield f"boundary.{side}.{key}", v
+    for k, r in enumerate(case.physics.regions):
+        if r.held_in_time:
+            yield f"physics.regions.{k}", r
+    outline = case.physics.outline
+    if outline is not None and in_time(getattr(outline.rim, "value", None)):
+        yield "physics.outline.rim.value", outline.rim
 
 
 def _surroundings(case):
@@ -88,6 +109,8 @@ def _surroundings(case):
     for where, rim in _rims(case):
         if getattr(rim, "surroundings", None) is not None:
             yield f"{where}.surroundings", rim.surroundings
+    if getattr(getattr(case.physics, "faces", None), "surroundings", None) is not None:
+        yield "physics.faces.surroundings", case.physics.faces.surroundings
 
 
 def _rims(case):

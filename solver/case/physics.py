@@ -23,6 +23,11 @@ class FaceCooling(Section):
     h: HeatTransfer = Field(ge=0, le=MAX_LENGTH, description="the faces' transfer coefficient (W/(m^2 K))")
     ambient: Temperature = Field(description="the temperature of the air (or fluid) over the faces")
     faces: Literal[1, 2] = Field(2, description="how many faces are cooled: 2 (both) or 1")
+    emissivity: float = Field(0.0, ge=0, le=1, description=(
+        "the faces' emissivity, 0 to 1: they also radiate faces emissivity sigma (u^4 - surroundings^4) / thickness "
+        "per unit volume, temperatures in kelvin (a spacecraft panel, a board in still air); 0: no radiation"))
+    surroundings: Temperature | None = Field(None, description=(
+        "the temperature the faces radiate to (a level; deep space about 3 K); null: the ambient"))
 
 
 class Physics(Section):

@@ -69,6 +69,11 @@ class Balance:
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
         self.sides = {side: self.sides.get(side, 0.0) for side in self.c}
 
+    @property
+    def has_faces(self) -> bool:
+        """The faces exchange heat (the record then has their term)."""
+        return self.med.beta > 0
+
     # what a rank holds -----------------------------------------------------------------------------------
     def _physical(self, side: str) -> bool:
         return (self.block.neighbours[BLOCK_SIDE[side]] is None
@@ -222,7 +227,7 @@ class Balance:
                  if any(s in p["sides"] for p in parts)}
         source = sum(p["source"] for p in parts)
         observed = all(p["observed"] for p in parts)
-        faces = sum(p["faces"] for p in parts) if self.med.beta > 0 else None
+        faces = sum(p["faces"] for p in parts) if self.has_faces else None
         rims = {k: sum(p["rims"].get(k, 0.0) for p in parts) for k in parts[0]["rims"]} if self.med.shapes else None
         walls = sum(sides.values()) + (faces or 0.0) + sum((rims or {}).values())
         if self.case.physics.equation == "laplace":

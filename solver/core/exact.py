@@ -22,11 +22,12 @@ MAX_POINTS = 1025 * 1025  # larger grids are checked against the reference backe
 
 
 def available(case) -> bool:
-    """Laplace with every side Dirichlet (constant values) and a grid small enough to sum the series."""
+    """Laplace with every side Dirichlet (constant values) and a grid small enough to sum the series (a linear case:
+    not k(T))."""
     b = case.boundary
     sides = [getattr(b, s) for s in ("bottom", "top", "left", "right")]
     return (case.physics.equation == "laplace" and all(s.kind == "dirichlet" for s in sides)
-            and case.grid.nx * case.grid.ny <= MAX_POINTS)
+            and case.grid.nx * case.grid.ny <= MAX_POINTS and not getattr(case, "nonlinear", False))
 
 
 def laplace_dirichlet(nx: int, ny: int, dx: float, dy: float, top: float, bottom: float, left: float,

@@ -429,8 +429,9 @@ def shapes_fix_level(case) -> bool:
         return False
     rims = [r.hole for r in p.regions if getattr(r, "hole", None) is not None]
     rims += [p.outline.rim] if p.outline is not None else []
-    return (any(getattr(r, "held", None) is not None for r in p.regions) or (p.faces is not None and p.faces.h > 0)
-            or any(r.kind == "dirichlet" or r.kind == "convective" and r.h > 0 for r in rims))
+    return (any(getattr(r, "held", None) is not None for r in p.regions)
+            or (p.faces is not None and (p.faces.h > 0 or p.faces.emissivity > 0))
+            or any(r.kind == "dirichlet" or r.kind == "convective" and (r.h > 0 or r.emissivity > 0) for r in rims))
 
 
 def unfixed_piece(case, fixing: tuple) -> tuple[float, float] | None:
@@ -438,8 +439,8 @@ def unfixed_piece(case, fixing: tuple) -> tuple[float, float] | None:
     something that fixes its level (a held object or fixed rim, a convective rim, one of the sides `fixing` (names:
     fixed, or convective with h > 0), the faces' cooling); the position of a point of the first piece that has
     none, or None."""
-    faces_h = getattr(case.physics.faces, "h", 0.0) if getattr(case.physics, "faces", None) is not None else 0.0
-    if faces_h > 0:
+    faces = getattr(case.physics, "faces", None)
+    if faces is not None and (faces.h > 0 or faces.emissivity > 0):  # (radiating faces fix it too)
         return None
     ny, nx = case.shape
     b = case.boundary

@@ -19,12 +19,16 @@ class NonlinearBalance(Balance):
         """Per physical side, the heat into the plate per unit time; the faces' and each rim's; the radiated parts."""
         rates = self.op.rates(self.padded())
         out = {side: rates["sides"].get(side, 0.0) * self.cell for side in self.c}
-        if self.med.beta > 0:
-            out["faces"] = self.face_rate(backend, u)
+        if self.has_faces:  # convection (beta) and radiation
+            out["faces"] = self.face_rate(backend, u) + rates["radiated"].get("faces", 0.0) * self.cell
         if self.rim_terms is not None:
             out["rims"] = {label: rates["rims"].get(label, 0.0) * self.cell for label in self.rim_terms}
         self.radiated = {label: v * self.cell for label, v in rates["radiated"].items()}
         return out
+
+    @property
+    def has_faces(self) -> bool:
+        return self.med.beta > 0 or self.op.face_e > 0
 
     def result(self, comm, dtype: str) -> dict:
         out = super().result(comm, dtype)

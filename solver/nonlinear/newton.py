@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..core import stops
 from ..core.errors import InputError
 from ..core.timing import Timer
 from ..multigrid.cycle import Multigrid, _exchange, settings_of
@@ -66,7 +67,12 @@ class Newton:
         self.log: list[dict] = []  # one entry per iteration: what the record says of it
         self.ended: str | None = None  # "line_search" when the line search found no step
         self.cycles = 0  # multigrid cycles in all (one per GMRES iteration, one per restart's update)
-        varies = bool(self.op.films) or bool(self.op.laws and (  # (some rank's: every rank takes the same path)
+        self.linear_iterations = 0  # GMRES iterations in all
+        self.steps_newton: list[int] = []  # implicit steps: each one's Newton iterations
+        self.shift = None  # implicit steps: s = c / (theta dt) on the device (time_step)
+        self.source_key = None  # the sources' weights g0 holds now (implicit steps)
+        self.last = None  # implicit steps: the relative residual the last step reached
+        varies = bool(self.op.films) or self.op.face_e > 0 or bool(self.op.laws and (  # (some rank's: every rank takes the same path)
             case.physics.faces is not None or self.op.d_lin is not None or self.op.d_g is not None))
         self.sigma_fixed = not comm.allmax(1.0 if varies else 0.0)
         self.sigma_set = False
@@ -146,8 +152,8 @@ class Newton:
         n = self.case.newton
         return {"jacobian": n.jacobian, "forcing": "eisenstat-walker" if n.forcing is None else n.forcing,
                 "line_search": n.line_search, "restart": n.restart, "max_linear": n.max_linear,
-                "iterations": self.log, "linear_iterations": sum(e["linear_iterations"] for e in self.log),
-                "cycles": self.cycles, "ended": self.ended,
+                "iterations": self.log, "linear_iterations": self.linear_iterations,
+                "cycles": self.cycles, "ended": self.ended, "newton_per_step": self.steps_newton or None,
                 "preconditioner": "one multigrid cycle of the Kirchhoff-scaled linear operator per GMRES iteration"}
 
     # the residual -------------------------------------------------------------------------------------------------
@@ -181,24 +187,76 @@ class Newton:
 
     # one iteration -----------------------------------------------------------------------------------------------
     def cycle(self, timer) -> None:
-        """One Newton iteration (module docstring)."""
+        """One Newton iteration of the steady state (module docstring)."""
         if self.ended is not None:
             return
+        self.log.append(self._iterate(timer, self.case.run.tolerance))
+
+    def _iterate(self, timer, tolerance: float | None) -> dict:
+        """One Newton iteration on the operator as it stands (a steady state's R, or an implicit step's G); returns
+        what the record says of it."""
         g0, n = self.mg.grids[0], self.case.newton
         local = self.residual_norm(timer)
         if not self.norms:
             self.norms = [self._reduced(local, timer)]
         if self.norm2 is None:
             self.norm2 = math.sqrt(max(self._dot(self.R, self.R, timer), 0.0))
-        eta = forcing(self.norms, float(np.finfo(self.dtype).eps), self.case.run.tolerance, n.forcing)
+        eta = forcing(self.norms, float(np.finfo(self.dtype).eps), tolerance, n.forcing)
         cycles = self.cycles
         self._linearise(g0.u, timer)
         its, reached = self.gmres.solve(self.v, self.R, lambda out, v: self._apply(out, v, timer),
                                         lambda out, r: self._precondition(out, r, timer), eta, n.max_linear, timer)
+        self.linear_iterations += its
         step, trials = self._search(reached, timer)
-        self.log.append({"iteration": len(self.log) + 1, "eta": eta, "linear_iterations": its,
-                         "linear_relative": reached, "cycles": self.cycles - cycles, "step": step, "trials": trials})
         timer.level = None
+        return {"iteration": len(self.log) + 1, "eta": eta, "linear_iterations": its, "linear_relative": reached,
+                "cycles": self.cycles - cycles, "step": step, "trials": trials}
+
+    # implicit steps ------------------------------------------------------------------------------------------------
+    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
+        """One implicit step from u^n (the field now) by Newton's method: G(u) = R(u) - s u + b = 0 with s = c /
+        (theta dt) and b = s u^n + ((1 - theta) / theta) R(u^n) (backward Euler: theta 1; Crank-Nicolson: 1/2; the
+        step's sources in R at the scheme's weights), iterated until max |G| / max |G(u^n)| < tol, `most`
+        iterations, or a failed line search. Returns (Newton iterations, max |G(u^n)|, the relative residual reached,
+        why it ended: "tolerance", "max_cycles", "line_search" or "overflow"), as Multigrid.time_step does."""
+        from ..core import sources
+        from ..core.physics import THETA, time_step as dt_of
+
+        case, op, be, g0 = self.case, self.op, self.backend, self.mg.grids[0]
+        dt, theta = dt_of(case), THETA[case.physics.scheme]
+        key = sources.step_weights(case, step, dt)
+        if key != self.source_key:
+            op.set_source(step, dt)
+            self.source_key = key
+        if self.shift is None:
+            self.shift = op.capacity(1.0 / (theta * dt))
+        op.shift = None
+        self.local = self.norm2 = None
+        u = g0.u
+        self._ready(u, timer, g0.fill)
+        extra = self.shift * op.owned_part(u)
+        if theta < 1.0:
+            self._residual(self.Rt, u, timer)
+            extra = extra + ((1.0 - theta) / theta) * op.owned_part(self.Rt)
+        op.shift, op.extra = self.shift, extra
+        self.norms, self.ended = [], None
+        r0 = self._reduced(self.residual_norm(timer), timer)
+        self.norms = [r0]
+        rel, count, why = (0.0 if r0 == 0 else 1.0), 0, None
+        while rel >= tol and why is None:
+            if count == most:
+                why = "max_cycles"
+                break
+            self._iterate(timer, tol)
+            count += 1
+            rel = self.norms[-1] / r0
+            if rel != rel or rel == float("inf"):
+                why = "overflow"
+            elif self.ended is not None:
+                why, self.ended = self.ended, None
+        self.steps_newton.append(count)
+        self.last = rel
+        return count, r0, rel, why or "tolerance"
 
     def _reduced(self, local: float, timer) -> float:
         t = time.perf_counter()
@@ -257,7 +315,8 @@ class Newton:
             phi, phi0 = f * f, f0 * f0
             model = -slope * lam * lam / (2.0 * (phi - phi0 - slope * lam)) if fine else SHRINK[1] * lam
             lam = min(max(model, SHRINK[0] * lam), SHRINK[1] * lam)
-        self.ended = "line_search"
+        floor = stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer))
+        self.ended = "floor" if self.norms[-1] <= floor else "line_search"  # (at the floor no step can lower it)
         return 0.0, MAX_TRIALS
 
     def _accept(self, f: float, timer) -> None:
@@ -273,5 +332,8 @@ class Newton:
         """The energy balance from this operator's rates (solver.nonlinear.energy)."""
         from .energy import NonlinearBalance
 
+        from ..core.physics import time_step
+
         g0 = self.mg.grids[0]
-        return NonlinearBalance(self.case, g0.place.block, 1.0, step, self.op, lambda: self.mg.grids[0].u)
+        return NonlinearBalance(self.case, g0.place.block, time_step(self.case), step, self.op,
+                                lambda: self.mg.grids[0].u)

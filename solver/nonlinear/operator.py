@@ -74,9 +74,16 @@ class Operator:
         self.films = [f.on(backend, self.dtype) for f in
                       film_mod.side_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset, t)
                       + film_mod.rim_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset)]
+        faces = case.physics.faces
+        self.face_e = 0.0  # the faces' radiation: faces eps sigma / (thickness C0), per unit volume
+        if faces is not None and faces.emissivity > 0:
+            ts = faces.ambient if faces.surroundings is None else faces.surroundings
+            self.face_e = faces.faces * faces.emissivity * self.sigma_sb / (case.physics.thickness * self.c0)
+            self.face_ts4 = (ts + self.offset) ** 4
         self.absolute = bool(self.films and any(f.radiates for f in self.films)) or any(
-            law.kind == "power" for law in self.laws)  # some term needs u above absolute zero
+            law.kind == "power" for law in self.laws) or self.face_e > 0  # some term needs u above absolute zero
         self.lin = None  # the linearisation at the last field linearise() saw
+        self.shift = self.extra = None  # an implicit step's s = c / (theta dt) and b (owned points), or None
 
     # set-up ------------------------------------------------------------------------------------------------
     def _dev(self, host, dtype=None):
@@ -86,9 +93,8 @@ class Operator:
         """g0, sigma0 (beta, or the held diagonal), d_L, d_G, f_G on the owned points (module docstring)."""
         case, c0 = self.case, self.c0
         shape = (len(rows), len(cols))
-        f = lin_operator.source_density(case, rows, cols)
-        g0 = np.zeros(shape) if f is None else np.array(f, dtype=np.float64)
-        g0 += self._neumann_sides(shape)
+        self.points = (rows, cols)
+        g0 = self._neumann_sides(shape)
         d_lin, d_g, f_g = np.zeros(shape), np.zeros(shape), np.zeros(shape)
         held = np.zeros(shape, dtype=bool)
         sigma0 = np.full(shape, medium(case).beta)
@@ -110,14 +116,25 @@ class Operator:
             held = cl["held"] > 0
             hd = lin_operator.held_diagonal(lincase)
             sigma0 = np.where(held, hd, sigma0)
-            g0 = np.where(held, hd * cl["value"], g0)
+            self.held_rhs = hd * cl["value"]
         self.held_host = held
-        self.g0, self.sigma0 = self._dev(g0), self._dev(sigma0)
+        self.g_rest = g0  # g0 but the sources (set_source adds them)
+        self.sigma0 = self._dev(sigma0)
+        self.set_source(0, 1.0)
         self.d_lin = self._dev(d_lin) if d_lin.any() else None
         self.d_g = self._dev(d_g) if d_g.any() else None
         self.f_g = self._dev(f_g) if d_g.any() else None
         self.t_g = self._dev(np.where(d_g > 0, f_g / np.where(d_g > 0, d_g, 1.0), 0.0)) if d_g.any() else None
         self.free = self._dev(~held, bool)
+
+    def set_source(self, step: int, dt: float) -> None:
+        """g0 with the sources of the step from `step` (a steady state: 0, 1; Crank-Nicolson's weights for a term on
+        at one end of the step only: solver.core.sources.step_weights)."""
+        f = lin_operator.source_density(self.case, *self.points, step, dt)
+        g0 = self.g_rest if f is None else f + self.g_rest
+        if self.held_host.any():
+            g0 = np.where(self.held_host, self.held_rhs, g0)
+        self.g0 = self._dev(g0)
 
     def _neumann_sides(self, shape) -> np.ndarray:
         """The Neumann sides' heat fluxes into the plate over the spacing, at the first owned row or column of each
@@ -202,6 +219,10 @@ class Operator:
         if self.d_g is not None:
             kp, _ = self._held_kappa(uo)
             v = v - kp * (self.d_g * uo - self.f_g)
+        if self.face_e:
+            v = v - self._face_loss(uo)
+        if self.shift is not None:  # an implicit step's -s u + b (solver.nonlinear.newton.time_step)
+            v = (v - self.shift * uo) + self.extra
         out[r0:r1, c0:c1] = v
         for f in self.films:
             q, _, _ = self._film(f, u, kap, None, jacobian=False)
@@ -212,6 +233,16 @@ class Operator:
         uf = u[f.rows, f.cols]
         at = None if not self.laws else (lambda t: self._kappa_points(t, f.code))
         return film_mod.wall_flux(f, uf, at, self.xp, jacobian)
+
+    def _face_loss(self, uo):
+        """The faces' radiation per unit volume at the owned points (0 where not plate)."""
+        theta = uo + self.offset
+        t2 = theta * theta
+        return self.xp.where(self.free, self.face_e * (t2 * t2 - self.face_ts4), 0.0)
+
+    def _face_slope(self, uo):
+        theta = uo + self.offset
+        return self.xp.where(self.free, (4.0 * self.face_e) * (theta * theta * theta), 0.0)
 
     def _held_kappa(self, uo):
         """(kappa, kappa') of the links to held objects: at the middle of the point's and the rim's temperatures (the
@@ -245,6 +276,10 @@ class Operator:
             d = d + kp * self.d_g
             if jacobian and kap is not None:
                 d = d + (0.5 * dkp) * (self.d_g * uo - self.f_g)
+        if self.face_e:
+            d = d + self._face_slope(uo)
+        if self.shift is not None:
+            d = d + self.shift
         d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
         r0, c0 = self.owned[0], self.owned[2]
         for f in self.films:
@@ -274,6 +309,17 @@ class Operator:
         float64 on the host (owned points)."""
         d = self.xp.maximum(self.lin["diag"] / self.lin["kappa"], 0.0)
         return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64)
+
+    def capacity(self, scale: float):
+        """scale c at the owned points (c = C / C0: solver.core.medium.capacity_at), 0 where not plate, on the device."""
+        from ..core.medium import capacity_at, medium
+
+        c = capacity_at(self.case, *self.points) if medium(self.case).capacity_field else np.ones(self.held_host.shape)
+        return self._dev(np.where(self.held_host, 0.0, scale * c))
+
+    def owned_part(self, a):
+        r0, r1, c0, c1 = self.owned
+        return a[r0:r1, c0:c1]
 
     def unscale(self, out, y) -> None:
         """out = y / kappa on the owned points (the preconditioner's change of variable)."""
@@ -350,6 +396,8 @@ class Operator:
         for label, (d, f, link) in self.rims.items():
             scale = kp if link else 1.0
             rims[label] = rims.get(label, 0.0) + float(np.sum(np.where(self.held_host, 0.0, scale * (f - d * host_u))))
+        if self.face_e:
+            radiated["faces"] = -float(xp.sum(self._face_loss(uo)))
         return {"sides": out, "rims": rims, "radiated": radiated}
 
 

@@ -71,6 +71,10 @@ def solver_record(facts: dict | None, rows: list[dict], case) -> dict | None:
     """The record's `solver` section (None for heat)."""
     if not facts:
         return None
+    if "solves" in facts and "newton" in facts:  # Newton's iterations each step (solver.nonlinear)
+        out = implicit_record(facts, rows, "Newton iterations") | mg_settings(case) | {"krylov": "gmres"}
+        nw = {k: v for k, v in facts["newton"].items() if k != "iterations"}
+        return {**out, "method": "newton", "newton": nw, "cycles_per_iteration": nw["cycles"] / max(out["cycles"], 1)}
     if "solves" in facts:
         settings = mg_settings(case)
         return implicit_record(facts, rows, "iterations" if settings["krylov"] == "cg" else "cycles") | settings
@@ -144,9 +148,11 @@ def method_text(s: dict, count: int | None = None) -> str:
         levels = len(s["levels"])
         sweeps = f"({s['pre']},{s['post']})"
         jac = "exact Jacobian" if s["newton"]["jacobian"] == "newton" else "Picard's Jacobian (dk/dT left out)"
-        return (f"{n}Newton iterations ({jac}), each step's linear solve by GMRES preconditioned by one multigrid "
-                f"{s['cycle']}{sweeps}-cycle over {levels} level{'s' if levels != 1 else ''} with {s['smoother']} "
-                "smoothing")
+        solve = (f"GMRES preconditioned by one multigrid {s['cycle']}{sweeps}-cycle over {levels} "
+                 f"level{'s' if levels != 1 else ''} with {s['smoother']} smoothing")
+        if "scheme" in s:
+            return f"{n}implicit {s['scheme']} steps, each by Newton's method ({jac}), its linear steps by {solve}"
+        return f"{n}Newton iterations ({jac}), each step's linear solve by {solve}"
     levels = len(s["levels"])
     sweeps = f"({s['pre']},{s['post']})" if "pre" in s else ""  # (records before 0.2 did not say)
     where = f"over {levels} level{'s' if levels != 1 else ''}" + (f" with {s['smoother']} smoothing"
@@ -375,6 +381,8 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
     solve = max(r["loop"] - r["io"] for r in rows)
     implicit = "scheme" in solver
     cycles = (solver["cycles_per_step"] or {"mean": 0})["mean"] if implicit else solver.get("cycles_per_iteration", 1.0)
+    if implicit and solver["method"] == "newton":  # the multigrid cycles of a step's Newton iterations
+        cycles = solver["newton"]["cycles"] / max(solver["steps"], 1)
     if steps == 0 or solve <= 0 or not cycles:  # no cycle ran (every step's field already solved): no rate
         return None
     m, levels, krylov = case.multigrid, solver["levels"], solver.get("krylov", "none")
@@ -389,8 +397,8 @@ def mg_throughput(case, rows: list[dict], ceiling: dict | None, solver: dict) ->
            "effective_gbs": moved / per / 1e9, "bytes_per_cycle": per_cycle, "flops_per_cycle": flops_cycle,
            "gflops": flops / per / 1e9, "counted": "array passes and flops per point of each verb, per level",
            "per": "step" if implicit else "cycle", "per_second": 1 / per}
-    if solver["method"] == "newton":  # a step is a Newton iteration: its cycles counted, nothing else
-        out.update(per="Newton iteration", cycles_per_iteration=cycles,
+    if solver["method"] == "newton":  # a step is a Newton iteration (or an implicit step): its cycles counted only
+        out.update(per="step" if implicit else "Newton iteration", cycles_per_iteration=cycles,
                    counted="the multigrid cycles' passes and flops only (the mean cycles per iteration); GMRES, the "
                            "Jacobian's and the residual's evaluations are not counted: a lower bound")
     if implicit:
@@ -419,8 +427,12 @@ def summary_rows(s: dict) -> list[tuple[str, str]]:
                      f"{s['reduction_per_iteration']:.4g} (geometric mean)"))
     if "error_bound" in s:
         rows.append(("error bound", error_text(s)))
-    if "newton" in s:
+    if "newton" in s and "scheme" not in s:
         rows.append(("Newton", newton_text(s["newton"])))
+    elif "newton" in s:
+        nw = s["newton"]
+        rows.append(("Newton", f"{s['cycles']} Newton iterations in {s['steps']} steps, {nw['linear_iterations']} "
+                               f"GMRES iterations and {nw['cycles']} multigrid cycles in all"))
     return rows
 
 
@@ -445,6 +457,10 @@ def residual_scale(case, sol: dict) -> float:
 
     dx, dy = spacing(case)
     d = 2.0 / dx**2 + 2.0 / dy**2
+    if "scheme" in sol and sol["method"] == "newton":  # G = R - c (u - u^n) / (theta dt): per unit time
+        from ..core.physics import THETA, time_step
+
+        return THETA[case.physics.scheme] * time_step(case)
     if "scheme" in sol:
         return 1.0 + implicit_operator(case)[1] * d
     if sol["method"] == "multigrid" and case.alpha_field or sol["method"] == "newton":

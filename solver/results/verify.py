@@ -227,6 +227,14 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
     from ..core import physics
 
     layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
+    if case.nonlinear:  # Newton's iterations, each its GMRES and cycles (solver.nonlinear)
+        from ..nonlinear.newton import Newton
+
+        newton = Newton(layout, Comm(), backend)
+        newton.adopt(u, u.copy())
+        for _ in range(cycles):
+            newton.cycle(Timer())
+        return np.array(newton.views()[0][1:-1, 1:-1])
     op = operator_of(case)
     mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
     mg.adopt(u, u.copy())
