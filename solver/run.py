@@ -213,7 +213,7 @@ class Run:
     def _connect(self) -> None:
         """The halo exchanger: its own agreed step, as GPU transports negotiate collectively. Multigrid: the
         solver, with the exchangers of every level (solver.multigrid), stands in for it."""
-        if self.case.uses_multigrid and self.case.nonlinear:  # Newton's method, the multigrid inside it
+        if self.case.nonlinear:  # Newton's method with the multigrid inside it (explicit steps: its operator)
             from .nonlinear.newton import Newton
 
             self.mg = Newton(self.layout, self.comm, self.backend, t=self.first_step * self.layout.dt)

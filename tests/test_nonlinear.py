@@ -316,8 +316,9 @@ def test_mpi_rows_and_cart_equal_one_numpy_process_bitwise(n, tmp_path):
 def transient(tmp_path, name, scheme, dt, steps, **sections):
     """The k(T) slab that radiates and convects, warming from 300 K after its left side is set to 400 K."""
     base = dict(materials={"plate": {"k": [[0.0, 50.0], [1000.0, 250.0]], "C": 3e6}},
-                physics={"material": "plate", "equation": "heat", "scheme": scheme, "dt": dt},
-                run={"steps": steps, "tolerance": 1e-10})
+                physics={"material": "plate", "equation": "heat", "scheme": scheme, "dt": dt,
+                         "solver": "jacobi" if scheme == "explicit" else "multigrid"},
+                run={"steps": steps, "tolerance": None if scheme == "explicit" else 1e-10})
     base.update(sections)
     return case(tmp_path, name, **base)
 
@@ -358,3 +359,35 @@ def test_implicit_steps_numba_equals_numpy_bitwise(tmp_path):
         fields[backend], rec = run(c)
         assert not rec["solver"]["unconverged_steps"]
     assert np.array_equal(fields["numpy"], fields["numba"])
+
+
+def test_explicit_steps_take_k_and_radiation_at_the_old_field_and_agree_with_implicit_ones(tmp_path):
+    """Explicit steps (k(T) and the wall's radiation at the old field) at 0.9 of the limit the case's temperatures
+    give, against backward Euler and Crank-Nicolson at the same dt: forward and backward Euler straddle
+    Crank-Nicolson by the same first-order error, and the explicit run's energy balance closes to rounding."""
+    c = transient(tmp_path, "explicit", "explicit", None, 100)
+    u_ex, rec = run(c)
+    assert rec["energy"]["closed"], rec["energy"]
+    from solver.core.physics import time_step
+
+    dt = time_step(c)
+    u_be, _ = run(transient(tmp_path, "be", "backward-euler", dt, 100))
+    u_cn, _ = run(transient(tmp_path, "cn", "crank-nicolson", dt, 100))
+    spread = np.abs(u_ex - u_cn).max()  # forward and backward Euler's first-order errors are opposite: their mean
+    assert 0 < spread < 0.2 and np.abs(u_ex + u_be - 2 * u_cn).max() < 0.05 * spread  # is second order
+
+
+def test_explicit_steps_stop_where_the_field_outgrows_the_stable_step(tmp_path):
+    """k rising steeply with T and a source that heats the plate far above its sides' 300 K: the step chosen from the
+    case's temperatures becomes unstable as the field heats; the run stops there with exit 4's error, naming
+    physics.dt and the limit the field reached."""
+    from solver.core.errors import NumericalError
+
+    c = transient(tmp_path, "heats", "explicit", None, 400, materials={"plate": {"k": [[300.0, 5.0], [1000.0, 200.0]],
+                                                                                    "C": 3e6}},
+                  boundary={"left": 300.0, "right": 300.0, "top": NEUMANN, "bottom": NEUMANN},
+                  physics={"material": "plate", "equation": "heat", "scheme": "explicit", "dt": None,
+                           "solver": "jacobi", "source": [{"kind": "constant", "value": 3e5}]})
+    with pytest.raises(NumericalError, match="physics.dt: .* is above the explicit limit .* the field reached") as err:
+        run(c)
+    assert int(str(err.value).split("at step ")[1].split()[0]) > 5, str(err.value)  # not at once: as it heated

@@ -255,6 +255,12 @@ class Case(Section):
 
         return bool(radiating_parts(self))
 
+    def nonlinear_limit(self, linear: float) -> float:
+        """The explicit step's limit of a nonlinear case from its linear one (solver.case.nonlinear.explicit_limit)."""
+        from .nonlinear import explicit_limit
+
+        return explicit_limit(self, linear)
+
     @property
     def nonlinear(self) -> bool:
         """k depends on temperature somewhere, or something radiates: Newton's method (solver.nonlinear)."""

@@ -75,12 +75,43 @@ def check_nonlinear(case) -> None:
     if p.equation == "laplace" and p.solver != "multigrid":
         raise ValueError(f"physics.solver: this steady state is nonlinear ({why}) and is solved by Newton's method "
                          "with multigrid; set physics.solver: multigrid")
-    if p.equation == "heat" and p.scheme == "explicit":
-        raise ValueError(f"physics.scheme: explicit steps of a nonlinear case ({why}) are not implemented; use "
-                         "backward-euler or crank-nicolson (Newton's method each step), or physics.equation: laplace")
     for where, v in _timed(case):
         raise ValueError(f"{where}: a table in time in a nonlinear case ({why}) is not supported (Newton's operator "
                          "holds its walls' data fixed); give a number, {along: ...} or {file: ...}")
+
+
+def explicit_limit(case, linear: float) -> float:
+    """The largest explicit step at the temperatures the case's data span ([lo, hi]: its sides', ambients', held
+    and initial levels): the linear limit (the materials' reference k) with every face's k at its largest over [lo, hi]
+    (k(T) / k_ref at most kappa_max for every law), and each wall's film at its largest slope, h + 4 eps sigma
+    (hi + T0)^3, over its conduction length, a rim's over the finest spacing, the faces' radiation over the
+    thickness. A bound where the field stays within [lo, hi]; each explicit step checks the field's own limit
+    (solver.nonlinear.newton)."""
+    from ..core.grid import geometry
+    from .units import UnitSystem, kelvin_offset, stefan_boltzmann
+
+    levels = [v for _, v in _levels(case)] + [v for _, v in _surroundings(case)]
+    table = case.material_table()
+    laws = case.conductivity_laws()
+    lo, hi = (min(levels), max(levels)) if levels else (300.0 - kelvin_offset(case.units.temperature),) * 2
+    kappa = max([law.largest(lo, hi) / table[name][0] for name, law in laws.items()] + [1.0])
+    (dx, dy), _ = geometry(case)
+    c0 = min(c for _, c in table.values()) if table else 1.0
+    sigma = stefan_boltzmann(UnitSystem(case.units.length, case.units.time, case.units.temperature))
+    t3 = (hi + kelvin_offset(case.units.temperature)) ** 3
+    walls = 0.0
+    for side in SIDES:
+        spec = getattr(case.boundary, side)
+        if spec.kind == "convective":
+            h = max(varying_values(spec.h) or [0.0])
+            walls += (h + 4.0 * spec.emissivity * sigma * t3) * 2.0 / (dy if side in ("bottom", "top") else dx)
+    for _, rim in _rims(case):
+        if rim.kind == "convective" and rim.emissivity > 0:
+            walls += (rim.h + 4.0 * rim.emissivity * sigma * t3) * 2.0 / min(dx, dy)
+    faces = case.physics.faces
+    if faces is not None and faces.emissivity > 0:
+        walls += faces.faces * 4.0 * faces.emissivity * sigma * t3 / case.physics.thickness
+    return 1.0 / (kappa / linear + walls / c0)
 
 
 def _timed(case):

@@ -169,6 +169,8 @@ class TimeLoop:
                 timer.step = s.step
                 if self.laplace:
                     self.iterate.cycle(timer)
+                elif getattr(self.iterate, "explicit", False):  # a nonlinear case's explicit steps (solver.nonlinear)
+                    self._explicit_step(s, timer)
                 else:
                     self._implicit_step(s, timer)
                 s.step += 1
@@ -210,6 +212,16 @@ class TimeLoop:
         else:
             s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, region, timer, keep_previous)
         s.step += n
+
+    def _explicit_step(self, s: LoopState, timer: Timer) -> None:
+        """One explicit step the iterate takes itself (k(T) and radiation at the old field): the energy balance sees
+        the walls at the step's start."""
+        bal = self.data.balance
+        if bal is not None:
+            t = time.perf_counter()
+            bal.explicit(self.backend, self.iterate.views()[0], s.step)
+            timer.add("other", t)
+        self.iterate.explicit_step(s.step, timer)
 
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""

@@ -138,8 +138,12 @@ def stable_dt(case) -> float:
     if med.capacity_field:
         from .materials import capacity_limit
 
-        return capacity_limit(case)
-    return 1.0 / (2.0 * alpha_of(case) * (1.0 / dx**2 + 1.0 / dy**2) + med.beta)
+        linear = capacity_limit(case)
+    else:
+        linear = 1.0 / (2.0 * alpha_of(case) * (1.0 / dx**2 + 1.0 / dy**2) + med.beta)
+    if getattr(case, "nonlinear", False):  # k(T), radiation: at the case's temperatures (solver.case.nonlinear)
+        return case.nonlinear_limit(linear)
+    return linear
 
 
 def time_step(case) -> float:

@@ -212,6 +212,47 @@ class Newton:
         return {"iteration": len(self.log) + 1, "eta": eta, "linear_iterations": its, "linear_relative": reached,
                 "cycles": self.cycles - cycles, "step": step, "trials": trials}
 
+    # explicit steps ------------------------------------------------------------------------------------------------
+    @property
+    def explicit(self) -> bool:
+        return self.case.physics.equation == "heat" and self.case.physics.scheme == "explicit"
+
+    def explicit_step(self, step: int, timer) -> None:
+        """u^(n+1) = u^n + dt R(u^n) / c: k(T) and radiation at the old field. Before it, the field's own stability
+        limit, min over the plate of c / (its four faces' K(u) + D(u)), is checked against dt (a NumericalError, exit 4,
+        where the field has moved past it); held points take their value."""
+        from ..core import sources
+        from ..core.errors import NumericalError
+        from ..core.physics import time_step as dt_of
+
+        case, op, be, g0 = self.case, self.op, self.backend, self.mg.grids[0]
+        dt = dt_of(case)
+        key = sources.step_weights(case, step, dt)
+        if key != self.source_key:
+            op.set_source(step, dt)
+            self.source_key = key
+        if self.shift is None:  # here: dt / c, and 1 / hd at held points (u + R / hd = T there)
+            self.shift = op.explicit_weight(dt)
+        u, new = g0.u, g0.t
+        self._ready(u, timer, g0.fill)
+        be.timed(timer, lambda: op.linearise(u, jacobian=False))
+        limit = 1.0 / self._reduced(op.stiffest(), timer)
+        if dt > limit:
+            raise NumericalError(f"physics.dt: {dt:.6g} is above the explicit limit {limit:.6g} the field reached at "
+                                 f"step {step} (k(T) and radiation's slope grow with it); set physics.dt below "
+                                 f"{limit:.4g} or use physics.scheme: backward-euler")
+        self.backend.timed(timer, lambda: op.residual(self.R, u))
+        be.timed(timer, lambda: op.explicit_update(new, u, self.R, self.shift))
+        self.last = self._update_size(new, u)
+        g0.u, g0.t = new, u
+        self.local = None
+
+    def _update_size(self, new, u) -> float:
+        """max |u^(n+1) - u^n| over this rank's points (the loop's NaN check reads it)."""
+        r0, r1, c0, c1 = self.mg.grids[0].owned
+        xp = self.op.xp
+        return float(xp.max(xp.abs(new[r0:r1, c0:c1] - u[r0:r1, c0:c1]))) if r1 > r0 and c1 > c0 else 0.0
+
     # implicit steps ------------------------------------------------------------------------------------------------
     def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
         """One implicit step from u^n (the field now) by Newton's method: G(u) = R(u) - s u + b = 0 with s = c /

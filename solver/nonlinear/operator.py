@@ -317,6 +317,34 @@ class Operator:
         c = capacity_at(self.case, *self.points) if medium(self.case).capacity_field else np.ones(self.held_host.shape)
         return self._dev(np.where(self.held_host, 0.0, scale * c))
 
+    def explicit_weight(self, dt: float):
+        """dt / c at the plate's points, 1 / hd at held ones (an explicit step's multiplier of R)."""
+        from ..core.medium import capacity_at, medium
+
+        c = capacity_at(self.case, *self.points) if medium(self.case).capacity_field else np.ones(self.held_host.shape)
+        hd = self.sigma0.get() if hasattr(self.sigma0, "get") else np.asarray(self.sigma0)
+        return self._dev(np.where(self.held_host, 1.0 / np.where(self.held_host, hd, 1.0), dt / c))
+
+    def stiffest(self) -> float:
+        """max over this rank's plate points of (the four faces' K + D) / c at the last linearisation: 1 / the explicit
+        step's limit there (0 where there is no point)."""
+        from ..core.medium import capacity_at, medium
+
+        xp, lin = self.xp, self.lin
+        if self.held_host.size == 0:
+            return 0.0
+        (ke, _, _), (kn, _, _) = lin["east"], lin["north"]
+        total = ((ke[:, 1:] + ke[:, :-1]) + (kn[1:, :] + kn[:-1, :])) + lin["diag"]
+        if not hasattr(self, "_inverse_c"):
+            c = capacity_at(self.case, *self.points) if medium(self.case).capacity_field else np.ones(self.held_host.shape)
+            self._inverse_c = self._dev(np.where(self.held_host, 0.0, 1.0 / c))
+        return float(xp.max(total * self._inverse_c))
+
+    def explicit_update(self, out, u, r, weight) -> None:
+        """out = u + weight R on the owned points."""
+        r0, r1, c0, c1 = self.owned
+        out[r0:r1, c0:c1] = u[r0:r1, c0:c1] + weight * r[r0:r1, c0:c1]
+
     def owned_part(self, a):
         r0, r1, c0, c1 = self.owned
         return a[r0:r1, c0:c1]
