@@ -26,12 +26,12 @@ evaluated cell by cell and face by face).
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import geometry as geo
+from .datafile import stamp
 from .grid import geometry as spacing_and_origin
 from .grid import offsets
 
@@ -49,23 +49,16 @@ def shape_of(region):
     if kind == "polygon":
         return geo.Polygon(tuple(tuple(p) for p in region.points))
     (x0, y0), (x1, y1) = region.extent
-    return geo.Mask(mask_array(region.path, region.dataset, region.inside, _stamp(region.path)), ((x0, y0), (x1, y1)))
+    return geo.Mask(mask_array(region.path, region.dataset, region.inside, stamp(region.path)), ((x0, y0), (x1, y1)))
 
 
 @functools.lru_cache(maxsize=16)
-def mask_array(path: str, dataset: str | None, inside: str, stamp) -> np.ndarray:
+def mask_array(path: str, dataset: str | None, inside: str, version) -> np.ndarray:
     """A mask's pixels (solver.core.datafile.read_mask), read once per file version."""
     from .datafile import read_mask
 
     return read_mask(path, dataset, inside)
 
-
-def _stamp(path: str):
-    try:
-        st = os.stat(path)
-        return (st.st_mtime_ns, st.st_size)
-    except OSError:
-        return None
 
 
 @dataclass(frozen=True)
