@@ -98,10 +98,10 @@ class Multigrid:
         self.settings = settings
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
-        self.faces = coefficients.hierarchy(case, self.levels) if case.alpha_field else None  # per level, global
-        self.sigmas = coefficients.sigmas(case, self.levels)  # per level, global: the diagonal's part beside the faces
-        # where it varies (an implicit step's heat capacity, the plate's shapes), or None
-        self.held = coefficients.held_levels(case, self.levels) if self.faces is not None else None  # per level
+        self.faces, self.held = (coefficients.faces_and_held(case, self.levels) if case.alpha_field
+                                 else (None, None))  # per level, global; held: where the plate has shapes
+        self.sigmas = coefficients.sigmas(case, self.levels, self.held)  # per level, global: the diagonal's part
+        # beside the faces where it varies (an implicit step's heat capacity, the plate's shapes), or None
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
