@@ -1,11 +1,13 @@
-"""Physics as data on a real GPU (issues 33 and 34): the CuPy backend's kernels read a source term and face
+"""Physics as data on a real GPU (issues 33, 34 and 43): the CuPy backend's kernels read a source term and face
 coefficients (flux and Jacobi forms) bitwise as numpy does (--fmad=false): every one-step variant and the
 time-tiled ones on pitched device fields, vec on multigrid's two-layer fields, the convective fill and values
 along a side, the multigrid verbs with coefficient fields and the dot products' passes; and whole cases on cupy
 equal to numpy bit for bit: explicit heat with a source (a window), a convective side, side values in time and
 along a side and alpha a field (steps one by one, CUDA graphs with the fill, time tiles, `chip`'s fallback said in
 the record), Jacobi with faces, multigrid (plain cycles and conjugate gradients) and implicit steps (backward Euler,
-Crank-Nicolson). Skipped without a GPU (tests/test_physics_emulated.py checks the kernels on the CPU)."""
+Crank-Nicolson); with shapes too (held points in every kernel, a held pipe, holes' rims and an outline in explicit
+steps, graphs, time tiles, Jacobi, multigrid plain and CG, implicit steps). Skipped without a GPU
+(tests/test_physics_emulated.py checks the kernels on the CPU)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import h5py
 import numpy as np
 import pytest
 from test_mg_emulated import REGIONS, SHAPE, assert_same_bits, values
-from test_physics_emulated import (ALPHA, MATERIAL, MATERIAL_SIDES, MG_RUNS, PAD, RUNS, SOURCE, STEADY_SIDES,
-                                   STEP_REGIONS, data_weights, fills, numpy_steps, op_transfers)
+from test_physics_emulated import (ALPHA, MATERIAL, MATERIAL_SIDES, MG_RUNS, PAD, RUNS, SHAPES, SOURCE, STEADY_SIDES,
+                                   STEP_REGIONS, assert_plate, data_weights, fills, held_weights, numpy_steps,
+                                   op_transfers)
 
 from solver.backends import cupy_kernels as gk
 from solver.backends import mg_ops, registry
@@ -69,6 +72,32 @@ def test_one_step_variants_read_the_data_as_numpy(variant, dtype):
             want = out0.copy()
             update(want, u, w, region)
             assert_same_bits(be.to_host(dev_out), want, f"{variant} {form} {region}")
+
+
+def test_held_points_keep_their_value_on_the_device():
+    """Shapes' held points (m = 0, cw = 0, s = T: solver.core.operator._point_implicit) in every one-step variant and
+    a wave2a tile of 4: T there exactly, numpy's bits everywhere (tests/test_physics_emulated.py: the same on g++)."""
+    rng = np.random.default_rng(43)
+    for variant in ("naive", "tiled", "rows", "vec", "expr"):
+        be = gpu("float64", variant, None if variant == "expr" else gk.DEFAULT_BLOCK[variant])
+        for region in STEP_REGIONS:
+            u, out0 = values(PAD, "float64", rng), values(PAD, "float64", rng)
+            w, held, value = held_weights(PAD, rng)
+            dev_out = put(be, out0)
+            be.step(dev_out, put(be, u), on_device(be, w), region)
+            want = out0.copy()
+            update(want, u, w, region)
+            assert_same_bits(be.to_host(dev_out), want, f"{variant} held {region}")
+    be = gpu("float64", "wave2a", (32, 24), 4)
+    host = values((97 + 2, 211 + 2), "float64", rng)
+    w, held, value = held_weights(host.shape, rng)
+    region = (1, 98, 1, 212)
+    cur, _ = be.advance(be.asarray(host), be.asarray(host), on_device(be, w), 4, region, True)
+    want, _ = numpy_steps(host, w, 4, region)
+    assert_same_bits(be.to_host(cur), want, "wave2a held")
+    inside = np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    assert np.array_equal(be.to_host(cur)[held & inside], value[held & inside])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -203,6 +232,13 @@ GPU_RUNS = {  # name -> (dtype, physics, boundary, backend settings, steps)
     "steady-materials": ("float64", {"equation": "laplace", "solver": "multigrid", **MATERIAL,
                                      "source": MATERIAL["source"][:1]},
                          {**STEADY_SIDES, "left": MATERIAL_SIDES["left"], "top": MATERIAL_SIDES["top"]}, {}, 8),
+    # shapes (issue 43): held points (m = 0, cw = 0, s = T), the rims' terms folded into the capacity's fields
+    "heat-shapes-graphs": (*RUNS["heat-shapes"][:3], {}, 30),
+    "heat-shapes-tiles": ("float64", {"equation": "heat", **SHAPES}, CONSTANT_SIDES,
+                          {"kernel": "wave2a", "time_tile": 6}, 36),
+    "jacobi-shapes": ("float64", {"equation": "laplace", "solver": "jacobi", **SHAPES}, CONSTANT_SIDES, {}, 40),
+    "multigrid-shapes-plain-cycles": ("float64", {"equation": "laplace", "solver": "multigrid", **SHAPES},
+                                      CONSTANT_SIDES, {"multigrid": {"krylov": "none"}}, 8),
     **{name: (*spec[:3], {}, 8) for name, spec in MG_RUNS.items()},
 }
 
@@ -210,6 +246,9 @@ GPU_RUNS = {  # name -> (dtype, physics, boundary, backend settings, steps)
 def run_fields(tmp_path, name, spec, backend):
     dtype, physics, sides, settings, steps = spec
     extra = {"multigrid": {"coarsest": 16}} if physics.get("solver") == "multigrid" or "scheme" in physics else {}
+    if "multigrid" in settings:  # (the case's multigrid section, not the backend's)
+        extra["multigrid"].update(settings["multigrid"])
+        settings = {k: v for k, v in settings.items() if k != "multigrid"}
     c = validate_case({"name": name, "grid": {"nx": 83, "ny": 61}, "physics": physics, "boundary": sides,
                        "initial": {"kind": "random"}, "run": {"steps": steps}, "numerics": {"dtype": dtype},
                        "backend": {"name": backend, **(settings if backend == "cupy" else {})},
@@ -267,7 +306,7 @@ def test_whole_cases_on_the_gpu_equal_numpy_bitwise(tmp_path, name, monkeypatch)
             monkeypatch.setattr(solver.run, "backend_class", lambda name, threads=None, cls=cls: cls)
             run_fields(tmp_path, f"trace-{backend}", (*spec[:4], 2), backend)
         pytest.fail(f"{name}: the fields differ; {first_difference(logs['numpy'], logs['cupy'])}")
-    assert np.isfinite(want).all() and np.ptp(want) > 0
+    assert_plate(want, "shapes" in name or "outline" in name)
     assert rec["run"].get("residuals") == want_rec["run"].get("residuals")
     kernels = rec["resources"]["devices"][0]["kernels"]
     entry = next(iter(kernels.values()))
@@ -276,5 +315,5 @@ def test_whole_cases_on_the_gpu_equal_numpy_bitwise(tmp_path, name, monkeypatch)
         (path,) = tiles
         assert path["kernel"] == gk.DEFAULT_VARIANT and path["fallback"] == gk.DATA_FALLBACK["chip"], entry
         assert "face coefficients (flux form)" in path["reads"] and "source" in path["reads"]
-    if name in ("heat-tiles-wave2", "heat-source-wave", "jacobi-faces-tiles"):
+    if name in ("heat-tiles-wave2", "heat-source-wave", "jacobi-faces-tiles", "heat-shapes-tiles"):
         assert tiles and all(p["fallback"] is None for p in entry["with_data"]), entry

@@ -729,6 +729,20 @@ class TapingBackend(EmulatedBackend):
 
 
 DIRICHLET = RUN_SIDES["dirichlet"]
+SHAPES = {"material": "steel", "thickness": 0.002, "faces": {"h": 40.0, "ambient": 0.5},  # shapes (issue 43): held
+          # points m = 0, cw = 0, s = T; the rims' terms folded into m, cw and s (solver.core.operator)
+          "regions": [{"kind": "disk", "center": [0.55, 0.5], "radius": 0.17, "held": 3.0, "name": "pipe"},
+                      {"kind": "disk", "center": [0.22, 0.7], "radius": 0.12,
+                       "hole": {"kind": "convective", "h": 400.0, "ambient": -1.0}, "name": "cooled"},
+                      {"kind": "polygon", "points": [[0.7, -0.1], [1.1, -0.1], [1.1, 0.3]], "hole": "insulated"},
+                      {"kind": "rectangle", "lower": [0.35, 0.85], "upper": [0.6, 1.2],
+                       "hole": {"kind": "neumann", "flux": 3000.0}},
+                      {"kind": "rectangle", "lower": [0.8, 0.6], "upper": [0.95, 0.8], "material": "copper"}]}
+OUTLINE = {"material": "aluminium", "thickness": 0.003,
+           "regions": [{"kind": "disk", "center": [0.5, 0.52], "radius": 0.13, "held": 2.0}],
+           "outline": {"kind": "polygon", "points": [[-0.05, 0.15], [0.7, 0.03], [0.97, 0.35], [0.97, 0.7],
+                                                     [0.75, 0.97], [-0.05, 0.85]],
+                       "rim": {"kind": "convective", "h": 300.0, "ambient": -1.0}}}
 TAIL_POINTS = 500  # the emulated runs' coarse tail: levels of at most this many points (a few levels above it tiled)
 GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every boundary kind, implicit steps, physics
     "V-example": ("float64", {"multigrid": {"cycle": "V"}, "boundary": RUN_SIDES["example"]}),
@@ -763,6 +777,15 @@ GRAPH_RUNS = {  # name -> (dtype, case sections): every cycle kind, every bounda
                     "alpha": {"background": 1.0, "regions": [{"kind": "rectangle", "lower": [0.5, 0.2],
                                                               "upper": [0.9, 0.7], "value": 0.5}]}},
         "multigrid": {"krylov": "none"}, "boundary": RUN_SIDES["example"]}),
+    # shapes (issue 43): held points (faces closed, sg the held diagonal) out of the transfers, rims on the diagonal
+    "shapes-faces-cg": ("float64", {"physics": {"equation": "laplace", "solver": "multigrid", **SHAPES},
+                                    "boundary": RUN_SIDES["example"]}),
+    "shapes-faces-plain-cycles": ("float64", {"physics": {"equation": "laplace", "solver": "multigrid", **SHAPES,
+                                                          "faces": None}, "multigrid": {"krylov": "none"},
+                                              "boundary": DIRICHLET}),  # (diverged before coefficients._isolated)
+    "outline-faces-crank-nicolson": ("float64", {
+        "physics": {"equation": "heat", "scheme": "crank-nicolson", "dt": 10.0, **OUTLINE},
+        "boundary": RUN_SIDES["example"], "run": {"steps": 3, "tolerance": 1e-9}}),
 }
 
 

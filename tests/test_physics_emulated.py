@@ -26,8 +26,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from test_mg_emulated import (DTYPES, REGIONS, SHAPE, EmulatedBackend, Emulator, _c_arg, assert_same_bits, bits,
-                              pitched, values)
+from test_mg_emulated import (DTYPES, OUTLINE, REGIONS, SHAPE, SHAPES, EmulatedBackend, Emulator, _c_arg,
+                              assert_same_bits, bits, pitched, values)
 
 import solver.run
 from solver.backends import cupy_kernels as gk
@@ -303,6 +303,45 @@ def test_time_tile_with_data_on_a_deep_halo_region(libs):
     assert np.isnan(got[mask]).all()
 
 
+def held_weights(shape, rng):
+    """Weights of the capacity form with held points as shapes make them (solver.core.operator._point_implicit): a
+    fifth of the points with m = 0, cw = 0 and s = their value; (weights, held mask, values)."""
+    dtype, form = "float64", "flux+source+capacity+centre"
+    w = data_weights(shape, dtype, form, rng)
+    held, value = rng.random(shape) < 0.2, rng.uniform(-2.0, 2.0, shape)
+    w = w.with_data(m=np.where(held, 0.0, w.m), cw=np.where(held, 0.0, w.cw), s=np.where(held, value, w.s))
+    return w.cast(dtype), held, value
+
+
+def test_held_points_keep_their_value_in_every_kernel(libs):
+    """One step of naive, tiled and vec, and a wave2a tile of 4 steps, with held points: there the value exactly
+    (0 u + 0 (...) + T, whatever u and its neighbours hold), elsewhere the bits of numpy's update."""
+    rng = np.random.default_rng(43)
+    lib = libs[("step", "float64", "flux+source+capacity+centre")]
+    for region in STEP_REGIONS:
+        u, out0 = values(PAD, "float64", rng), values(PAD, "float64", rng)
+        w, held, value = held_weights(PAD, rng)
+        want = out0.copy()
+        update(want, u, w, region)
+        r0, r1, c0, c1 = region
+        inside = np.zeros(PAD, bool)
+        inside[r0:r1, c0:c1] = True
+        assert np.array_equal(want[held & inside], value[held & inside])
+        for variant in ("naive", "tiled", "vec"):
+            assert_same_bits(run_step(lib, variant, "float64", u, out0, w, region), want, f"{variant} held {region}")
+    variant, dtype, bx, k, form = WAVE_LIBS[4]
+    lib = libs[("wave", variant, dtype, bx, k, form)]
+    host = values((39, 205), dtype, rng)
+    w, held, value = held_weights(host.shape, rng)
+    region = (1, 38, 1, 204)
+    got, _ = run_tile(lib, variant, dtype, bx, 9, k, host, w, region, region)
+    want, _ = numpy_steps(host, w, k, region)
+    inside = np.zeros(host.shape, bool)
+    inside[1:-1, 1:-1] = True
+    assert_same_bits(got[inside], want[inside], "wave2a held")
+    assert np.array_equal(got[held & inside], value[held & inside])
+
+
 # boundary fill -------------------------------------------------------------------------------------------------
 def fills(depth, ny, nx, rng):
     """Fills with every new rule: convective (numbers, arrays), Dirichlet and Neumann values along a side."""
@@ -482,6 +521,7 @@ RUNS = {  # name -> (dtype, physics, boundary, extra sections), the kernels' dat
     "jacobi-faces": ("float32", {"equation": "laplace", "solver": "jacobi", "source": SOURCE[:1], "alpha": ALPHA},
                      STEADY_SIDES, {}),
     "heat-capacity": ("float64", {"equation": "heat", **MATERIAL, "dt": 0.02}, MATERIAL_SIDES, {}),
+    "heat-shapes": ("float64", {"equation": "heat", **SHAPES}, MATERIAL_SIDES, {}),
 }
 MG_RUNS = {
     "cg-faces": ("float64", {"equation": "laplace", "solver": "multigrid", "source": SOURCE[:1], "alpha": ALPHA},
@@ -492,6 +532,13 @@ MG_RUNS = {
                                          "alpha": ALPHA}, SIDES, {"multigrid": {"coarsest": 16}}),
     "backward-euler-capacity": ("float64", {"equation": "heat", "scheme": "backward-euler", "dt": 5.0, **MATERIAL},
                                 MATERIAL_SIDES, {"multigrid": {"coarsest": 16}}),
+    "backward-euler-shapes": ("float64", {"equation": "heat", "scheme": "backward-euler", "dt": 30.0, **SHAPES},
+                              MATERIAL_SIDES, {"multigrid": {"coarsest": 16}}),
+    "crank-nicolson-outline": ("float64", {"equation": "heat", "scheme": "crank-nicolson", "dt": 10.0, **OUTLINE},
+                               MATERIAL_SIDES, {"multigrid": {"coarsest": 16}}),
+    "cg-shapes": ("float64", {"equation": "laplace", "solver": "multigrid", **SHAPES},
+                  {**STEADY_SIDES, "left": MATERIAL_SIDES["left"], "top": MATERIAL_SIDES["top"]},
+                  {"multigrid": {"coarsest": 16}}),
 }
 
 
@@ -542,7 +589,15 @@ def test_explicit_runs_through_the_emulated_kernels_equal_numpy_bitwise(libs, em
     cls = type("Emulated", (EmulatedSteps,), {"libs": libs, "fill_emu": emu[spec[0]]})
     got, rec = run_fields(tmp_path, "emu", spec, monkeypatch, cls)
     assert_same_bits(got, want, "the last snapshot")
-    assert np.isfinite(want).all() and np.ptp(want) > 0
+    assert_plate(want, "shapes" in name)
+
+
+def assert_plate(u, shaped: bool) -> None:
+    """A last snapshot worth comparing: finite and not flat on the plate; with shapes, blanks (NaN: holes, held
+    points) beside it."""
+    plate = ~np.isnan(u)
+    assert np.isfinite(u[plate]).all() and np.ptp(u[plate]) > 0
+    assert plate.all() != shaped, "shapes blank the points that are not plate"
 
 
 @pytest.mark.parametrize("name", list(MG_RUNS))
@@ -559,5 +614,8 @@ def test_multigrid_runs_through_the_emulated_verbs_equal_numpy_bitwise(emu, tmp_
     assert "fill_rules" in used, used
     if "faces" in name:
         assert {"mg_vsmooth", "mg_vresidual", "mg_restrict_op", "mg_prolong_op"} <= used, used
-    if name == "cg-faces":
+    if name in ("cg-faces", "cg-shapes"):
         assert {"mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums"} <= used, used
+    if "shapes" in name or "outline" in name:  # held points out of the transfers (opdep), sigma a field (sg)
+        assert {"mg_vsmooth", "mg_vresidual", "mg_restrict_op", "mg_prolong_op"} <= used, used
+    assert_plate(want, "shapes" in name or "outline" in name)

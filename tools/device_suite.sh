@@ -63,6 +63,10 @@
 #           PHYSICS_SIZE float64 (solver.bench.gpu single_gpu: medians of 7): the ratio of the medians.
 #           PHYSICS_SWEEP="wave2a:8:0 wave:4:4 ..." (KERNEL:K:DPF) adds a sweep of the tiled kernels on PHYSICS_SWEEP_FORMS
 #           (source faces); PHYSICS_BENCH=0 and PHYSICS_ROUNDS=0 leave out the bench and the before/after.
+#   physcpu issues 42 and 43 on the CPU cores (not in all): tools/physics_bench.py baseline (the plain case, this tree
+#           against .bench_base alternated, PHYSCPU_N 4096, PHYSCPU_THREADS 16) and capacity (PHYSCPU_CAP_N 2048: the
+#           heat-capacity field's explicit rates x the copy-bound rate, per step and tiled, and backward-Euler cycles);
+#           PHYSCPU_SHAPES: arguments for tools/shapes_bench.py.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
@@ -323,6 +327,19 @@ PYEOF
     cat "$W/plain.txt"
   fi
   grep -a -E "(PASSED|FAILED|ERROR)" "$W/physics_tests.log" | grep -a "::" | head -40 >> "$W/status.txt"
+fi
+
+if [[ $SECTIONS == *" physcpu "* ]]; then  # issues 42 and 43 on the machine's CPU cores (quiet, unlike the 2-core VM)
+  # the plain case against the carried tree (.bench_base: its own solver, this python), alternated; the heat-capacity
+  # field's explicit rates and implicit cycles; shapes against the same grid without them (tools/shapes_bench.py)
+  if [[ -d .bench_base/solver ]]; then
+    step physcpu_base ${PHYSCPU_BASE_S:-200} $PY tools/physics_bench.py baseline ${PHYSCPU_N:-4096} --against .bench_base \
+      --threads ${PHYSCPU_THREADS:-16} --repeats ${PHYSCPU_REPEATS:-5} --steps ${PHYSCPU_STEPS:-200}
+  fi
+  step physcpu_capacity ${PHYSCPU_CAP_S:-200} $PY tools/physics_bench.py capacity ${PHYSCPU_CAP_N:-2048} \
+    --threads ${PHYSCPU_THREADS:-16} --repeats 3 --steps 200
+  [[ -f tools/shapes_bench.py && -n ${PHYSCPU_SHAPES:-} ]] && step physcpu_shapes ${PHYSCPU_SHAPES_S:-200} \
+    $PY tools/shapes_bench.py $PHYSCPU_SHAPES
 fi
 
 if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)

@@ -21,8 +21,9 @@ bytes of the source and coefficient fields, cycles); each prints one JSON line p
         alpha field), per-step and time-tiled: time per step and the fraction of the copy-bound rate counted with the
         bytes each reads; then backward-Euler steps of both (multigrid + CG): cycles a step and time per cycle
     python tools/physics_bench.py baseline 4096 --against DIR [--repeats 5]
-        a plain case (no source, constant sides) with this checkout and with DIR (another checkout with its own
-        .venv, e.g. the commit before the new physics), alternated run by run: the ratio of the medians
+        a plain case (no source, constant sides) with this checkout and with DIR (another checkout, run with its own
+        .venv where it has one, e.g. the commit before the new physics), alternated run by run: the ratio of the
+        medians
 
 --out DIR keeps the runs' directories; runs start with mpirun (the venv's) when --ranks > 1.
 """
@@ -191,7 +192,9 @@ def chip(n: int) -> dict:
 
 def baseline(a: argparse.Namespace, out: Path) -> list[dict]:
     other = Path(a.against).resolve()
-    pythons = {"this": (sys.executable, ROOT), "against": (str(other / ".venv" / "bin" / "python"), other)}
+    venv = other / ".venv" / "bin" / "python"  # its own venv, else this one (`python -m solver` from DIR imports
+    # DIR's solver: a source tree such as the device machine's .bench_base)
+    pythons = {"this": (sys.executable, ROOT), "against": (str(venv) if venv.exists() else sys.executable, other)}
     times = {k: [] for k in pythons}
     for k in range(a.repeats):
         for name, (python, cwd) in pythons.items():

@@ -39,7 +39,7 @@ class NumbaBackend(Backend):
         self.k = numba_kernels
         self.tuned: dict | None = None  # the stored `stencil bench --tune` choice (run.py looks it up)
         self.ring_bytes: int | None = None
-        self.chosen: int | None = None  # the time tile last used (tile_for)
+        self.chosen: int | None = None  # the time tile of the fused sweeps taken, or of deep halos (tile_for)
 
     @classmethod
     def reserve_threads(cls, threads: int) -> None:
@@ -130,7 +130,7 @@ class NumbaBackend(Backend):
     def tile_steps(self, shape) -> int:
         """The time tile of one process: the loop's polls fall on multiples of it, so that the steps
         between two stops are whole tiles (advance), not a tile and a few plain steps."""
-        return 1 if self.refills else self.tile_for(max(1, (shape[0] - 2) // self.threads))
+        return 1 if self.refills else self._tile(max(1, (shape[0] - 2) // self.threads))
 
     def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True):
         """advance() timed, the last step a plain one only where a check needs the previous field."""
@@ -145,9 +145,11 @@ class NumbaBackend(Backend):
         that `u_new` holds the previous field (for the checks that follow). The fused kernel keeps ghost
         layers constant, so sides whose ghosts change between steps (Neumann, periodic: `refills`) take
         plain steps with a boundary fill after each."""
-        k = self.tile_for(max(1, (u.shape[0] - 2) // self.threads))
+        k = self._tile(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
+        if m > 1:  # a fused sweep runs: the record's time tile (plain steps, multigrid's among them, leave it unset)
+            self.chosen = k
         self.fit(region)
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
             self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d), w.s, w.ax,
@@ -171,9 +173,14 @@ class NumbaBackend(Backend):
         return int(self.tuned["time_tile"]) if self.tuned else None
 
     def tile_for(self, rows: int) -> int:
-        """The time tile for blocks of `rows` rows per thread (one process) or per rank (MPI: the thinnest)."""
-        self.chosen = self.time_tile or default_time_tile(rows)
+        """The time tile of deep halos under MPI, for blocks of `rows` rows per rank (the thinnest): the depth the
+        run exchanges, so the record's."""
+        self.chosen = self._tile(rows)
         return self.chosen
+
+    def _tile(self, rows: int) -> int:
+        """The time tile for blocks of `rows` rows per thread (one process) or per rank (MPI)."""
+        return self.time_tile or default_time_tile(rows)
 
     @property
     def time_tile_source(self) -> str:

@@ -355,6 +355,7 @@ def _check_material_shapes(case) -> None:
 
     g = case.grid
     where = f"(the plate spans x = 0 .. {g.lx:g}, y = 0 .. {g.ly:g})"
+    holes = case.physics.outline is not None or any(r.role != "material" for r in case.physics.regions)
     for k, r in enumerate(case.physics.regions):
         if covered_area(case, shape_of(r)) <= 0:
             raise ValueError(f"physics.regions.{k}: covers no part of the plate {where}; move or widen it, or remove it")
@@ -362,6 +363,9 @@ def _check_material_shapes(case) -> None:
         if t.kind in ("rectangle", "disk") and covered_area(case, shape_of(t)) <= 0:
             raise ValueError(f"physics.source.{k}: lies outside the plate {where} and would put nothing in; move it "
                              "onto the plate or remove it")
+        if t.kind in ("rectangle", "disk") and holes and covered_area(case, shape_of(t), plate=True) <= 0:
+            raise ValueError(f"physics.source.{k}: lies wholly in holes or held objects (physics.regions, "
+                             "physics.outline), so the plate would receive none of it; move it onto the plate or remove it")
         if t.kind == "file" and t.extent is not None:
             (x0, y0), (x1, y1) = t.extent
             if x1 <= 0 or y1 <= 0 or x0 >= g.lx or y0 >= g.ly:

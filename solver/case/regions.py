@@ -3,7 +3,7 @@
 A region is a shape (rectangle, disk, polygon, or an image or array mask with an extent), painted in order (later
 regions win), and exactly one of:
 - `material: NAME`: the shape is of that material (solver.case.materials);
-- `held: T`: an object held at a temperature (a number, or a table in time): a hot pipe, a heater held at a set
+- `held: T`: an object held at a temperature (one number: not yet a table in time): a hot pipe, a heater held at a set
   point; the plate's points inside it take T, and the rim is a fixed temperature at its true place (the symmetric
   Shortley-Weller / Gibou discretisation: solver.core.shapes);
 - `hole: RIM`: no material; its rim carries a side condition: insulated, a heat flux, convective, or a fixed
@@ -22,7 +22,7 @@ from .base import Part
 from .materials import NAME
 from .shapes import DiskShape, MaskShape, PolygonShape, RectangleShape
 from .units import quantity
-from .values import TimeTable, in_time, varying
+from .values import in_time, varying
 
 Temperature = varying("temperature")
 HeatFlux = quantity("heat_flux")
@@ -59,10 +59,22 @@ class ConvectiveRim(Part):
 
 
 class FixedRim(Part):
-    """A fixed temperature at the rim (a number or a table in time)."""
+    """A fixed temperature at the rim."""
 
     kind: Literal["dirichlet"]
-    value: Temperature = Field(description="the rim's temperature")
+    value: Temperature = Field(description="the rim's temperature (a number)")
+
+    @model_validator(mode="after")
+    def _number(self):
+        if not isinstance(self.value, float):
+            raise ValueError(f"value: {_NOT_A_NUMBER}")
+        return self
+
+
+# A held object's or a fixed rim's temperature is one number: the solver's shape terms are built once (a table in time
+# would hold its value at t = 0 throughout; one along a side has no meaning on a rim).
+_NOT_A_NUMBER = ("a held object's or a fixed rim's temperature is one number (a table in time or along a side is not "
+                 "supported: the shape's terms are built once); give a number, e.g. 80 or '80 degC'")
 
 
 def _rim_shorthand(v: Any) -> Any:
@@ -79,7 +91,7 @@ class Role(Part):
     """What a region is: a material, an object held at a temperature, or a hole (exactly one)."""
 
     material: str | None = Field(None, pattern=NAME, max_length=100, description="a material of `materials:` or the library")
-    held: Temperature | None = Field(None, description="held at this temperature (a number, or {time: [[t, T], ...]})")
+    held: Temperature | None = Field(None, description="held at this temperature (a number)")
     hole: Rim | None = Field(None, description=(
         "a hole: its rim's condition: insulated, {kind: neumann, flux}, {kind: convective, h, ambient} or {kind: "
         "dirichlet, value}"))
@@ -91,8 +103,8 @@ class Role(Part):
         if len(given) != 1:
             raise ValueError(f"{given[1] if len(given) > 1 else 'material'}: a region is one of material: NAME, held: T "
                              f"or hole: RIM ({'; '.join(given) + ' given' if given else 'none given'}); give exactly one")
-        if isinstance(self.held, dict) or (self.held is not None and not isinstance(self.held, (float, TimeTable))):
-            raise ValueError("held: give a temperature or {time: [[t, T], ...]}")
+        if self.held is not None and not isinstance(self.held, float):
+            raise ValueError(f"held: {_NOT_A_NUMBER}")
         return self
 
     @property

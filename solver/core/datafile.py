@@ -265,3 +265,15 @@ def read_mask(path: str, dataset: str | None, inside: str = "dark") -> np.ndarra
         bits = grey < 0.5 if inside == "dark" else grey >= 0.5
         return bits[::-1].astype(np.uint8)
     return (read_map(path, dataset, "mask") != 0).astype(np.uint8)
+
+
+def stamp(path: str):
+    """(modification time, size) of a file, or None where it cannot be read: a cache key that changes when the
+    file does (caches of what a file holds, read once per version)."""
+    import os
+
+    try:
+        st = os.stat(path)
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None

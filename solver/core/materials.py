@@ -75,7 +75,7 @@ def alpha_range(case) -> tuple[float, float]:
     if isinstance(a, float):
         return a, a
     if getattr(a, "kind", None) == "file":
-        return _file_minmax(tuple(case.shape), a.path, a.dataset, _stamp(a.path))
+        return _file_minmax(tuple(case.shape), a.path, a.dataset, datafile.stamp(a.path))
     rows, cols = whole(case)
     y, x = positions(case, rows, cols)
     present = [a.background] + [r.value for r in a.regions if _covers_any(r, x, y)]
@@ -103,7 +103,7 @@ def _file_stats(shape, path: str, dataset) -> tuple[float, float]:
 
 
 @functools.lru_cache(maxsize=8)
-def _file_minmax(shape, path: str, dataset, stamp) -> tuple[float, float]:
+def _file_minmax(shape, path: str, dataset, version) -> tuple[float, float]:
     from .errors import InputError
 
     lo, hi = _file_stats(shape, path, dataset)
@@ -111,15 +111,6 @@ def _file_minmax(shape, path: str, dataset, stamp) -> tuple[float, float]:
         raise InputError(f"physics.alpha.path: {path} holds {lo:g}; every diffusivity must be > 0 (a material's alpha)")
     return lo, hi
 
-
-def _stamp(path: str):
-    import os
-
-    try:
-        st = os.stat(path)
-        return (st.st_mtime_ns, st.st_size)
-    except OSError:
-        return None
 
 
 def _material_range(case) -> tuple[float, float]:

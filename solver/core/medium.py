@@ -145,31 +145,46 @@ def deposit(case, k: int, rows: np.ndarray, cols: np.ndarray, x: np.ndarray, y: 
     """Term k's power density at the points' cells (case units, not normalised): its density over its shape by area, or
     its total power spread over the part of its shape the grid's cells hold."""
     t = case.physics.source[k]
+    share = plate_share(case, rows, cols)
     if t.kind == "file":
-        return _file_density(case, k, t, rows, cols)
+        return share * _file_density(case, k, t, rows, cols)
     if t.kind == "gaussian":
         bell = np.exp(-((x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2) / (2.0 * t.width ** 2))
-        return (t.amplitude if t.power is None else t.power / _bell_power(case, t)) * bell
+        return (t.amplitude if t.power is None else t.power / _bell_power(case, t)) * bell * share
     if t.kind == "constant":
         f = np.ones((len(rows), len(cols)))
     else:
         f = fractions(case, shape_of(t), rows, cols)
-    return (t.value if t.power is None else t.power / deposited_volume(case, k)) * f
+    return (t.value if t.power is None else t.power / deposited_volume(case, k)) * f * share
+
+
+def plate_share(case, rows: np.ndarray, cols: np.ndarray):
+    """The share of each point's cell that is plate (solver.core.plate: its open volume; 0 where the point is held
+    or inactive), or 1 without holes, held objects or an outline: a source puts power only where there is plate (a
+    `power` is spread over its shape's part on the plate)."""
+    if not medium(case).shapes:
+        return 1.0
+    from .plate import cells
+
+    c = cells(case, rows, cols)
+    return np.where(c["held"] > 0, 0.0, c["volume"])
 
 
 def deposited_volume(case, k: int) -> float:
-    """The volume (area x depth) of term k's shape that the grid's cells hold: what its total power is spread over."""
+    """The volume (area x depth) of term k's shape that the grid's cells hold on the plate: what its total power is
+    spread over."""
     t = case.physics.source[k]
     if t.kind == "constant":
-        (y0, y1), (x0, x1) = cell_edges(case, *_whole(case))
-        return float(np.sum(x1 - x0)) * float(np.sum(y1 - y0)) * medium(case).depth
-    return covered_area(case, shape_of(t)) * medium(case).depth
+        return _box_sum(case, _term_box(case, t), lambda rows, cols, x, y: plate_share(case, rows, cols)
+                        * cell_areas(case, rows, cols)) * medium(case).depth
+    return covered_area(case, shape_of(t), plate=True) * medium(case).depth
 
 
-def covered_area(case, shape) -> float:
-    """The area of `shape` that the grid's cells hold (the cells its bounding box meets, in row bands)."""
+def covered_area(case, shape, plate: bool = False) -> float:
+    """The area of `shape` that the grid's cells hold (the cells its bounding box meets, in row bands); plate: only
+    its part on the plate (plate_share)."""
     return _box_sum(case, bounds(shape), lambda rows, cols, x, y: fractions(case, shape, rows, cols)
-                    * cell_areas(case, rows, cols))
+                    * cell_areas(case, rows, cols) * (plate_share(case, rows, cols) if plate else 1.0))
 
 
 def bounds(shape) -> tuple[float, float, float, float]:
@@ -185,7 +200,7 @@ def _bell_power(case, t) -> float:
     around its centre (beyond, exp(-800) is nothing)."""
     def part(rows, cols, x, y):
         r2 = (x[None, :] - t.center[0]) ** 2 + (y[:, None] - t.center[1]) ** 2
-        return np.exp(-r2 / (2.0 * t.width ** 2)) * cell_areas(case, rows, cols)
+        return np.exp(-r2 / (2.0 * t.width ** 2)) * cell_areas(case, rows, cols) * plate_share(case, rows, cols)
 
     reach = 40.0 * t.width
     box = (t.center[0] - reach, t.center[1] - reach, t.center[0] + reach, t.center[1] + reach)

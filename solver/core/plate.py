@@ -26,12 +26,12 @@ evaluated cell by cell and face by face).
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import geometry as geo
+from .datafile import stamp
 from .grid import geometry as spacing_and_origin
 from .grid import offsets
 
@@ -49,23 +49,16 @@ def shape_of(region):
     if kind == "polygon":
         return geo.Polygon(tuple(tuple(p) for p in region.points))
     (x0, y0), (x1, y1) = region.extent
-    return geo.Mask(mask_array(region.path, region.dataset, region.inside, _stamp(region.path)), ((x0, y0), (x1, y1)))
+    return geo.Mask(mask_array(region.path, region.dataset, region.inside, stamp(region.path)), ((x0, y0), (x1, y1)))
 
 
 @functools.lru_cache(maxsize=16)
-def mask_array(path: str, dataset: str | None, inside: str, stamp) -> np.ndarray:
+def mask_array(path: str, dataset: str | None, inside: str, version) -> np.ndarray:
     """A mask's pixels (solver.core.datafile.read_mask), read once per file version."""
     from .datafile import read_mask
 
     return read_mask(path, dataset, inside)
 
-
-def _stamp(path: str):
-    try:
-        st = os.stat(path)
-        return (st.st_mtime_ns, st.st_size)
-    except OSError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -302,9 +295,46 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     ax = east[np.ix_(ri[:-1], ci[:-1])]
     ay = north[np.ix_(ri[:-1], ci[:-1])]
     wall_x, wall_y = cols[:-1] == cols[1:], rows[:-1] == rows[1:]
-    ax[:, wall_x] = k[np.ix_(ri[:-1], ci[:-1][wall_x])]
-    ay[wall_y, :] = k[np.ix_(ri[:-1][wall_y], ci[:-1])]
+    for j in np.flatnonzero(wall_x):
+        side = "left" if cols[j] == 0 else "right"
+        ax[:, j] = _wall(case, side, r0, r1, k[:, ci[j]])[ri[:-1]]
+    for i in np.flatnonzero(wall_y):
+        side = "bottom" if rows[i] == 0 else "top"
+        ay[i, :] = _wall(case, side, c0, c1, k[ri[i], :])[ci[:-1]]
     return ax, ay
+
+
+def _wall(case, side: str, lo: int, hi: int, k_point: np.ndarray) -> np.ndarray:
+    """The faces between a side's first points lo..hi-1 (along it) and their ghosts beyond the wall: a fixed side's
+    (its ghost on the wall, a spacing away) the materials along that spacing in series and across the cell in
+    parallel, as a face between two points; another kind's the point's own k (its ghost rule speaks of the wall's
+    k); either times the open share of the cell's edge on the wall (a hole or the outline meeting the side)."""
+    rl = roles(case)
+    axis = "x" if side in ("left", "right") else "y"
+    other = "y" if axis == "x" else "x"
+    _, _, n, length = _axis(case, axis)
+    first = 0 if side in ("left", "bottom") else n - 1
+    x0 = float(points(case, first, first + 1, axis)[0])
+    along = np.array([0.0, x0] if first == 0 else [x0, length])
+    out = k_point.astype(np.float64).copy()
+    if getattr(case.boundary, side).kind == "dirichlet" and rl.materials:
+        table = case.material_table()
+        across = points(case, lo, hi, other)
+        xs, ys = (along, across) if axis == "x" else (across, along)
+        kf = geo.face_conductance([s for _, s, _ in rl.materials], [table[m][0] for _, _, m in rl.materials],
+                                  table[case.physics.material][0], xs, ys, axis, cell_edges(case, lo, hi, other))
+        out = kf[:, 0] if axis == "x" else kf[0, :]
+    items = [(s, False) for _, s, _ in rl.cut] + ([(rl.outline[0], True)] if rl.outline else [])
+    if items:
+        edges = cell_edges(case, lo, hi, other)
+        wall_edges = np.array([0.0, x0]) if first == 0 else np.array([x0, length])
+        xe, ye = (wall_edges, edges) if axis == "x" else (edges, wall_edges)
+        for s, outline in items:
+            cc = geo.cut_cells(s, xe, ye)
+            ap = (cc.aperture_x[:, 0 if first == 0 else -1] if axis == "x" else
+                  cc.aperture_y[0 if first == 0 else -1, :])
+            out = out * ((1.0 - ap) if outline else ap)
+    return out
 
 
 def _faces(case, r0, r1, c0, c1, axis: str) -> np.ndarray:

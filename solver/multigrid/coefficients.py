@@ -52,14 +52,23 @@ def finest(case) -> tuple[np.ndarray, np.ndarray]:
 
 def hierarchy(case, levels: list[Level]) -> list[tuple[np.ndarray, np.ndarray]]:
     """(kx, ky) of every level, finest first; a coarse level's faces at its held points closed (held_levels)."""
+    return faces_and_held(case, levels)[0]
+
+
+def faces_and_held(case, levels: list[Level]) -> tuple[list, list[np.ndarray] | None]:
+    """(hierarchy's faces, held_levels' points) in one pass: a coarse level's held points need its faces (a point
+    none of whose faces conducts is held), and its faces close at its held points."""
     out = [finest(case)]
-    held = held_levels(case, levels)
+    held = _held_by_plate(case, levels)
     for k, (fine, coarse) in enumerate(zip(levels, levels[1:])):
         kx, ky = out[-1]
         kx = _across(_along(kx, fine.x, coarse.x), fine.y, coarse.y)
         ky = _across(_along(ky.T, fine.y, coarse.y), fine.x, coarse.x).T
-        out.append((kx, ky) if held is None else _shut(kx, ky, held[k + 1], coarse))
-    return out
+        if held is not None:
+            held[k + 1] = held[k + 1] | _isolated(kx, ky, coarse)
+            kx, ky = _shut(kx, ky, held[k + 1], coarse)
+        out.append((kx, ky))
+    return out, held
 
 
 MIN_PLATE = 1e-6  # a coarse cell with less of the plate than this (none, to rounding) stands for held points
@@ -68,9 +77,19 @@ MIN_PLATE = 1e-6  # a coarse cell with less of the plate than this (none, to rou
 def held_levels(case, levels: list[Level]) -> list[np.ndarray] | None:
     """Per level, which points stand for held or inactive points (in a hole, a held object, outside the outline):
     the finest level's own; a coarse cell with no plate (less than MIN_PLATE of its area, area-weighted from the
-    finest). None without shapes. Their faces are closed and the transfers skip them (opdep.tables), so a coarse
-    point that holds only a sliver of the plate still stands for that sliver alone (measured on a heat sink's fins:
-    counting cells with under 25% plate as held took 35 cycles, none 19)."""
+    finest), or whose plate reaches no neighbour (every face of the coarse point closed: a sliver cut off by the
+    level's coarsened faces, whose equation would have a diagonal of CLOSED's size; its correction, a residual over
+    that, made V-cycles diverge 1e7-fold in four cycles with a slanted hole on 101 x 67 points). None without
+    shapes. Their faces are closed and the transfers skip them (opdep.tables), so a coarse point that holds only a
+    sliver of the plate still stands for that sliver alone (measured on a heat sink's fins: counting cells with
+    under 25% plate as held took 35 cycles, none 19). Computes the faces (faces_and_held gives both at once)."""
+    from ..core.medium import medium
+
+    return faces_and_held(case, levels)[1] if medium(case).shapes else None
+
+
+def _held_by_plate(case, levels: list[Level]) -> list[np.ndarray] | None:
+    """held_levels by the plate's share of each cell alone."""
     from ..core.operator import shape_terms
 
     terms = shape_terms(case, *whole(case))
@@ -82,6 +101,15 @@ def held_levels(case, levels: list[Level]) -> list[np.ndarray] | None:
         plate = _across(_across(plate, fine.y, coarse.y).T, fine.x, coarse.x).T
         out.append(plate < MIN_PLATE)
     return out
+
+
+def _isolated(kx: np.ndarray, ky: np.ndarray, level: Level) -> np.ndarray:
+    """The points of a level none of whose four faces conducts (_closed; a wall's face counts as the wall's)."""
+    top = max(float(np.max(kx)), float(np.max(ky)))
+    cx, cy = _closed(kx, top), _closed(ky, top)
+    west, east = (cx, np.roll(cx, -1, axis=1)) if level.x.periodic else (cx[:, :-1], cx[:, 1:])
+    south, north = (cy, np.roll(cy, -1, axis=0)) if level.y.periodic else (cy[:-1], cy[1:])
+    return west & east & south & north
 
 
 def _shut(kx: np.ndarray, ky: np.ndarray, held: np.ndarray, level: Level) -> tuple[np.ndarray, np.ndarray]:
@@ -122,10 +150,10 @@ def _along(k: np.ndarray, fine: Axis, coarse: Axis) -> np.ndarray:
     return np.where(shut, CLOSED * float(np.max(k)), out)
 
 
-def _closed(k: np.ndarray) -> np.ndarray:
+def _closed(k: np.ndarray, top: float | None = None) -> np.ndarray:
     """Faces closed by a hole or a held object's rim: zero on the finest level, a coarse level's at most a few
-    times CLOSED (of the largest face)."""
-    top = float(np.max(k))
+    times CLOSED (of the largest face: k's own, or `top`)."""
+    top = float(np.max(k)) if top is None else top
     return k <= 16.0 * CLOSED * top if top > 0 else np.ones(k.shape, dtype=bool)
 
 
@@ -210,22 +238,23 @@ def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, st
     return part.T if transpose else part
 
 
-def sigmas(case, levels: list[Level]) -> list[np.ndarray] | None:
+def sigmas(case, levels: list[Level], held: list[np.ndarray] | None = None) -> list[np.ndarray] | None:
     """The diagonal's part beside the faces of every level where it varies (solver.core.operator.sigma_field: an
     implicit step's heat capacity, the rims' and held objects' terms), finest first, global arrays; None where it is
     one number. A coarse cell takes the area-weighted mean of the fine cells it overlaps (for a capacity, the lumped
     mass of the Galerkin product P^T M P: a coarse level holds the same heat per degree as the fine cells it stands
-    for)."""
+    for). held: held_levels' (found here where not given)."""
     from ..core.operator import sigma_field
 
     first = sigma_field(case, *whole(case))
-    return None if first is None else coarsened(case, levels, first)
+    return None if first is None else coarsened(case, levels, first, held)
 
 
-def coarsened(case, levels: list[Level], first: np.ndarray) -> list[np.ndarray]:
+def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """Every level's diagonal part beside the faces from the finest level's (a global array): sigmas' averaging, for a
-    diagonal the caller computed (solver.nonlinear: a Newton step's linearised sinks)."""
-    held = held_levels(case, levels)
+    diagonal the caller computed (solver.nonlinear: a Newton step's linearised sinks). held: held_levels' (found here
+    where not given)."""
+    held = held_levels(case, levels) if held is None else held
     out = [first]
     for k, (fine, coarse) in enumerate(zip(levels, levels[1:])):
         mean = lambda a: _across(_across(a, fine.y, coarse.y).T, fine.x, coarse.x).T  # noqa: E731

@@ -101,12 +101,12 @@ class Multigrid:
         self.settings = settings
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
-        fielded = case.alpha_field or sigma is not None
-        self.faces = coefficients.hierarchy(case, self.levels) if fielded else None  # per level, global
-        self.sigmas = (coefficients.sigmas(case, self.levels) if sigma is None else  # per level, global: the diagonal's
-                       coefficients.coarsened(case, self.levels, sigma))  # part beside the faces where it varies (an
-        # implicit step's heat capacity, the plate's shapes, a Newton step's sinks), or None
-        self.held = coefficients.held_levels(case, self.levels) if self.faces is not None else None  # per level
+        fielded = case.alpha_field or sigma is not None  # (a sigma given: Newton's linear steps, set_sigma)
+        self.faces, self.held = (coefficients.faces_and_held(case, self.levels) if fielded
+                                 else (None, None))  # per level, global; held: where the plate has shapes
+        self.sigmas = (coefficients.sigmas(case, self.levels, self.held) if sigma is None else  # per level, global: the
+                       coefficients.coarsened(case, self.levels, sigma, self.held))  # diagonal's part beside the faces
+        # where it varies (an implicit step's heat capacity, the plate's shapes, a Newton step's sinks), or None
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
         self.mode = p.halo
@@ -244,7 +244,7 @@ class Multigrid:
         """A new diagonal beside the faces on the finest level (a global float64 array; the Multigrid was built with
         one): every level's sg and the coarsest inverse, written into the arrays the cycle already reads (captured
         programs and graphs stay valid)."""
-        self.sigmas = coefficients.coarsened(self.case, self.levels, first)
+        self.sigmas = coefficients.coarsened(self.case, self.levels, first, self.held)
         be = self.backend
         for g in self.grids:
             lev, lay = g.place.level, g.layout

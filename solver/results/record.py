@@ -17,6 +17,7 @@ import numpy as np
 from ..core import physics
 from ..core.operator import streams
 from ..core.machine import last_level_cache_bytes, parse_cpulist
+from ..core.medium import medium
 from ..core.timing import RANK_COLUMNS, SECTIONS
 from ..io.safeio import write_text
 from .answers import lines as answer_lines
@@ -357,9 +358,7 @@ def energy_bounds(energy: dict | None, case, sol: dict | None, spacing) -> dict 
     """The energy section with what the solves' residuals can leave in it (solver.results.solver.residual_energy):
     residual_bound and how it was found, and `holds` (implicit steps: with the rounding bound; a steady state: with
     rounding of its terms, 64 eps of their sizes); explicit steps keep `closed` (the rounding bound alone)."""
-    from ..core.medium import medium
-
-    med = medium(case)  # the balance's terms carry C0 and the depth (solver.core.balance); the residual is per C0
+    med = medium(case)  # the balance's sums over points carry C0 depth (J and W in the material form)
     cell = spacing[0] * spacing[1] * med.c0 * med.depth
     found = residual_energy(case, sol, cell) if energy and energy.get("imbalance") is not None else None
     if found is None:
@@ -368,7 +367,8 @@ def energy_bounds(energy: dict | None, case, sol: dict | None, spacing) -> dict 
     eps = float(np.finfo(case.numerics.dtype).eps)
     rounding = energy.get("bound")
     if rounding is None:  # a steady state: its terms' own rounding
-        terms = abs(energy["sources"]) + sum(abs(v) for v in energy["sides"].values())
+        terms = (abs(energy["sources"]) + sum(abs(v) for v in energy["sides"].values())
+                 + abs(energy.get("faces") or 0.0) + sum(abs(v) for v in (energy.get("rims") or {}).values()))
         rounding = 64 * eps * terms
     total = bound + rounding
     return {**energy, "residual_bound": bound, "residual_bound_how": how, "rounding_bound": rounding,

@@ -470,7 +470,8 @@ def residual_scale(case, sol: dict) -> float:
 
 def residual_energy(case, sol: dict | None, cell: float) -> tuple[float, str] | None:
     """(the most that the solves' residuals can leave in the energy balance, how) or None (explicit steps): the
-    imbalance is cell x the sum of the equation's residual over the N points, so at most cell x N x
+    imbalance is cell (a point's area times C0 depth: solver.core.balance's factor, which makes the material form's
+    terms J and W) x the sum of the equation's residual over the N points, so at most cell x N x
     residual_scale x max |g - A u|, summed over an implicit run's steps (each step's reached residual: its unit
     times its relative residual), or the final field's for a steady state (Jacobi: the last update, which bounds
     the final field's residual)."""

@@ -1,7 +1,9 @@
-"""Under mpirun -n N (any N): sources, convective sides, side values in time and along a side, and alpha fields
-equal one numpy process bitwise for every decomposition, halo mode, deep halo (time tile) and solver (explicit,
-Jacobi, multigrid plain and cg, implicit backward Euler and Crank-Nicolson), and the runs prove themselves
-(--verify, and the energy balance closing to rounding where the loop sees each step).
+"""Under mpirun -n N (any N): sources, convective sides, side values in time and along a side, alpha fields, the
+material form and its shapes (held objects, holes and an outline crossing the rank boundaries, a hole at a corner and
+one touching a side) equal one numpy process bitwise for every decomposition, halo mode, deep halo (time tile) and
+solver (explicit, Jacobi, multigrid plain and cg, implicit backward Euler and Crank-Nicolson), and the runs prove
+themselves (--verify, the energy balance closing to rounding where the loop sees each step and within what the
+residuals leave where a solver runs, the record's time tile where the loop takes tiles and only there).
 
 Usage: mpirun -n N python tests/mpi/check_physics.py OUTDIR [BACKEND]
 Exits non-zero (AssertionError, MPI abort) on the first failure.
@@ -15,6 +17,7 @@ from common import abort_on_error, make_case, serial
 from mpi4py import MPI
 
 from solver.core.decomp import choose_dims
+from solver.core.medium import medium
 from solver.io.fields import gather_field, owned
 from solver.parallel.comm import Comm
 from solver.run import Options, Run
@@ -61,6 +64,41 @@ CASES.update({  # the material form: heat capacities that differ, face cooling, 
                                     "source": MATERIAL["source"][:1]}, "boundary": MATERIAL_SIDES,
                         "run": {"steps": 8}},
 })
+# Shapes (issue 43): a held disk, a convective hole and a flux rectangle touching the top side that cross the rank
+# boundaries of the rows and cart decompositions at 2 and 4 ranks (say_crossed checks it), an insulated polygon hole
+# at a corner; an outline whose convective rim runs off the left side (the side's Dirichlet values where they meet).
+SHAPES = {"material": "steel", "thickness": 0.002,
+          "regions": [{"kind": "disk", "center": [0.62, 0.55], "radius": 0.14, "held": 3.0, "name": "pipe"},
+                      {"kind": "disk", "center": [0.25, 0.5], "radius": 0.11,
+                       "hole": {"kind": "convective", "h": "500 W/(m^2 K)", "ambient": -1.0}, "name": "cooled"},
+                      {"kind": "polygon", "points": [[0.76, -0.05], [1.05, -0.05], [1.05, 0.25]], "hole": "insulated",
+                       "name": "corner"},
+                      {"kind": "rectangle", "lower": [0.42, 0.86], "upper": [0.6, 1.1],
+                       "hole": {"kind": "neumann", "flux": "2000 W/m^2"}, "name": "slot"}]}
+OUTLINE = {"material": "aluminium", "thickness": 0.003,
+           "regions": [{"kind": "disk", "center": [0.5, 0.52], "radius": 0.13, "held": 2.0, "name": "pipe"}],
+           "outline": {"kind": "polygon", "points": [[-0.05, 0.15], [0.7, 0.03], [0.97, 0.35], [0.97, 0.7],
+                                                     [0.75, 0.97], [-0.05, 0.85]],
+                       "rim": {"kind": "convective", "h": "300 W/(m^2 K)", "ambient": -1.0}}}
+SHAPE_SIDES = {"top": 1.0, "bottom": 0.0, "left": 0.5, "right": {"kind": "neumann"}}  # plain steps: the balance seen
+TILE_SIDES = {**SHAPE_SIDES, "right": 0.25}  # every side fixed: time tiles (deep halos under MPI)
+CASES.update({
+    "shapes-heat": {"physics": SHAPES, "boundary": SHAPE_SIDES},
+    "shapes-tiles": {"physics": SHAPES, "boundary": TILE_SIDES, "backend": {"time_tile": 3}},
+    "outline-tiles": {"physics": OUTLINE, "boundary": TILE_SIDES, "backend": {"time_tile": 3}},
+    "shapes-implicit": {"physics": {**SHAPES, "scheme": "backward-euler", "dt": 60.0}, "boundary": SHAPE_SIDES,
+                        "run": {"steps": 3}},
+    "outline-cn": {"physics": {**OUTLINE, "scheme": "crank-nicolson", "dt": 10.0}, "boundary": SHAPE_SIDES,
+                   "run": {"steps": 3}},
+    "shapes-steady": {"physics": {**SHAPES, "equation": "laplace", "solver": "multigrid"}, "boundary": SHAPE_SIDES,
+                      "run": {"steps": 6}},
+    "outline-steady": {"physics": {**OUTLINE, "equation": "laplace", "solver": "multigrid"}, "boundary": SHAPE_SIDES,
+                       "run": {"steps": 6}},
+    "shapes-jacobi": {"physics": {**SHAPES, "equation": "laplace", "solver": "jacobi"}, "boundary": SHAPE_SIDES,
+                      "run": {"steps": 30, "check_every": 10}},
+})
+TILED = ("heat-tiles", "material-tiles", "shapes-tiles", "outline-tiles")  # where the loop takes time tiles
+EVERY_HALO = ("heat-sides", "heat-tiles", "shapes-heat")  # run in each halo mode
 GRIDS = {"rows": {"decomposition": "rows"}, "cart": {"decomposition": "cart"}}
 _done: set = set()
 
@@ -87,6 +125,11 @@ def check(label, grid, halo):
     energy = record["energy"]
     if energy.get("closed") is not None:
         assert energy["closed"], f"{label}: the energy balance does not close: {energy}"
+    if energy.get("holds") is not None:
+        assert energy["holds"], f"{label}: the energy balance exceeds what the residuals leave: {energy}"
+    tile = record["resources"]["time_tile"]
+    assert (tile > 1) == (label in TILED), f"{label}: time tile {tile} in the record"
+    crossed = say_crossed(c, dims) if medium(c).shapes else ""
     field = gather_field(comm, r.blocks, owned(r.backend, r.state.u))
     ref_case = c.model_copy(deep=True)
     ref_case.backend.name, ref_case.backend.time_tile, ref_case.verify = "numpy", None, False
@@ -95,13 +138,39 @@ def check(label, grid, halo):
         diff = int(np.count_nonzero(field != ref))
         assert diff == 0 and steps == r.state.step, f"{label}: {diff} points differ from one numpy process"
         depth = record["resources"].get("halo_depth")
-        print(f"ok {label} {grid} {halo} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, halo depth {depth})", flush=True)
+        print(f"ok {label} {grid} {halo} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, halo depth {depth}){crossed}",
+              flush=True)
+
+
+def say_crossed(c, dims) -> str:
+    """Which of the case's held objects and holes span points of more than one rank's block (the outline's rim
+    always does): ', crossing: NAME, ...'. On more than one rank the held object and at least one hole must."""
+    from solver.core.decomp import all_blocks
+    from solver.core.geometry import bbox
+    from solver.core.grid import positions
+    from solver.core.plate import shape_of
+
+    ny, nx = c.shape
+    y, x = positions(c, np.arange(ny), np.arange(nx))
+    blocks = all_blocks(c.shape, dims)
+    names = []
+    for region in c.physics.regions:
+        x0, y0, x1, y1 = bbox(shape_of(region))
+        cols, rows = np.flatnonzero((x >= x0) & (x <= x1)), np.flatnonzero((y >= y0) & (y <= y1))
+        met = [b for b in blocks if ((rows >= b.rows[0]) & (rows < b.rows[1])).any()
+               and ((cols >= b.cols[0]) & (cols < b.cols[1])).any()]
+        if len(met) > 1:
+            names.append(f"{region.name} ({region.role})")
+    if len(blocks) > 1:
+        assert any("held" in n for n in names), f"no held object crosses a rank boundary: {names}"
+        assert any("hole" in n for n in names) or c.physics.outline is not None, f"no hole crosses one: {names}"
+    return f", crossing: {', '.join(names)}" if names else ""
 
 
 with abort_on_error(comm.mpi):
     for label in CASES:
         for grid in GRIDS:
-            for halo in (("blocking", "nonblocking", "overlap") if label in ("heat-sides", "heat-tiles") else ("overlap",)):
+            for halo in (("blocking", "nonblocking", "overlap") if label in EVERY_HALO else ("overlap",)):
                 check(label, grid, halo)
     if comm.rank == 0:
         print(f"ok physics on {comm.size} ranks", flush=True)
