@@ -179,6 +179,45 @@ def die(tmp_path, name, n, **sections):
     return case(tmp_path, name, **base)
 
 
+def every_term(tmp_path, name, backend, dtype="float64", **physics):
+    """A plate with every nonlinear term at once: k(T) a power law and a table (a region), a radiating and convecting
+    top, a radiating hole, a held pipe (its Gibou links with k(T)), face cooling and radiation, a Neumann side, a
+    source (tests/test_gpu_nonlinear.py runs it on a GPU)."""
+    data = {"name": name, "grid": {"nx": 77, "ny": 61, "lx": 0.04, "ly": 0.03},
+            "materials": {"si": {"k": {"k0": 148.0, "T0": 300.0, "b": -1.3}, "C": 1.66e6},
+                          "al": {"k": [[250.0, 240.0], [400.0, 228.0], [600.0, 210.0]], "C": 2.4e6}},
+            "physics": {"material": "si", "equation": "laplace", "solver": "multigrid", "thickness": 1e-3,
+                        "faces": {"h": 5.0, "ambient": 300.0, "emissivity": 0.3},
+                        "regions": [{"kind": "rectangle", "lower": [0.0, 0.0], "upper": [0.04, 0.006],
+                                     "material": "al"},
+                                    {"kind": "disk", "center": [0.028, 0.018], "radius": 0.004,
+                                     "hole": {"kind": "convective", "h": 20.0, "ambient": 320.0, "emissivity": 0.7}},
+                                    {"kind": "disk", "center": [0.01, 0.02], "radius": 0.003, "held": 420.0}],
+                        "source": [{"kind": "rectangle", "lower": [0.015, 0.008], "upper": [0.02, 0.012],
+                                    "power": "3 W"}], **physics},
+            "boundary": {"bottom": 330.0, "top": {"kind": "convective", "h": 12.0, "ambient": 300.0,
+                                                  "emissivity": 0.9, "surroundings": 280.0},
+                         "left": {"kind": "neumann", "flux": 500.0}, "right": NEUMANN},
+            "initial": {"kind": "constant", "value": 320.0},
+            "run": {"steps": 20 if physics.get("equation", "laplace") == "laplace" else 3,
+                    "tolerance": 1e-9 if dtype == "float64" else 1e-5},
+            "numerics": {"dtype": dtype}, "backend": {"name": backend},
+            "output": {"dir": str(tmp_path / f"{name}-{backend}"), "vtk": False}}
+    return validate_case(data)
+
+
+def test_every_term_at_once_converges_in_full_steps_and_numba_equals_numpy(tmp_path):
+    """A power law beside held and inactive points (their 0 K is no material's: k there must not reach the faces),
+    a radiating hole's cut cells, radiating faces: Newton's full steps, five iterations, the same bits on numba."""
+    fields = {}
+    for backend in ("numpy", "numba"):
+        fields[backend], rec = run(every_term(tmp_path, "every", backend))
+        steps = [e["step"] for e in newton(rec)]
+        assert rec["solver"]["converged"] and len(steps) <= 6 and set(steps) == {1.0}, (rec["solver"]["ended"], steps)
+        assert rec["energy"]["holds"] and set(rec["energy"]["radiated"]) == {"top", "faces", "regions.1"}
+    assert np.array_equal(fields["numpy"], fields["numba"])
+
+
 def test_newton_iterations_do_not_grow_with_the_grid(tmp_path):
     counts = []
     for n in (31, 63, 127, 255):

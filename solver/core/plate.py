@@ -469,8 +469,8 @@ def unfixed_piece(case, fixing: tuple) -> tuple[float, float] | None:
     something that fixes its level (a held object or fixed rim, a convective rim, one of the sides `fixing` (names:
     fixed, or convective with h > 0), the faces' cooling); the position of a point of the first piece that has
     none, or None."""
-    faces = getattr(case.physics, "faces", None)
-    if faces is not None and (faces.h > 0 or faces.emissivity > 0):  # (radiating faces fix it too)
+    cooling = getattr(case.physics, "faces", None)
+    if cooling is not None and (cooling.h > 0 or cooling.emissivity > 0):  # (radiating faces fix it too)
         return None
     ny, nx = case.shape
     b = case.boundary

@@ -117,6 +117,7 @@ class Newton:
         """Compile the kernels one cycle uses (numba's JIT, CUDA modules) before the timed loop: one preconditioning
         cycle from a zero right-hand side (it leaves the field alone)."""
         be = self.backend
+        self._linearise(self.mg.grids[0].u, Timer())  # (the levels' diagonal: held points' own, not zero)
         be.clear(self.pz)
         be.clear(self.spare)
         zero = self.Rt
@@ -251,7 +252,8 @@ class Newton:
         """max |u^(n+1) - u^n| over this rank's points (the loop's NaN check reads it)."""
         r0, r1, c0, c1 = self.mg.grids[0].owned
         xp = self.op.xp
-        return float(xp.max(xp.abs(new[r0:r1, c0:c1] - u[r0:r1, c0:c1]))) if r1 > r0 and c1 > c0 else 0.0
+        with self.op.stream:
+            return float(xp.max(xp.abs(new[r0:r1, c0:c1] - u[r0:r1, c0:c1]))) if r1 > r0 and c1 > c0 else 0.0
 
     # implicit steps ------------------------------------------------------------------------------------------------
     def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
@@ -275,10 +277,12 @@ class Newton:
         self.local = self.norm2 = None
         u = g0.u
         self._ready(u, timer, g0.fill)
-        extra = self.shift * op.owned_part(u)
         if theta < 1.0:
             self._residual(self.Rt, u, timer)
-            extra = extra + ((1.0 - theta) / theta) * op.owned_part(self.Rt)
+        with op.stream:
+            extra = self.shift * op.owned_part(u)
+            if theta < 1.0:
+                extra = extra + ((1.0 - theta) / theta) * op.owned_part(self.Rt)
         op.shift, op.extra = self.shift, extra
         self.norms, self.ended = [], None
         r0 = self._reduced(self.residual_norm(timer), timer)

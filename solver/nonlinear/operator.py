@@ -34,6 +34,9 @@ and its neighbours' data).
 
 from __future__ import annotations
 
+import functools
+from contextlib import nullcontext
+
 import numpy as np
 
 from ..core import operator as lin_operator
@@ -45,6 +48,17 @@ from ..core.sides import value_at
 from . import films as film_mod
 
 
+def on_stream(fn):
+    """Run a method's array expressions on the backend's own stream (a GPU's `main`, where its multigrid verbs run:
+    CuPy's default stream would not wait for them); on the CPU, as they are."""
+    @functools.wraps(fn)
+    def wrapped(self, *args, **kwargs):
+        with self.stream:
+            return fn(self, *args, **kwargs)
+
+    return wrapped
+
+
 class Operator:
     def __init__(self, case, lincase, grid, block, backend, t: float = 0.0):
         """case: the nonlinear case; lincase: the linear case the multigrid was built on (solver.nonlinear.linear);
@@ -54,6 +68,7 @@ class Operator:
         self.case, self.grid, self.block, self.backend = case, grid, block, backend
         self.dtype = np.dtype(case.numerics.dtype)
         self.xp = np if not backend.on_gpu else __import__("cupy")
+        self.stream = getattr(backend, "main", None) or nullcontext()
         lay = grid.layout
         self.owned = grid.owned
         r0, r1, c0, c1 = self.owned
@@ -70,6 +85,13 @@ class Operator:
         self.box = box
         code = law_index(case, rows[box[0]], cols[box[1]]) if self.laws else None
         self.code = None if code is None else self._dev(code, np.int32)
+        self.inert = None  # held and inactive points of the box: kappa 1 there (their faces are closed; their values,
+        # a held temperature or a hole's 0, are no material's: a power law at 0 K would put NaN into 0-conductance faces)
+        if self.laws and not _plain(lincase):
+            from ..core.plate import cells
+
+            inert = cells(lincase, rows[box[0]], cols[box[1]])["held"] > 0
+            self.inert = self._dev(inert, bool) if inert.any() else None
         self._point_data(lincase, rows[r0:r1], cols[c0:c1])
         self.films = [f.on(backend, self.dtype) for f in
                       film_mod.side_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset, t)
@@ -127,6 +149,7 @@ class Operator:
         self.t_g = self._dev(np.where(d_g > 0, f_g / np.where(d_g > 0, d_g, 1.0), 0.0)) if d_g.any() else None
         self.free = self._dev(~held, bool)
 
+    @on_stream
     def set_source(self, step: int, dt: float) -> None:
         """g0 with the sources of the step from `step` (a steady state: 0, 1; Crank-Nicolson's weights for a term on
         at one end of the step only: solver.core.sources.step_weights)."""
@@ -177,6 +200,8 @@ class Operator:
             mine = self.code == m + 1
             kap = xp.where(mine, k / kref, kap)
             dkap = xp.where(mine, dk / kref, dkap)
+        if self.inert is not None:
+            kap, dkap = xp.where(self.inert, 1.0, kap), xp.where(self.inert, 0.0, dkap)
         return kap, dkap
 
     def _faces(self, kap, dkap, u_box, jacobian: bool):
@@ -203,6 +228,7 @@ class Operator:
         return out[0], out[1]
 
     # the residual ---------------------------------------------------------------------------------------------
+    @on_stream
     def residual(self, out, u) -> None:
         """out = R(u) on the owned points (u's ghost layers filled and exchanged)."""
         xp = self.xp
@@ -249,7 +275,8 @@ class Operator:
         films' rule); (1, 0) without k(T)."""
         if not self.laws:
             return 1.0, 0.0
-        return self._kappa_points(0.5 * (uo + self.t_g), self.code[1:-1, 1:-1])
+        kap, dkap = self._kappa_points(0.5 * (uo + self.t_g), self.code[1:-1, 1:-1])
+        return self.xp.where(self.free, kap, 1.0), self.xp.where(self.free, dkap, 0.0)  # (held points: no link)
 
     def _kappa_points(self, t, code):
         """(kappa, kappa') of the laws `code` (1-D) at temperatures t (1-D)."""
@@ -263,6 +290,7 @@ class Operator:
         return kap, dkap
 
     # the Jacobian ---------------------------------------------------------------------------------------------
+    @on_stream
     def linearise(self, u, jacobian: bool = True) -> None:
         """The Jacobian's data at u (ghosts filled): the faces' (K, A, B), the diagonal D, and kappa (held points 1)."""
         xp = self.xp
@@ -289,6 +317,7 @@ class Operator:
         scale = xp.ones(uo.shape, dtype=self.dtype) if kap is None else xp.where(self.free, kap[1:-1, 1:-1], 1.0)
         self.lin = {"east": ex, "north": ny, "diag": d, "kappa": scale.astype(self.dtype, copy=False)}
 
+    @on_stream
     def apply(self, out, v) -> None:
         """out = -J v on the owned points (v's ghost layers filled by the homogeneous rules and exchanged)."""
         r0, r1, c0, c1 = self.owned
@@ -304,12 +333,14 @@ class Operator:
         flux = k * (vq - vp)
         return flux if a is None else flux + (a * vp + b * vq)
 
+    @on_stream
     def sigma(self):
         """The multigrid's diagonal beside its faces for this linearisation: D / kappa (held points: D), at least 0,
         float64 on the host (owned points)."""
         d = self.xp.maximum(self.lin["diag"] / self.lin["kappa"], 0.0)
         return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64)
 
+    @on_stream
     def capacity(self, scale: float):
         """scale c at the owned points (c = C / C0: solver.core.medium.capacity_at), 0 where not plate, on the device."""
         from ..core.medium import capacity_at, medium
@@ -317,6 +348,7 @@ class Operator:
         c = capacity_at(self.case, *self.points) if medium(self.case).capacity_field else np.ones(self.held_host.shape)
         return self._dev(np.where(self.held_host, 0.0, scale * c))
 
+    @on_stream
     def explicit_weight(self, dt: float):
         """dt / c at the plate's points, 1 / hd at held ones (an explicit step's multiplier of R)."""
         from ..core.medium import capacity_at, medium
@@ -325,6 +357,7 @@ class Operator:
         hd = self.sigma0.get() if hasattr(self.sigma0, "get") else np.asarray(self.sigma0)
         return self._dev(np.where(self.held_host, 1.0 / np.where(self.held_host, hd, 1.0), dt / c))
 
+    @on_stream
     def stiffest(self) -> float:
         """max over this rank's plate points of (the four faces' K + D) / c at the last linearisation: 1 / the explicit
         step's limit there (0 where there is no point)."""
@@ -340,6 +373,7 @@ class Operator:
             self._inverse_c = self._dev(np.where(self.held_host, 0.0, 1.0 / c))
         return float(xp.max(total * self._inverse_c))
 
+    @on_stream
     def explicit_update(self, out, u, r, weight) -> None:
         """out = u + weight R on the owned points."""
         r0, r1, c0, c1 = self.owned
@@ -349,12 +383,14 @@ class Operator:
         r0, r1, c0, c1 = self.owned
         return a[r0:r1, c0:c1]
 
+    @on_stream
     def unscale(self, out, y) -> None:
         """out = y / kappa on the owned points (the preconditioner's change of variable)."""
         r0, r1, c0, c1 = self.owned
         out[r0:r1, c0:c1] = y[r0:r1, c0:c1] / self.lin["kappa"]
 
     # what the run reports ----------------------------------------------------------------------------------------
+    @on_stream
     def lowest_kelvin(self, u) -> float:
         """The lowest absolute temperature over the owned plate points (inf where no term needs one)."""
         if not self.absolute:
@@ -364,6 +400,7 @@ class Operator:
         lo = xp.min(xp.where(self.free, u[r0:r1, c0:c1], xp.inf)) if r1 > r0 and c1 > c0 else xp.inf
         return float(lo) + self.offset
 
+    @on_stream
     def largest_term(self, u) -> float:
         """The largest magnitude R is computed from here (max |u| times the largest diagonal, plus max |g0| and the
         films' largest loss): the scale of its rounding floor."""
@@ -381,6 +418,7 @@ class Operator:
             big = max(big, float(xp.max(xp.abs(f.w * q))) if q.size else 0.0)
         return big
 
+    @on_stream
     def rates(self, u) -> dict:
         """The heat each wall, film and term puts into this rank's owned plate per unit time (normalised units, summed
         over points; the caller multiplies by the cell's area, C0 and depth): per physical side (a Dirichlet wall's
