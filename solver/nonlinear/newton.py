@@ -211,7 +211,7 @@ class Newton:
         step, trials = self._search(reached, timer)
         timer.level = None
         return {"iteration": len(self.log) + 1, "eta": eta, "linear_iterations": its, "linear_relative": reached,
-                "cycles": self.cycles - cycles, "step": step, "trials": trials}
+                "cycles": self.cycles - cycles, "step": step, "trials": trials, "residual_2": self.norm2}
 
     # explicit steps ------------------------------------------------------------------------------------------------
     @property
