@@ -37,6 +37,12 @@ from .physics import THETA, spacing
 ULPS = 8.0  # rounding per explicit step against sum |u| (as solver.results.verify's conservation check)
 
 
+def _wall_faces(case, side: str, idx: np.ndarray) -> np.ndarray:
+    from .plate import wall_faces
+
+    return wall_faces(case, side, idx)
+
+
 class Balance:
     """Accumulates one rank's terms; `result(comm)` reduces them over the ranks (collective)."""
 
@@ -75,17 +81,21 @@ class Balance:
                 and getattr(self.case.boundary, side).kind != "periodic")
 
     def _wall(self, side: str) -> np.ndarray:
-        """alpha / h^2 at the side's owned points (alpha: the first points', as a wall face takes)."""
+        """The wall faces over h^2 at the side's owned points (alpha: the first points', as a wall face takes; the
+        material form: the faces the operator takes, solver.core.plate.wall_faces, over C0)."""
         b, case = self.block, self.case
         (dx, dy) = spacing(case)
         ny, nx = case.shape
         rows, cols = np.arange(*b.rows), np.arange(*b.cols)
+        material = self.med.form == "material"
         if side in AXIS_SIDES["y"]:
             first = np.array([0 if side == "bottom" else ny - 1])
-            c = alpha_at(case, first, cols)[0] / dy**2
+            a = _wall_faces(case, side, cols) / self.med.c0 if material else alpha_at(case, first, cols)[0]
+            c = a / dy**2
             return c if self.active is None else c * self.active[0 if side == "bottom" else -1, :]
         first = np.array([0 if side == "left" else nx - 1])
-        c = alpha_at(case, rows, first)[:, 0] / dx**2
+        a = _wall_faces(case, side, rows) / self.med.c0 if material else alpha_at(case, rows, first)[:, 0]
+        c = a / dx**2
         return c if self.active is None else c * self.active[:, 0 if side == "left" else -1]
 
     def _shapes(self) -> None:

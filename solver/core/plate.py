@@ -304,6 +304,19 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     return ax, ay
 
 
+def wall_faces(case, side: str, idx: np.ndarray) -> np.ndarray:
+    """The wall faces (conductance, case units) of a side's first points at global indices idx along it, as the
+    operator takes them (_wall): the energy balance's side fluxes read the same faces."""
+    ny, nx = case.shape
+    lo, hi = span(idx)
+    first = {"left": 0, "bottom": 0, "right": nx - 1, "top": ny - 1}[side]
+    if side in ("left", "right"):
+        k = conductivity(case, lo, hi, first, first + 1)[:, 0]
+    else:
+        k = conductivity(case, first, first + 1, lo, hi)[0, :]
+    return _wall(case, side, lo, hi, k)[idx - lo]
+
+
 def _wall(case, side: str, lo: int, hi: int, k_point: np.ndarray) -> np.ndarray:
     """The faces between a side's first points lo..hi-1 (along it) and their ghosts beyond the wall: a fixed side's
     (its ghost on the wall, a spacing away) the materials along that spacing in series and across the cell in
