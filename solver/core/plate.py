@@ -159,11 +159,32 @@ def cells(case, rows: np.ndarray, cols: np.ndarray) -> dict:
     ny, nx = case.shape
     r0, r1 = _range(rows, ny)
     c0, c1 = _range(cols, nx)
-    full = _cells(case, r0, r1, c0, c1)
+    full = _remembered(case, ("cells", r0, r1, c0, c1), lambda: _cells(case, r0, r1, c0, c1))
     out = {k: take(v, rows, cols, r0, c0) for k, v in full.items() if k != "rims"}
     out["rims"] = {label: (take(d, rows, cols, r0, c0), take(f, rows, cols, r0, c0))
                    for label, (d, f) in full["rims"].items()}
     return out
+
+
+MEMO_POINTS = 1 << 22  # blocks up to this many points keep their cells on the case (about 70 MB a block at most)
+
+
+def _remembered(case, key: tuple, make):
+    """make(), kept on the case (its `_memo`: set-up asks for a block's cells a dozen times: the operator, sigmas,
+    the balance, the sources' shares, the outputs' blanks) for the last two blocks of up to MEMO_POINTS points."""
+    memo = getattr(case, "_memo", None)
+    if memo is None:
+        return make()
+    key = (case.model_dump_json(include={"grid", "physics", "materials", "units", "boundary"}),) + key  # (a copy
+    # of the case shares its memo: tiny_case's warm-up grid)
+    if key in memo:
+        return memo[key]
+    value = make()
+    if (key[3] - key[2]) * (key[5] - key[4]) <= MEMO_POINTS:
+        while len(memo) >= 2:
+            memo.pop(next(iter(memo)))
+        memo[key] = value
+    return value
 
 
 def _cells(case, r0, r1, c0, c1) -> dict:
