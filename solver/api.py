@@ -64,7 +64,8 @@ def _case(case) -> Case:
 
 @dataclass
 class Result:
-    """What a run gives back. `field` and the snapshots live on rank 0 (None on the other ranks)."""
+    """What a run gives back. `field` and the snapshots live on rank 0 (None on the other ranks); `field` is NaN at
+    the points outside the plate (holes, held objects, outside the outline), as in fields.h5."""
 
     record: dict
     dir: Path
@@ -99,6 +100,7 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
     from .core.errors import StencilError, VerificationError
     from .core.physics import origin, spacing
     from .io.fields import gather_field, owned
+    from .io.outputs import blank
     from .parallel.comm import Comm
     from .run import Options, Run
 
@@ -112,7 +114,7 @@ def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True
     except StencilError as exc:
         exc.args = tuple(api_words(a) if isinstance(a, str) else a for a in exc.args)
         raise
-    final = gather_field(comm, r.layout.blocks, owned(r.backend, r.state.u))
+    final = gather_field(comm, r.layout.blocks, blank(case, r.layout.block, owned(r.backend, r.state.u), {}))
     (dx, dy), (x0, y0) = spacing(case), origin(case)
     result = Result(record, Path(case.output.dir), final, x0 + dx * np.arange(case.grid.nx),
                     y0 + dy * np.arange(case.grid.ny), comm.rank)

@@ -48,6 +48,8 @@ class Case(Section):
     verify: bool = Field(False, description="check the result (exact solution or numpy reference); exit 3 on failure")
     _table: dict = PrivateAttr(default_factory=dict)  # material name -> (k, C) in the case's units (material form)
     _laws: dict = PrivateAttr(default_factory=dict)  # material name -> its k(T) (solver.core.conductivity.Law) or None
+    _memo: dict = PrivateAttr(default_factory=dict)  # what the solver derives from the case once (solver.core.plate's
+    # cells of a block: the case does not change after validation)
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> Case:

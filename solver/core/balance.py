@@ -37,6 +37,23 @@ from .physics import THETA, spacing
 ULPS = 8.0  # rounding per explicit step against sum |u| (as solver.results.verify's conservation check)
 
 
+def _wall_faces(case, side: str, idx: np.ndarray) -> np.ndarray:
+    from .plate import wall_faces
+
+    return wall_faces(case, side, idx)
+
+
+def _near_rim(d: np.ndarray, f: np.ndarray) -> tuple:
+    """A rim's diagonal and source over the box of the owned points where either is non-zero: (box (i0, i1, j0, j1)
+    in owned indices, d, f there), or (None, None, None) where the rim reaches none of them."""
+    reach = (d != 0) | (f != 0)
+    if not reach.any():
+        return None, None, None
+    rows, cols = np.flatnonzero(reach.any(axis=1)), np.flatnonzero(reach.any(axis=0))
+    i0, i1, j0, j1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    return (i0, i1, j0, j1), d[i0:i1, j0:j1], f[i0:i1, j0:j1]
+
+
 class Balance:
     """Accumulates one rank's terms; `result(comm)` reduces them over the ranks (collective)."""
 
@@ -80,17 +97,21 @@ class Balance:
                 and getattr(self.case.boundary, side).kind != "periodic")
 
     def _wall(self, side: str) -> np.ndarray:
-        """alpha / h^2 at the side's owned points (alpha: the first points', as a wall face takes)."""
+        """The wall faces over h^2 at the side's owned points (alpha: the first points', as a wall face takes; the
+        material form: the faces the operator takes, solver.core.plate.wall_faces, over C0)."""
         b, case = self.block, self.case
         (dx, dy) = spacing(case)
         ny, nx = case.shape
         rows, cols = np.arange(*b.rows), np.arange(*b.cols)
+        material = self.med.form == "material"
         if side in AXIS_SIDES["y"]:
             first = np.array([0 if side == "bottom" else ny - 1])
-            c = alpha_at(case, first, cols)[0] / dy**2
+            a = _wall_faces(case, side, cols) / self.med.c0 if material else alpha_at(case, first, cols)[0]
+            c = a / dy**2
             return c if self.active is None else c * self.active[0 if side == "bottom" else -1, :]
         first = np.array([0 if side == "left" else nx - 1])
-        c = alpha_at(case, rows, first)[:, 0] / dx**2
+        a = _wall_faces(case, side, rows) / self.med.c0 if material else alpha_at(case, rows, first)[:, 0]
+        c = a / dx**2
         return c if self.active is None else c * self.active[:, 0 if side == "left" else -1]
 
     def _shapes(self) -> None:
@@ -104,7 +125,7 @@ class Balance:
             cl = cells(self.case, np.arange(*b.rows), np.arange(*b.cols))
             self.active = cl["held"] == 0
             c0 = self.med.c0
-            self.rim_terms = {label: (d / c0, f / c0) for label, (d, f) in cl["rims"].items()}
+            self.rim_terms = {label: _near_rim(d / c0, f / c0) for label, (d, f) in cl["rims"].items()}
 
     def _owned(self, backend, u) -> np.ndarray:
         """The owned points of a one-layer field, float64, zero where they are not plate."""
@@ -135,13 +156,19 @@ class Balance:
         return self.med.beta * (self.med.ambient * points - float(np.sum(part))) * self.cell
 
     def rim_rates(self, backend, u) -> dict:
-        """The heat each rim puts in per unit time: sum(f - d u) dx dy (times C0 depth), by label."""
-        if not self.rim_terms:
-            return {}
-        part = self._owned(backend, u)
-        return {label: float(np.sum(f - d * part)) * self.cell for label, (d, f) in self.rim_terms.items()}
+        """The heat each rim puts in per unit time: sum(f - d u) dx dy (times C0 depth), by label; read over the
+        box of the points each rim reaches (_near_rim: d and f are zero elsewhere, held points included)."""
+        out = {}
+        for label, (box, d, f) in (self.rim_terms or {}).items():
+            if box is None:
+                out[label] = 0.0
+                continue
+            i0, i1, j0, j1 = box
+            part = backend.get(u, (1 + i0, 1 + i1, 1 + j0, 1 + j1)).astype(np.float64)
+            out[label] = float(np.sum(f - d * part)) * self.cell
+        return out
 
-    def fluxes(self, backend, u) -> dict:
+    def fluxes(self, backend, u, rims: bool = True) -> dict:
         """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time)."""
         out = {}
         for side, c in self.c.items():
@@ -151,7 +178,7 @@ class Balance:
             out[side] = float(np.sum(c * (g - f))) * self.cell
         if self.med.beta > 0:
             out["faces"] = self.face_rate(backend, u)
-        if self.rim_terms is not None:
+        if self.rim_terms is not None and rims:
             out["rims"] = self.rim_rates(backend, u)
         return out
 
@@ -171,7 +198,7 @@ class Balance:
 
     def explicit(self, backend, u, step: int, after=None) -> None:
         """One explicit step from `step`, u the field at its start (its ghosts at t_n)."""
-        rates = self.fluxes(backend, u)
+        rates = self.fluxes(backend, u, rims=False)
         for side in self.sides:
             self.sides[side] += self.dt * rates[side]
         self.faces += self.dt * rates.get("faces", 0.0)

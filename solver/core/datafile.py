@@ -25,11 +25,13 @@ from .errors import InputError  # noqa: F401 - re-exported for the readers built
 
 
 def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, rows=None, cols=None,
-         series: bool = False, path_key: str = "path", default_dataset: str | None = None) -> np.ndarray:
+         series: bool = False, path_key: str = "path", default_dataset: str | None = None, blank=None) -> np.ndarray:
     """The values at global `rows` x `cols` (index arrays or ranges; None: all) of a file holding an array of
     `shape` ((ny, nx), or (n,) for a side: then only `rows` indexes), in float64, checked finite. series: an
     HDF5 dataset of shape (snapshots, ny, nx) (a fields.h5) gives its last snapshot (only the part asked for is
-    read). default_dataset: the HDF5 dataset taken when `dataset` is None (a file stencil wrote: /u)."""
+    read). default_dataset: the HDF5 dataset taken when `dataset` is None (a file stencil wrote: /u). blank: where
+    the values may be NaN (a bool array of the part: points outside the plate, as a fields.h5 of a case with holes
+    writes them), read as 0."""
     with opened(path, dataset, field, path_key, default_dataset) as (a, name):
         if series and not isinstance(a, np.ndarray) and a.ndim == 3 and tuple(a.shape[1:]) == tuple(shape):
             if a.shape[0] == 0:
@@ -45,6 +47,8 @@ def read(path: str, dataset: str | None, shape: tuple[int, ...], field: str, row
         except OSError as exc:  # HDF5: a checksum (fletcher32) that does not match, a truncated file
             raise InputError(f"{field}.{path_key}: {name} cannot be read ({str(exc).splitlines()[0][:80]}): the file "
                              "is damaged (a checksum mismatch if stencil wrote it); give an intact copy") from None
+    if blank is not None:
+        values = np.where(blank & np.isnan(values), 0.0, values)
     return finite(values, name, field, path_key, rows, cols)
 
 
@@ -185,6 +189,7 @@ class Named:
     shape: tuple[int, ...] | None
     series: bool = False
     image: bool = False  # a PNG (a mask drawn in a tool): read as an image (solver.core.plate), not as numbers
+    blank: object = None  # (rows, cols) -> where the values may be NaN (an initial field outside the plate), or None
 
     @property
     def name(self) -> str:
@@ -242,8 +247,9 @@ def extremes(f: Named) -> tuple[float, float]:
     rows = max(1, BAND // shape[1]) if len(shape) == 2 else shape[0]
     for r in range(0, shape[0], rows):
         band = range(r, min(r + rows, shape[0]))
-        part = read(f.path, f.dataset, shape, f.field, band, range(shape[1]) if len(shape) == 2 else None,
-                    series=f.series, path_key=f.key, default_dataset="/u" if f.series else None)
+        cols = range(shape[1]) if len(shape) == 2 else None
+        part = read(f.path, f.dataset, shape, f.field, band, cols, series=f.series, path_key=f.key,
+                    default_dataset="/u" if f.series else None, blank=f.blank(band, cols) if f.blank else None)
         lo, hi = min(lo, float(part.min(initial=np.inf))), max(hi, float(part.max(initial=-np.inf)))
     return lo, hi
 
@@ -277,3 +283,4 @@ def stamp(path: str):
         return (st.st_mtime_ns, st.st_size)
     except OSError:
         return None
+

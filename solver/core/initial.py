@@ -25,7 +25,9 @@ def initial_block(case, block: Block) -> np.ndarray:
     elif init.kind == "random":
         u = _random(case, rows, cols).reshape(shape)
     else:
-        u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols),
+        outside = outside_plate(case)
+        u = np.ascontiguousarray(read_field_file(init.path, init.dataset, case.shape, rows, cols,
+                                                 None if outside is None else outside(rows, cols)),
                                  dtype=case.numerics.dtype)
         name = init.path if init.path.endswith(".npy") else f"{init.path}:{init.dataset or '/u'}"
         return datafile.finite(u, name, "initial", "path", rows, cols)  # also after the cast: 1e300 is inf in float32
@@ -52,9 +54,27 @@ def _hotspot(case, rows: range, cols: range) -> np.ndarray:
     return np.where(inside, init.value, init.background)
 
 
-def read_field_file(path: str, dataset: str | None, shape: tuple[int, int], rows: range, cols: range) -> np.ndarray:
+def read_field_file(path: str, dataset: str | None, shape: tuple[int, int], rows: range, cols: range,
+                    blank=None) -> np.ndarray:
     """This block of a (ny, nx) array from .npy (memory-mapped) or HDF5 (a fields.h5's /u: its last snapshot),
-    checked by the one reader of case files (core.datafile)."""
-    return datafile.read(path, dataset, shape, "initial", rows, cols, series=True, default_dataset="/u")
+    checked by the one reader of case files (core.datafile); blank: the block's points outside the plate (NaN
+    there reads as 0)."""
+    return datafile.read(path, dataset, shape, "initial", rows, cols, series=True, default_dataset="/u", blank=blank)
 
 
+
+
+def outside_plate(case):
+    """(rows, cols) -> which of those points lie outside the plate (solver.core.plate.blanked), or None where the
+    case has no holes, held objects or outline: an initial field may hold NaN there (a fields.h5 of such a case)."""
+    from .medium import medium
+
+    if not medium(case).shapes:
+        return None
+    from .plate import blanked
+
+    def at(rows, cols):
+        out = blanked(case, np.asarray(rows), np.asarray(cols))
+        return np.zeros((len(rows), len(cols)), dtype=bool) if out is None else out
+
+    return at

@@ -27,11 +27,22 @@ from .physics import time_step
 def check_inputs(case) -> None:
     """InputError (one line: the field, the file or value, the fix) for the first input a run would refuse or that
     would overflow inside it."""
-    ranges = {f.field: _checked(case, f) for f in datafile.named(case)}
+    ranges = {f.field: _checked(case, _with_blank(case, f)) for f in datafile.named(case)}
     _steady_level(case, ranges)
     for side in SIDES:
         _side(case, side, ranges)
     _sources(case, ranges)
+
+
+def _with_blank(case, f):
+    """The initial field's file with the points outside the plate, where it may hold NaN (solver.core.initial)."""
+    if f.field != "initial":
+        return f
+    from dataclasses import replace
+
+    from .initial import outside_plate
+
+    return replace(f, blank=outside_plate(case))
 
 
 def _checked(case, f) -> tuple[float, float]:

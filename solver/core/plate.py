@@ -159,11 +159,32 @@ def cells(case, rows: np.ndarray, cols: np.ndarray) -> dict:
     ny, nx = case.shape
     r0, r1 = _range(rows, ny)
     c0, c1 = _range(cols, nx)
-    full = _cells(case, r0, r1, c0, c1)
+    full = _remembered(case, ("cells", r0, r1, c0, c1), lambda: _cells(case, r0, r1, c0, c1))
     out = {k: take(v, rows, cols, r0, c0) for k, v in full.items() if k != "rims"}
     out["rims"] = {label: (take(d, rows, cols, r0, c0), take(f, rows, cols, r0, c0))
                    for label, (d, f) in full["rims"].items()}
     return out
+
+
+MEMO_POINTS = 1 << 22  # blocks up to this many points keep their cells on the case (about 70 MB a block at most)
+
+
+def _remembered(case, key: tuple, make):
+    """make(), kept on the case (its `_memo`: set-up asks for a block's cells a dozen times: the operator, sigmas,
+    the balance, the sources' shares, the outputs' blanks) for the last two blocks of up to MEMO_POINTS points."""
+    memo = getattr(case, "_memo", None)
+    if memo is None:
+        return make()
+    key = (case.model_dump_json(include={"grid", "physics", "materials", "units", "boundary"}),) + key  # (a copy
+    # of the case shares its memo: tiny_case's warm-up grid)
+    if key in memo:
+        return memo[key]
+    value = make()
+    if (key[3] - key[2]) * (key[5] - key[4]) <= MEMO_POINTS:
+        while len(memo) >= 2:
+            memo.pop(next(iter(memo)))
+        memo[key] = value
+    return value
 
 
 def _cells(case, r0, r1, c0, c1) -> dict:
@@ -302,6 +323,19 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
         side = "bottom" if rows[i] == 0 else "top"
         ay[i, :] = _wall(case, side, c0, c1, k[ri[i], :])[ci[:-1]]
     return ax, ay
+
+
+def wall_faces(case, side: str, idx: np.ndarray) -> np.ndarray:
+    """The wall faces (conductance, case units) of a side's first points at global indices idx along it, as the
+    operator takes them (_wall): the energy balance's side fluxes read the same faces."""
+    ny, nx = case.shape
+    lo, hi = span(idx)
+    first = {"left": 0, "bottom": 0, "right": nx - 1, "top": ny - 1}[side]
+    if side in ("left", "right"):
+        k = conductivity(case, lo, hi, first, first + 1)[:, 0]
+    else:
+        k = conductivity(case, first, first + 1, lo, hi)[0, :]
+    return _wall(case, side, lo, hi, k)[idx - lo]
 
 
 def _wall(case, side: str, lo: int, hi: int, k_point: np.ndarray) -> np.ndarray:
