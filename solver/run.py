@@ -542,6 +542,8 @@ def check_memory(layout: Layout, verify_on: bool) -> None:
     case = layout.case
     itemsize = np.dtype(case.numerics.dtype).itemsize
     need = operator.streams(case) * math.prod(layout.block.padded) * itemsize  # u, u_new, data (Python ints: no overflow)
+    if case.nonlinear:  # Newton: GMRES's basis and work fields, its own five, the Jacobian's (about eight)
+        need += (case.newton.restart + 1 + 3 + 5 + 8) * math.prod(layout.block.padded) * itemsize
     if verify_on:  # the numpy reference's two padded row blocks and the piece of another rank's block it meets
         rows = -(-case.grid.ny // layout.size) + 2
         need += 3 * rows * (case.grid.nx + 2) * itemsize

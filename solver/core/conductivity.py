@@ -75,10 +75,11 @@ class Law:
         k, _ = self.evaluate(np.array(pts, dtype=np.float64), np)
         return float(np.max(k))
 
-    def describe(self) -> str:
+    def describe(self, unit: str = "") -> str:
+        """In words, temperatures in the case's `unit` (the power law's T0 in kelvin)."""
         if self.kind == "power":
             return f"k0 (T / T0)^b: k0 = {self.k0:g}, T0 = {self.t0:g} K, b = {self.b:g}"
-        return f"a table of {len(self.temps)} points, T = {self.temps[0]:g} .. {self.temps[-1]:g}"
+        return f"a table of {len(self.temps)} points, T = {self.temps[0]:g} .. {self.temps[-1]:g} {unit}".rstrip()
 
 
 def laws(case) -> dict:

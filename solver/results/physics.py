@@ -130,7 +130,7 @@ def material_rows(case) -> list[tuple[str, str]]:
     table, med = case.material_table(), medium(case)
     laws = case.conductivity_laws()
     mats = "; ".join(f"{name} k {to_si(k, 'conductivity', system):.4g} W/(m K)"
-                     + (f" at 300 K (k(T): {laws[name].describe()})" if name in laws else "")
+                     + (f" at 300 K (k(T): {laws[name].describe(case.units.temperature)})" if name in laws else "")
                      + f", C {to_si(c, 'heat_capacity', system):.4g} J/(m^3 K)" for name, (k, c) in table.items())
     differ = len({c for _, c in table.values()}) > 1
     why = "capacities differ" if differ else "cut cells' open volumes"

@@ -118,6 +118,14 @@ def plan(case, ranks: int) -> dict:
 def iteration_plan(case) -> str:
     """What `stencil validate` says of a laplace solve: the method, its limit, and what run.tolerance means."""
     tol = case.run.tolerance
+    if case.nonlinear:
+        n, m = case.newton, case.multigrid
+        stop = (f"stops when max|R(u)| / max|R(u_0)| < {tol:g}" if tol is not None else
+                "tolerance null: until the residual reaches its rounding floor (or the line search finds no step)")
+        return (f"Newton's method ({'exact Jacobian' if n.jacobian == 'newton' else 'Picard'}), each step GMRES "
+                f"preconditioned by one multigrid {m.cycle}({m.pre},{m.post})-cycle, forcing "
+                f"{'Eisenstat-Walker' if n.forcing is None else n.forcing}, line search {n.line_search}; at most "
+                f"{case.run.steps} Newton iterations; {stop} (docs/nonlinear.md)")
     if case.physics.solver == "multigrid":
         m = case.multigrid
         head = (f"multigrid {m.cycle}({m.pre},{m.post})-cycles, {m.smoother} smoothing, coarsest level at most "
@@ -196,9 +204,11 @@ def print_plan(case, ranks: int) -> None:
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
     if "stable_dt" in p and case.implicit:
         tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+        how = ("Newton's method (GMRES + multigrid) to a relative residual of" if case.nonlinear else
+               "one multigrid solve to a relative residual of")
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.4g} x the explicit stability limit {p['stable_dt']:.6g}); "
-                        f"{case.physics.scheme}: each step one multigrid solve to a relative residual of {tol:g}, at "
-                        f"most {case.multigrid.max_cycles} cycles")
+                        f"{case.physics.scheme}: each step {how} {tol:g}, at most {case.multigrid.max_cycles} "
+                        f"{'iterations' if case.nonlinear else 'cycles'}")
     elif "stable_dt" in p:
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.0%} of the stable limit {p['stable_dt']:.6g}; "
                         f"margin: the smallest centre weight 1 - dt / limit = {1 - p['dt_over_limit']:.4g} >= 0)")

@@ -201,7 +201,7 @@ def reference_field(case, steps: int) -> np.ndarray:
     multigrid solve), or multigrid cycles (the numpy backend running the same solver)."""
     from ..parallel.comm import Comm
 
-    if case.uses_multigrid:
+    if case.uses_multigrid or case.nonlinear:  # (a nonlinear case's explicit steps: Newton's operator's too)
         return _multigrid_field(case, steps)
     return reference_rows(case, Comm(), steps)
 
@@ -232,8 +232,14 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
 
         newton = Newton(layout, Comm(), backend)
         newton.adopt(u, u.copy())
-        for _ in range(cycles):
-            newton.cycle(Timer())
+        for step in range(cycles):  # the loop's own calls (solver.core.loop)
+            if case.physics.equation == "laplace":
+                newton.cycle(Timer())
+            elif newton.explicit:
+                newton.explicit_step(step, Timer())
+            else:
+                newton.time_step(step, case.run.tolerance or physics.IMPLICIT_TOLERANCE, case.multigrid.max_cycles,
+                                 Timer())
         return np.array(newton.views()[0][1:-1, 1:-1])
     op = operator_of(case)
     mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
@@ -265,7 +271,7 @@ def reference_seconds_per_step(case, comm) -> float:
 
 def cost_note(case, comm, steps: int) -> str | None:
     """The line a verified run prints before it starts: the reference's expected time (None: exact solution)."""
-    if case.uses_multigrid or exact_solution_available(case):
+    if case.uses_multigrid or case.nonlinear or exact_solution_available(case):
         return None  # the exact eigenmode costs nothing; multigrid's reference runs on one process (not timed)
     per_step = reference_seconds_per_step(case, comm)
     return (f"verify: after the run a numpy reference repeats the {steps} steps on {comm.size} rank(s): about "
@@ -274,7 +280,7 @@ def cost_note(case, comm, steps: int) -> str | None:
 
 def _against_reference(layout, comm, backend, u, steps: int) -> dict:
     case = layout.case
-    if case.uses_multigrid:
+    if case.uses_multigrid or case.nonlinear:
         return _against_one_process(layout, comm, backend, u, steps)
     block = reference_block(case, comm)
     ref = reference_rows(case, comm, steps, block)
