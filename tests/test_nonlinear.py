@@ -325,6 +325,30 @@ def test_verify_runs_the_numpy_newton_on_one_process_and_passes(tmp_path):
     assert rec["correctness"]["passed"] and rec["correctness"]["mismatched_points"] == 0, rec["correctness"]
 
 
+@pytest.mark.parametrize("scheme", ["backward-euler", "explicit"])
+def test_verify_runs_the_numpy_steps_of_a_nonlinear_transient_and_passes(tmp_path, scheme):
+    c = transient(tmp_path, "t", scheme, 5.0 if scheme != "explicit" else None, 12)
+    path = write_case(tmp_path / "t.yaml", **{k: v for k, v in c.model_dump(mode="json").items()
+                                              if k in ("grid", "materials", "physics", "boundary", "initial", "run")},
+                      backend={"name": "numba", "threads": 2}, output={"dir": str(tmp_path / "out"), "vtk": False})
+    res = stencil(["run", str(path), "-q", "--verify"])
+    assert res.returncode == 0, res.stderr
+    rec = json.loads((tmp_path / "out" / "record.json").read_text())
+    assert rec["correctness"]["passed"] and rec["correctness"]["mismatched_points"] == 0, rec["correctness"]
+
+
+def test_without_a_tolerance_newton_runs_to_the_rounding_floor_and_says_so(tmp_path):
+    _, rec = run(case(tmp_path, "floor", run={"steps": 30, "tolerance": None}))
+    s = rec["solver"]
+    assert s["stopped_by"] == "floor" and s["final_relative"] < 1e-14 and len(newton(rec)) <= 8, s["ended"]
+    assert "rounding floor" in s["ended"] and s["rounding_floor"] > 0
+
+
+def test_float32_converges_to_its_own_tolerance(tmp_path):
+    _, rec = run(every_term(tmp_path, "f32", "numpy", "float32"))
+    assert rec["solver"]["converged"] and len(newton(rec)) <= 6, rec["solver"]["ended"]
+
+
 def test_radiation_in_the_diffusivity_form_is_refused(tmp_path):
     path = write_case(tmp_path / "alpha.yaml", physics={"equation": "laplace", "solver": "multigrid"},
                       boundary={"top": {"kind": "convective", "h": 1.0, "ambient": 300.0, "emissivity": 0.5}})

@@ -435,9 +435,10 @@ class TimeLoop:
         tol = self.case.run.tolerance
         if tol is not None and s.relative(r) < tol or r == 0:
             s.converged = True
+        elif getattr(self.iterate, "ended", None) is not None:  # Newton's line search found no step (solver.nonlinear)
+            s.stopped_by, s.floor = self.iterate.ended, getattr(self.iterate, "floor", None)
         elif self.iterate is not None:
-            s.stopped_by = getattr(self.iterate, "ended", None) or stops.ending([v for _, v in s.residuals],
-                                                                                  lambda: self._floor(s))
+            s.stopped_by = stops.ending([v for _, v in s.residuals], lambda: self._floor(s))
 
     def _floor(self, s: LoopState) -> float:
         """The residual's rounding floor now (collective), kept in the state for the record."""

@@ -65,7 +65,8 @@ class Newton:
         self.local = None  # this rank's max |R(u)| of the current u (None: not computed yet)
         self.norm2 = None  # |R(u)|_2 over every rank
         self.log: list[dict] = []  # one entry per iteration: what the record says of it
-        self.ended: str | None = None  # "line_search" when the line search found no step
+        self.ended: str | None = None  # "line_search" when the line search found no step ("floor" at the floor)
+        self.floor: float | None = None  # the rounding floor measured then
         self.cycles = 0  # multigrid cycles in all (one per GMRES iteration, one per restart's update)
         self.linear_iterations = 0  # GMRES iterations in all
         self.steps_newton: list[int] = []  # implicit steps: each one's Newton iterations
@@ -362,6 +363,7 @@ class Newton:
             lam = min(max(model, SHRINK[0] * lam), SHRINK[1] * lam)
         floor = stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer))
         self.ended = "floor" if self.norms[-1] <= floor else "line_search"  # (at the floor no step can lower it)
+        self.floor = floor
         return 0.0, MAX_TRIALS
 
     def _accept(self, f: float, timer) -> None:
