@@ -221,6 +221,7 @@ class Run:
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             if self.restart:
                 self.mg.resume(self.restart.r0, self.restart.residuals)
+                self.mg.restore(self.restored)  # the levels' diagonal the checkpointed run held
             return
         if self.case.uses_multigrid:
             from .multigrid.cycle import Multigrid, operator_of, settings_of

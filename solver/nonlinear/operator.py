@@ -3,8 +3,8 @@ or Picard's), and the diagonal of the multigrid operator that preconditions it.
 
 In the equation's units divided by the reference capacity C0 (solver.core.medium), at each point P that is plate:
 
-    R(u)_P = g0 + sum over P's four faces of K_f(u) (u_Q - u_P) - beta u - kappa(u)(d_G u - f_G) - d_L u
-             - sum over P's films of w Q(u)
+    R(u)_P = g0 + sum over P's four faces of K_f(u) (u_Q - u_P) - beta u - kappa(m)(d_G u - f_G) - d_L u
+             - sum over P's films of w Q(u) - e_f ((u + T0)^4 - T_s^4)        [+ b - s u: an implicit step]
 
 - K_f(u) = K_f_ref H(kappa_P, kappa_Q): the face's reference conductance over its spacing squared (the multigrid's own
   finest faces, built once from the materials' reference k: solver.core.plate) times the harmonic mean H(a, b) =
@@ -14,13 +14,17 @@ In the equation's units divided by the reference capacity C0 (solver.core.medium
 - g0: the sources and the faces' ambient (solver.core.operator.source_density), the Neumann rims' fluxes and the
   Neumann sides' (flux / spacing: those walls are closed, their flux added here, whatever k is).
 - beta: the faces' sink; d_G, f_G: the links to held objects and fixed rims (Gibou's k_P / (theta h^2), with the
-  point's own k: scaled by kappa(u_P)); d_L: convective rims that do not radiate (their reference k: linear).
-- films: convective sides and radiating rims (solver.nonlinear.films): each point loses w Q(u).
-- held and inactive points: R = hd (T - u), hd the held diagonal (their faces are closed).
+  point's own k: scaled by kappa at m, the mean of the point's and the rim's temperatures); d_L: convective rims
+  that do not radiate (their reference k: linear).
+- films: convective sides and radiating rims (solver.nonlinear.films): each point loses w Q(u); e_f: the faces'
+  radiation (faces eps sigma / thickness, normalised).
+- held and inactive points: R = hd (T - u), hd the held diagonal (their faces are closed; their kappa is 1: a hole's
+  0 K is no material's temperature).
+- an implicit step (solver.nonlinear.newton.time_step): s = c / (theta dt) and b on the plate's points.
 
 The Jacobian J = dR/du, applied to v: each face's linearised flux K (v_Q - v_P) + A v_P + B v_Q with
 A = K_ref dH/da kappa'_P (u_Q - u_P), B = K_ref dH/db kappa'_Q (u_Q - u_P) (Picard: A = B = 0), minus the diagonal
-D v, D = beta + d_L + kappa d_G + kappa' (d_G u - f_G) + sum w dQ/du.
+D v, D = beta + d_L + kappa(m) d_G + kappa'(m) (d_G u - f_G) / 2 + sum w dQ/du + 4 e_f (u + T0)^3 [+ s].
 
 The preconditioner (solver.nonlinear.newton): to first order in a face's temperature difference both A + K and
 K + B are K_ref kappa of the point they multiply (the Kirchhoff transform's Jacobian), so -J v ~ (A_ref + D / kappa)
