@@ -12,6 +12,7 @@ from .initial import Constant, FromFile, Hotspot, Random, Sine
 from .materials import ALPHA_TAGS, REGION_KINDS
 from .values import VARYING_TAGS
 from .model import Case
+from .probes import PROBE_KINDS
 from .sources import SOURCE_KINDS
 
 UNION_TAGS = {*VARYING_TAGS, *ALPHA_TAGS}  # tags in error locations that name no field
@@ -50,7 +51,17 @@ def _is_tag(parts: list[str], k: int) -> bool:
         return True
     if len(before) == 3 and before[:2] == ["physics", "source"] and p in SOURCE_KINDS:
         return True
+    if _probe_tag(before, p):
+        return True
     return len(before) >= 4 and before[-2] == "regions" and before[0] == "physics" and p in REGION_KINDS
+
+
+def _probe_tag(before: list[str], p: str) -> bool:
+    """output.probes.<n>.<kind>... and a region's output.probes.<n>.<kind>.region.<shape>..."""
+    if before[:2] != ["output", "probes"]:
+        return False
+    return (len(before) == 3 and p in PROBE_KINDS) or (len(before) == 5 and before[-1] == "region"
+                                                       and p in ("rectangle", "disk"))
 
 
 def _union_tag(loc: tuple) -> str | None:

@@ -14,6 +14,7 @@ from .initial import Initial, Sine, _check_wave_number
 from .physics import Physics
 from .settings import BackendSettings, Multigrid, Numerics, Output, Parallel, Run
 from .base import VTK_AUTO_MAX_POINTS
+from .timing import check_time
 from .values import in_time, varying_values
 
 
@@ -41,6 +42,7 @@ class Case(Section):
             raise ValueError(f"name: {self.name!r} names a directory itself or its parent; use letters or digits")
         _check_alpha(self.physics.alpha)
         _check_ranges(self)
+        check_time(self)  # run.steps or run.t_end, adaptive steps, output times, probes (solver.case.timing)
         self._check_time_data()
         if self.physics.equation == "laplace" and self.physics.scheme != "explicit":
             raise ValueError("physics.scheme: applies to equation heat (laplace has no time steps); remove it or "

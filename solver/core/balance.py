@@ -36,8 +36,9 @@ ULPS = 8.0  # rounding per explicit step against sum |u| (as solver.results.veri
 class Balance:
     """Accumulates one rank's terms; `result(comm)` reduces them over the ranks (collective)."""
 
-    def __init__(self, case, block, dt: float, first_step: int):
+    def __init__(self, case, block, dt: float, first_step: int, plan=None):
         self.case, self.block, self.dt = case, block, dt
+        self.plan = plan  # solver.core.events.Plan: each step's length and source weights (None: every step dt)
         (dx, dy) = spacing(case)
         self.cell = dx * dy
         self.c = {side: self._wall(side) for side in SIDES if self._physical(side)}
@@ -81,12 +82,19 @@ class Balance:
 
     def fluxes(self, backend, u) -> dict:
         """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time)."""
+        return {side: float(np.sum(terms)) * self.cell for side, terms in self.wall_terms(backend, u).items()}
+
+    def wall_terms(self, backend, u, sides=None) -> dict:
+        """c (ghost - first) at this rank's points along each physical side (or those of `sides`) of a one-layer
+        field, float64 (times dx dy: the heat entering there per unit time; probes sum them exactly)."""
         out = {}
         for side, c in self.c.items():
+            if sides is not None and side not in sides:
+                continue
             ghost, first = _rows(side, u.shape)
             g = backend.get(u, ghost).astype(np.float64).reshape(-1)
             f = backend.get(u, first).astype(np.float64).reshape(-1)
-            out[side] = float(np.sum(c * (g - f))) * self.cell
+            out[side] = c * (g - f)
         return out
 
     def source_rate(self, terms) -> float:
@@ -101,10 +109,19 @@ class Balance:
     def begin(self, backend, u) -> None:
         self.start, self.scale = self.total(backend, u)
 
+    def _span(self, step: int):
+        """The step from `step` (its length and times)."""
+        if self.plan is not None:
+            return self.plan.span(step)
+        from .events import Span
+
+        return Span(step, step * self.dt, (step + 1) * self.dt, self.dt)
+
     def explicit(self, backend, u, step: int) -> None:
         """One explicit step from `step`, u the field at its start (its ghosts at t_n)."""
+        dt = self._span(step).dt
         for side, f in self.fluxes(backend, u).items():
-            self.sides[side] += self.dt * f
+            self.sides[side] += dt * f
         self._sources(step, 1)
 
     def batch(self, step: int, n: int) -> None:
@@ -112,17 +129,29 @@ class Balance:
         self.observed = False
         self._sources(step, n)
 
-    def implicit(self, before: dict, after: dict, step: int) -> None:
-        """One implicit step: the sides' fluxes of u^n (before) and u^{n+1} (after), weighted by the scheme."""
+    def implicit(self, before: dict, after: dict, span) -> None:
+        """One implicit step `span`: the sides' fluxes of u^n (before) and u^{n+1} (after), weighted by the scheme."""
         theta = THETA[self.case.physics.scheme]
         for side in self.sides:
-            self.sides[side] += self.dt * ((1.0 - theta) * before[side] + theta * after[side])
-        self._sources(step, 1)
+            self.sides[side] += span.dt * ((1.0 - theta) * before[side] + theta * after[side])
+        self._add_source(span)
+
+    def stages(self, fluxes: list, span) -> None:
+        """One TR-BDF2 step `span` (solver.multigrid.adaptive): the sides' fluxes of u_n, u_g and u_1 weighted as the
+        method integrates f: (w, w, d)."""
+        from .trbdf2 import D, W
+
+        for side in self.sides:
+            self.sides[side] += span.dt * (W * fluxes[0][side] + W * fluxes[1][side] + D * fluxes[2][side])
+        self._add_source(span)
 
     def _sources(self, step: int, n: int) -> None:
         for k in range(step, step + n):
-            self.source += self.dt * self.source_rate(sources.step_weights(self.case, k, self.dt))
-        self.steps += n
+            self._add_source(self._span(k))
+
+    def _add_source(self, span) -> None:
+        self.source += span.dt * self.source_rate(sources.step_weights(self.case, span))
+        self.steps += 1
 
     def finish(self, backend, u) -> None:
         self.end, scale = self.total(backend, u)
@@ -131,7 +160,7 @@ class Balance:
     def steady(self, backend, u) -> None:
         """Laplace: the rates of the final field (per unit time: dt = 1)."""
         self.sides = self.fluxes(backend, u)
-        self.source = self.source_rate(sources.step_weights(self.case, 0, 1.0))
+        self.source = self.source_rate(sources.every_weight(self.case))
 
     # the record ------------------------------------------------------------------------------------------
     def result(self, comm, dtype: str) -> dict:

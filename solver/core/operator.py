@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import sources
+from .events import plan_of
 from .grid import window
 from .materials import faces
-from .physics import THETA, Weights, implicit_rhs_weights, spacing, time_step, weights
+from .physics import THETA, Weights, implicit_rhs_weights, spacing, weights
 
 
 def streams(case) -> int:
@@ -32,18 +33,20 @@ def needs_data(case) -> bool:
     return bool(case.physics.source) or case.alpha_field
 
 
-def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int = 0) -> Weights:
-    """The case's weights with its fields for the step from `step` on a layout (shape, owned = (R0, C0)), in
-    float64 on the host (module docstring). Explicit heat and Jacobi only: multigrid builds its own."""
-    w = weights(case)
+def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], span=None) -> Weights:
+    """The case's weights with its fields for the step `span` (solver.core.events.Span; None: the first) on a layout
+    (shape, owned = (R0, C0)), in float64 on the host (module docstring). Explicit heat and Jacobi only: multigrid
+    builds its own."""
+    span = span if span is not None else plan_of(case).span(0)
+    laplace = case.physics.equation == "laplace"
+    dt = 1.0 if laplace else span.dt
+    w = weights(case, None if laplace else dt)
     if not needs_data(case):
         return w
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-    laplace = case.physics.equation == "laplace"
-    dt = 1.0 if laplace else time_step(case)
     (dx, dy) = spacing(case)
     data = {}
-    terms = sources.step_weights(case, step, dt)
+    terms = sources.step_weights(case, span)
     if terms:
         q = sources.q_weighted(case, terms, rows[:-1], cols[:-1])
         if laplace:
@@ -58,19 +61,20 @@ def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], st
     return replace(w, **data)
 
 
-def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int) -> Weights:
+def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], span, theta: float | None = None) -> Weights:
     """An implicit step's right-hand side as one update of u^n (solver.multigrid.cycle.Multigrid.time_step), in
     float64 on the host. alpha a number: (u^n + (1 - theta) dt alpha L u^n + dt q) / d, the unit-diagonal form
     (physics.implicit_rhs_weights; s = dt q / d). A field: u^n + (1 - theta) dt div(alpha grad u^n) + dt q, the
     equation's own units (the flux form; backward Euler reads no neighbour). q: the source at the scheme's
-    times (sources.step_weights)."""
-    dt, (dx, dy) = time_step(case), spacing(case)
-    theta = THETA[case.physics.scheme]
+    times (sources.step_weights). span: the step (solver.core.events.Span); theta: the implicit share (default the
+    scheme's; TR-BDF2's first stage is a Crank-Nicolson step)."""
+    dt, (dx, dy) = span.dt, spacing(case)
+    theta = THETA[case.physics.scheme] if theta is None else theta
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-    terms = sources.step_weights(case, step, dt)
+    terms = sources.step_weights(case, span)
     q = dt * sources.q_weighted(case, terms, rows[:-1], cols[:-1]) if terms else None
     if not case.alpha_field:
-        w = implicit_rhs_weights(case)
+        w = implicit_rhs_weights(case, dt, theta)
         d = 1.0 + theta * dt * case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)
         return w if q is None else replace(w, s=q / d)
     w = Weights(1.0, 0.0, 0.0, s=q)
@@ -80,11 +84,10 @@ def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], st
     return w
 
 
-def changes(case, steps: int) -> list[int]:
-    """Steps at which the fields change (a source's window opens or closes): the loop stops there."""
-    if case.physics.equation != "heat":
-        return []
-    return sources.edges(case, time_step(case), steps)
+def changes(case) -> list[int]:
+    """Steps at which the weights change (a source's window opens or closes, a step shortened to land on an event):
+    the loop stops there (solver.core.events.Plan.changes)."""
+    return plan_of(case).changes()
 
 
 def on_device(backend, w: Weights, dtype, aligned: int = 1) -> Weights:

@@ -1,0 +1,304 @@
+"""Probes (output.probes): named values of the field sampled over time, in probes.csv and probes.h5.
+
+    point       u at (x, y), bilinear between the four grid points around it (solver.core.grid's positions;
+                a point within rounding of a grid line or point takes that line's or point's values alone, so
+                a probe on a grid point is that point's value bit for bit); between a wall and the first point
+                the ghost layer stands in for the missing neighbours (the sides' rules: a Dirichlet wall's value,
+                a Neumann or convective mirror)
+    max, min    over the grid points a rectangle or disk covers (edges included, as solver.core.materials)
+    mean        their sum over their count, the sum exact (exact_sum) and rounded once
+    heat_flow   the heat entering through a side per unit time: the energy balance's wall terms
+                (solver.core.balance.Balance.wall_terms) summed exactly, times dx dy (negative: leaving)
+
+Every rank reads the points it owns (ghost points beyond a wall: the rank owning the point next to them) and
+sends rank 0 what it read: point values, a region's local max, min or exact sum and count, a wall's exact sum.
+Rank 0 combines them in a fixed order, so a probe's value is the same bits on every rank count and
+decomposition. When samples are taken: solver.core.loop (output.probe_every steps, every step by default, or at
+output.probe_interval's times, which steps land on).
+
+probes.csv: a header `step,time,NAME,...` then one line a sample, values as Python's repr writes them (the
+shortest text that reads back to the same bits). probes.h5: /step (n,) int64, /time (n,) float64 (a dimension scale), one (n,) float64
+dataset a probe attached to it (xarray.open_dataset(path, engine="h5netcdf") reads them as variables over time),
+each with `kind` and `description` attributes. Rank 0 keeps the samples in memory and appends them at
+checkpoints, at the end and every FLUSH_ROWS samples, so a checkpoint's step always has its samples on disk.
+Appending (a restart in the directory of its checkpoint at step M): rows after M are dropped first (a run that
+went on past its last checkpoint before it died wrote them), then the series continues at the next sample: no
+gap, no duplicate.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from ..core.boundary import offsets, periodic_axes
+from ..core.events import close
+from ..core.grid import positions
+from ..core.materials import covered
+
+FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
+CSV, H5 = "probes.csv", "probes.h5"
+
+
+# exact sums -------------------------------------------------------------------------------------------------
+def exact_sum(values: np.ndarray) -> tuple[int, int]:
+    """The exact sum of float64 values as (n, e): the sum is n x 2^e (Python integers: no rounding). Each value is
+    split into its 53-bit integer mantissa and exponent; mantissas of equal exponents are summed in int64 halves."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    a = a[a != 0.0]
+    if not a.size:
+        return 0, 0
+    m, e = np.frexp(a)
+    mant, e = (m * 2.0**53).astype(np.int64), e.astype(np.int64) - 53
+    low = int(e.min())
+    total = 0
+    for ex in np.unique(e):
+        part = mant[e == ex]
+        total += ((int(np.sum(part >> 26)) << 26) + int(np.sum(part & ((1 << 26) - 1)))) << (int(ex) - low)
+    return total, low
+
+
+def add_exact(parts) -> tuple[int, int]:
+    """The sum of exact sums (n, e)."""
+    parts = [p for p in parts if p[0]]
+    if not parts:
+        return 0, 0
+    low = min(e for _, e in parts)
+    return sum(n << (e - low) for n, e in parts), low
+
+
+def to_float(n: int, e: int, divide: int = 1) -> float:
+    """n x 2^e / divide, rounded once."""
+    return float(Fraction(n) * Fraction(2) ** e / divide)
+
+
+# what each rank reads ---------------------------------------------------------------------------------------
+def stencil(case, at) -> list[tuple[int, int, float]]:
+    """The grid points (global row, column: -1 and n are ghost layers) and weights of a point probe's bilinear
+    value, in a fixed order; a coordinate within rounding of a grid line takes that line alone."""
+    (dx, dy) = _spacing(case)
+    ox, oy = offsets(case)
+    per_axis = []
+    for coord, h, o in ((at[1], dy, oy), (at[0], dx, ox)):
+        f = coord / h - o
+        k = round(f)
+        if close(f, k) or abs(f - k) < 1e-12:
+            per_axis.append([(k, 1.0)])
+        else:
+            k0 = math.floor(f)
+            a = f - k0
+            per_axis.append([(k0, 1.0 - a), (k0 + 1, a)])
+    return [(i, j, wi * wj) for i, wi in per_axis[0] for j, wj in per_axis[1]]
+
+
+def _spacing(case) -> tuple[float, float]:
+    from ..core.physics import spacing
+
+    return spacing(case)
+
+
+def _home(i: int, n: int, periodic: bool) -> tuple[int, int]:
+    """(the owned index whose rank reads global index i, the local offset of i from it: -1, 0 or 1)."""
+    if periodic:
+        return i % n, 0
+    if i < 0:
+        return 0, -1
+    if i >= n:
+        return n - 1, 1
+    return i, 0
+
+
+class Sampler:
+    """What one rank reads for every probe, from its block (rebuilt when the block moves: dynamic balance)."""
+
+    def __init__(self, case, block):
+        from ..core.balance import Balance
+
+        self.case, self.block = case, block
+        ny, nx = case.shape
+        py, px = periodic_axes(case)
+        (r0, r1), (c0, c1) = block.rows, block.cols
+        self.reads = []  # per probe: what this rank reads (kind-specific)
+        for p in case.output.probes:
+            if p.kind == "point":
+                mine = []
+                for n, (i, j, w) in enumerate(stencil(case, p.at)):
+                    (hi, di), (hj, dj) = _home(i, ny, py), _home(j, nx, px)
+                    if r0 <= hi < r1 and c0 <= hj < c1:
+                        mine.append((n, hi - r0 + 1 + di, hj - c0 + 1 + dj))
+                self.reads.append(mine)
+            elif p.kind == "heat_flow":
+                self.reads.append(p.side)
+            else:
+                y, x = positions(case, np.arange(r0, r1), np.arange(c0, c1))
+                mask = covered(p.region, x, y)
+                rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
+                if not rows.size:
+                    self.reads.append(None)
+                    continue
+                box = (rows[0] + 1, rows[-1] + 2, cols[0] + 1, cols[-1] + 2)
+                self.reads.append((box, mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]))
+        self.balance = Balance(case, block, 0.0, 0) if any(p.kind == "heat_flow" for p in case.output.probes) else None
+
+    def local(self, backend, u) -> list:
+        """This rank's part of every probe (plain data for rank 0: combine)."""
+        walls = None
+        out = []
+        for p, read in zip(self.case.output.probes, self.reads):
+            if p.kind == "point":
+                out.append([(n, float(backend.get(u, (r, r + 1, c, c + 1))[0, 0])) for n, r, c in read])
+            elif p.kind == "heat_flow":
+                if walls is None:
+                    walls = self.balance.wall_terms(backend, u) if self.balance is not None else {}
+                out.append(exact_sum(walls[read]) if read in walls else None)
+            elif read is None:
+                out.append(None)
+            else:
+                box, mask = read
+                v = backend.get(u, box).astype(np.float64)[mask]
+                out.append((float(v.max()), float(v.min()), exact_sum(v), int(v.size)))
+        return out
+
+
+def combine(case, parts: list[list]) -> list[float]:
+    """Every probe's value from every rank's part (rank 0), in a fixed order."""
+    (dx, dy) = _spacing(case)
+    values = []
+    for k, p in enumerate(case.output.probes):
+        mine = [part[k] for part in parts if part[k] is not None]
+        if p.kind == "point":
+            read = dict(pair for part in mine for pair in part)
+            weights = stencil(case, p.at)
+            values.append(sum(w * read[n] for n, (_, _, w) in enumerate(weights)) if len(weights) > 1
+                          else read[0])
+        elif p.kind == "heat_flow":
+            values.append(to_float(*add_exact(mine)) * (dx * dy))
+        elif p.kind == "max":
+            values.append(max(m[0] for m in mine))
+        elif p.kind == "min":
+            values.append(min(m[1] for m in mine))
+        else:
+            values.append(to_float(*add_exact([m[2] for m in mine]), divide=sum(m[3] for m in mine)))
+    return values
+
+
+def describe(p) -> str:
+    """A probe in words (probes.h5's `description`)."""
+    if p.kind == "point":
+        return f"u at (x, y) = ({p.at[0]:g}, {p.at[1]:g}), bilinear between grid points"
+    if p.kind == "heat_flow":
+        return f"heat entering through the {p.side} side per unit time (u x area / time; negative: leaving)"
+    r = p.region
+    where = (f"the rectangle [{r.lower[0]:g}, {r.upper[0]:g}] x [{r.lower[1]:g}, {r.upper[1]:g}]" if r.kind == "rectangle"
+             else f"the disk of radius {r.radius:g} around ({r.center[0]:g}, {r.center[1]:g})")
+    return f"{p.kind} of u over the grid points in {where}"
+
+
+# the files ----------------------------------------------------------------------------------------------------
+class Probes:
+    """Sampling (collective) and the files (rank 0). resume: appending at this step (a restart), or None."""
+
+    def __init__(self, layout, comm, resume: int | None = None):
+        self.layout, self.comm = layout, comm
+        self.case = layout.case
+        self.names = [p.name for p in self.case.output.probes]
+        self.sampler = None
+        self.rows: list[tuple] = []  # (step, time, values) not yet written
+        self.dir = Path(layout.outdir)
+        if comm.rank == 0:
+            if resume is None:
+                self._create()
+            else:
+                self._truncate(resume)
+
+    def sample(self, backend, u, step: int, t: float) -> None:
+        if self.sampler is None or self.sampler.block != self.layout.block:
+            self.sampler = Sampler(self.case, self.layout.block)
+        parts = self.comm.gather(self.sampler.local(backend, u))
+        if self.comm.rank == 0:
+            self.rows.append((step, t, combine(self.case, parts)))
+            if len(self.rows) >= FLUSH_ROWS:
+                self.flush()
+
+    def flush(self) -> None:
+        """Rank 0: the kept samples appended to both files."""
+        if self.comm.rank != 0 or not self.rows:
+            return
+        import h5py
+
+        rows, self.rows = self.rows, []
+        with open(self.dir / CSV, "a") as f:
+            f.writelines(",".join([str(s), repr(float(t)), *(repr(float(v)) for v in vals)]) + "\n"
+                         for s, t, vals in rows)
+        with h5py.File(self.dir / H5, "a") as f:
+            n, k = f["step"].shape[0], len(rows)
+            columns = {"step": [r[0] for r in rows], "time": [r[1] for r in rows]}
+            columns.update({name: [r[2][i] for r in rows] for i, name in enumerate(self.names)})
+            for name, data in columns.items():
+                f[name].resize((n + k,))
+                f[name][n:] = data
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        except OSError:  # closing after an error: what could be written was
+            pass
+
+    def _create(self) -> None:
+        import h5py
+
+        with open(self.dir / CSV, "w") as f:
+            f.write(",".join(["step", "time", *self.names]) + "\n")
+        with h5py.File(self.dir / H5, "w") as f:
+            f.attrs["source"] = "stencil probes (solver/io/probes.py)"
+            f.attrs["case"] = self.case.name
+            t = f.create_dataset("time", shape=(0,), maxshape=(None,), dtype="f8", chunks=(1024,))
+            t.attrs["long_name"] = "time"
+            t.make_scale("time")
+            s = f.create_dataset("step", shape=(0,), maxshape=(None,), dtype="i8", chunks=(1024,))
+            s.dims[0].attach_scale(t)
+            for p in self.case.output.probes:
+                d = f.create_dataset(p.name, shape=(0,), maxshape=(None,), dtype="f8", chunks=(1024,))
+                d.attrs.update({"kind": p.kind, "description": describe(p), "long_name": describe(p)})
+                d.dims[0].attach_scale(t)
+
+    def _truncate(self, resume: int) -> None:
+        """Appending: drop the samples after step `resume` (written past the last checkpoint); a missing file is
+        made afresh."""
+        import h5py
+
+        if not (self.dir / CSV).exists() or not (self.dir / H5).exists():
+            self._create()
+            return
+        lines = (self.dir / CSV).read_text().splitlines(keepends=True)
+        kept = lines[:1] + [ln for ln in lines[1:] if ln.strip() and int(ln.split(",", 1)[0]) <= resume]
+        (self.dir / CSV).write_text("".join(kept))
+        with h5py.File(self.dir / H5, "a") as f:
+            n = int(np.searchsorted(f["step"][()], resume, side="right"))
+            for name in ("step", "time", *self.names):
+                f[name].resize((n,))
+
+
+def read_probes(path: Path):
+    """probes.h5 of a run directory (or the file) as an xarray.Dataset: one variable a probe over `time`, with
+    `step`; a dict of numpy arrays where xarray is not installed."""
+    import h5py
+
+    p = Path(path)
+    p = p / H5 if p.is_dir() else p
+    with h5py.File(p, "r") as f:
+        names = [k for k in f if k not in ("time", "step")]
+        data = {k: f[k][()] for k in (*names, "time", "step")}
+        attrs = {k: dict(f[k].attrs) for k in names}
+    try:
+        import xarray as xr
+    except ImportError:
+        return data
+    ds = xr.Dataset({k: ("time", data[k], {a: v for a, v in attrs[k].items() if a in ("kind", "description",
+                                                                                       "long_name")})
+                     for k in names}, coords={"time": data["time"], "step": ("time", data["step"])},
+                    attrs={"source": str(p)})
+    return ds
