@@ -282,6 +282,18 @@ class Probes:
                 f[name].resize((n,))
 
 
+def read_probes_arrays(path: Path) -> dict:
+    """probes.h5 (a run directory or the file) as numpy arrays: time, step, and probes: name -> (kind, values)."""
+    import h5py
+
+    p = Path(path)
+    p = p / H5 if p.is_dir() else p
+    with h5py.File(p, "r") as f:
+        names = [k for k in f if k not in ("time", "step")]
+        return {"time": f["time"][()], "step": f["step"][()],
+                "probes": {k: (str(f[k].attrs.get("kind", "")), f[k][()]) for k in names}}
+
+
 def read_probes(path: Path):
     """probes.h5 of a run directory (or the file) as an xarray.Dataset: one variable a probe over `time`, with
     `step`; a dict of numpy arrays where xarray is not installed."""

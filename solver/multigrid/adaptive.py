@@ -135,6 +135,8 @@ class Stepper:
         be.timed(timer, lambda: (be.xpay(g0.g, g0.u, t(E0 / E1), own), be.axpy(g0.g, t(-E2 / E1), self.ug, own),
                                  be.axpy(g0.g, t((E2 - E1 - E0) / E1), self.un, own)))
         z, _ = mg.precondition(self.ug, g0.t, g0.g, timer)  # (I - d dt alpha L)^-1 (e / E1), the diagonal folded in
+        be.timed(timer, lambda: be.fill(g0.t, g0.fill))  # the cycle gave g0.t (its spare) zero ghosts: the sweeps do
+        # not refill constant rules, so its ghosts take the case's again before it is u's other buffer
         size = mg._reduced(be.max_abs(z, own), timer) * E1 / self._diagonal(span.dt)
         scale = mg._reduced(max(be.max_abs(g0.u, own), be.max_abs(self.un, own)), timer)
         return size / scale if scale > 0 else size

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from .maps import has_maps, maps
+from .probes import CAPTION as PROBES_CAPTION, probe_figures
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
@@ -879,6 +880,7 @@ RUN_CAPTIONS = {
     "timeline.png": "Per-rank timeline of the first timed steps (from trace.json)",
     "fields.png": "The first and the last snapshot of fields.h5 (one colour scale)",
     "maps.png": "The material map (alpha), the source q and the last snapshot side by side",
+    "probes.png": PROBES_CAPTION,
 }
 
 
@@ -941,6 +943,7 @@ def run_report(d: Path) -> tuple[dict, str]:
         figs["fields.png"] = fig_fields(read_views(d / "fields.h5"), rec["input"]["name"])
         if has_maps(rec):
             figs["maps.png"] = fig_maps(rec, read_views(d / "fields.h5"))
+    figs.update(probe_figures(d))  # probes.png: each probe against time (solver.results.probes)
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]
