@@ -182,3 +182,21 @@ def test_until_steady_stops_a_settled_plate_before_t_end(tmp_path):
                                              "output.dir": str(tmp_path / f"{scheme}_steady")}),
                          overwrite=True, progress=False, ceiling=False)
         assert np.abs(r.field - steady.field).max() < 1e-2 * np.abs(steady.field).max(), scheme
+
+
+def test_numba_takes_the_steps_of_numpy_bitwise_with_an_alpha_field_a_window_and_a_convective_side(tmp_path):
+    """verify: the numpy multigrid repeats the run's adaptive steps (its own controller) on one process: bitwise on
+    the CPU, so the estimate, the controller and retime take the same bits on both backends (alpha a field: the
+    conjugate gradients of multigrid.krylov auto, the face coefficients rescaled at each new dt)."""
+    c = build("n", {"nx": 29, "ny": 21}, {"t_end": 0.02, "time_tolerance": 1e-4},
+              physics={"equation": "heat", "scheme": "crank-nicolson", "dt": 1e-4,
+                       "alpha": {"background": 1.0, "regions": [{"kind": "disk", "center": [0.5, 0.5], "radius": 0.2,
+                                                                 "value": 20.0}]},
+                       "source": [{"kind": "gaussian", "center": [0.3, 0.6], "width": 0.1, "amplitude": 10.0,
+                                   "active": [0.003, 0.011]}]},
+              initial={"kind": "random", "seed": 5, "cell": 4},
+              boundary={"top": 1.0, "left": {"kind": "convective", "h": 3.0, "ambient": 0.5}},
+              backend={"name": "numba"}, output={"vtk": False, "times": [0.005], "dir": str(tmp_path / "n")})
+    r = api.run(c, overwrite=True, progress=False, ceiling=False, verify=True)
+    assert r.record["correctness"]["passed"] and r.record["correctness"]["mismatched_points"] == 0
+    assert r.record["run"]["adaptive"]["rejected"] > 0  # the window's edges and the rough start reject some steps

@@ -21,7 +21,8 @@ CLOSED = {side: {"kind": "neumann"} for side in ("bottom", "top", "left", "right
 
 def case(run, physics=None, output=None, **extra):
     data = {"name": "e", "grid": {"nx": 13, "ny": 9}, "physics": {"equation": "heat", **(physics or {})},
-            "run": run, "backend": {"name": "numpy"}, "output": {"vtk": False, **(output or {})}, **extra}
+            "run": run, "backend": {"name": "numpy"}, "output": {"vtk": False, **(output or {})}}
+    data.update(extra)
     return validate_case(data)
 
 
@@ -196,3 +197,15 @@ def test_bad_time_input_exits_2_with_one_line_and_writes_nothing(tmp_path, label
     for n in needles:
         assert n in lines[0], (n, lines[0])
     assert not (tmp_path / "out_bad").exists()
+
+
+def test_time_tiles_and_two_ranks_take_shortened_steps_and_windows_bitwise(tmp_path):
+    """numba with time tiles of 4 (batches end at every change of weights) and output times between steps: verify's
+    numpy reference, step by step, bitwise."""
+    c = case({"t_end": 0.0201, "check_every": 10}, {"source": [
+        {"kind": "gaussian", "center": [0.3, 0.6], "width": 0.1, "amplitude": 10.0, "active": [0.00301, 0.0111]}]},
+        {"times": [0.00511, 0.01]}, grid={"nx": 61, "ny": 47}, initial={"kind": "random", "seed": 5},
+        boundary={"top": 1.0, "left": {"kind": "neumann", "flux": 0.5}}, backend={"name": "numba", "time_tile": 4})
+    r = run(tmp_path, "tiles", c, verify=True)
+    assert r.record["correctness"]["passed"] and r.record["correctness"]["mismatched_points"] == 0
+    assert r.record["run"]["t"] == 0.0201
