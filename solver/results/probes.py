@@ -41,5 +41,4 @@ def fig_probes(data: dict):
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
