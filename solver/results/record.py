@@ -491,7 +491,11 @@ def conservation_text(k: dict) -> str:
 def steps_text(run: dict, requested: int) -> str:
     """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).'"""
     segs = run.get("segments") or []
-    head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    if requested is None:  # adaptive steps: as many as the tolerance asked for, to t_end
+        head = (f"reached step {run['steps']} at t = {run.get('t', 0.0):.6g} of t_end {run.get('t_end', 0.0):.6g} "
+                f"(adaptive){', steady' if run.get('steady') else ''}")
+    else:
+        head = f"reached step {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
     if len(segs) < 2:
         return head + "."
     last = segs[-1]
