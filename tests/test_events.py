@@ -183,6 +183,8 @@ BAD = {
                           ["run.time_tolerance", "physics.scheme"]),
     "adaptive with steps": ({"physics": {"scheme": "backward-euler"}, "run": {"time_tolerance": 1e-3}},
                             ["run.steps", "give run.t_end"]),
+    "steady with fixed implicit steps": ({"physics": {"scheme": "backward-euler"}, "run": {"until": "steady"}},
+                                         ["run.until", "run.time_tolerance"]),
 }
 
 

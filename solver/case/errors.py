@@ -12,7 +12,7 @@ from .initial import Constant, FromFile, Hotspot, Random, Sine
 from .materials import ALPHA_TAGS, REGION_KINDS
 from .values import VARYING_TAGS
 from .model import Case
-from .probes import PROBE_KINDS
+from .probes import PROBE_KINDS, DiskShape, RectangleShape
 from .sources import SOURCE_KINDS
 
 UNION_TAGS = {*VARYING_TAGS, *ALPHA_TAGS}  # tags in error locations that name no field
@@ -168,8 +168,11 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
             return f"'{name}' does not apply to kind {kind} (it belongs to {', '.join(others)}); fields of {kind}: " \
                    f"{', '.join(own)}"
         known = own
+    if not known and section.startswith("output.probes."):  # a probe's or its region's fields
+        known = sorted({f for m in (*PROBE_KINDS.values(), RectangleShape, DiskShape) for f in m.model_fields})
     close = difflib.get_close_matches(name, known, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
+    hint = f"did you mean '{close[0]}'?" if close else (f"known fields: {', '.join(known)}" if known else
+                                                         "see docs/case_file.md for the fields")
     return f"unknown field '{name}'; {hint}"
 
 

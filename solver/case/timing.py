@@ -52,6 +52,9 @@ def _steps_or_end(case) -> None:
 
 def _adaptive(case) -> None:
     run = case.run
+    if run.until == "steady" and case.implicit and run.time_tolerance is None:
+        raise ValueError("run.until: steady with an implicit scheme measures each step's change on adaptive steps; "
+                         "set run.time_tolerance (e.g. 1e-4), or use physics.scheme: explicit")
     if run.time_tolerance is None:
         for name in ("dt_min", "dt_max"):
             if getattr(run, name) is not None:
