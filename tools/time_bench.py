@@ -11,8 +11,10 @@ JSON line per run and a table at the end.
         warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (473 s a run on the 2-core VM for the fixed
         steps alone). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]
-        explicit steps (numba) with ten probes sampled every step against none: ms per step of the timed loop
-        (median of --repeats, each run alternating), the probes' share (their own seconds in the record).
+        explicit steps (numba) with ten probes (six points, a max, a min, a mean, a side's heat flow) sampled every
+        step and every 10 steps against none: ms per step of the timed loop (median of --repeats, the runs
+        alternating), and the probes' own ms per sample (their seconds in the record). Sampling every step also
+        ends every batch of steps there (no time tiles): the first column counts that, the last two the sampling.
 """
 
 from __future__ import annotations
@@ -95,30 +97,36 @@ PROBES = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.08 * k, 0.37]} for k
 
 
 def probes(args) -> None:
+    """ms per step of the timed loop (its wall time over its steps, the probes' output included) with no probes,
+    ten probes every step and every 10 steps, runs alternating; and the probes' own seconds per sample."""
     from solver import api
 
     out = Path(tempfile.mkdtemp(prefix="time_bench_probes_"))
     base = {"name": "probes", "grid": {"nx": args.n, "ny": args.n}, "initial": {"kind": "random", "seed": 1},
             "boundary": {"top": 1.0}, "run": {"steps": args.steps, "check_every": 100, "warmup": 10},
             "backend": {"name": "numba"}, "output": {"dir": str(out), "vtk": False, "fields": False}}
-    with_probes = {**base, "output": {**base["output"], "probes": PROBES}}
-    times = {"none": [], "ten probes": []}
-    share = []
+    variants = {"none": base}
+    for every in (1, 10):
+        variants[f"ten probes every {every} step(s)"] = {**base, "output": {**base["output"], "probes": PROBES,
+                                                                          "probe_every": every}}
+    times = {k: [] for k in variants}
+    per_sample = {k: [] for k in variants if k != "none"}
     for _ in range(args.repeats):
-        for label, data in (("none", base), ("ten probes", with_probes)):
+        for label, data in variants.items():
             r = api.run(api.build_case(data), overwrite=True, progress=False, ceiling=False)
-            loop = r.record["timings"]["loop"]  # the timed steps' wall time, their output (the probes) included
-            times[label].append((loop if isinstance(loop, float) else loop["max"]) / (args.steps - 10) * 1e3)
-            if label == "ten probes":
-                share.append(r.record["run"]["probe_seconds"] / (args.steps - 10) * 1e3)
+            loop, steps = r.record["timings"]["loop"], args.steps - 10
+            times[label].append((loop if isinstance(loop, float) else loop["max"]) / steps * 1e3)
+            if label != "none":
+                every = data["output"]["probe_every"]
+                per_sample[label].append(r.record["run"]["probe_seconds"] / (steps // every) * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
-    row = {"n": args.n, "steps": args.steps, "ms_per_step": med, "probe_ms_per_step": statistics.median(share),
-           "extra_fraction": med["ten probes"] / med["none"] - 1, "runs": times}
-    print(json.dumps(row))
-    print(f"\n| {args.n}^2 explicit, numba | ms per step (median of {args.repeats}) |\n|---|---|")
+    sample = {k: statistics.median(v) for k, v in per_sample.items()}
+    print(json.dumps({"n": args.n, "steps": args.steps, "ms_per_step": med, "ms_per_sample": sample, "runs": times}))
+    print(f"\n| {args.n}^2 explicit, numba, 2 threads | ms per step (median of {args.repeats}) | of none | "
+          "probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|")
     for k, v in med.items():
-        print(f"| {k} | {v:.3f} |")
-    print(f"| probes' own time (record) | {row['probe_ms_per_step']:.3f} ({row['probe_ms_per_step'] / med['none']:.1%}) |")
+        own = f"{sample[k]:.3f} | {sample[k] / med['none']:.1%}" if k in sample else "- | -"
+        print(f"| {k} | {v:.3f} | {v / med['none']:.2f} | {own} |")
 
 
 def main() -> None:
