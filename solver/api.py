@@ -8,6 +8,7 @@ arrays with their coordinates (an xarray Dataset where xarray is installed), wit
     result = api.run(case)
     result.field          # the final field, (ny, nx) numpy array (rank 0; None on the other ranks)
     result.snapshots      # fields.h5 as an xarray.Dataset u(time, y, x) (a dict of arrays without xarray)
+    result.probes         # probes.h5 (output.probes) as an xarray.Dataset, one variable a probe over time
     result.record         # record.json as a dict (every rank)
     api.open("output/a05")  # a run's fields.h5 (any run's, any time later) as an xarray.Dataset, read lazily
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from .case import Case, case_from_data, load_case  # noqa: F401 - load_case is part of this API
 
-__all__ = ["Case", "Result", "build_case", "load_case", "open", "read_snapshots", "run", "with_fields"]
+__all__ = ["Case", "Result", "build_case", "load_case", "open", "probes", "read_snapshots", "run", "with_fields"]
 
 
 def build_case(data: dict, overrides: dict[str, Any] | None = None) -> Case:
@@ -83,6 +84,22 @@ class Result:
         if self._snapshots is None and self.rank == 0 and (self.dir / "fields.h5").exists():
             self._snapshots = read_snapshots(self.dir / "fields.h5")
         return self._snapshots
+
+    @property
+    def probes(self):
+        """probes.h5 read back (output.probes): an xarray.Dataset with one variable a probe over `time` and `step`
+        where xarray is installed, else a dict of numpy arrays. None on ranks other than 0, or without probes."""
+        if self.rank == 0 and (self.dir / "probes.h5").exists():
+            return probes(self.dir)
+        return None
+
+
+def probes(directory):
+    """The probes a run wrote (its directory, or a probes.h5): an xarray.Dataset, one variable a probe over `time`
+    (with `step`; attributes `kind` and `description`), or a dict of numpy arrays without xarray."""
+    from .io.probes import read_probes
+
+    return read_probes(Path(directory))
 
 
 def run(case: Case, *, overwrite: bool = False, progress: bool | Callable = True, verify: bool | None = None,

@@ -22,6 +22,7 @@ from .core import operator, physics
 from .core.boundary import constant_ghosts, make_fill, periodic_axes
 from .core.sides import varies_in_time
 from .core.decomp import all_blocks, choose_dims
+from .core.events import plan_of
 from .core.errors import InputError, NumericalError
 from .core.field import padded_field, set_edges
 from .core.initial import initial_block
@@ -106,7 +107,7 @@ class Run:
         if self.verify_on:  # what --verify will cost, before the run starts (two reference steps, timed)
             from .results.verify import cost_note
 
-            self.outputs.progress_bar.compiling(cost_note(self.case, self.comm, self.case.run.steps))
+            self.outputs.progress_bar.compiling(cost_note(self.case, self.comm, self.layout.plan.steps))
             self.clock.lap("verify")
         if self.comm.rank == 0:
             for note in self.case.notes():
@@ -148,7 +149,7 @@ class Run:
         self.restart = open_restart(self.opts.restart)  # checked against the case in _check_inputs
         dims = choose_dims(comm.size, case.shape, case.parallel.decomposition, case.parallel.dims)
         node_rank, node_size = comm.node()
-        self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case),
+        self.layout = Layout(case=case, dt=dt, spacing=physics.spacing(case), plan=plan_of(case),
                              w=physics.weights(case).cast(case.numerics.dtype), dims=dims, rank=comm.rank,
                              blocks=all_blocks(case.shape, dims, periodic_axes(case)), outdir=Path(case.output.dir),
                              threads=case.backend.threads or default_threads(comm.node_cores(), node_rank),
@@ -186,7 +187,7 @@ class Run:
         self.restored = {n: self.restart.read_block(lay.block, n) for n in self.restart.state} if self.restart else {}
         self.backend = self.backend_cls(case.backend, case.numerics.dtype, lay.threads,
                                         local_rank=lay.node_rank, local_size=lay.node_size)
-        t0 = self.first_step * lay.dt  # side values that vary in time: the ghosts hold their values at the start
+        t0 = self.first_time  # side values that vary in time: the ghosts hold their values at the start
         self.backend.boundary = make_fill(case, lay.block, t=t0)
         if hasattr(self.backend, "use_tuned"):  # numba: the stored time/cache tile, rank 0's for every rank
             from .backends.numba_backend import stored_tile
@@ -216,7 +217,7 @@ class Run:
         if self.case.nonlinear:  # Newton's method with the multigrid inside it (explicit steps: its operator)
             from .nonlinear.newton import Newton
 
-            self.mg = Newton(self.layout, self.comm, self.backend, t=self.first_step * self.layout.dt)
+            self.mg = Newton(self.layout, self.comm, self.backend, t=self.first_time)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             if self.restart:
@@ -226,8 +227,9 @@ class Run:
         if self.case.uses_multigrid:
             from .multigrid.cycle import Multigrid, operator_of, settings_of
 
-            self.mg = Multigrid(self.layout, self.comm, self.backend, settings_of(self.case, *operator_of(self.case)),
-                                self.case.multigrid.cycle, t=self.first_step * self.layout.dt)
+            self.mg = Multigrid(self.layout, self.comm, self.backend,
+                                settings_of(self.case, *operator_of(self.case, self.first_dt)),
+                                self.case.multigrid.cycle, t=self.first_time)
             self._exchange = self.mg
             self.u, self.u_new = self.mg.adopt(self.u, self.u_new)
             self.mg.restore(self.restored)  # a restart: the solver's own state beside the field
@@ -241,6 +243,17 @@ class Run:
     def first_step(self) -> int:
         return self.restart.step if self.restart else 0
 
+    @property
+    def first_time(self) -> float:
+        """The time of the first field: 0, or the checkpoint's."""
+        return self.restart.time if self.restart else 0.0
+
+    @property
+    def first_dt(self) -> float:
+        """The first step's length: the case's dt, or (adaptive steps) the controller's from the checkpoint."""
+        clock = self.restart.clock if self.restart else None
+        return clock["controller"]["dt"] if clock and clock.get("controller") else self.layout.dt
+
     def weights_at(self, step: int, ex):
         """(the weights of plain steps, those of time tiles) for the step from `step`, on this rank's fields: the
         case's numbers, with the source and coefficient fields where the physics has them (solver.core.operator),
@@ -248,13 +261,13 @@ class Run:
         lay = self.layout
         deep = getattr(ex, "layout", None)
         shape, owned = (deep.shape, (deep.owned[0], deep.owned[2])) if deep is not None else (lay.block.padded, (1, 1))
-        host = operator.host_weights(self.case, lay.block, shape, owned, step)
+        host = operator.host_weights(self.case, lay.block, shape, owned, lay.plan.span(step))
         w = operator.on_device(self.backend, host, self.case.numerics.dtype, aligned=owned[1])
         return (operator.view(w, deep.view) if deep is not None else w), w
 
     def fill_at(self, step: int):
         """The ghost rules of this rank's physical sides at `step` (side values that vary in time)."""
-        return make_fill(self.case, self.layout.block, t=step * self.layout.dt)
+        return make_fill(self.case, self.layout.block, t=self.layout.plan.time(step))
 
     def block_data(self, step: int, ex):
         """Everything this rank holds per row and per column beyond its field's points, for its current block on
@@ -310,20 +323,22 @@ class Run:
             raise
         cp = self.restart  # a restart continues with every piece of state that decides the next step
         state = LoopState(self.u, self.u_new, step=cp.step if cp else 0, r0=cp.r0 if cp else None,
-                          residuals=list(cp.residuals) if cp else [])
+                          residuals=list(cp.residuals) if cp else [], t=self.first_time,
+                          taken=[tuple(x) for x in (cp.clock or {}).get("taken", [])] if cp else [])
         if self.case.parallel.balance == "dynamic" and not self._exchange.trivial:
             from .parallel.balance import Balancer
 
             self.balancer = Balancer(self.layout, self.comm.mpi, (self.timer, self.warm_timer),
                                      self.case.parallel.balance_every, self.fill_edges)
         self.balance = (self.mg.balance(state.step) if hasattr(self.mg, "balance") else  # Newton: its own rates
-                        Balance(self.case, self.layout.block, self.layout.dt, state.step))
+                        Balance(self.case, self.layout.block, self.layout.dt, state.step, self.layout.plan))
+        stepper, controller = self._adaptive()
+        self.outputs.controller = controller  # (its state goes into checkpoints)
         loop = TimeLoop(self.layout, self.backend, self.comm, self._exchange, (self.timer, self.warm_timer),
                         hooks=self.outputs, balancer=self.balancer, connect=self.connect, iterate=self.mg,
-                        data=Data(self.weights_at, getattr(self, "w_tiles", None),
-                                  operator.changes(self.case, self.case.run.steps),
+                        data=Data(self.weights_at, getattr(self, "w_tiles", None), operator.changes(self.case),
                                   self.fill_at if varies_in_time(self.case) else None, self.balance,
-                                  self.block_data))
+                                  self.block_data, stepper, controller))
         self.balance.begin(self.backend, state.u)
         self.comm.barrier()
         self.timer.epoch = self.warm_timer.epoch = time.perf_counter()
@@ -332,6 +347,7 @@ class Run:
         failed = None
         try:
             self.outputs.snapshot(state)
+            self.outputs.probe(state)
             self.clock.lap("output")
             try:
                 loop.run(state)
@@ -363,6 +379,21 @@ class Run:
         ex = getattr(self, "_exchange", None)
         if ex is not None:
             ex.close()
+
+    def _adaptive(self):
+        """(stepper, controller) of adaptive steps (run.time_tolerance), the controller from the checkpoint on a
+        restart; (None, None) otherwise."""
+        if not self.layout.plan.adaptive:
+            return None, None
+        from .core.controller import Controller
+        from .multigrid.adaptive import Stepper
+
+        clock = self.restart.clock if self.restart else None
+        if clock and clock.get("controller"):
+            controller = Controller.restore(clock["controller"])
+        else:
+            controller = Controller.of(self.case, self.layout.dt, self.layout.plan.end)
+        return Stepper(self.mg), controller
 
     def finish(self) -> dict:
         from .results.record import build_record, write_record
@@ -442,7 +473,24 @@ class Run:
                 "run": {"steps": s.step, "converged": s.converged, "stopped_by": s.stopped_by,
                         "residuals": s.residuals, "snapshots": self.outputs.snapshots,
                         "hdf5_writer": self.outputs.hdf5_writer,  # serial, streamed or mpio
-                        "segments": self.outputs.run_segments(s.step)}}
+                        "segments": self.outputs.run_segments(s.step), **self.time_facts()}}
+
+    def time_facts(self) -> dict:
+        """The run's time (solver.core.events): where it ended, its plan, why it stopped early (steady), the probes'
+        share of the loop, and with adaptive steps every step tried: [step, t, dt, error / tolerance, kept, the
+        stages' cycles] (solver.core.controller)."""
+        s, plan = self.state, self.layout.plan
+        if not plan.heat:
+            return {}
+        out = {"t": s.t, "t_end": plan.end, "plan": plan.describe(), "steady": s.steady,
+               "probe_seconds": self.loop.probe_seconds}
+        if plan.adaptive:
+            ctl = self.loop.data.controller
+            out["adaptive"] = {"method": "TR-BDF2 (solver/multigrid/adaptive.py), PI controller "
+                                         "(solver/core/controller.py)", "time_tolerance": ctl.tol,
+                               "accepted": ctl.accepted, "rejected": ctl.rejections,
+                               "solves": sum(len(x[5]) for x in s.taken), "steps": [list(x) for x in s.taken]}
+        return out
 
     def residual_field(self, state) -> np.ndarray:
         """This rank's owned block of the final residual g - A u: multigrid's last check left it in the finest
@@ -459,7 +507,8 @@ class Run:
         """Laplace: how the iteration ended; implicit heat: each step's solve (solver.results.solver)."""
         s = self.state
         if self.case.implicit:
-            return {"method": "multigrid", "scheme": self.case.physics.scheme, "cycle": self.case.multigrid.cycle,
+            scheme = "tr-bdf2 (adaptive)" if self.layout.plan.adaptive else self.case.physics.scheme
+            return {"method": "multigrid", "scheme": scheme, "cycle": self.case.multigrid.cycle,
                     "tolerance": self.case.run.tolerance or physics.IMPLICIT_TOLERANCE, "solves": s.solves,
                     "levels": self.mg.describe(), **({"newton": self.mg.facts()} if hasattr(self.mg, "facts") else {})}
         if self.case.physics.equation != "laplace":

@@ -37,7 +37,7 @@ def plain(x):
 def case(bnd, nx=7, ny=5, initial=None, equation="heat", dtype="float64", **kw):
     return validate_case({"name": "b", "grid": {"nx": nx, "ny": ny, "lx": 1.3, "ly": 0.7},
                           "physics": {"equation": equation}, "initial": initial or {"kind": "random", "seed": 1},
-                          "boundary": bnd, "numerics": {"dtype": dtype}, **kw})
+                          "boundary": bnd, "numerics": {"dtype": dtype}, "run": {"steps": 1000}, **kw})
 
 
 def run_backend(c, be, steps):

@@ -41,7 +41,8 @@ def _own_tune_cache(tmp_path, monkeypatch):
 
 def case(kind, dtype, nx=77, ny=45):
     return validate_case({"name": "g", "grid": {"nx": nx, "ny": ny, "lx": 1.3}, "boundary": KINDS[kind],
-                          "initial": {"kind": "random", "seed": 2}, "numerics": {"dtype": dtype}})
+                          "initial": {"kind": "random", "seed": 2}, "numerics": {"dtype": dtype},
+                          "run": {"steps": 1000}})
 
 
 def gpu(dtype, kernel=None, block=None):

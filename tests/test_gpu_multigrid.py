@@ -132,7 +132,7 @@ def test_solve_max_abs_clear_and_fill_on_the_device(dtype):
 
     for kind, sides in FILL_KINDS.items():
         c = validate_case({"name": "f", "grid": {"nx": 39, "ny": 25, "lx": 1.3}, "boundary": sides,
-                           "numerics": {"dtype": dtype}})
+                           "numerics": {"dtype": dtype}, "run": {"steps": 1}})
         fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), 2)
         host = values(SHAPE, dtype, rng)
         dev = up(be, host)
@@ -146,7 +146,7 @@ def test_overlap_order_interior_on_main_edges_on_edge_then_fill():
     (after main's previous work, as the exchanger orders them), then the fill (which reads both), timed."""
     dtype, sweeps = "float64", 40
     be, rng = gpu(dtype), np.random.default_rng(4)
-    c = validate_case({"name": "f", "grid": {"nx": 39, "ny": 25}, "boundary": FILL_KINDS["mixed"]})
+    c = validate_case({"name": "f", "grid": {"nx": 39, "ny": 25}, "boundary": FILL_KINDS["mixed"], "run": {"steps": 1}})
     fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), 2)
     host = values(SHAPE, dtype, rng)
     fill.apply(host)

@@ -43,7 +43,7 @@ def run(tmp_path, name, args=(), **sections):
                                          ({"top": N(), "left": N()}, [1, 1])])
 def test_eigenmodes_decay_by_the_exact_factor_at_any_dt(tmp_path, scheme, boundary, k):
     data = {"grid": {"nx": 47, "ny": 33}, "physics": {"equation": "heat", "scheme": scheme, "dt": 1.0},
-            "initial": {"kind": "sine", "k": k}, "boundary": boundary}
+            "initial": {"kind": "sine", "k": k}, "boundary": boundary, "run": {"steps": 1000}}
     limit = physics.stable_dt(validate_case({"name": "x", **data}))
     for ratio in (1.0, 1e4):  # dt from the explicit limit to 10^4 times it
         dt = ratio * limit
@@ -68,7 +68,8 @@ def test_zero_flux_runs_conserve_the_sum(tmp_path):
 
 def test_crank_nicolson_is_second_order_in_time_and_backward_euler_first(tmp_path):
     """Against the semi-discrete solution exp(-alpha lambda t) of the mode, at t = 0.02 with 4, 8, 16 steps."""
-    case = validate_case({"name": "x", "grid": {"nx": 47, "ny": 33}, "initial": {"kind": "sine", "k": [2, 1]}})
+    case = validate_case({"name": "x", "grid": {"nx": 47, "ny": 33}, "initial": {"kind": "sine", "k": [2, 1]},
+                          "run": {"steps": 1000}})
     lam = physics.mode_eigenvalue(case)
     exact = math.exp(-lam * 0.02)
     orders = {}
@@ -109,7 +110,8 @@ def test_record_and_progress_give_every_solve(tmp_path):
 
 
 def test_dt_null_takes_cfl_times_the_explicit_limit(case_file):
-    case = validate_case({"name": "x", "grid": {"nx": 31, "ny": 31}, "physics": {"scheme": "backward-euler", "cfl": 250}})
+    case = validate_case({"name": "x", "grid": {"nx": 31, "ny": 31}, "physics": {"scheme": "backward-euler", "cfl": 250},
+                          "run": {"steps": 1}})
     assert physics.time_step(case) == pytest.approx(250 * physics.stable_dt(case))
 
 

@@ -92,7 +92,7 @@ def test_a_case_written_by_yaml_safe_dump_with_a_shared_mapping_loads(tmp_path):
     import yaml
 
     periodic = {"kind": "periodic"}
-    data = {"name": "shared", "grid": {"nx": 23, "ny": 17},
+    data = {"name": "shared", "grid": {"nx": 23, "ny": 17}, "run": {"steps": 1000},
             "boundary": {"left": periodic, "right": periodic, "top": 1.0, "bottom": 0.0}}
     text = yaml.safe_dump(data)
     assert "&id001" in text and "*id001" in text

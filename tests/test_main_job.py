@@ -102,7 +102,7 @@ def test_random_cells_are_the_same_field_for_any_decomposition(cell):
     from solver.core.decomp import all_blocks
     from solver.core.initial import initial_block
 
-    case = validate_case({"name": "m", "grid": {"nx": 23, "ny": 17}, "initial": {"kind": "random", "seed": 3,
+    case = validate_case({"name": "m", "grid": {"nx": 23, "ny": 17}, "run": {"steps": 1}, "initial": {"kind": "random", "seed": 3,
                                                                                 "cell": cell}})
     whole = initial_block(case, all_blocks((17, 23), (1, 1))[0])
     for dims in ((3, 2), (17, 1), (1, 23), (4, 5)):

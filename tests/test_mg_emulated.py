@@ -349,7 +349,7 @@ FILL_KINDS = {
 def test_fill_at_depth_two_equals_the_host_rules(emu, dtype, kind):
     """boundary.cu through fill_specs (a Fill argument, depth 2, as the multigrid fields have)."""
     c = validate_case({"name": "f", "grid": {"nx": 39, "ny": 25, "lx": 1.3}, "boundary": FILL_KINDS[kind],
-                       "numerics": {"dtype": dtype}})
+                       "numerics": {"dtype": dtype}, "run": {"steps": 1}})
     fill = boundary.make_fill(c, decompose(c.shape, (1, 1), 0, boundary.periodic_axes(c)), 2)
     host = values(SHAPE, dtype, np.random.default_rng(4))
     dev = pitched(host, aligned=2)
@@ -888,3 +888,23 @@ def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monke
     monkeypatch.setenv("STENCIL_MG_GRAPHS", "0")
     _, _, plain = graph_run(tmp_path, "plain", spec, cls, monkeypatch)
     assert plain.mg.graphs is None and plain.backend.readied == 0
+
+
+@pytest.mark.parametrize("sides, t_end", [("dirichlet", 0.0005), ("example", 0.02)])
+def test_adaptive_steps_with_graphs_equal_numpy_bitwise(emu, tmp_path, monkeypatch, sides, t_end):
+    """Adaptive TR-BDF2 steps (issue 44) on the emulated GPU with whole cycles as graphs: every new dt retimes the
+    multigrid (its weights, inverse, tail programs and graphs made again), the estimate's filter cycle starts from
+    its own fields; the last snapshot and every step tried (dt, estimate, cycles) bitwise numpy's. (Constant ghost
+    rules: sweeps in tiles and the coarse tail, whose programs are recorded again at every dt; the emulator takes
+    a few seconds a step, hence short runs.)"""
+    spec = ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 1e-5, "source": [
+        {"kind": "gaussian", "center": [0.4, 0.6], "width": 0.15, "amplitude": 3.0, "active": [t_end / 5, t_end / 2]}]},
+        "boundary": RUN_SIDES[sides], "run": {"steps": None, "t_end": t_end, "time_tolerance": 3e-2, "tolerance": 1e-9}})
+    want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
+    cls = type("Taping", (TapingBackend,), {"emulator": emu["float64"]})
+    monkeypatch.setenv("STENCIL_MG_TAIL", str(TAIL_POINTS))
+    monkeypatch.setattr(cupy_mg, "TAIL_THREADS", 32)
+    got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
+    assert_same_bits(got, want, "the last snapshot")
+    assert rec["run"]["adaptive"]["steps"] == want_rec["run"]["adaptive"]["steps"]
+    assert run.mg.graphs is not None and rec["run"]["adaptive"]["accepted"] >= 2

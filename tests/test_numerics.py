@@ -18,7 +18,7 @@ CPU = [n for n, c in registry().items() if not c.on_gpu and c.unavailable() is N
 def make_case(nx=37, ny=53, dtype="float64", equation="heat", initial=None, boundary=None, backend="numpy", **run):
     data = {"name": "t", "grid": {"nx": nx, "ny": ny, "lx": 1.3, "ly": 0.7}, "physics": {"equation": equation},
             "numerics": {"dtype": dtype}, "backend": {"name": backend}, "initial": initial or {"kind": "sine"},
-            "boundary": boundary or {}, "run": run}
+            "boundary": boundary or {}, "run": {"steps": 1000, **run}}
     return validate_case(data)
 
 

@@ -16,7 +16,7 @@ pytest.importorskip("pyvista")
 def roundtrip_case(label, out):
     """The case tests/mpi/output_roundtrip.py runs (only what the checkers need: grid, physics)."""
     return validate_case({"name": label, "grid": {"nx": 37, "ny": 23, "lx": 2.0, "ly": 1.5},
-                          "output": {"dir": str(out)}})
+                          "output": {"dir": str(out)}, "run": {"steps": 1000}})
 
 
 def memory_of(root, label) -> dict[int, np.ndarray]:

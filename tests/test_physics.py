@@ -175,7 +175,8 @@ def test_layered_wall_matches_the_exact_discrete_solution(tmp_path, layers, cont
     regions = [{"kind": "rectangle", "lower": [k / layers, 0.0], "upper": [(k + 1) / layers, 1.0], "value": v}
                for k, v in enumerate(values)]
     alpha = {"background": 1.0, "regions": regions}
-    case = api.build_case({**BASE, "name": "c", "grid": {"nx": nx, "ny": ny}, "physics": {"alpha": alpha}})
+    case = api.build_case({**BASE, "name": "c", "grid": {"nx": nx, "ny": ny}, "physics": {"alpha": alpha},
+                           "run": {"steps": 1}})
     a = alpha_at(case, np.arange(1), np.arange(nx))[0]
     ext = np.concatenate([[a[0]], a, [a[-1]]])
     faces = 2 * ext[:-1] * ext[1:] / (ext[:-1] + ext[1:])  # nx + 1 faces, the walls' the first and last points'

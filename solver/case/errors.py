@@ -12,6 +12,7 @@ from .initial import Constant, FromFile, Hotspot, Random, Sine
 from .materials import ALPHA_TAGS, REGION_KINDS
 from .values import VARYING_TAGS
 from .model import Case
+from .probes import PROBE_KINDS, DiskShape, RectangleShape
 from .regions import PLATE_REGION_KINDS, RIM_KINDS
 from .sources import SOURCE_KINDS
 
@@ -56,7 +57,17 @@ def _is_tag(parts: list[str], k: int) -> bool:
     if (before[:2] == ["physics", "regions"] and len(before) == 3 or before == ["physics", "outline"]) and \
             p in PLATE_REGION_KINDS:
         return True
+    if _probe_tag(before, p):
+        return True
     return len(before) >= 4 and before[-2] == "regions" and before[0] == "physics" and p in REGION_KINDS
+
+
+def _probe_tag(before: list[str], p: str) -> bool:
+    """output.probes.<n>.<kind>... and a region's output.probes.<n>.<kind>.region.<shape>..."""
+    if before[:2] != ["output", "probes"]:
+        return False
+    return (len(before) == 3 and p in PROBE_KINDS) or (len(before) == 5 and before[-1] == "region"
+                                                       and p in ("rectangle", "disk"))
 
 
 def _union_tag(loc: tuple) -> str | None:
@@ -181,8 +192,11 @@ def _unknown_field(loc: str, kind: str | None = None) -> str:
             return f"'{name}' does not apply to kind {kind} (it belongs to {', '.join(others)}); fields of {kind}: " \
                    f"{', '.join(own)}"
         known = own
+    if not known and section.startswith("output.probes."):  # a probe's or its region's fields
+        known = sorted({f for m in (*PROBE_KINDS.values(), RectangleShape, DiskShape) for f in m.model_fields})
     close = difflib.get_close_matches(name, known, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
+    hint = f"did you mean '{close[0]}'?" if close else (f"known fields: {', '.join(known)}" if known else
+                                                         "see docs/case_file.md for the fields")
     return f"unknown field '{name}'; {hint}"
 
 

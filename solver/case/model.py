@@ -18,6 +18,7 @@ from .physics import Physics
 from .nonlinear import Newton
 from .settings import BackendSettings, Multigrid, Numerics, Output, Parallel, Run
 from .base import VTK_AUTO_MAX_POINTS
+from .timing import check_time
 from .units import Units
 from .values import in_time, varying_values
 
@@ -60,6 +61,7 @@ class Case(Section):
         self._resolve_materials(info)
         _check_alpha(self.physics.alpha)
         _check_ranges(self)
+        check_time(self)  # run.steps or run.t_end, adaptive steps, output times, probes (solver.case.timing)
         self._check_time_data()
         if self.physics.equation == "laplace" and self.physics.scheme != "explicit":
             raise ValueError("physics.scheme: applies to equation heat (laplace has no time steps); remove it or "

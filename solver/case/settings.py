@@ -8,11 +8,33 @@ from typing import Literal
 from pydantic import Field
 
 from ..core.limits import MAX_THREADS, MAX_TIME_TILE
-from .base import MAX_COUNT, MAX_VALUE_CHARS, VTK_AUTO_MAX_POINTS, Section
+from .base import MAX_COUNT, MAX_LENGTH, MAX_VALUE_CHARS, VTK_AUTO_MAX_POINTS, Section
+from .probes import Probe
+from .units import Time
+
+LAPLACE_STEPS = 1000  # laplace with run.steps null: the most iterations or cycles
 
 
 class Run(Section):
-    steps: int = Field(1000, ge=0, le=MAX_COUNT, description="steps (heat) or the most iterations or cycles (laplace)")
+    steps: int | None = Field(None, ge=0, le=MAX_COUNT, description=(
+        "heat: the number of steps (or give t_end instead: one of the two); laplace: the most iterations or cycles "
+        f"(null: {LAPLACE_STEPS})"))
+    t_end: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "heat: the time the run ends at, instead of steps (the last step is shortened to land on it); required "
+        "with time_tolerance"))
+    time_tolerance: float | None = Field(None, gt=0, lt=1, description=(
+        "implicit heat: adaptive steps (TR-BDF2, a PI controller) that keep each step's estimated local error "
+        "max|e| / max|u| below this; null: fixed steps of physics.dt"))
+    dt_min: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "adaptive steps: the shortest step (the run fails rather than go below it; steps landing on an event may "
+        "be shorter); null: t_end x 1e-12"))
+    dt_max: Time | None = Field(None, gt=0, le=MAX_LENGTH, description="adaptive steps: the longest step; null: none")
+    until: Literal["end", "steady"] = Field("end", description=(
+        "heat: end: run to t_end or steps; steady: stop earlier once the field changes by less than steady_rate "
+        "per unit time (t_end or steps still bound the run)"))
+    steady_rate: float = Field(1e-6, gt=0, le=MAX_LENGTH, description=(
+        "until steady: the largest change max|u(t + dt) - u(t)| / dt (units of u per unit time) that counts as "
+        "steady"))
     tolerance: float | None = Field(None, gt=0, lt=1, description=(
         "laplace: stop when the relative residual max|g - A u| / max|g - A u_0| (max norm, the initial field's "
         "residual as the unit) falls below it; null: jacobi runs all steps, multigrid until the residual stops "
@@ -78,10 +100,24 @@ class Parallel(Section):
 class Output(Section):
     dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
     every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
+    times: list[Time] | None = Field(None, max_length=100_000, description=(
+        "heat: snapshots at these times (increasing, within [0, t_end]): steps are shortened to land on them"))
+    interval: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "heat: a snapshot every `interval` of time (0, interval, 2 interval, ... up to the end), steps landing on them"))
     fields: bool = Field(True, description="write the snapshots to fields.h5 (and fields.xdmf); false: the record "
                                            "and timings only (what sweep points write unless `--fields`)")
     vtk: bool | None = Field(None, description=f"null = on up to {VTK_AUTO_MAX_POINTS} points per snapshot")
     checkpoint_every: int | None = Field(None, ge=1, le=MAX_COUNT)
+    checkpoint_interval: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "heat: a checkpoint every `checkpoint_interval` of time, steps landing on those times"))
+    probes: list[Probe] = Field(default_factory=list, max_length=1000, description=(
+        "named samples of the field over time, written to probes.csv and probes.h5: {name, kind: point, at: [x, y]} "
+        "(bilinear between grid points), {name, kind: max | min | mean, region: {kind: rectangle, lower, upper} or "
+        "{kind: disk, center, radius}} (over the grid points inside), {name, kind: heat_flow, side} (heat entering "
+        "through that side per unit time)"))
+    probe_every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between probe samples; null: every step")
+    probe_interval: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
+        "heat: probe samples every `probe_interval` of time instead (steps landing on those times)"))
     trace: bool = False
     residual: bool = Field(False, description=(
         "laplace: also write the final residual g - A u (unit diagonal: what one Jacobi sweep would add) to "

@@ -60,6 +60,8 @@ NESTED = {  # the models the sections reach only through lists and value forms: 
     "InsulatedRim": "<rim>", "FluxRim": "<rim>", "ConvectiveRim": "<rim>", "FixedRim": "<rim>",
     "FaceCooling": "physics.faces", "Material": "materials.NAME", "PowerLaw": "materials.NAME.k",
     "TimeTable": "<side value>", "AlongTable": "<side value>", "SideFile": "<side value>",
+    "PointProbe": "output.probes.N", "RegionProbe": "output.probes.N", "SideProbe": "output.probes.N",
+    "RectangleShape": "output.probes.N.region", "DiskShape": "output.probes.N.region",
 }
 
 
@@ -70,9 +72,10 @@ def _nested(page: list[str], defs: dict, models: dict, options: dict) -> list[st
     todo = [name for name in NESTED if name in defs and f"### `{NESTED[name]}` {name}" not in text]
     if not todo:
         return []
-    out = ["## Sources, materials and side values that vary", "",
+    out = ["## Sources, materials, side values that vary, probes", "",
            "A side value (`value`, `flux`, `h`, `ambient`) is a number or one of the forms below; `physics.alpha` "
-           "a number or a field; `physics.source` a list of terms (docs/physics.md).", ""]
+           "a number or a field; `physics.source` a list of terms (docs/physics.md); `output.probes` a list of "
+           "named samples (docs/output.md).", ""]
     for name in todo:
         title = f"### `{NESTED[name]}` {name}"
         out += [title, ""] + _fields(NESTED[name], name, defs, models, options)

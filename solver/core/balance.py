@@ -57,8 +57,9 @@ def _near_rim(d: np.ndarray, f: np.ndarray) -> tuple:
 class Balance:
     """Accumulates one rank's terms; `result(comm)` reduces them over the ranks (collective)."""
 
-    def __init__(self, case, block, dt: float, first_step: int):
+    def __init__(self, case, block, dt: float, first_step: int, plan=None):
         self.case, self.block, self.dt = case, block, dt
+        self.plan = plan  # solver.core.events.Plan: each step's length and source weights (None: every step dt)
         (dx, dy) = spacing(case)
         self.med = medium(case)
         self.cell = dx * dy * self.med.c0 * self.med.depth  # what a sum over points is multiplied by
@@ -169,17 +170,26 @@ class Balance:
         return out
 
     def fluxes(self, backend, u, rims: bool = True) -> dict:
-        """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time)."""
-        out = {}
-        for side, c in self.c.items():
-            ghost, first = _rows(side, u.shape)
-            g = backend.get(u, ghost).astype(np.float64).reshape(-1)
-            f = backend.get(u, first).astype(np.float64).reshape(-1)
-            out[side] = float(np.sum(c * (g - f))) * self.cell
+        """sum_along c (ghost - first) dx dy per physical side of a one-layer field (per unit time), with the
+        faces' ("faces") and the rims' ("rims": by label) heat flows where the case has them."""
+        out = {side: float(np.sum(terms)) * self.cell for side, terms in self.wall_terms(backend, u).items()}
         if self.med.beta > 0:
             out["faces"] = self.face_rate(backend, u)
         if self.rim_terms is not None and rims:
             out["rims"] = self.rim_rates(backend, u)
+        return out
+
+    def wall_terms(self, backend, u, sides=None) -> dict:
+        """c (ghost - first) at this rank's points along each physical side (or those of `sides`) of a one-layer
+        field, float64 (times dx dy: the heat entering there per unit time; probes sum them exactly)."""
+        out = {}
+        for side, c in self.c.items():
+            if sides is not None and side not in sides:
+                continue
+            ghost, first = _rows(side, u.shape)
+            g = backend.get(u, ghost).astype(np.float64).reshape(-1)
+            f = backend.get(u, first).astype(np.float64).reshape(-1)
+            out[side] = c * (g - f)
         return out
 
     def source_rate(self, terms) -> float:
@@ -196,15 +206,24 @@ class Balance:
     def begin(self, backend, u) -> None:
         self.start, self.scale = self.total(backend, u)
 
+    def _span(self, step: int):
+        """The step from `step` (its length and times)."""
+        if self.plan is not None:
+            return self.plan.span(step)
+        from .events import Span
+
+        return Span(step, step * self.dt, (step + 1) * self.dt, self.dt)
+
     def explicit(self, backend, u, step: int, after=None) -> None:
         """One explicit step from `step`, u the field at its start (its ghosts at t_n)."""
+        dt = self._span(step).dt
         rates = self.fluxes(backend, u, rims=False)
         for side in self.sides:
-            self.sides[side] += self.dt * rates[side]
-        self.faces += self.dt * rates.get("faces", 0.0)
+            self.sides[side] += dt * rates[side]
+        self.faces += dt * rates.get("faces", 0.0)
         if self.rim_terms is not None:  # taken implicitly at each point (solver.core.operator): at the step's end
             for label, rate in self.rim_rates(backend, u if after is None else after).items():
-                self.rims[label] += self.dt * rate
+                self.rims[label] += dt * rate
         self._sources(step, 1)
 
     def batch(self, step: int, n: int) -> None:
@@ -212,21 +231,36 @@ class Balance:
         self.observed = False
         self._sources(step, n)
 
-    def implicit(self, before: dict, after: dict, step: int) -> None:
-        """One implicit step: the sides' (and faces') fluxes of u^n (before) and u^{n+1} (after), weighted by the
-        scheme."""
+    def implicit(self, before: dict, after: dict, span) -> None:
+        """One implicit step `span`: the sides' (faces', rims') fluxes of u^n (before) and u^{n+1} (after), weighted
+        by the scheme."""
         theta = THETA[self.case.physics.scheme]
+        self._weigh([before, after], [1.0 - theta, theta], span.dt)
+        self._add_source(span)
+
+    def stages(self, fluxes: list, span) -> None:
+        """One TR-BDF2 step `span` (solver.multigrid.adaptive): the fluxes of u_n, u_g and u_1 weighted as the
+        method integrates f: (w, w, d)."""
+        from .trbdf2 import D, W
+
+        self._weigh(fluxes, [W, W, D], span.dt)
+        self._add_source(span)
+
+    def _weigh(self, rates: list, weights: list, dt: float) -> None:
+        """Adds dt sum_k weights[k] rates[k] to every side, the faces and every rim."""
         for side in self.sides:
-            self.sides[side] += self.dt * ((1.0 - theta) * before[side] + theta * after[side])
-        self.faces += self.dt * ((1.0 - theta) * before.get("faces", 0.0) + theta * after.get("faces", 0.0))
+            self.sides[side] += dt * sum(w * r[side] for w, r in zip(weights, rates))
+        self.faces += dt * sum(w * r.get("faces", 0.0) for w, r in zip(weights, rates))
         for label in self.rims:
-            self.rims[label] += self.dt * ((1.0 - theta) * before["rims"][label] + theta * after["rims"][label])
-        self._sources(step, 1)
+            self.rims[label] += dt * sum(w * r["rims"][label] for w, r in zip(weights, rates))
 
     def _sources(self, step: int, n: int) -> None:
         for k in range(step, step + n):
-            self.source += self.dt * self.source_rate(sources.step_weights(self.case, k, self.dt))
-        self.steps += n
+            self._add_source(self._span(k))
+
+    def _add_source(self, span) -> None:
+        self.source += span.dt * self.source_rate(sources.step_weights(self.case, span))
+        self.steps += 1
 
     def finish(self, backend, u) -> None:
         self.end, scale = self.total(backend, u)
@@ -238,7 +272,7 @@ class Balance:
         self.sides = self.fluxes(backend, u)
         self.faces = self.sides.pop("faces", 0.0)
         self.rims = self.sides.pop("rims", {})
-        self.source = self.source_rate(sources.step_weights(self.case, 0, 1.0))
+        self.source = self.source_rate(sources.every_weight(self.case))
 
     # the record ------------------------------------------------------------------------------------------
     def result(self, comm, dtype: str) -> dict:

@@ -32,6 +32,26 @@ def check_inputs(case) -> None:
     for side in SIDES:
         _side(case, side, ranges)
     _sources(case, ranges)
+    _probes(case)
+
+
+def _probes(case) -> None:
+    """Probes that read the plate's material: a point with a plate point around it, a region covering one (holes,
+    held objects and the outside of an outline are not the plate's); heat flows through sides with linear rules
+    (a nonlinear case's walls conduct with k(T) and radiate: its balance has their rates, the probes do not)."""
+    from .probe_points import region_mask, stencil
+    from .grid import whole
+
+    for k, p in enumerate(case.output.probes):
+        if p.kind == "point" and not stencil(case, p.at):
+            raise InputError(f"output.probes.{k}.at: [{p.at[0]:g}, {p.at[1]:g}] lies off the plate's material (in a "
+                             "hole, a held object or outside the outline); move it onto the plate")
+        if p.kind in ("max", "min", "mean") and not region_mask(case, p.region, *whole(case)).any():
+            raise InputError(f"output.probes.{k}.region: covers no point of the plate's material (only holes, held "
+                             "objects or the outside of the outline); move or widen it")
+        if p.kind == "heat_flow" and getattr(case, "nonlinear", False):
+            raise InputError(f"output.probes.{k}: heat_flow probes are not offered for nonlinear cases (k(T), "
+                             "radiation) yet; the record's energy balance gives each side's heat flow at the end")
 
 
 def _with_blank(case, f):
@@ -195,9 +215,11 @@ def _update_factor(case, dt: float) -> tuple[float, str]:
 
 
 def _sets(case, dt: float) -> set:
-    """Every set of (term, weight) a step reads (solver.core.sources.step_weights): at the first step and after
-    every window edge."""
-    if case.physics.equation != "heat":
-        return {sources.step_weights(case, 0, dt)}
-    steps = case.run.steps
-    return {sources.step_weights(case, s, dt) for s in [0, *sources.edges(case, dt, steps)]}
+    """Every set of (term, weight) a step reads (solver.core.sources.step_weights): at the first step and wherever
+    the weights change (solver.core.events.Plan.changes); adaptive steps: every term at once (a bound)."""
+    from .events import plan_of
+
+    plan = plan_of(case)
+    if case.physics.equation != "heat" or plan.adaptive:
+        return {sources.every_weight(case)}
+    return {sources.step_weights(case, plan.span(s)) for s in [0, *plan.changes()]}

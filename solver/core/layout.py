@@ -30,6 +30,13 @@ class Layout:
     node_size: int = 1
     vtk_on: bool = False
     resolved_yaml: str = ""  # case.yaml as written: the case with derived values (set once built)
+    plan: object = None  # solver.core.events.Plan: the run's events and fixed steps (built from the case if not given)
+
+    def __post_init__(self):
+        if self.plan is None and self.case is not None:
+            from .events import plan_of
+
+            self.plan = plan_of(self.case)
 
     @property
     def block(self) -> Block:

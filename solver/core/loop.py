@@ -16,6 +16,7 @@ backend.checks_inside), checks end no batch: advance_checked gets the batch's ch
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ GPU_POLL_EVERY = 1000  # one process on a GPU: a batch costs 0.03-0.1 ms beyond 
 # `chip` at 2048^2 float64, 3.88 us a step in launches of 400 against 3.75 in 1024); polls still come every POLL_SECONDS
 # at most (fit_poll), and every 10% of the steps where progress lines are shown (poll_period)
 POLL_SECONDS = 2.0  # polls at most this far apart (progress lines every 10 s, signals answered): see fit_poll
+MAX_STEPS = 2**62  # adaptive steps: no count bounds them (t_end does)
 
 
 @dataclass
@@ -46,6 +48,10 @@ class LoopState:
     # the unit max|g - A u^n|, the relative residual reached, why the solve ended: multigrid.cycle.Multigrid.time_step)
 
     floor: float | None = None  # multigrid: the rounding floor of the residual, measured when the residual stalled
+    t: float = 0.0  # heat: the time of the current field (solver.core.events: a step's end lands on its events)
+    at_end: bool = False  # adaptive steps: t reached t_end
+    steady: bool = False  # run.until steady: the field changed by less than run.steady_rate per unit time
+    taken: list = field(default_factory=list)  # adaptive steps: (step, t, dt, error / tolerance, kept, cycles) each
 
     def relative(self, r: float) -> float:
         """A residual in units of the initial one (0 when the initial field already solves the problem)."""
@@ -54,7 +60,7 @@ class LoopState:
     def finished(self, end: int) -> bool:
         """The run ends at this step: run.steps reached, converged, or a stop rule held (a stop request only
         pauses it: the run continues from its checkpoint)."""
-        return self.step >= end or self.converged or self.stopped_by in stops.ENDINGS
+        return self.step >= end or self.at_end or self.converged or self.stopped_by in stops.ENDINGS
 
 
 @dataclass
@@ -71,6 +77,8 @@ class Data:
     balance: object = None  # solver.core.balance.Balance: the energy terms, step by step where the loop sees them
     moved: object = None  # moved(step, ex): after a rebalance, everything the new block carries beyond its rows
     # (solver.run.Run.block_data: ghost rules, the update's fields, the balance's walls); returns the weights
+    stepper: object = None  # adaptive steps: solver.multigrid.adaptive.Stepper
+    controller: object = None  # and solver.core.controller.Controller
 
 
 def halo_step(ex, u, compute) -> None:
@@ -101,6 +109,10 @@ class TimeLoop:
     def __init__(self, layout, backend, comm, exchange, timers: tuple[Timer, Timer], hooks=None,
                  poll_every: int | None = None, balancer=None, connect=None, iterate=None, data: Data | None = None):
         self.layout, self.case, self.w = layout, layout.case, layout.w
+        self.plan = layout.plan  # solver.core.events.Plan: the steps' times, the events they land on
+        self.end = self.plan.steps if self.plan.steps is not None else MAX_STEPS  # adaptive: until t_end
+        self.marks = sorted({s for k in ("output", "checkpoint", "probe") for s in self.plan.marks(k)}) \
+            if self.plan.heat and not self.plan.adaptive else []
         self.data = data or Data(None)
         self.w_tiles = self.data.tiles if self.data.tiles is not None else self.w  # deep halos: on their deep fields
         self.backend, self.comm, self.ex = backend, comm, exchange
@@ -113,13 +125,14 @@ class TimeLoop:
         tile = backend.tile_steps(layout.block.padded) if exchange.trivial else depth  # GPU time tiles: k per launch
         serial = GPU_POLL_EVERY if getattr(backend, "on_gpu", False) else SERIAL_POLL_EVERY
         lines = getattr(hooks, "lines", False)  # progress lines at 10% of the steps: polls there
-        poll = poll_period(serial if exchange.trivial else POLL_EVERY, self.case.run.steps, lines)
+        poll = poll_period(serial if exchange.trivial else POLL_EVERY, self.end, lines)
         if iterate is not None:
             tile, poll = 1, 1  # a cycle is long: signals and progress after every one
         self.tile = tile
         self.poll_every = poll_every or -(-poll // tile) * tile
         self.poll_fitted = poll_every is not None  # a period asked for is kept
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
+        self.probe_seconds = 0.0  # of which sampling probes (charged to io, with the snapshots)
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
         self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
@@ -138,6 +151,7 @@ class TimeLoop:
         self.seen = (self.data.balance is not None and not getattr(backend, "on_gpu", False) and exchange.trivial
                      and iterate is None and backend.tile_steps(layout.block.padded) == 1)
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
+        self.state = None  # the run's LoopState (run())
 
     # one step with exchange ------------------------------------------------------------------
     def step(self, s: LoopState, timer: Timer, slow: bool = True) -> None:
@@ -164,6 +178,11 @@ class TimeLoop:
 
     def steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool = True) -> None:
         """n steps; keep_previous: the last one must leave the previous field in s.u_new (a check follows)."""
+        self._steps(s, n, timer, keep_previous)
+        if self.plan.heat and not self.plan.adaptive:
+            s.t = self.plan.time(s.step)
+
+    def _steps(self, s: LoopState, n: int, timer: Timer, keep_previous: bool) -> None:
         if self.iterate is not None:
             for _ in range(n):
                 timer.step = s.step
@@ -171,6 +190,8 @@ class TimeLoop:
                     self.iterate.cycle(timer)
                 elif getattr(self.iterate, "explicit", False):  # a nonlinear case's explicit steps (solver.nonlinear)
                     self._explicit_step(s, timer)
+                elif self.plan.adaptive:
+                    self._adaptive_step(s, timer)
                 else:
                     self._implicit_step(s, timer)
                 s.step += 1
@@ -204,7 +225,7 @@ class TimeLoop:
         timer.step, region, first, every = s.step, self.layout.block.everything(), s.step, self.check_every
         if self.inner:
             checks = [c - first for c in range((first // every + 1) * every, first + n + 1, every)]
-            if first + n == self.case.run.steps and n not in checks:
+            if first + n == self.end and n not in checks:
                 checks.append(n)
             s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer, keep_previous,
                                                                 checks)
@@ -221,7 +242,7 @@ class TimeLoop:
             t = time.perf_counter()
             bal.explicit(self.backend, self.iterate.views()[0], s.step)
             timer.add("other", t)
-        self.iterate.explicit_step(s.step, timer)
+        self.iterate.explicit_step(self.plan.span(s.step), timer)
 
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
@@ -230,19 +251,55 @@ class TimeLoop:
         t = time.perf_counter()
         before = bal.fluxes(self.backend, self.iterate.views()[0]) if bal is not None else None
         timer.add("other", t)
-        cycles, scale, rel, why = self.iterate.time_step(s.step, tol, self.case.multigrid.max_cycles, timer)
+        span = self.plan.span(s.step)
+        cycles, scale, rel, why = self.iterate.time_step(span, tol, self.case.multigrid.max_cycles, timer)
         if bal is not None:
             t = time.perf_counter()
-            bal.implicit(before, bal.fluxes(self.backend, self.iterate.views()[0]), s.step)
+            bal.implicit(before, bal.fluxes(self.backend, self.iterate.views()[0]), span)
             timer.add("other", t)
         s.solves.append((s.step + 1, cycles, scale, rel, why))
         if self.hooks is not None:
             self.hooks.solved(s.step + 1, cycles, rel, tol)
 
+    def _adaptive_step(self, s: LoopState, timer: Timer) -> None:
+        """One kept adaptive step (solver.multigrid.adaptive, solver.core.controller): steps are tried from s.t
+        until the controller keeps one; each kept step's length and estimate go to s.taken, each rejected one too."""
+        tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        bal, ctl, stepper = self.data.balance, self.data.controller, self.data.stepper
+        while True:
+            span = ctl.propose(s.step, s.t, self.plan)
+            t = time.perf_counter()
+            fluxes = [bal.fluxes(self.backend, self.iterate.views()[0])] if bal is not None else None
+            on_stage = (lambda: fluxes.append(bal.fluxes(self.backend, self.iterate.views()[0]))) if fluxes else None
+            timer.add("other", t)
+            res = stepper.step(span, tol, self.case.multigrid.max_cycles, timer, on_stage)
+            kept = ctl.judge(span, res.error)
+            s.taken.append((s.step + 1 if kept else s.step, span.t1 if kept else span.t0, span.dt,
+                            res.error / ctl.tol, kept, [c for c, *_ in res.solves]))
+            if kept:
+                break
+            stepper.undo(timer)
+        if bal is not None:
+            t = time.perf_counter()
+            fluxes.append(bal.fluxes(self.backend, self.iterate.views()[0]))
+            bal.stages(fluxes, span)
+            timer.add("other", t)
+        for cycles, scale, rel, why in res.solves:
+            s.solves.append((s.step + 1, cycles, scale, rel, why))
+        s.t = span.t1
+        s.at_end = span.t1 == self.plan.end
+        if self.hooks is not None:
+            cycles, _, rel, _ = res.solves[-1]
+            self.hooks.solved(s.step + 1, cycles, rel, tol)
+            getattr(self.hooks, "clock", lambda t: None)(s.t)
+        if self.case.run.until == "steady" and res.rate < self.case.run.steady_rate:
+            s.steady = s.converged = True
+
     # the loop --------------------------------------------------------------------------------
     def run(self, s: LoopState) -> LoopState:
         run = self.case.run
-        end, warm_end = run.steps, s.step + run.warmup
+        end, warm_end = self.end, s.step + run.warmup
+        self.state = s
         if self.ex.trivial and self.iterate is None:
             self.backend.plan(self._batches(s.step, end, warm_end))
         if self.iterate is not None and self.laplace and s.r0 is None:  # the unit of the relative residual (Jacobi: step 1's update)
@@ -260,7 +317,7 @@ class TimeLoop:
 
     def _run(self, s: LoopState, end: int, warm_end: int) -> None:
         run = self.case.run
-        while s.step < end and not s.converged and s.stopped_by is None:
+        while s.step < end and not s.at_end and not s.converged and s.stopped_by is None:
             warm = s.step < warm_end
             timer = self.warm_timer if warm else self.timer
             n = self._next_stop(s.step, end, warm_end if warm else None) - s.step
@@ -323,13 +380,25 @@ class TimeLoop:
 
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [None if self.inner else self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
-                   self.balancer.every if self.balancer else None]
+                   self.balancer.every if self.balancer else None, self._probe_every()]
         stops = [end] + [(step // p + 1) * p for p in periods if p] + [c for c in self.data.changes if c > step][:1]
+        stops += [m for m in self.marks[bisect.bisect_right(self.marks, step):][:1]]  # output, checkpoint, probe times
         if step < 1 and self.laplace and self.iterate is None:
             stops.append(1)
         if warm_end is not None:
             stops.append(warm_end)
         return min(stops)
+
+    def _probe_every(self) -> int | None:
+        """Steps between probe samples by count (output.probe_every, or every step), or None."""
+        out = self.case.output
+        if not out.probes or out.probe_interval is not None:
+            return None
+        return out.probe_every or 1
+
+    def _due(self, kind: str, every: int | None, s: LoopState, end: int) -> bool:
+        """Whether an output of `kind` falls at this stop: every `every` steps, or an event of its kind here."""
+        return bool((every and s.step % every == 0) or self.plan.due(kind, s.step, s.t))
 
     def _at_stop(self, s: LoopState, timer: Timer, end: int, first: int) -> None:
         """The stop after the batch that started at step `first`."""
@@ -344,12 +413,17 @@ class TimeLoop:
         self._resolve(timer, None if step == end else first)  # the checks of the batches before this one
         if self.hooks is None:
             return
-        if (out.every and step % out.every == 0) or s.finished(end):  # every ending writes its final field
+        if out.probes and (self._due("probe", self._probe_every(), s, end) or s.finished(end)):
+            self._settle(timer)
+            t = time.perf_counter()
+            self.hooks.probe(s)
+            self.probe_seconds += timer.add("io", t) - t  # (output inside the loop; the record says probes' share)
+        if self._due("output", out.every, s, end) or s.finished(end):  # every ending writes its final field
             self._settle(timer)
             t = time.perf_counter()
             self.hooks.snapshot(s)
             timer.add("io", t)
-        if out.checkpoint_every and step % out.checkpoint_every == 0 and not s.finished(end):  # (the end: after_loop)
+        if self._due("checkpoint", out.checkpoint_every, s, end) and not s.finished(end):  # (the end: after_loop)
             self._settle(timer)
             t = time.perf_counter()
             self.hooks.checkpoint(s)
@@ -398,6 +472,7 @@ class TimeLoop:
         timer.add("wait", t)
         self._finite(r, s.step)
         if not self.laplace:
+            self._steady(s, s.step, r)
             return
         if s.r0 is None:  # Jacobi's first step: its update is the initial field's residual
             s.r0 = r
@@ -417,6 +492,15 @@ class TimeLoop:
             r = self.comm.allmax(local)
             timer.add("wait", t)
             self._finite(r, step)
+            self._steady(self.state, step, r)
+
+    def _steady(self, s: LoopState | None, step: int, r: float) -> None:
+        """run.until steady, explicit steps: the check's max |u^{n+1} - u^n| over the step's length against
+        run.steady_rate (adaptive steps judge their own: _adaptive_step)."""
+        if s is None or self.iterate is not None or self.case.run.until != "steady" or step < 1:
+            return
+        if r / self.plan.span(step - 1).dt < self.case.run.steady_rate:
+            s.steady = s.converged = True
 
     def _settle(self, timer: Timer) -> None:
         """Before the field is looked at (output, checkpoint, progress): every lagged check read, the device

@@ -285,3 +285,13 @@ def stated_power(term) -> float | None:
     """The power a term states (`power`), or None."""
     value = getattr(term, "power", None)
     return None if value is None or not math.isfinite(value) else value
+
+
+def heat_units(case) -> dict | None:
+    """The units of heat and heat flow (the energy balance's terms, heat-flow probes): J and W in the material form
+    (per unit thickness without physics.thickness), None in the diffusivity form (temperature x area, and per time)."""
+    if getattr(case.physics, "material", None) is None:
+        return None
+    per = "" if case.physics.thickness else f" per {case.units.length} of thickness"
+    power = "W" if case.units.time == "s" else f"J/{case.units.time}"
+    return {"energy": "J" + per, "power": power + per}

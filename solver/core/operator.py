@@ -24,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import sources
+from .events import plan_of
 from .grid import window
 from .materials import faces
 from .medium import capacity_at, medium
@@ -67,15 +68,18 @@ def held_diagonal(case, scale: float = 1.0) -> float:
     return scale * alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2)
 
 
-def sigma_field(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+def sigma_field(case, rows: np.ndarray, cols: np.ndarray, dt: float | None = None,
+                theta: float | None = None) -> np.ndarray | None:
     """The diagonal's part beside the faces at the points where it varies (multigrid's sg), equation units: an
     implicit step's c + theta dt (beta + d), a steady state's beta + d; held points the held diagonal; None where it
-    is one number (no capacity field in an implicit step, no shapes)."""
+    is one number (no capacity field in an implicit step, no shapes). dt, theta: the step's (default the case's
+    dt and scheme: physics.implicit_operator)."""
     med = medium(case)
     implicit = case.physics.equation == "heat"
     if not (med.shapes or (implicit and med.capacity_field)):
         return None
-    k = THETA[case.physics.scheme] * time_step(case) if implicit else 1.0
+    theta = THETA[case.physics.scheme] if theta is None else theta
+    k = theta * (time_step(case) if dt is None else dt) if implicit else 1.0
     base = capacity_at(case, rows, cols) if implicit and med.capacity_field else (1.0 if implicit else 0.0)
     terms = shape_terms(case, rows, cols)
     if terms is None:
@@ -99,17 +103,19 @@ def _source(case, terms, rows, cols):
     return q
 
 
-def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int = 0) -> Weights:
-    """The case's weights with its fields for the step from `step` on a layout (shape, owned = (R0, C0)), in
-    float64 on the host (module docstring). Explicit heat and Jacobi only: multigrid builds its own."""
-    w = weights(case)
+def host_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], span=None) -> Weights:
+    """The case's weights with its fields for the step `span` (solver.core.events.Span; None: the first) on a layout
+    (shape, owned = (R0, C0)), in float64 on the host (module docstring). Explicit heat and Jacobi only: multigrid
+    builds its own."""
+    span = span if span is not None else plan_of(case).span(0)
+    laplace = case.physics.equation == "laplace"
+    dt = 1.0 if laplace else span.dt
+    w = weights(case, None if laplace else dt)
     if not needs_data(case):
         return w
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-    laplace = case.physics.equation == "laplace"
-    dt = 1.0 if laplace else time_step(case)
     (dx, dy), med = spacing(case), medium(case)
-    f = _source(case, sources.step_weights(case, step, dt), rows[:-1], cols[:-1])
+    f = _source(case, sources.step_weights(case, span), rows[:-1], cols[:-1])
     if not case.alpha_field:
         if f is None:
             return w
@@ -146,20 +152,21 @@ def _point_implicit(w: Weights, terms, c: np.ndarray, dt: float) -> Weights:
     return replace(w, cw=np.where(held, 0.0, r * cw), m=np.where(held, 0.0, r * w.m), s=np.where(held, value, r * s))
 
 
-def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], step: int) -> Weights:
+def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], span, theta: float | None = None) -> Weights:
     """An implicit step's right-hand side as one update of u^n (solver.multigrid.cycle.Multigrid.time_step), in
     float64 on the host. Constant coefficients: (u^n + (1 - theta) dt (alpha L u^n - beta u^n) + dt f) / d, the
     unit-diagonal form (physics.implicit_rhs_weights; s = dt f / d). Fields: c u^n + (1 - theta) dt (div(a grad u^n)
     - beta u^n) + dt f, the equation's own units (the flux form; backward Euler reads no neighbour unless c varies,
     whose centre weight cw = c - (1 - theta) dt beta then rides on zero faces). f: the source at the scheme's times
-    (sources.step_weights)."""
-    dt, (dx, dy), med = time_step(case), spacing(case), medium(case)
-    theta = THETA[case.physics.scheme]
+    (sources.step_weights). span: the step (solver.core.events.Span); theta: the implicit share (default the
+    scheme's; TR-BDF2's first stage is a Crank-Nicolson step)."""
+    dt, (dx, dy), med = span.dt, spacing(case), medium(case)
+    theta = THETA[case.physics.scheme] if theta is None else theta
     rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-    f = _source(case, sources.step_weights(case, step, dt), rows[:-1], cols[:-1])
+    f = _source(case, sources.step_weights(case, span), rows[:-1], cols[:-1])
     q = None if f is None else dt * f
     if not case.alpha_field:
-        w = implicit_rhs_weights(case)
+        w = implicit_rhs_weights(case, dt, theta)
         d = 1.0 + theta * dt * alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2) + theta * dt * med.beta
         return w if q is None else replace(w, s=q / d)
     w = Weights(1.0 - (1.0 - theta) * dt * med.beta, 0.0, 0.0, s=q)
@@ -179,11 +186,10 @@ def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], st
     return replace(w, cw=np.where(held, 0.0, cw), s=np.where(held, hd * value, s))
 
 
-def changes(case, steps: int) -> list[int]:
-    """Steps at which the fields change (a source's window opens or closes): the loop stops there."""
-    if case.physics.equation != "heat":
-        return []
-    return sources.edges(case, time_step(case), steps)
+def changes(case) -> list[int]:
+    """Steps at which the weights change (a source's window opens or closes, a step shortened to land on an event):
+    the loop stops there (solver.core.events.Plan.changes)."""
+    return plan_of(case).changes()
 
 
 def on_device(backend, w: Weights, dtype, aligned: int = 1) -> Weights:
@@ -200,7 +206,9 @@ def view(w: Weights, slices) -> Weights:
     return replace(w, **data)
 
 
-def source_density(case, rows: np.ndarray, cols: np.ndarray, step: int = 0, dt: float = 1.0):
-    """f = s + beta T_b at the points (normalised units) for the step from `step` (a steady state: step 0, dt 1), or
-    None: the part of the equation that does not depend on u (solver.nonlinear builds its residual from it)."""
-    return _source(case, sources.step_weights(case, step, dt), rows, cols)
+def source_density(case, rows: np.ndarray, cols: np.ndarray, span=None):
+    """f = s + beta T_b at the points (normalised units) for the step `span` (solver.core.events.Span; None: a steady
+    state, every term), or None: the part of the equation that does not depend on u (solver.nonlinear builds its
+    residual from it)."""
+    terms = sources.every_weight(case) if span is None else sources.step_weights(case, span)
+    return _source(case, terms, rows, cols)

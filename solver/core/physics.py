@@ -160,14 +160,16 @@ IMPLICIT_TOLERANCE = 1e-8  # implicit heat with run.tolerance null: each step's 
 THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of the step: (I - theta dt alpha L)
 
 
-def implicit_operator(case) -> tuple[float, float]:
+def implicit_operator(case, dt: float | None = None, theta: float | None = None) -> tuple[float, float]:
     """(sigma, kappa) of an implicit step's operator sigma - kappa Laplacian = (1 + theta dt beta) I - theta dt alpha
     Laplacian (fields: kappa = theta dt, the face coefficients carry alpha; a capacity field c adds c - 1 to sigma at
-    every point: solver.multigrid.cycle)."""
+    every point: solver.multigrid.cycle). dt: the step's (default the case's); theta: the implicit share (default
+    the scheme's)."""
     from .medium import medium
 
     alpha = 1.0 if case.alpha_field else alpha_of(case)
-    theta, dt = THETA[case.physics.scheme], time_step(case)
+    theta = THETA[case.physics.scheme] if theta is None else theta
+    dt = time_step(case) if dt is None else dt
     return 1.0 + theta * dt * medium(case).beta, theta * dt * alpha
 
 
@@ -182,11 +184,13 @@ def steady_operator(case) -> tuple[float, float]:
     return beta, (1.0 if case.alpha_field else alpha_of(case))
 
 
-def implicit_rhs_weights(case) -> Weights:
+def implicit_rhs_weights(case, dt: float | None = None, theta: float | None = None) -> Weights:
     """Weights of the explicit part, divided by the implicit operator's diagonal d (solver.multigrid.levels):
-    g = (I + (1 - theta) dt alpha Laplacian) u^n / d as one Jacobi-kernel update (backward Euler: u^n / d)."""
+    g = (I + (1 - theta) dt alpha Laplacian) u^n / d as one Jacobi-kernel update (backward Euler: u^n / d).
+    dt, theta: as implicit_operator."""
     dx, dy = spacing(case)
-    theta, dt, alpha = THETA[case.physics.scheme], time_step(case), alpha_of(case)
+    theta = THETA[case.physics.scheme] if theta is None else theta
+    dt, alpha = time_step(case) if dt is None else dt, alpha_of(case)
     from .medium import medium
 
     beta = medium(case).beta
@@ -196,17 +200,19 @@ def implicit_rhs_weights(case) -> Weights:
                    k_ex / dy**2 / d)
 
 
-def implicit_factor(case) -> float:
+def implicit_factor(case, dt: float | None = None) -> float:
     """Per-step multiplier of the eigenmode initial.k under the implicit scheme: 1 / (1 + dt alpha lambda)
     (backward Euler), (1 - dt alpha lambda / 2) / (1 + dt alpha lambda / 2) (Crank-Nicolson), lambda the
     5-point eigenvalue (2/dx^2)(1 - cos theta_x) + (2/dy^2)(1 - cos theta_y)."""
-    theta, z = THETA[case.physics.scheme], time_step(case) * alpha_of(case) * mode_eigenvalue(case)
+    theta = THETA[case.physics.scheme]
+    z = (time_step(case) if dt is None else dt) * alpha_of(case) * mode_eigenvalue(case)
     return (1.0 - (1.0 - theta) * z) / (1.0 + theta * z)
 
 
-def weights(case) -> Weights:
+def weights(case, dt: float | None = None) -> Weights:
     """The scalar weights (module docstring), with the faces' sink beta: explicit wc - dt beta; Jacobi the
-    unit-diagonal weights of beta - alpha Laplacian (without a sink: alpha cancels)."""
+    unit-diagonal weights of beta - alpha Laplacian (without a sink: alpha cancels). dt: a step of its own length
+    (default the case's dt)."""
     from .medium import medium
 
     dx, dy = spacing(case)
@@ -218,7 +224,7 @@ def weights(case) -> Weights:
         alpha = alpha_of(case)
         d = beta + alpha * (2.0 / dx**2 + 2.0 / dy**2)
         return Weights(0.0, alpha / dx**2 / d, alpha / dy**2 / d)
-    dt, alpha = time_step(case), alpha_of(case)
+    dt, alpha = time_step(case) if dt is None else dt, alpha_of(case)
     wx, wy = alpha * dt / dx**2, alpha * dt / dy**2
     return Weights(1.0 - 2.0 * wx - 2.0 * wy - dt * beta, wx, wy)
 
@@ -231,18 +237,19 @@ def mode_eigenvalue(case) -> float:
     return 2.0 / dx**2 * (1.0 - math.cos(tx)) + 2.0 / dy**2 * (1.0 - math.cos(ty))
 
 
-def mode_factor(case) -> float:
-    """The eigenmode's per-step multiplier for the case's scheme (see explicit_factor, implicit_factor)."""
+def mode_factor(case, dt: float | None = None) -> float:
+    """The eigenmode's per-step multiplier for the case's scheme (see explicit_factor, implicit_factor); dt: a step
+    of its own length (default the case's dt)."""
     if case.physics.equation == "heat" and case.physics.scheme != "explicit":
-        return implicit_factor(case)
-    return explicit_factor(case)
+        return implicit_factor(case, dt)
+    return explicit_factor(case, dt)
 
 
-def explicit_factor(case) -> float:
+def explicit_factor(case, dt: float | None = None) -> float:
     """Per-step multiplier of the eigenmode `initial.k` (sine) for the case's boundary kinds; k = [1, 1]
     with Dirichlet sides: the lowest mode, wc + 2 wx cos(pi/(nx+1)) + 2 wy cos(pi/(ny+1))."""
     (_, tx), (_, ty) = (_axis(case, axis, np.arange(0)) for axis in "xy")
-    return _factor(weights(case), tx, ty)
+    return _factor(weights(case, dt), tx, ty)
 
 
 def _factor(w: Weights, tx: float, ty: float) -> float:
@@ -284,11 +291,13 @@ def sine_mode(rows: range, cols: range, ny: int, nx: int, amplitude: float = 1.0
 def exact_solution_available(case) -> bool:
     """sine initial field with zero Dirichlet values and zero fluxes (any kinds): an exact eigenmode, used
     while its rounding bound at run.steps (exact_bound) can still tell a right field from a wrong one."""
+    from .events import plan_of
     from .medium import medium
 
+    steps = plan_of(case).steps  # (None: adaptive steps, which have no such check)
     return (case.initial.kind == "sine" and boundary.homogeneous(case) and not case.physics.source
             and medium(case).beta == 0
-            and not case.alpha_field and exact_bound(case, case.run.steps) <= EXACT_LIMIT)
+            and not case.alpha_field and steps is not None and exact_bound(case, steps) <= EXACT_LIMIT)
 
 
 def exact_bound(case, steps: int) -> float:

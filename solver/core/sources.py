@@ -1,18 +1,20 @@
 """Heat sources: q(x, y, t) = the sum of physics.source's terms active at t (solver.case).
 
 Each term is a function of position (constant, gaussian, rectangle, file) with a window `active: [t0, t1]`
-(on for t0 <= t < t1; none: always on), so between two window edges q is one field. A run keeps the field
-of the terms active now and changes it at the steps where the set of active terms changes (`edges`):
-the time loop stops there (solver.core.loop), so every batch of steps and every time tile sees one source.
+(on for t0 <= t < t1; none: always on), so between two window edges q is one field.
 
-Which t a scheme evaluates q at: explicit steps from t_n use q(t_n); backward Euler q(t_{n+1}); Crank-
-Nicolson the mean of q(t_n) and q(t_{n+1}) (second order also across a window edge: the mean is what the
-trapezoidal rule integrates). Laplace (steady state) takes every term (windows are refused there).
+Which q a step uses (`step_weights`, the same for every scheme): the exact integral of the terms over the
+step divided by its length, so each term weighs the fraction of the step it is on (1 inside its window, 0
+outside, the covered fraction for the step a window edge falls in). Window edges compare with the step's
+boundaries to their rounding (solver.core.events.close): a window opening at 0.05 with dt = 0.05 / 19 is on
+from step 19 exactly. The delivered energy is then the window's to rounding, and every scheme keeps its order
+across a window's edges (explicit and backward Euler 1, Crank-Nicolson 2: the trapezoidal rule of a q that
+is constant between the edges is its exact mean). A run's weights change only at the steps next to an edge
+(solver.core.events.Plan.changes: the loop stops there); adaptive steps land on the edges, so their weights
+are 0 or 1. Laplace (steady state) takes every term (windows are refused there).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -28,6 +30,11 @@ def active(case, t: float) -> tuple[int, ...]:
 
 def every_term(case) -> tuple[int, ...]:
     return tuple(range(len(case.physics.source)))
+
+
+def every_weight(case) -> tuple[tuple[int, float], ...]:
+    """(term, 1) for every term (laplace: no time, every term on)."""
+    return tuple((k, 1.0) for k in every_term(case))
 
 
 def q_at(case, terms: tuple[int, ...], rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -76,26 +83,31 @@ def mapped(t, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(inside_y[:, None] & inside_x[None, :], out, 0.0)
 
 
-def step_terms(case, step: int, dt: float) -> tuple[int, ...]:
-    """The terms the step from `step` to `step + 1` uses (explicit: those active at its start; backward Euler:
-    at its end; Crank-Nicolson: the union, each weighted as step_weights says)."""
-    scheme = case.physics.scheme if case.physics.equation == "heat" else None
-    if scheme is None:
-        return every_term(case)
-    at_start, at_end = active(case, step * dt), active(case, (step + 1) * dt)
-    if scheme == "explicit":
-        return at_start
-    if scheme == "backward-euler":
-        return at_end
-    return tuple(sorted(set(at_start) | set(at_end)))
+def step_weights(case, span) -> tuple[tuple[int, float], ...]:
+    """(term, weight) of the step `span` (solver.core.events.Span): each term's share of the step, the fraction of
+    [t0, t1] its window covers (module docstring); terms with no share are left out. Laplace: every term, 1."""
+    if case.physics.equation != "heat":
+        return every_weight(case)
+    out = []
+    for k, term in enumerate(case.physics.source):
+        w = 1.0 if term.active is None else covered(term.active, span.t0, span.t1)
+        if w > 0.0:
+            out.append((k, w))
+    return tuple(out)
 
 
-def step_weights(case, step: int, dt: float) -> tuple[tuple[int, float], ...]:
-    """(term, weight) of the step from `step`: 1 each, but Crank-Nicolson's 1/2 for a term on at one end only."""
-    if case.physics.equation != "heat" or case.physics.scheme != "crank-nicolson":
-        return tuple((k, 1.0) for k in step_terms(case, step, dt))
-    a, b = set(active(case, step * dt)), set(active(case, (step + 1) * dt))
-    return tuple((k, 1.0 if (k in a and k in b) else 0.5) for k in sorted(a | b))
+def covered(window, t0: float, t1: float) -> float:
+    """The fraction of [t0, t1] that the window [a, b) covers, window edges within rounding of t0 or t1 taken as
+    on them: exactly 1 or 0 for a step wholly inside or outside."""
+    from .events import close
+
+    a, b = (t0 if close(e, t0) else t1 if close(e, t1) else e for e in window)
+    lo, hi = max(a, t0), min(b, t1)
+    if hi <= lo:
+        return 0.0
+    if lo == t0 and hi == t1:
+        return 1.0
+    return (hi - lo) / (t1 - t0)
 
 
 def q_weighted(case, weighted: tuple[tuple[int, float], ...], rows, cols) -> np.ndarray:
@@ -106,17 +118,3 @@ def q_weighted(case, weighted: tuple[tuple[int, float], ...], rows, cols) -> np.
         part = _term(case, k, rows, cols, x, y)
         out += part if w == 1.0 else w * part
     return out
-
-
-def edges(case, dt: float, steps: int) -> list[int]:
-    """The steps (0 < s < steps) after which the weighted terms of a step change: the loop stops there."""
-    if not case.physics.source or case.physics.equation != "heat":
-        return []
-    times = sorted({t for term in case.physics.source if term.active for t in term.active})
-    out = set()
-    for t in times:
-        s = math.floor(t / dt)  # the step whose interval holds t, and its neighbours, are where the weights may change
-        for c in (s - 1, s, s + 1, s + 2):
-            if 0 < c < steps and step_weights(case, c, dt) != step_weights(case, c - 1, dt):
-                out.add(c)
-    return sorted(out)

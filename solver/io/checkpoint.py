@@ -2,11 +2,12 @@
 
 Layout:
     /u   (ny, nx) in the case dtype: the interior field (no ghost layers) at `step`
-    attributes: format = "stencil checkpoint", version = 1, step, time (= step * dt), fingerprint
+    attributes: format = "stencil checkpoint", version = 1, step, time (the field's: solver.core.events), fingerprint
     (JSON: the case fields a restart must match), case (resolved YAML of the run that wrote it),
     ranks, dims, converged, tolerance (NaN when none), initial_residual (laplace: the unit of the relative
     residual; NaN when none), created, writer (fields.hdf5_writer: serial, streamed, mpio), segments (JSON:
-    the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them).
+    the run's segments up to `step`, solver.io.outputs.segment; a restart's record lists them), clock (adaptive
+    steps, JSON: the step controller's state and every step tried so far, solver.core.controller; else empty).
     /residuals (checks, 2) float64: laplace's checks up to `step`, (step, max |residual|) each: multigrid's stop
     rules read this history (solver.core.stops), so a restart decides every later cycle as the run would have.
     /NAME (ny, nx), one per name in the attribute `state` (JSON list): the solver's own fields beyond u that
@@ -213,6 +214,47 @@ def _ended(a, p: Path) -> str | None:
     return ended or None
 
 
+def _clock(a, p: Path) -> dict | None:
+    """Adaptive steps' state (attribute `clock`, JSON): {"controller": {...}, "taken": [...]}, or None."""
+    text = a.get("clock", "")
+    if not text:
+        return None
+    try:
+        clock = json.loads(text)
+    except ValueError:
+        clock = None
+    if not (isinstance(clock, dict) and isinstance(clock.get("controller"), dict) and isinstance(clock.get("taken"), list)):
+        raise InputError(f"--restart: {p} has attribute clock = {str(text)[:40]!r}, not the step controller's state: "
+                         "the checkpoint is damaged; restart from an intact copy")
+    return clock
+
+
+def _check_time(cp, case) -> None:
+    """The checkpoint lies before the case's end, on one of its steps (fixed steps), with the controller's state
+    where the steps adapt."""
+    from ..core.events import close, plan_of
+
+    plan = plan_of(case)
+    if plan.adaptive:
+        if cp.clock is None:
+            raise InputError(f"run.time_tolerance: {cp.path} was written by a run of fixed steps; continue it with "
+                             "fixed steps (remove run.time_tolerance) or run the case afresh")
+        if cp.time >= plan.end or close(cp.time, plan.end):
+            raise InputError(f"run.t_end: {plan.end:g} but the checkpoint is already at t = {cp.time:g}; use a "
+                             "later run.t_end to continue the run")
+        return
+    if plan.heat and case.run.t_end is not None and cp.step >= plan.steps:
+        raise InputError(f"run.t_end: {plan.end:g} but the checkpoint is already at t = {cp.time:g} (step "
+                         f"{cp.step}); use a later run.t_end to continue the run")
+    if cp.step >= plan.steps:
+        raise InputError(f"run.steps: {plan.steps} but the checkpoint is already at step {cp.step}; "
+                         f"use --steps above {cp.step} to continue the run")
+    if plan.heat and not close(plan.time(cp.step), cp.time):
+        raise InputError(f"--restart: the checkpoint is at step {cp.step}, t = {cp.time:.17g}, but this case's step "
+                         f"{cp.step} ends at t = {plan.time(cp.step):.17g} (other output times or an end between "
+                         "steps); restart with the output times and t_end of the run that wrote it")
+
+
 def _state(f, p: Path) -> tuple:
     """The names of the solver's fields the checkpoint holds beside u, each a dataset shaped and typed as /u."""
     import h5py
@@ -240,6 +282,7 @@ class Checkpoint:
     residuals: tuple = ()  # laplace: the checks' (step, max |residual|) up to `step` (the stop rules' history)
     ended: str | None = None  # the stop rule that ended its run (core.stops.ENDINGS): there is nothing to continue
     state: tuple = ()  # names of the solver's own fields beside u (datasets laid out as /u: write_checkpoint)
+    clock: dict | None = None  # adaptive steps: the step controller's state and the steps so far (attribute `clock`)
 
     @classmethod
     def open(cls, path: str | Path) -> Checkpoint:
@@ -257,7 +300,7 @@ class Checkpoint:
                 step, time, fingerprint, converged, tol, r0 = _attributes(a, p)
                 return cls(p.resolve(), step, time, fingerprint, converged, tol, tuple(f["u"].shape), r0=r0,
                            segments=_segments(a, p, step), residuals=_residuals(f, p, step), state=_state(f, p),
-                           ended=_ended(a, p))
+                           ended=_ended(a, p), clock=_clock(a, p))
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise InputError(f"--restart: {p} cannot be read as a checkpoint ({_first_line(exc)}); {hint}") from None
 
@@ -268,10 +311,7 @@ class Checkpoint:
         self._refuse(differences(self.fingerprint, wanted, {f.name: f.path for f in named(case)}))
         if self.shape != case.shape:
             raise InputError(f"--restart: {self.path} holds a {self.shape} field, not {case.shape}; it is damaged")
-        steps = case.run.steps
-        if self.step >= steps:
-            raise InputError(f"run.steps: {steps} but the checkpoint is already at step {self.step}; "
-                             f"use --steps above {self.step} to continue the run")
+        _check_time(self, case)
         if self.ended:
             why = {"floor": f"its residual reached {case.numerics.dtype}'s rounding floor",
                    "stalled": "its residual stalled far above the rounding floor",
@@ -413,5 +453,6 @@ def _create(f, shape, dtype, meta: dict, ranks: int, writer: str, names: list[st
                     "initial_residual": float("nan") if meta.get("r0") is None else float(meta["r0"]),
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "writer": writer,
                     "segments": json.dumps(meta.get("segments", [])), "state": json.dumps(names[1:]),
-                    "ended": meta.get("ended") if meta.get("ended") in ENDINGS else ""})
+                    "ended": meta.get("ended") if meta.get("ended") in ENDINGS else "",
+                    "clock": json.dumps(meta["clock"]) if meta.get("clock") else ""})
     f.create_dataset("residuals", data=np.array(meta.get("residuals", []), dtype=np.float64).reshape(-1, 2))

@@ -30,9 +30,14 @@ from .safeio import collective, describe
 from .timings import write_timings_table
 
 RESULT_FILES = ("record.json", "record.md", "fields.h5", "residual.h5", "fields.xdmf", "fields_views.h5", "case.yaml", "timings.csv",
-                "trace.json", "checkpoint.h5", "u.pvd", "timings.h5")
+                "trace.json", "checkpoint.h5", "u.pvd", "timings.h5", "probes.csv", "probes.h5")
 LIST_SECONDS = 1.0  # u.pvd and fields.xdmf are rewritten at most this often (and at checkpoints and the end)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+
+
+def field_time(layout, s) -> float:
+    """The time of the loop state's field: its own (heat: solver.core.events), or the iteration count (laplace)."""
+    return s.t if layout.plan.heat else float(s.step)
 
 
 def holds_results(d: Path) -> bool:
@@ -209,6 +214,7 @@ class Progress:
         self.total, self.show, self.points, self.unit, self.measure = total, enabled, points, unit, rate
         self.cycles = 0  # implicit steps: the cycles their solves took since the warm-up
         self.detail = ""  # the solver's latest residual, added to the next line
+        self.t_end, self.t, self.last_shown_t = None, 0.0, 0.0  # adaptive steps: the run's end time, now, last line's
         self.enabled = enabled and callback is None and _isatty(self.stream)  # the bar
         self.output_seconds = 0.0  # output written inside the loop so far: not stepping
         self.bar = None
@@ -235,6 +241,9 @@ class Progress:
         now = self.clock() if now is None else now
         if self.enabled:
             return now - (self.last_t if self.bar else self.t0) >= (self.BAR_SECONDS if self.bar else self.DELAY)
+        if self.t_end:  # adaptive steps: lines by time, not by count
+            return self.show and (self.t - self.last_shown_t >= self.LINE_FRACTION * self.t_end
+                                  or now - self.last_t >= self.LINE_SECONDS)
         return self.show and (step - self.last_step >= max(1, int(self.LINE_FRACTION * self.total))
                               or now - self.last_t >= self.LINE_SECONDS)
 
@@ -283,8 +292,11 @@ class Progress:
             self.cycles += cycles
 
     def _line(self, step: int, now: float) -> None:
-        self._say(step, lambda elapsed: f"{self.unit} {step}/{self.total} ({step / max(self.total, 1):.0%}), "
-                                        f"{elapsed:.1f} s elapsed{self.rate_text(step, now)}{self.detail}", now)
+        where = (f"{self.unit} {step}, t = {self.t:.4g} of {self.t_end:.4g} ({self.t / self.t_end:.0%})" if self.t_end
+                 else f"{self.unit} {step}/{self.total} ({step / max(self.total, 1):.0%})")
+        self.last_shown_t = self.t
+        self._say(step, lambda elapsed: f"{where}, {elapsed:.1f} s elapsed{self.rate_text(step, now)}{self.detail}",
+                  now)
 
     def _say(self, step: int, text, now: float | None = None) -> None:
         """Every progress line goes through here: printed, or given to the callback (the Python API's
@@ -402,13 +414,17 @@ class Outputs:
         self.fields = self.vtk = None
         self.hdf5_writer = hdf5_writer(self.comm)  # "serial", "streamed" or "mpio": fields.h5 and checkpoint.h5
         self.signals = signals or StopSignals()  # the run's (run.Run holds it from set-up to the end)
-        self.progress_bar = Progress(layout.case.run.steps, comm.rank == 0 and not quiet,
+        self.progress_bar = Progress(layout.plan.steps or 0, comm.rank == 0 and not quiet,
                                      layout.case.grid.nx * layout.case.grid.ny, callback=progress,
                                      **progress_units(layout.case))
+        if layout.plan.adaptive:
+            self.progress_bar.t_end = layout.plan.end
         self.lines = not quiet or progress is not None  # progress at 10% of the steps (the same on every rank)
         self.snapshots: list[int] = []
         self._blanks: dict = {}  # the block's points outside the plate (blank)
         self.listed_at, self.unlisted = time.perf_counter(), False
+        self.controller = None  # adaptive steps: solver.core.controller.Controller (run.Run sets it)
+        self.probes = None  # solver.io.probes.Probes where the case has probes
         try:
             self._open_files()
         except OSError as exc:
@@ -430,6 +446,10 @@ class Outputs:
             from .vtk import VtkSeries
 
             self.vtk = VtkSeries(lay, self.comm, resume)
+        if lay.case.output.probes:
+            from .probes import Probes
+
+            self.probes = Probes(lay, self.comm, resume)
 
     # collective error handling --------------------------------------------------------------------
     def collective_io(self, fn, what: str):
@@ -455,7 +475,7 @@ class Outputs:
         if not self.layout.case.output.fields and self.vtk is None:
             return  # nothing to write (output.fields: false, no VTK)
         mine = blank(self.layout.case, self.layout.block, owned(self.backend, s.u), self._blanks)
-        t = s.step * self.layout.dt
+        t = field_time(self.layout, s)
         if self.layout.case.output.fields:
             self.collective_io(lambda: self._fields(s.step, t, mine), f"writing the snapshot of step {s.step}")
         self.snapshots.append(s.step)
@@ -517,15 +537,33 @@ class Outputs:
     def _checkpoint(self, s) -> None:
         self.collective_io(self.list_snapshots, "listing the snapshots")
         lay = self.layout
-        meta = {"step": s.step, "time": s.step * lay.dt, "fingerprint": ckpt.fingerprint(lay.case, lay.dt, files=self.comm.rank == 0),
+        if self.probes is not None:  # the samples up to this step are on disk before the checkpoint says so
+            self.collective_io(self.probes.flush, "writing probes.csv and probes.h5")
+        meta = {"step": s.step, "time": field_time(lay, s),
+                "fingerprint": ckpt.fingerprint(lay.case, lay.dt, files=self.comm.rank == 0),
                 "case": lay.resolved_yaml, "dims": lay.dims, "converged": s.converged, "ended": s.stopped_by,
                 "tolerance": lay.case.run.tolerance, "r0": s.r0, "segments": self.run_segments(s.step),
-                "residuals": s.residuals}
+                "residuals": s.residuals, "clock": self._clock(s)}
         mine = owned(self.backend, s.u)
         state = self.solver_state() if self.solver_state else {}
         self.collective_io(lambda: ckpt.write_checkpoint(self.checkpoint_path, self.comm, lay.blocks, mine, meta, state),
                            f"writing the checkpoint of step {s.step}")
         self.last_checkpoint = s.step
+
+    def _clock(self, s) -> dict | None:
+        """Adaptive steps: what a restart needs to take the same steps (the controller's state, the steps so far)."""
+        if self.controller is None:
+            return None
+        return {"controller": self.controller.state(), "taken": [list(x) for x in s.taken]}
+
+    def probe(self, s) -> None:
+        """Every probe's value at s.step (collective; solver.io.probes), unless already written (appending)."""
+        if self.probes is None or (self.appending and s.step == self.resume):
+            return
+        t0 = time.perf_counter()
+        self.collective_io(lambda: self.probes.sample(self.backend, s.u, s.step, field_time(self.layout, s)),
+                           f"sampling the probes at step {s.step}")
+        self.progress_bar.exclude(time.perf_counter() - t0)
 
     def run_segments(self, step: int) -> list[dict]:
         """Every segment up to `step`: the checkpoint's earlier ones, then this one as it stands."""
@@ -534,7 +572,10 @@ class Outputs:
     def after_loop(self, s) -> None:
         """Listings, and a checkpoint where the loop ended (when stopped by a signal or checkpoints are on)."""
         self.collective_io(self.list_snapshots, "listing the snapshots")
-        if s.stopped_by == "signal" or (self.layout.case.output.checkpoint_every and s.step != self.last_checkpoint):
+        out = self.layout.case.output
+        if self.probes is not None:
+            self.collective_io(self.probes.flush, "writing probes.csv and probes.h5")
+        if s.stopped_by == "signal" or ((out.checkpoint_every or out.checkpoint_interval) and s.step != self.last_checkpoint):
             self.checkpoint(s)
 
     def residual(self, s, mine: np.ndarray) -> None:
@@ -556,7 +597,7 @@ class Outputs:
         self.collective_io(write, "writing residual.h5")
 
     def interrupted(self, s) -> Interrupted:
-        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.case.run.steps}; "
+        err = Interrupted(f"stopped by {self.signals.name} at step {s.step} of {self.layout.plan.steps or 'an adaptive run'}; "
                           f"checkpoint written to {self.checkpoint_path}; continue with "
                           f"`stencil run --restart {self.layout.outdir}`")
         err.agreed, err.report = True, self.comm.rank == 0
@@ -583,6 +624,10 @@ class Outputs:
         """An implicit step's cycles and residual, for the next progress line."""
         self.progress_bar.solved(step, cycles, rel, tol)
 
+    def clock(self, t: float) -> None:
+        """Adaptive steps: the time reached, for the next progress line."""
+        self.progress_bar.t = t
+
     def write_timings(self, rows: list[dict], first_step: int, last_step: int) -> None:
         """Rank 0: append this run's per-rank rows to timings.h5 (see write_timings_table)."""
         keep_before = self.resume if self.appending else None
@@ -602,3 +647,5 @@ class Outputs:
                 pass
         if self.fields is not None and not (alone and isinstance(self.fields, ParallelFieldFile)):
             self.fields.close()
+        if self.probes is not None:
+            self.probes.close()

@@ -238,15 +238,16 @@ def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, st
     return part.T if transpose else part
 
 
-def sigmas(case, levels: list[Level], held: list[np.ndarray] | None = None) -> list[np.ndarray] | None:
+def sigmas(case, levels: list[Level], held: list[np.ndarray] | None = None, dt: float | None = None,
+           theta: float | None = None) -> list[np.ndarray] | None:
     """The diagonal's part beside the faces of every level where it varies (solver.core.operator.sigma_field: an
     implicit step's heat capacity, the rims' and held objects' terms), finest first, global arrays; None where it is
     one number. A coarse cell takes the area-weighted mean of the fine cells it overlaps (for a capacity, the lumped
     mass of the Galerkin product P^T M P: a coarse level holds the same heat per degree as the fine cells it stands
-    for). held: held_levels' (found here where not given)."""
+    for). held: held_levels' (found here where not given). dt, theta: an implicit step's (default the case's)."""
     from ..core.operator import sigma_field
 
-    first = sigma_field(case, *whole(case))
+    first = sigma_field(case, *whole(case), dt, theta)
     return None if first is None else coarsened(case, levels, first, held)
 
 

@@ -39,14 +39,14 @@ import numpy as np
 from ..core import operator, stops
 from ..core.boundary import Fill, homogeneous_fill, make_fill, periodic_axes
 from ..core.loop import halo_step
-from ..core.physics import Weights
+from ..core.physics import Weights, time_step as case_dt
 from ..parallel.deep import DeepLayout
 from ..parallel.exchange import exchanger, transport_for
 from . import coefficients, opdep
 from .graphs import cycle_graphs
 from .grids import DEPTH, Place, down_tables, places, up_tables
 from .krylov import ConjugateGradient
-from .levels import Level, Settings, coarsest_inverse, hierarchy
+from .levels import Level, Settings, coarsest_inverse, hierarchy, retimed
 from .sides import dense_gains, level_fill
 
 TAIL_POINTS = 1100  # the coarse tail (Multigrid._tail): levels of at most this many points (STENCIL_MG_TAIL sets it;
@@ -99,13 +99,17 @@ class Multigrid:
         self.case, self.comm, self.backend, self.kind = case, comm, backend, cycle
         self.dtype = np.dtype(case.numerics.dtype)
         self.settings = settings
+        self.theta, self.dt = settings_theta(case), None  # an implicit step's implicit share, its length (retime)
         self.levels = hierarchy(case, settings)
         self.places = places(self.levels, layout.blocks, layout.rank, comm.size)
         fielded = case.alpha_field or sigma is not None  # (a sigma given: Newton's linear steps, set_sigma)
         self.faces, self.held = (coefficients.faces_and_held(case, self.levels) if fielded
                                  else (None, None))  # per level, global; held: where the plate has shapes
-        self.sigmas = (coefficients.sigmas(case, self.levels, self.held) if sigma is None else  # per level, global: the
-                       coefficients.coarsened(case, self.levels, sigma, self.held))  # diagonal's part beside the faces
+        self.own_sigmas = sigma is None  # (the case's: retime rebuilds them for a step of another length)
+        self.sigma_dt = case_dt(case) if case.implicit else None  # the step length the sigmas were made for
+        self.sigmas = (coefficients.sigmas(case, self.levels, self.held, theta=self.theta) if sigma is None else
+                       coefficients.coarsened(case, self.levels, sigma, self.held))  # per level, global: the
+        # diagonal's part beside the faces
         # where it varies (an implicit step's heat capacity, the plate's shapes, a Newton step's sinks), or None
         p = case.parallel
         self.tx = transport_for(p.halo, comm.mpi, backend, p.transport)
@@ -131,19 +135,57 @@ class Multigrid:
         fields = [be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(4 if (i or fine_g) else 3)]
         fill = make_fill(self.case, block, DEPTH, t=self.t) if i == 0 else level_fill(self.case, lev, block, DEPTH)
         zero = homogeneous_fill(fill)
-        t = self.dtype.type
-        data = self._faces(lev, block, lay)
-        w = Weights(t(0.0), t(lev.wx), t(lev.wy), **data)
-        sweeps = [[(Weights(t(1.0 - om), t(om * lev.wx), t(om * lev.wy), **data), t(om)) for om in oms]
-                  for oms in (lev.pre, lev.post)]
+        w, pre, post = self._operator(place, lay)
         grid = Grid(place, lay, fields[0], fields[1], fields[3] if len(fields) == 4 else None, fields[2],
-                    fill if i == 0 else zero, zero, w, *sweeps)
+                    fill if i == 0 else zero, zero, w, pre, post)
         if not place.shared:
             mpi = self.comm.mpi
             grid.ex = exchanger(self.mode, block, mpi, be, None, tx=self.tx)
             grid.ex_r = exchanger(self.mode, block, mpi, be, None, lay.phases(DEPTH), tx=self.tx)
             grid.ex_e = exchanger(self.mode, block, mpi, be, None, lay.phases(1), tx=self.tx)
         return grid
+
+    def _operator(self, place: Place, lay: DeepLayout) -> tuple:
+        """(w, pre, post) of a level: its operator and its smoothing sweeps' (Weights, omega), from the level's
+        numbers and (alpha a field) its face coefficients."""
+        lev, t = place.level, self.dtype.type
+        data = self._faces(lev, place.block, lay)
+        w = Weights(t(0.0), t(lev.wx), t(lev.wy), **data)
+        pre, post = [[(Weights(t(1.0 - om), t(om * lev.wx), t(om * lev.wy), **data), t(om)) for om in oms]
+                     for oms in (lev.pre, lev.post)]
+        return w, pre, post
+
+    def retime(self, dt: float) -> None:
+        """The one place where the step's length enters the solver. An implicit step's operator is sigma - kappa L
+        with kappa = theta dt alpha (solver.core.physics.implicit_operator): a step of another length changes every
+        level's weights and smoothing sweeps, the coarse right-hand sides' scale (the diagonals' ratio), the face
+        coefficients' scaling (alpha a field), the coarsest level's inverse and the right-hand sides' weights; the
+        coarse tail's recorded programs and the GPU's cycle graphs hold the old numbers and are made again. The
+        transfers and the placement of the levels do not depend on it. Collective (the coarsest inverse is rank 0's)."""
+        from ..core.physics import implicit_operator
+
+        sigma, kappa = implicit_operator(self.case, dt, self.theta)
+        self.dt = dt
+        stale = self.sigmas is not None and self.own_sigmas and self.sigma_dt != dt  # c + theta dt (beta + d)
+        if (sigma, kappa) == (self.settings.sigma, self.settings.kappa) and not stale:
+            return
+        self.settings = replace(self.settings, sigma=sigma, kappa=kappa)
+        self.levels = retimed(self.levels, self.settings)
+        if stale:  # a capacity or shapes
+            self.sigmas = coefficients.sigmas(self.case, self.levels, self.held, dt, self.theta)
+            self.sigma_dt = dt
+        self.places = [replace(pl, level=self.levels[pl.level.index]) for pl in self.places]
+        for g, pl in zip(self.grids, self.places):
+            g.place = pl
+            g.w, g.pre, g.post = self._operator(pl, g.layout)
+        if self.faces is None:  # the coarse right-hand side's scale d_fine / d_coarse (_tables)
+            for fine, coarse in zip(self.grids, self.grids[1:]):
+                fine.down = (*fine.down[:-1], self.dtype.type(coarse.place.level.scale))
+        self.minv = self.backend.table(self.comm.bcast(self._coarsest() if self.comm.rank == 0 else None), weights=True)
+        self.__dict__.pop("_diagonal", None)
+        self.sources, self._tails = {}, {}
+        if self.graphs is not None:
+            self.graphs = cycle_graphs(self)
 
     def _faces(self, lev: Level, block, lay: DeepLayout) -> dict:
         """The level's face coefficients on this block's fields (alpha a field), over the squared spacings and
@@ -530,25 +572,31 @@ class Multigrid:
             g.u, g.t = u, t
 
     # implicit heat steps -----------------------------------------------------------------------------------
-    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
-        """One implicit step from u^n (the finest level's u, n = step): g = the explicit part of u^n and the source
-        (one update with the weights of rhs_weights: over the operator's diagonal where alpha is a number, in the
-        equation's units where it is a field); the ghosts then take the sides' values at t_{n+1} where they vary
-        in time; then cycles from u^n until the relative
-        residual max|g - A u| / max|g - A u^n| (the step's initial residual as the unit: what the step has to
-        change) is below tol, a stop rule of solver.core.stops holds (the rounding floor, divergence, a
-        stall), or `most` cycles are done. Returns (cycles, max|g - A u^n|, the relative residual reached, why
-        the solve ended: "tolerance", "max_cycles" or a stop rule); collective.
+    def time_step(self, span, tol: float, most: int, timer) -> tuple[int, float, float, str]:
+        """One implicit step `span` (solver.core.events.Span) from u^n (the finest level's u): the operator for the
+        step's length (retime); g = the explicit part of u^n and the source (one update with the weights of
+        rhs_weights: over the operator's diagonal where alpha is a number, in the equation's units where it is a
+        field); the ghosts then take the sides' values at t_{n+1} where they vary in time; then `solve`.
+        Returns solve's (cycles, max|g - A u^n|, the relative residual reached, why the solve ended); collective."""
+        self.retime(span.dt)
+        self._rhs(self.rhs_weights(span), timer)
+        if self.timed_sides:
+            self._refill(span.t1, timer)
+        return self.solve(tol, most, timer)
+
+    def solve(self, tol: float, most: int, timer) -> tuple[int, float, float, str]:
+        """Cycles from the finest level's u towards g until the relative residual max|g - A u| / max|g - A u^n|
+        (the initial residual as the unit: what the step has to change) is below tol, a stop rule of
+        solver.core.stops holds (the rounding floor, divergence, a stall), or `most` cycles are done. Returns
+        (cycles, max|g - A u^n|, the relative residual reached, why the solve ended: "tolerance", "max_cycles" or
+        a stop rule); collective.
 
         Units tried and dropped (docs/multigrid.md): max|g|, and the normwise backward error
         max|r| / (max|g| + |A| max|u|). With dt far past the explicit limit, g = u^n / d with d ~ 10^4, and
         u^n itself already has a backward error below 1e-5: a test in those units ends the step with no
         cycle at all, and the field does not move."""
-        self._rhs(self.rhs_weights(step), timer)
         if self.cg is not None:
             self.cg.reset()
-        if self.timed_sides:
-            self._refill(step + 1, timer)
         r0 = self._reduced(self.residual_norm(timer), timer)
         rel, history, why = (0.0 if r0 == 0 else 1.0), [], None
         floor = lambda: stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer)) / r0  # noqa: E731
@@ -566,33 +614,35 @@ class Multigrid:
         self.last = rel
         return len(history), r0, rel, why or "tolerance"
 
-    def _rhs(self, w: Weights, timer) -> None:
+    def _rhs(self, w: Weights, timer, u=None) -> None:
+        """g = one update of u (default the finest level's u) with the weights w."""
         grid = self._at(0, timer)
-        be, u, g = self.backend, grid.u, grid.g
+        be, g = self.backend, grid.g
+        u = grid.u if u is None else u
         compute = lambda regions: be.timed(timer, lambda: [be.step(g, u, w, _shift(r)) for r in regions])  # noqa: E731
         if w.wx == 0 and w.wy == 0 and w.ax is None:  # backward Euler: u^n / d (+ the source), no neighbours read
             compute([_view_region(grid)])
         else:
             halo_step(grid.ex, grid.view(u), compute)
 
-    def rhs_weights(self, step: int) -> Weights:
-        """The weights of an implicit step's right-hand side from `step`: the explicit part (none for backward
-        Euler) and the source at the scheme's times (solver.core.operator.implicit_rhs), on the finest level."""
+    def rhs_weights(self, span, theta: float | None = None, build=None) -> Weights:
+        """The weights of an implicit step's right-hand side for the step `span`: the explicit part (none for
+        backward Euler) and the source's integral over the step (solver.core.operator.implicit_rhs), on the finest
+        level, on the device; kept while the step's length and its source weights stay (retime forgets them).
+        theta: the explicit part's share (default the scheme's); build(block, shape, owned): other host weights
+        (TR-BDF2's stages, solver.multigrid.adaptive) under the key `theta`."""
         from ..core import sources
 
-        key = sources.step_weights(self.case, step, self._dt)
+        key = (span.dt, theta, sources.step_weights(self.case, span))
         if key not in self.sources:
             g0 = self.grids[0]
             lay = g0.layout
-            host = operator.implicit_rhs(self.case, g0.place.block, lay.shape, (lay.owned[0], lay.owned[2]), step)
-            self.sources = {key: operator.on_device(self.backend, host, self.dtype, aligned=lay.owned[2])}
+            where = (g0.place.block, lay.shape, (lay.owned[0], lay.owned[2]))
+            host = build(*where) if build else operator.implicit_rhs(self.case, *where, span, theta)
+            if len(self.sources) > 8:  # a few per step length (TR-BDF2: its two stages and the estimate's)
+                self.sources = {}
+            self.sources[key] = operator.on_device(self.backend, host, self.dtype, aligned=lay.owned[2])
         return self.sources[key]
-
-    @property
-    def _dt(self) -> float:
-        from ..core.physics import time_step
-
-        return time_step(self.case)
 
     @property
     def timed_sides(self) -> bool:
@@ -600,11 +650,12 @@ class Multigrid:
 
         return varies_in_time(self.case)
 
-    def _refill(self, step: int, timer) -> None:
-        """The finest level's ghost rules at `step` (side values that vary in time), applied to its u."""
+    def _refill(self, t: float, timer, field=None) -> None:
+        """The finest level's ghost rules at time t (side values that vary in time), applied to its u (or field)."""
         grid = self._at(0, timer)
-        grid.fill = make_fill(self.case, grid.place.block, DEPTH, t=step * self._dt)
-        self.backend.timed(timer, lambda: self.backend.fill(grid.u, grid.fill))
+        grid.fill = make_fill(self.case, grid.place.block, DEPTH, t=t)
+        a = grid.u if field is None else field
+        self.backend.timed(timer, lambda: self.backend.fill(a, grid.fill))
 
     def _reduced(self, local: float, timer) -> float:
         t = time.perf_counter()
@@ -714,8 +765,17 @@ def warm_up(case, backend, settings: Settings, cycle: str) -> None:
     lay = Layout(case=tiny, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
     mg = Multigrid(lay, Comm(), backend, replace(settings, coarsest=9), cycle)
     timer = Timer()
-    if case.implicit:
-        mg.time_step(0, 1e-300, 1, timer)
+    from ..core.events import Span
+    from ..core.physics import time_step
+
+    if case.implicit and case.run.time_tolerance is not None:  # its stages, estimate and copies too
+        from .adaptive import Stepper
+
+        dt = time_step(tiny)
+        Stepper(mg).step(Span(0, 0.0, dt, dt), 1e-300, 1, timer)
+    elif case.implicit:
+        dt = time_step(tiny)
+        mg.time_step(Span(0, 0.0, dt, dt), 1e-300, 1, timer)
     else:
         mg.cycle(timer)
     mg.residual_norm(timer)
@@ -771,6 +831,20 @@ def _exchange(ex, a) -> None:
     ex.finish(ex.start(a))
 
 
+def settings_theta(case) -> float | None:
+    """The implicit share of an implicit heat step's operator: the scheme's theta, TR-BDF2's gamma / 2 with adaptive
+    steps (solver.multigrid.adaptive); None for laplace."""
+    if not case.implicit:
+        return None
+    if case.run.time_tolerance is not None:
+        from ..core.trbdf2 import D
+
+        return D
+    from ..core.physics import THETA
+
+    return THETA[case.physics.scheme]
+
+
 def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
     """The hierarchy's settings for the operator sigma - kappa Laplacian (solver.core.physics.implicit_operator or
     steady_operator)."""
@@ -782,8 +856,9 @@ def settings_of(case, sigma: float = 0.0, kappa: float = 1.0) -> Settings:
                     alpha_scale=alpha_of(case) if case.alpha_field else 1.0)
 
 
-def operator_of(case) -> tuple[float, float]:
-    """(sigma, kappa) of the case's solve: an implicit step's, or the steady state's."""
+def operator_of(case, dt: float | None = None) -> tuple[float, float]:
+    """(sigma, kappa) of the case's solve: an implicit step's (of length dt, default the case's; theta: settings_theta),
+    or the steady state's."""
     from ..core.physics import implicit_operator, steady_operator
 
-    return implicit_operator(case) if case.implicit else steady_operator(case)
+    return implicit_operator(case, dt, settings_theta(case)) if case.implicit else steady_operator(case)

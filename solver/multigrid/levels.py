@@ -188,6 +188,16 @@ def hierarchy(case, settings: Settings) -> list[Level]:
     return _with_smoothers(levels, settings)
 
 
+def retimed(levels: list[Level], settings: Settings) -> list[Level]:
+    """The levels for another operator (settings' sigma and kappa: an implicit step of another length): the same
+    axes and transfers, each level's weights, diagonal, scale and smoothing weights as hierarchy() gives them."""
+    out = []
+    for lev in levels:
+        wx, wy, d = operator(lev.x.h, lev.y.h, settings.sigma, settings.kappa * settings.alpha_scale)
+        out.append(replace(lev, wx=wx, wy=wy, diag=d, scale=out[-1].diag / d if out else 1.0, pre=(), post=()))
+    return _with_smoothers(out, settings)
+
+
 def _coarsening(x: Axis, y: Axis) -> tuple[bool, bool]:
     """Which axes coarsen next: those that can, but not one more than ANISOTROPY times coarser than the other."""
     cx, cy = x.coarse() is not None, y.coarse() is not None

@@ -8,14 +8,14 @@ from ..core.balance import Balance
 
 
 class NonlinearBalance(Balance):
-    def __init__(self, case, block, dt: float, first_step: int, operator, padded):
+    def __init__(self, case, block, dt: float, first_step: int, operator, padded, plan=None):
         """operator: solver.nonlinear.operator.Operator; padded(): the finest level's padded field the loop's
-        one-layer view belongs to (its ghosts filled: the last residual filled them)."""
-        super().__init__(case, block, dt, first_step)
+        one-layer view belongs to (its ghosts filled: the last residual filled them); plan: as Balance's."""
+        super().__init__(case, block, dt, first_step, plan)
         self.op, self.padded = operator, padded
         self.radiated: dict = {}
 
-    def fluxes(self, backend, u) -> dict:
+    def fluxes(self, backend, u, rims: bool = True) -> dict:
         """Per physical side, the heat into the plate per unit time; the faces' and each rim's; the radiated parts."""
         rates = self.op.rates(self.padded())
         out = {side: rates["sides"].get(side, 0.0) * self.cell for side in self.c}
@@ -28,12 +28,13 @@ class NonlinearBalance(Balance):
 
     def explicit(self, backend, u, step: int, after=None) -> None:
         """One explicit step from `step`: every wall's and rim's rate at its start (the step evaluates them there)."""
+        dt = self._span(step).dt
         rates = self.fluxes(backend, u)
         for side in self.sides:
-            self.sides[side] += self.dt * rates[side]
-        self.faces += self.dt * rates.get("faces", 0.0)
+            self.sides[side] += dt * rates[side]
+        self.faces += dt * rates.get("faces", 0.0)
         for label, rate in rates.get("rims", {}).items():
-            self.rims[label] += self.dt * rate
+            self.rims[label] += dt * rate
         self._sources(step, 1)
 
     @property

@@ -51,6 +51,7 @@ class Newton:
     def __init__(self, layout, comm, backend, t: float = 0.0):
         case = layout.case
         self.case, self.comm, self.backend = case, comm, backend
+        self.plan = layout.plan  # solver.core.events.Plan: each step's length (the balance reads it)
         self.blocks = list(layout.blocks)
         self.dtype = np.dtype(case.numerics.dtype)
         self.lincase = linear_case(case)
@@ -76,6 +77,7 @@ class Newton:
         self.linear_iterations = 0  # GMRES iterations in all
         self.steps_newton: list[int] = []  # implicit steps: each one's Newton iterations
         self.shift = None  # implicit steps: s = c / (theta dt) on the device (time_step)
+        self.shift_dt = None  # the step length it was made for (a step shortened to land on an event)
         self.source_key = None  # the sources' weights g0 holds now (implicit steps)
         self.last = None  # implicit steps: the relative residual the last step reached
         varies = bool(self.op.films) or self.op.face_e > 0 or bool(self.op.laws and (  # (some rank's: every rank takes the same path)
@@ -228,22 +230,21 @@ class Newton:
     def explicit(self) -> bool:
         return self.case.physics.equation == "heat" and self.case.physics.scheme == "explicit"
 
-    def explicit_step(self, step: int, timer) -> None:
+    def explicit_step(self, span, timer) -> None:
         """u^(n+1) = u^n + dt R(u^n) / c: k(T) and radiation at the old field. Before it, the field's own stability
         limit, min over the plate of c / (its four faces' K(u) + D(u)), is checked against dt (a NumericalError, exit 4,
         where the field has moved past it); held points take their value."""
         from ..core import sources
         from ..core.errors import NumericalError
-        from ..core.physics import time_step as dt_of
 
         case, op, be, g0 = self.case, self.op, self.backend, self.mg.grids[0]
-        dt = dt_of(case)
-        key = sources.step_weights(case, step, dt)
+        step, dt = span.step, span.dt
+        key = sources.step_weights(case, span)
         if key != self.source_key:
-            op.set_source(step, dt)
+            op.set_source(span)
             self.source_key = key
-        if self.shift is None:  # here: dt / c, and 1 / hd at held points (u + R / hd = T there)
-            self.shift = op.explicit_weight(dt)
+        if self.shift is None or self.shift_dt != dt:  # here: dt / c, and 1 / hd at held points (u + R / hd = T)
+            self.shift, self.shift_dt = op.explicit_weight(dt), dt
         u, new = g0.u, g0.t
         self._ready(u, timer, g0.fill)
         be.timed(timer, lambda: op.linearise(u, jacobian=False))
@@ -266,23 +267,23 @@ class Newton:
             return float(xp.max(xp.abs(new[r0:r1, c0:c1] - u[r0:r1, c0:c1]))) if r1 > r0 and c1 > c0 else 0.0
 
     # implicit steps ------------------------------------------------------------------------------------------------
-    def time_step(self, step: int, tol: float, most: int, timer) -> tuple[int, float, float, str]:
+    def time_step(self, span, tol: float, most: int, timer) -> tuple[int, float, float, str]:
         """One implicit step from u^n (the field now) by Newton's method: G(u) = R(u) - s u + b = 0 with s = c /
         (theta dt) and b = s u^n + ((1 - theta) / theta) R(u^n) (backward Euler: theta 1; Crank-Nicolson: 1/2; the
         step's sources in R at the scheme's weights), iterated until max |G| / max |G(u^n)| < tol, `most`
         iterations, or a failed line search. Returns (Newton iterations, max |G(u^n)|, the relative residual reached,
         why it ended: "tolerance", "max_cycles", "line_search" or "overflow"), as Multigrid.time_step does."""
         from ..core import sources
-        from ..core.physics import THETA, time_step as dt_of
+        from ..core.physics import THETA
 
         case, op, be, g0 = self.case, self.op, self.backend, self.mg.grids[0]
-        dt, theta = dt_of(case), THETA[case.physics.scheme]
-        key = sources.step_weights(case, step, dt)
+        dt, theta = span.dt, THETA[case.physics.scheme]
+        key = sources.step_weights(case, span)
         if key != self.source_key:
-            op.set_source(step, dt)
+            op.set_source(span)
             self.source_key = key
-        if self.shift is None:
-            self.shift = op.capacity(1.0 / (theta * dt))
+        if self.shift is None or self.shift_dt != dt:
+            self.shift, self.shift_dt = op.capacity(1.0 / (theta * dt)), dt
         op.shift = None
         self.local = self.norm2 = None
         u = g0.u
@@ -405,4 +406,4 @@ class Newton:
 
         g0 = self.mg.grids[0]
         return NonlinearBalance(self.case, g0.place.block, time_step(self.case), step, self.op,
-                                lambda: self.mg.grids[0].u)
+                                lambda: self.mg.grids[0].u, self.plan)

@@ -146,7 +146,7 @@ class Operator:
         self.held_host = held
         self.g_rest = g0  # g0 but the sources (set_source adds them)
         self.sigma0 = self._dev(sigma0)
-        self.set_source(0, 1.0)
+        self.set_source(None)
         self.d_lin = self._dev(d_lin) if d_lin.any() else None
         self.d_g = self._dev(d_g) if d_g.any() else None
         self.f_g = self._dev(f_g) if d_g.any() else None
@@ -154,10 +154,10 @@ class Operator:
         self.free = self._dev(~held, bool)
 
     @on_stream
-    def set_source(self, step: int, dt: float) -> None:
-        """g0 with the sources of the step from `step` (a steady state: 0, 1; Crank-Nicolson's weights for a term on
-        at one end of the step only: solver.core.sources.step_weights)."""
-        f = lin_operator.source_density(self.case, *self.points, step, dt)
+    def set_source(self, span) -> None:
+        """g0 with the sources of the step `span` (solver.core.events.Span; None: a steady state, every term; a term on
+        for part of the step weighs that part: solver.core.sources.step_weights)."""
+        f = lin_operator.source_density(self.case, *self.points, span)
         g0 = self.g_rest if f is None else f + self.g_rest
         if self.held_host.any():
             g0 = np.where(self.held_host, self.held_rhs, g0)

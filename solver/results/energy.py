@@ -4,14 +4,7 @@ a section for record.md."""
 from __future__ import annotations
 
 
-def units(case) -> dict | None:
-    """The units of the balance's terms: J and W in the material form (per unit thickness without physics.thickness),
-    None in the diffusivity form (temperature x area, and per time)."""
-    if getattr(case.physics, "material", None) is None:
-        return None
-    per = "" if case.physics.thickness else f" per {case.units.length} of thickness"
-    power = "W" if case.units.time == "s" else f"J/{case.units.time}"
-    return {"energy": "J" + per, "power": power + per}
+from ..core.medium import heat_units as units  # noqa: F401 - the balance's units (J and W), one place for them
 
 
 def energy_row(e: dict | None) -> tuple[str, str] | None:

@@ -305,11 +305,26 @@ def check_not_reached(outdir: Path, case) -> None:
     except (InputError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return
     converged = converged and tol is not None and (case.run.tolerance or 0.0) >= tol  # a lower tolerance goes on
-    if reached >= case.run.steps or converged:
-        why = f"converged at step {reached}" if converged else f"reached step {reached}"
-        raise InputError(f"--restart: the run in {outdir} already {why} (its record.json; run.steps is "
-                         f"{case.run.steps}), after its last checkpoint; nothing was changed: use --steps above "
-                         f"{reached} to extend it, or -o DIR to continue from the checkpoint elsewhere")
+    end = _reached_end(rec, case)
+    if end or converged:
+        why = f"converged at step {reached}" if converged else f"reached {end}"
+        fix = "a later run.t_end" if case.run.t_end is not None else f"--steps above {reached}"
+        raise InputError(f"--restart: the run in {outdir} already {why} (its record.json), after its last checkpoint; "
+                         f"nothing was changed: use {fix} to extend it, or -o DIR to continue from the checkpoint "
+                         "elsewhere")
+
+
+def _reached_end(rec: dict, case) -> str | None:
+    """'step N (run.steps is M)' or 't = T (run.t_end is E)' where the recorded run reached the case's end."""
+    from ..core.events import close, plan_of
+
+    plan, reached = plan_of(case), int(rec["run"]["steps"])
+    t = rec["run"].get("t")
+    if case.run.t_end is not None and t is not None and (float(t) >= plan.end or close(float(t), plan.end)):
+        return f"t = {float(t):g} (run.t_end is {plan.end:g})"
+    if case.run.t_end is None and reached >= plan.steps:
+        return f"step {reached} (run.steps is {plan.steps})"
+    return None
 
 
 def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None, ceiling: dict | None) -> dict:
@@ -327,7 +342,7 @@ def build_record(layout, rows: list[dict], facts: dict, correctness: dict | None
         "case": case.model_dump(mode="json"),
         "environment": environment(facts["mpi_library"], with_gpus=facts["on_gpu"]),
         "input": {"name": case.name, "nx": case.grid.nx, "ny": case.grid.ny, "dtype": case.numerics.dtype,
-                  "equation": case.physics.equation, "initial": case.initial.kind, "steps_requested": case.run.steps,
+                  "equation": case.physics.equation, "initial": case.initial.kind, "steps_requested": layout.plan.steps,
                   "dt": layout.dt, "dx": layout.spacing[0], "dy": layout.spacing[1],
                   "weights": {"wc": w.wc, "wx": w.wx, "wy": w.wy}},
         "resources": {"ranks": layout.size, "dims": list(layout.dims), "decomposition": case.parallel.decomposition,
@@ -520,7 +535,11 @@ def steps_text(run: dict, requested: int, unit: str = "step") -> str:
     """'reached step 1000 of 1000 requested; this segment computed 488 (from step 512).' (unit: a steady solve's
     "cycle" or "iteration" in place of "step")."""
     segs = run.get("segments") or []
-    head = f"reached {unit} {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
+    if requested is None:  # adaptive steps: as many as the tolerance asked for, to t_end
+        head = (f"reached step {run['steps']} at t = {run.get('t', 0.0):.6g} of t_end {run.get('t_end', 0.0):.6g} "
+                f"(adaptive){', steady' if run.get('steady') else ''}")
+    else:
+        head = f"reached {unit} {run['steps']} of {requested} requested{', converged' if run.get('converged') else ''}"
     if len(segs) < 2:
         return head + "."
     last = segs[-1]

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from .maps import has_maps, maps, outlines
+from .probes import CAPTION as PROBES_CAPTION, probe_figures
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
                    "other": "tab:gray"}
@@ -1115,6 +1116,7 @@ RUN_CAPTIONS = {
     "maps.png": "The material map (alpha), the source q in each phase of the run (drawn while it is on) and the last "
                 "snapshot",
     "energy.png": "The energy balance's terms",
+    "probes.png": PROBES_CAPTION,
 }
 
 
@@ -1194,6 +1196,7 @@ def run_report(d: Path) -> tuple[dict, str]:
             figs["maps.png"] = fig_maps(rec, views)
     if rec.get("energy"):
         figs["energy.png"] = fig_energy(rec["energy"], rec["input"]["name"])
+    figs.update(probe_figures(d))  # probes.png: each probe against time (solver.results.probes)
     tp, t = rec["throughput"], rec["timings"]
     base = ["## Serial baseline", "", "One run: for a baseline and speedups, run `stencil sweep strong CASE "
             "--ranks 1,2,4`. This run: " + throughput_line(tp), ""]

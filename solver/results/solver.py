@@ -188,12 +188,16 @@ def implicit_record(facts: dict, rows: list[dict], unit: str = "cycles") -> dict
     return out
 
 
+ADAPTIVE = "tr-bdf2 (adaptive)"  # the scheme an adaptive run's record names (solver.multigrid.adaptive)
+
+
 def implicit_ending(out: dict, solves: list) -> str:
     """One sentence: the steps, their cycles, and whether every solve reached the tolerance (if not, why not)."""
     if not solves:
         return "no steps"
     tol, n = out["tolerance"], len(solves)
-    head = f"{n} {out['scheme']} steps, {out['cycles']} {out.get('unit', 'cycles')}"
+    what = "stage solves (two a step, rejected steps included)" if out["scheme"] == ADAPTIVE else f"{out['scheme']} steps"
+    head = f"{n} {what}, {out['cycles']} {out.get('unit', 'cycles')}"
     if out["cycles"] == 0:
         return f"{head}: every step's field already solved its equations (each step's initial residual was 0)"
     head += f" ({out['cycles_per_step']['mean']:.1f} per step, at most {out['cycles_per_step']['max']})"

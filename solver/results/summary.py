@@ -154,15 +154,46 @@ def smoothing_note(case) -> str | None:
     return note(hierarchy(case, settings_of(case, *op)))
 
 
+def time_plan(case) -> str:
+    """What `stencil validate` says of a heat run's time (solver.core.events): dt, steps and t_end together, the
+    events steps land on; adaptive steps: the method, tolerance and limits."""
+    from ..core.events import plan_of
+
+    plan = plan_of(case)
+    kinds = plan.describe()["events"]
+    words = {"output": "output times", "checkpoint": "checkpoint times", "probe": "probe times",
+             "window": "window edges", "table": "table breakpoints"}
+    events = ", ".join(f"{n} {words[k]}" for k, n in kinds.items() if k != "end")
+    if plan.adaptive:
+        run = case.run
+        return (f"adaptive steps to t_end = {plan.end:.6g}: TR-BDF2 (two multigrid solves a step), each step's "
+                f"estimated error below {run.time_tolerance:g} x max|u|, first dt {plan.dt:.6g}, dt within "
+                f"[{run.dt_min or plan.end * 1e-12:.3g}, {run.dt_max or plan.end:.3g}]"
+                + (f"; steps land on {events}" if events else "")
+                + ("; stops earlier once steady" if run.until == "steady" else ""))
+    short = plan.shortened(plan.steps)
+    text = f"dt = {plan.dt:.6g} x {plan.steps} steps to t_end = {plan.end:.6g}"
+    if short:
+        text += f" ({len(short)} of them shortened to land on output times or t_end)"
+    if events:
+        text += f"; events: {events}"
+    return text + ("; stops earlier once steady" if case.run.until == "steady" else "")
+
+
 def snapshot_count(case) -> int:
-    """Snapshots fields.h5 will hold: the initial field, every output.every steps, and the last (at most:
-    laplace may converge earlier)."""
-    steps, every = case.run.steps, case.output.every
+    """Snapshots fields.h5 will hold: the initial field, every output.every steps, at output times, and the last (at
+    most: laplace may converge earlier, adaptive steps count only their output times)."""
+    from ..core.events import plan_of
+
+    plan = plan_of(case)
+    steps, every = plan.steps, case.output.every
+    marks = set(plan.marks("output")) if plan.heat and not plan.adaptive else set()
+    if plan.adaptive:
+        return 2 + sum("output" in e.kinds for e in plan.events if 0.0 < e.t < plan.end)
     if steps == 0:
         return 1
-    if not every:
-        return 2
-    return 1 + steps // every + (1 if steps % every else 0)
+    at = {0, steps} | marks | (set(range(every, steps + 1, every)) if every else set())
+    return len(at)
 
 
 def disk_bytes(case) -> dict:
@@ -173,7 +204,7 @@ def disk_bytes(case) -> dict:
     n = snapshot_count(case)
     out = {"snapshots": n, "hdf5_bytes": n * field if case.output.fields else 0,
            "vtk_bytes": n * field if case.vtk_enabled else 0,
-           "checkpoint_bytes": field if case.output.checkpoint_every else 0}
+           "checkpoint_bytes": field if case.output.checkpoint_every or case.output.checkpoint_interval else 0}
     out["disk_bytes"] = out["hdf5_bytes"] + out["vtk_bytes"] + out["checkpoint_bytes"]
     return out
 
@@ -214,6 +245,8 @@ def print_plan(case, ranks: int) -> None:
                         f"margin: the smallest centre weight 1 - dt / limit = {1 - p['dt_over_limit']:.4g} >= 0)")
     else:
         t.add_row("iterations", iteration_plan(case))
+    if case.physics.equation == "heat":
+        t.add_row("time", time_plan(case))
     if case.alpha_field:
         t.add_row("weights wc, wx, wy", f"{p['wc']:.6g}, {p['wx']:.6g}, {p['wy']:.6g} (of the largest alpha; the "
                                         "kernels read face fields)")

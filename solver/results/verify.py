@@ -61,9 +61,32 @@ def solve_allowance(case, solves) -> float:
     return 10.0 * sum(rel for _, _, _, rel, _ in solves) * max(1.0, z)
 
 
+def fluxes_over(case, steps: int) -> float:
+    """The exact change of sum(u) through the Neumann sides over the first `steps` steps (each step's own length)."""
+    from ..core.events import plan_of
+
+    plan = plan_of(case)
+    short = plan.shortened(steps) if plan.heat else []
+    return (steps - len(short)) * flux_per_step(case, weights(case)) + sum(
+        flux_per_step(case, weights(case, plan.span(k).dt)) for k in short)
+
+
+def mode_product(case, steps: int) -> float:
+    """The eigenmode's multiplier over the first `steps` steps: the whole steps' factor to their count, times each
+    shortened step's own (solver.core.events)."""
+    from ..core.events import plan_of
+
+    plan = plan_of(case)
+    short = plan.shortened(steps) if plan.heat else []
+    out = mode_factor(case) ** (steps - len(short))
+    for k in short:
+        out *= mode_factor(case, plan.span(k).dt)
+    return out
+
+
 def _against_exact(layout, comm, backend, u, steps: int, solves=None) -> dict:
     case, b = layout.case, layout.block
-    exact = eigenmode(case, range(*b.rows), range(*b.cols), case.initial.value * mode_factor(case) ** steps)
+    exact = eigenmode(case, range(*b.rows), range(*b.cols), case.initial.value * mode_product(case, steps))
     mine = owned(backend, u).astype(np.float64)
     err = comm.allmax(float(np.max(np.abs(mine - exact), initial=0.0)))
     scale = comm.allmax(float(np.max(np.abs(exact), initial=0.0)))
@@ -102,7 +125,7 @@ def conservation(layout, comm, backend, u, steps: int, solves=None) -> dict:
     mine = owned(backend, u).astype(np.float64)
     s0, a0 = comm.allsum(float(first.sum())), comm.allsum(float(np.abs(first).sum()))
     s, a = comm.allsum(float(mine.sum())), comm.allsum(float(np.abs(mine).sum()))
-    expected = s0 + steps * flux_per_step(case, weights(case))
+    expected = s0 + fluxes_over(case, steps)
     eps = float(np.finfo(case.numerics.dtype).eps)
     tol = CONSERVATION_ULPS * eps * (steps + 1) * max(a0, a)
     if solves:
@@ -140,29 +163,30 @@ def reference_rows(case, comm, steps: int, block=None, ticks: list | None = None
     from ..core import operator
     from ..core.field import padded_field
     from ..core.initial import initial_block
-    from ..core.physics import time_step, update
+    from ..core.events import plan_of
+    from ..core.physics import update
     from ..core.sides import varies_in_time
 
     block = block or reference_block(case, comm)
-    dt = time_step(case)
+    plan = plan_of(case)
     fill = make_fill(case, block)
     u = padded_field(case, block, initial_block(case, block))
     u_new = u.copy()
     tmp = np.empty((2, STRIP_ROWS, block.nx), dtype=u.dtype)
     data, timed = operator.needs_data(case), varies_in_time(case)
-    changes, w = set(operator.changes(case, steps)), None
+    changes, w = set(operator.changes(case)), None
     for step in range(steps):
-        if data and (w is None or step in changes):
-            w = operator.host_weights(case, block, u.shape, (1, 1), step).cast(u.dtype)
+        if w is None or step in changes:  # a window's edge, a step shortened to land on an event
+            w = operator.host_weights(case, block, u.shape, (1, 1), plan.span(step)).cast(u.dtype)
             w = w.with_data(**{k: np.asarray(getattr(w, k), dtype=u.dtype) for k in FIELDS
                                if getattr(w, k) is not None})
         exchange_rows(comm, block, u)
         if data:
             update(u_new, u, w, (1, u.shape[0] - 1, 1, u.shape[1] - 1))
         else:
-            strip_step(u_new, u, weights(case).cast(case.numerics.dtype), tmp)
+            strip_step(u_new, u, w, tmp)
         if timed:
-            fill = make_fill(case, block, t=(step + 1) * dt)
+            fill = make_fill(case, block, t=plan.time(step + 1))
         if not fill.constant:
             fill.apply(u_new)
         u, u_new = u_new, u
@@ -227,6 +251,7 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
     from ..core import physics
 
     layout = Layout(case=case, dt=1.0, spacing=(0.0, 0.0), w=None, dims=(1, 1), rank=0, blocks=[block], outdir=None)
+    plan = layout.plan
     if case.nonlinear:  # Newton's iterations, each its GMRES and cycles (solver.nonlinear)
         from ..nonlinear.newton import Newton
 
@@ -236,24 +261,43 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
             if case.physics.equation == "laplace":
                 newton.cycle(Timer())
             elif newton.explicit:
-                newton.explicit_step(step, Timer())
+                newton.explicit_step(plan.span(step), Timer())
             else:
-                newton.time_step(step, case.run.tolerance or physics.IMPLICIT_TOLERANCE, case.multigrid.max_cycles,
-                                 Timer())
+                newton.time_step(plan.span(step), case.run.tolerance or physics.IMPLICIT_TOLERANCE,
+                                 case.multigrid.max_cycles, Timer())
         return np.array(newton.views()[0][1:-1, 1:-1])
     op = operator_of(case)
     mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
     mg.adopt(u, u.copy())
     timer = Timer()
-    if case.implicit:  # each step: the solve the time loop makes (solver.core.loop.TimeLoop._implicit_step)
+    tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+    if plan.adaptive:  # the same controller and steps (solver.core.loop.TimeLoop._adaptive_step)
+        _adaptive_reference(case, mg, plan, cycles, tol, timer)
+    elif case.implicit:  # each step: the solve the time loop makes (solver.core.loop.TimeLoop._implicit_step)
         for step in range(cycles):
-            mg.time_step(step, case.run.tolerance or physics.IMPLICIT_TOLERANCE, case.multigrid.max_cycles, timer)
+            mg.time_step(plan.span(step), tol, case.multigrid.max_cycles, timer)
     else:
         for _ in range(cycles):
             mg.cycle(timer)
     return np.array(mg.views()[0][1:-1, 1:-1])
 
 
+
+
+def _adaptive_reference(case, mg, plan, steps: int, tol: float, timer) -> None:
+    """`steps` kept adaptive steps of the multigrid `mg` from its field, tried and judged as the run does."""
+    from ..core.controller import Controller
+    from ..multigrid.adaptive import Stepper
+
+    ctl, stepper, t = Controller.of(case, plan.dt, plan.end), Stepper(mg), 0.0
+    for step in range(steps):
+        while True:
+            span = ctl.propose(step, t, plan)
+            res = stepper.step(span, tol, case.multigrid.max_cycles, timer)
+            if ctl.judge(span, res.error):
+                break
+            stepper.undo(timer)
+        t = span.t1
 
 
 COST_STEPS = 4  # reference steps timed before a verified run: the first touches fresh memory, the median of the rest

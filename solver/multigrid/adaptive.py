@@ -1,0 +1,147 @@
+"""Adaptive implicit steps: TR-BDF2 with its embedded error estimate, on the multigrid's verbs.
+
+Why TR-BDF2 (Bank et al. 1985; Hosea and Shampine 1996, the method of MATLAB's ode23tb): with
+gamma = 2 - sqrt(2) its two stages solve with the same operator, I - d dt alpha L with d = gamma / 2, so a
+multigrid hierarchy built for a step's length (Multigrid.retime) serves the whole step, and the estimate's filter
+too. It is L-stable (a step far past the explicit limit damps the sharp modes, as backward Euler does, where
+Crank-Nicolson rings) and second order; its estimate costs no extra solve beyond one V-cycle. The others weighed:
+backward Euler against the trapezoidal rule has two operators a step (two hierarchies, or a rebuild mid-step);
+step doubling three solves and two operators; variable-step BDF2 one solve, but its estimate comes from the
+steps before (none at the start or after a window edge, where the field's slope jumps).
+
+One step from u_n over [t, t + dt], f(u) = alpha L u + q:
+
+    u_g = u_n + d dt (f(u_n) + f(u_g))                   the trapezoidal rule over gamma dt (a Crank-Nicolson
+                                                         step: solver.core.operator.implicit_rhs with theta 1/2)
+    u_1 = a u_g - b u_n + d dt f(u_1)                    BDF2 over the rest, a = 1 / (gamma (2 - gamma)),
+                                                         b = (1 - gamma)^2 / (gamma (2 - gamma))
+    e   = (I - d dt alpha L)^-1 dt ((4w - 1)/3 f_n - 1/3 f_g + 2d/3 f_1)
+
+e is the difference between the step and the embedded third-order solution (weights (w, w, d) against
+((1 - w)/3, (3w + 1)/3, d/3), w = sqrt(2) / 4), filtered through the stages' operator as Hosea and Shampine
+recommend for stiff problems: without it the sharp modes of a rough field, which the step damps correctly,
+would count as error. f_g and f_1 follow from the stages (no operator is applied), f_n from one explicit
+update of u_n (X = u_n + dt f(u_n)), so
+
+    dt (...) = E0 (X - u_n) + E1 (u_1 - u_n) - E2 (u_g - u_n),   E0 = 4w/3, E1 = 2/3, E2 = (1 + 2w) / (3d),
+
+and the filter is one V-cycle from zero with the homogeneous boundary rules (Multigrid.precondition; an estimate
+needs a digit, not a solve). The step's error is max|e| / max(max|u_n|, max|u_1|) (solver.core.controller judges
+it against run.time_tolerance). The source and the sides: q is the exact mean over each stage (adaptive steps land
+on window edges, so it is constant there); side values that vary in time are those at each stage's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.events import Span
+from ..core.physics import Weights, spacing
+from ..core.trbdf2 import A2, B2, D, E0, E1, E2, GAMMA
+
+SOLVES = 2  # solves a step (the estimate's one V-cycle besides)
+
+
+@dataclass
+class Result:
+    """One attempted step: the stages' solves (cycles, the residual's unit, the relative residual reached, why it
+    ended), the error estimate relative to the field, and the field's largest change per unit time."""
+
+    solves: list
+    error: float
+    rate: float
+
+
+class Stepper:
+    """TR-BDF2 steps on the multigrid `mg` (its operator's implicit share must be D: cycle.settings_theta). Two
+    fields of the finest level's layout beside the solver's own: u_n whole (ghosts included: the estimate's
+    explicit update reads them, and a rejected step restores them) and u_g's owned points."""
+
+    def __init__(self, mg):
+        self.mg, be = mg, mg.backend
+        lay = mg.grids[0].layout
+        self.un, self.ug = (be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(2))
+        self.whole = (0, lay.shape[0], 0, lay.shape[1])
+
+    def step(self, span: Span, tol: float, most: int, timer, on_stage=None) -> Result:
+        """One step `span` from the finest level's u (collective); u holds u_1 after it (undo() gives u_n back).
+        on_stage(): called with u = u_g (the energy balance reads the walls there)."""
+        mg, be = self.mg, self.mg.backend
+        g0 = mg.grids[0]
+        own, t1 = g0.owned, self.mg.dtype.type(1.0)
+        mg.retime(span.dt)
+        be.timed(timer, lambda: (be.clear(self.un), be.axpy(self.un, t1, g0.u, self.whole)))
+        solves = [self._stage(Span(span.step, span.t0, span.t0 + GAMMA * span.dt, GAMMA * span.dt), 0.5, None,
+                              tol, most, timer)]
+        be.timed(timer, lambda: (be.clear(self.ug), be.axpy(self.ug, t1, g0.u, own)))
+        if on_stage is not None:
+            on_stage()
+        solves.append(self._stage(span, "bdf2", self._bdf2_weights(span), tol, most, timer))
+        return Result(solves, self._estimate(span, timer), self._rate(span, timer))
+
+    def undo(self, timer) -> None:
+        """u back to u_n, ghosts included (a rejected step)."""
+        be, g0 = self.mg.backend, self.mg.grids[0]
+        be.timed(timer, lambda: (be.clear(g0.u), be.axpy(g0.u, self.mg.dtype.type(1.0), self.un, self.whole)))
+
+    # the stages ----------------------------------------------------------------------------------------------
+    def _stage(self, span: Span, theta, build, tol: float, most: int, timer) -> tuple:
+        """g = the stage's right-hand side from u, the ghosts at the stage's end, the solve."""
+        mg, be = self.mg, self.mg.backend
+        mg._rhs(mg.rhs_weights(span, theta, build), timer)
+        if build is not None:  # BDF2: g = a u_g - b u_n (+ the source), over the diagonal where alpha is a number
+            g0 = mg.grids[0]
+            be.timed(timer, lambda: be.axpy(g0.g, mg.dtype.type(-B2 / self._diagonal(span.dt)), self.un, g0.owned))
+        if mg.timed_sides:
+            mg._refill(span.t1, timer)
+        return mg.solve(tol, most, timer)
+
+    def _diagonal(self, dt: float) -> float:
+        """The operator's diagonal the right-hand side is divided by: 1 + d dt alpha (2/dx^2 + 2/dy^2) where alpha is
+        a number (the unit-diagonal form), 1 where it is a field (the equation's units)."""
+        case = self.mg.case
+        if case.alpha_field:
+            return 1.0
+        dx, dy = spacing(case)
+        return 1.0 + D * dt * case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)
+
+    def _bdf2_weights(self, span: Span):
+        """host weights of the BDF2 stage's a u_g + d dt q (b u_n follows by axpy), over the diagonal."""
+        from ..core import sources
+        from ..core.grid import window
+
+        case, dg = self.mg.case, self._diagonal(span.dt)
+
+        def build(block, shape, owned) -> Weights:
+            terms = sources.step_weights(case, span)
+            s = None
+            if terms:
+                rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
+                s = D * span.dt * sources.q_weighted(case, terms, rows[:-1], cols[:-1]) / dg
+            return Weights(A2 / dg, 0.0, 0.0, s=s)
+
+        return build
+
+    # the estimate ----------------------------------------------------------------------------------------------
+    def _estimate(self, span: Span, timer) -> float:
+        """max|e| / max(max|u_n|, max|u_1|) (module docstring), reduced over the ranks."""
+        mg, be = self.mg, self.mg.backend
+        g0 = mg.grids[0]
+        own, t = g0.owned, mg.dtype.type
+        from ..core import operator
+
+        explicit = mg.rhs_weights(span, "explicit", lambda b, sh, ow: operator.host_weights(mg.case, b, sh, ow, span))
+        mg._rhs(explicit, timer, u=self.un)  # g = X = u_n + dt f(u_n)
+        be.timed(timer, lambda: (be.xpay(g0.g, g0.u, t(E0 / E1), own), be.axpy(g0.g, t(-E2 / E1), self.ug, own),
+                                 be.axpy(g0.g, t((E2 - E1 - E0) / E1), self.un, own)))
+        z, _ = mg.precondition(self.ug, g0.t, g0.g, timer)  # (I - d dt alpha L)^-1 (e / E1), the diagonal folded in
+        be.timed(timer, lambda: be.fill(g0.t, g0.fill))  # the cycle gave g0.t (its spare) zero ghosts: the sweeps do
+        # not refill constant rules, so its ghosts take the case's again before it is u's other buffer
+        size = mg._reduced(be.max_abs(z, own), timer) * E1 / self._diagonal(span.dt)
+        scale = mg._reduced(max(be.max_abs(g0.u, own), be.max_abs(self.un, own)), timer)
+        return size / scale if scale > 0 else size
+
+    def _rate(self, span: Span, timer) -> float:
+        """max|u_1 - u_n| / dt, reduced over the ranks (run.until: steady)."""
+        mg, be = self.mg, self.mg.backend
+        return mg._reduced(be.max_update(mg.grids[0].u, self.un, mg.grids[0].owned), timer) / span.dt

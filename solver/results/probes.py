@@ -1,0 +1,44 @@
+"""The probes' chart of a run report (`stencil report DIR`): each probe of probes.h5 against time.
+
+Values of the field (points, a region's max, min or mean) share one panel, heat flows through the sides (another
+unit: u x area per unit time) a second one; a series of few samples is drawn with its points marked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CAPTION = "Each probe against time (probes.h5): values of u, and heat entering through sides per unit time"
+
+
+def probe_figures(d: Path) -> dict:
+    """{"probes.png": the figure} where the run in `d` wrote probes.h5 with samples, else {}."""
+    path = Path(d) / "probes.h5"
+    if not path.exists():
+        return {}
+    from ..io.probes import read_probes_arrays
+
+    data = read_probes_arrays(path)
+    if not len(data["time"]):
+        return {}
+    return {"probes.png": fig_probes(data)}
+
+
+def fig_probes(data: dict):
+    """data: read_probes_arrays's time, step, and per probe (kind, values)."""
+    from .report import new_figure
+
+    flows = {k: v for k, v in data["probes"].items() if v[0] == "heat_flow"}
+    values = {k: v for k, v in data["probes"].items() if v[0] != "heat_flow"}
+    panels = [(name, group) for name, group in (("u", values), ("heat in per unit time", flows)) if group]
+    fig, axes = new_figure(len(panels), 5.2 if len(panels) > 1 else 6.4)
+    t = data["time"]
+    marker = "o" if len(t) <= 40 else None
+    for ax, (label, group) in zip(axes, panels):
+        for name, (kind, v) in group.items():
+            ax.plot(t, v, marker=marker, markersize=3, label=f"{name} ({kind})")
+        ax.set_xlabel("time")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,154 @@
+"""Probes (output.probes, issue 44): values read back from the snapshots at the same steps (a point on a grid point
+bitwise, between points the bilinear value stated in solver/io/probes.py, a region's max, min and mean, a side's
+heat flow from the walls' terms, each bitwise as stated there); the same bits on several ranks; a restart continues
+the series with no gap and no duplicate; the Python API's Dataset; the report's chart."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import h5py
+import numpy as np
+import pytest
+from conftest import mpirun, needs_mpi, stencil, write_case
+
+from solver import api
+from solver.case import load_case
+from solver.core.errors import Interrupted
+from solver.io.outputs import Outputs
+from solver.run import Options, Run
+
+PROBES = [
+    {"name": "on_point", "kind": "point", "at": [12 / 23.5, 0.5]},  # grid point (row 8, column 11): dx = 1 / 23.5
+    {"name": "between", "kind": "point", "at": [0.3141, 0.2718]},
+    {"name": "near_wall", "kind": "point", "at": [0.01, 0.6]},
+    {"name": "hot", "kind": "max", "region": {"kind": "rectangle", "lower": [0.2, 0.6], "upper": [0.8, 0.95]}},
+    {"name": "cold", "kind": "min", "region": {"kind": "disk", "center": [0.5, 0.3], "radius": 0.2}},
+    {"name": "avg", "kind": "mean", "region": {"kind": "disk", "center": [0.4, 0.6], "radius": 0.25}},
+    {"name": "into_top", "kind": "heat_flow", "side": "top"},
+    {"name": "into_left", "kind": "heat_flow", "side": "left"},
+]
+
+
+def probe_case(tmp_path, name="p", **kw):
+    sections = {"grid": {"nx": 23, "ny": 17}, "initial": {"kind": "random", "seed": 3},
+                "boundary": {"top": 1.0, "left": 0.5, "right": {"kind": "neumann", "flux": 0.3}},
+                "run": {"steps": 40, "check_every": 10},
+                "output": {"dir": str(tmp_path / f"out_{name}"), "every": 5, "checkpoint_every": 10, "vtk": False,
+                           "probes": PROBES}}
+    for k, v in kw.items():
+        sections[k] = {**sections.get(k, {}), **v}
+    return write_case(tmp_path / f"{name}.yaml", **sections)
+
+
+def probes_csv(out):
+    return (out / "probes.csv").read_text()
+
+
+def test_probes_equal_the_snapshots_read_back(tmp_path):
+    """Every fifth step, probes against fields.h5: positions from its dx, dy and origin; the ghost beyond the left
+    wall is its Dirichlet value; heat flows are alpha / h^2 (ghost - first) summed exactly, times dx dy."""
+    path = probe_case(tmp_path, output={"probe_every": 5})
+    Run(load_case(path), options=Options(ceiling=False, quiet=True)).execute()
+    out = tmp_path / "out_p"
+    ds = api.probes(out)
+    with h5py.File(out / "fields.h5") as f:
+        u, steps, times = f["u"][()], list(f["step"][()]), list(f["time"][()])
+        dx, dy, (x0, y0) = float(f.attrs["dx"]), float(f.attrs["dy"]), f.attrs["origin"]
+    assert list(ds["step"].values) == steps and list(ds["time"].values) == times
+    ny, nx = u.shape[1:]
+    x, y = x0 + dx * np.arange(nx), y0 + dy * np.arange(ny)
+    assert x[11] == pytest.approx(12 / 23.5, rel=1e-15) and y[8] == 0.5  # on_point sits on a grid point
+    for k in range(len(steps)):
+        f = u[k]
+        assert ds["on_point"].values[k] == f[8, 11]
+        fx, fy = 0.3141 / dx - 1, 0.2718 / dy - 1  # Dirichlet sides on x and y: point j at (j + 1) h
+        j, i = math.floor(fx), math.floor(fy)
+        a, b = fx - j, fy - i
+        bilinear = sum(w * v for w, v in (((1 - b) * (1 - a), f[i, j]), ((1 - b) * a, f[i, j + 1]),
+                                          (b * (1 - a), f[i + 1, j]), (b * a, f[i + 1, j + 1])))
+        assert ds["between"].values[k] == pytest.approx(bilinear, rel=1e-15, abs=1e-15)
+        fx, fy = 0.01 / dx - 1, 0.6 / dy - 1  # between the left wall's ghost (0.5) and the first column
+        i, b, a = math.floor(fy), fy - math.floor(fy), fx + 1
+        ghost, first = 0.5, f[:, 0]
+        near = (1 - b) * ((1 - a) * ghost + a * first[i]) + b * ((1 - a) * ghost + a * first[i + 1])
+        assert ds["near_wall"].values[k] == pytest.approx(near, rel=1e-14)
+        inside = ((x[None, :] >= 0.2) & (x[None, :] <= 0.8) & (y[:, None] >= 0.6) & (y[:, None] <= 0.95))
+        assert ds["hot"].values[k] == f[inside].max()
+        disk = (x[None, :] - 0.5) ** 2 + (y[:, None] - 0.3) ** 2 <= 0.2 ** 2
+        assert ds["cold"].values[k] == f[disk].min()
+        disk = (x[None, :] - 0.4) ** 2 + (y[:, None] - 0.6) ** 2 <= 0.25 ** 2
+        assert ds["avg"].values[k] == float(np.sum(f[disk])) / int(disk.sum())  # numpy's sum, row-major order
+        top = float(np.sum((1.0 / dy ** 2) * (1.0 - f[-1, :]))) * (dx * dy)  # the energy balance's wall terms
+        left = float(np.sum((1.0 / dx ** 2) * (0.5 - f[:, 0]))) * (dx * dy)
+        assert ds["into_top"].values[k] == top and ds["into_left"].values[k] == left
+    assert ds["hot"].attrs["kind"] == "max" and "rectangle" in ds["hot"].attrs["description"]
+
+
+@needs_mpi
+def test_three_and_two_ranks_write_the_probes_of_one_bitwise(tmp_path):
+    path = probe_case(tmp_path, "m", run={"steps": 20})
+    one = tmp_path / "one"
+    assert stencil(["run", str(path), "-q", "-o", str(one)]).returncode == 0
+    for n, extra in ((3, ["--decomposition", "cart"]), (2, [])):
+        out = tmp_path / f"r{n}"
+        res = mpirun(n, ["run", str(path), "-q", "-o", str(out), *extra])
+        assert res.returncode == 0, res.stderr
+        assert probes_csv(out) == probes_csv(one), n
+
+
+def test_a_restart_continues_the_series_without_gap_or_duplicate(tmp_path, monkeypatch):
+    """Stopped by SIGTERM at the poll after step 50 (a checkpoint there), restarted in place: probes.csv and probes.h5 are
+    those of the run that never stopped."""
+    path = probe_case(tmp_path, "s", run={"steps": 120})
+    ref = tmp_path / "ref"
+    Run(load_case(path, {"--output": str(ref)}), options=Options(ceiling=False, quiet=True)).execute()
+    progress = Outputs.progress
+
+    def deliver(self, step):
+        if step == 50:
+            os.kill(os.getpid(), signal.SIGTERM)
+        progress(self, step)
+
+    monkeypatch.setattr(Outputs, "progress", deliver)
+    with pytest.raises(Interrupted):
+        Run(load_case(path), options=Options(ceiling=False, quiet=True)).execute()
+    monkeypatch.setattr(Outputs, "progress", progress)
+    out = tmp_path / "out_s"
+    steps = [int(line.split(",")[0]) for line in probes_csv(out).splitlines()[1:]]
+    assert steps == list(range(steps[-1] + 1)) and 50 < steps[-1] < 120
+    Run(load_case(path), options=Options(ceiling=False, quiet=True, restart=str(out))).execute()
+    assert probes_csv(out) == probes_csv(ref)
+    with h5py.File(out / "probes.h5") as a, h5py.File(ref / "probes.h5") as b:
+        for name in ("step", "time", *(p["name"] for p in PROBES)):
+            assert np.array_equal(a[name][()], b[name][()]), name
+
+
+def test_probes_at_times_with_adaptive_steps_and_the_report_draws_them(tmp_path):
+    path = probe_case(tmp_path, "t", physics={"scheme": "backward-euler", "dt": 1e-4},
+                      run={"steps": None, "t_end": 0.02, "time_tolerance": 1e-3},
+                      output={"every": None, "checkpoint_every": None, "probe_interval": 0.005})
+    Run(load_case(path), options=Options(ceiling=False, quiet=True)).execute()
+    out = tmp_path / "out_t"
+    ds = api.probes(out)
+    assert list(ds["time"].values) == [0.0, 0.005, 0.01, 0.015, 0.02]
+    res = stencil(["report", str(out)])
+    assert res.returncode == 0, res.stderr
+    assert (out / "probes.png").exists() and "probes.png" in (out / "report.md").read_text()
+
+
+def test_probe_input_errors_name_the_field(tmp_path):
+    bad = {"same name": [PROBES[0], PROBES[0]], "periodic side": [{"name": "p", "kind": "heat_flow", "side": "top"}],
+           "empty region": [{"name": "r", "kind": "mean", "region": {"kind": "disk", "center": [0.51, 0.52],
+                                                                   "radius": 0.001}}]}
+    needles = {"same name": "output.probes.1.name", "periodic side": "output.probes.0.side",
+               "empty region": "output.probes.0.region"}
+    for label, probes in bad.items():
+        boundary = {"top": {"kind": "periodic"}, "bottom": {"kind": "periodic"}} if label == "periodic side" else {}
+        path = write_case(tmp_path / "b.yaml", output={"probes": probes}, boundary=boundary)
+        res = stencil(["run", str(path)])
+        assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, (label, res.stderr)
+        assert needles[label] in res.stderr, (label, res.stderr)
+        assert not (tmp_path / "out_b").exists()

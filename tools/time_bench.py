@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Time as the user gives it (issue 44): adaptive implicit steps against today's fixed steps, and what probes cost.
+Every figure is a real `stencil run` in this process (its record's solve phase, solves and cycles); prints one
+JSON line per run and a table at the end.
+
+    python tools/time_bench.py implicit [--n 511] [--tols 3e-3 1e-3 3e-4] [--repeats 3] [--out DIR]
+        cases/heat_implicit.yaml (backward Euler, 200 steps of 5e-4 to t = 0.1, the mosaic of random cells with the
+        top side at 100) on an n x n grid (the cells scaled: the same 32 x 32 mosaic), against a fine reference (its
+        own adaptive TR-BDF2 run at --ref-tol, checked against a second at ten times it); then adaptive runs at
+        --tols: the error at t = 0.1 (max |u - ref| / max |ref|), linear solves, cycles, stepping seconds (the record's
+        warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (473 s a run on the 2-core VM for the fixed
+        steps alone). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
+    python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]
+        explicit steps (numba) with ten probes (six points, a max, a min, a mean, a side's heat flow) sampled every
+        step and every 10 steps against none: ms per step of the timed loop (median of --repeats, the runs
+        alternating), and the probes' own ms per sample (their seconds in the record). Sampling every step also
+        ends every batch of steps there (no time tiles): the first column counts that, the last two the sampling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def implicit_case(n: int, out: Path, **run) -> dict:
+    data = yaml.safe_load((ROOT / "cases" / "heat_implicit.yaml").read_text())
+    data["grid"] = {"nx": n, "ny": n}
+    data["initial"]["cell"] = max(1, round(128 * n / 4096))
+    data["run"] = {"tolerance": 1e-6, **run}
+    data["output"] = {"dir": str(out), "vtk": False, "fields": False}
+    return data
+
+
+def one(data: dict, repeats: int = 1) -> dict:
+    """Run `data` `repeats` times; the last field, solves, cycles, the median solve seconds."""
+    from solver import api
+
+    case = api.build_case(data)
+    seconds = []
+    for _ in range(repeats):
+        r = api.run(case, overwrite=True, progress=False, ceiling=False)
+        seconds.append(r.record["times"]["solve"] + r.record["times"]["warmup"])  # every step, the first one's too
+    ad = r.record["run"].get("adaptive")
+    solves = ad["solves"] if ad else r.record["run"]["steps"]
+    return {"field": r.field, "solves": solves, "cycles": r.record["solver"]["cycles"],
+            "steps": r.record["run"]["steps"], "rejected": ad["rejected"] if ad else 0,
+            "solve_seconds": statistics.median(seconds), "repeats": seconds}
+
+
+def implicit(args) -> None:
+    out = Path(args.out or tempfile.mkdtemp(prefix="time_bench_"))
+    out.mkdir(parents=True, exist_ok=True)
+    n, rows = args.n, []
+    ref = one(implicit_case(n, out / "ref", t_end=0.1, time_tolerance=args.ref_tol, tolerance=1e-10))["field"]
+    check = one(implicit_case(n, out / "check", t_end=0.1, time_tolerance=args.ref_tol * 10, tolerance=1e-10))["field"]
+    scale = float(np.abs(ref).max())
+    ref_note = {"reference": f"adaptive TR-BDF2, time_tolerance {args.ref_tol:g}, solves to 1e-10",
+                "against ten times its tolerance": float(np.abs(check - ref).max() / scale)}
+    print(json.dumps(ref_note), flush=True)
+    np.save(out / f"reference_{n}.npy", ref)
+    from solver import api
+    from solver.core.initial import initial_block
+    from solver.core.decomp import decompose
+
+    c = api.build_case(implicit_case(n, out / "i", steps=1))
+    np.save(out / f"initial_{n}.npy", initial_block(c, decompose(c.shape, (1, 1), 0)))
+    runs = [("backward Euler, 200 steps of 5e-4 (today)", implicit_case(n, out / "be", steps=200))]
+    runs += [(f"adaptive, time_tolerance {tol:g}", implicit_case(n, out / f"a{tol:g}", t_end=0.1, time_tolerance=tol))
+             for tol in args.tols]
+    for label, data in runs:
+        r = one(data, args.repeats)
+        row = {"run": label, "n": n, "error": float(np.abs(r["field"] - ref).max() / scale),
+               **{k: v for k, v in r.items() if k != "field"}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\n| run | error at t = 0.1 | linear solves | cycles | solve s (median of {args.repeats}) |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['run']} | {r['error']:.2e} | {r['solves']} | {r['cycles']} | {r['solve_seconds']:.2f} |")
+
+
+PROBES = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.08 * k, 0.37]} for k in range(6)] + [
+    {"name": "hot", "kind": "max", "region": {"kind": "rectangle", "lower": [0.4, 0.4], "upper": [0.6, 0.6]}},
+    {"name": "cold", "kind": "min", "region": {"kind": "disk", "center": [0.3, 0.7], "radius": 0.1}},
+    {"name": "mean", "kind": "mean", "region": {"kind": "disk", "center": [0.7, 0.3], "radius": 0.1}},
+    {"name": "top", "kind": "heat_flow", "side": "top"}]
+
+
+def probes(args) -> None:
+    """ms per step of the timed loop (its wall time over its steps, the probes' output included) with no probes,
+    ten probes every step and every 10 steps, runs alternating; and the probes' own seconds per sample."""
+    from solver import api
+
+    out = Path(tempfile.mkdtemp(prefix="time_bench_probes_"))
+    base = {"name": "probes", "grid": {"nx": args.n, "ny": args.n}, "initial": {"kind": "random", "seed": 1},
+            "boundary": {"top": 1.0}, "run": {"steps": args.steps, "check_every": 100, "warmup": 10},
+            "backend": {"name": "numba"}, "output": {"dir": str(out), "vtk": False, "fields": False}}
+    variants = {"none": base}
+    for every in (1, 10):
+        variants[f"ten probes every {every} step(s)"] = {**base, "output": {**base["output"], "probes": PROBES,
+                                                                          "probe_every": every}}
+    times = {k: [] for k in variants}
+    per_sample = {k: [] for k in variants if k != "none"}
+    for _ in range(args.repeats):
+        for label, data in variants.items():
+            r = api.run(api.build_case(data), overwrite=True, progress=False, ceiling=False)
+            loop, steps = r.record["timings"]["loop"], args.steps - 10
+            times[label].append((loop if isinstance(loop, float) else loop["max"]) / steps * 1e3)
+            if label != "none":
+                every = data["output"]["probe_every"]
+                per_sample[label].append(r.record["run"]["probe_seconds"] / (steps // every) * 1e3)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    sample = {k: statistics.median(v) for k, v in per_sample.items()}
+    print(json.dumps({"n": args.n, "steps": args.steps, "ms_per_step": med, "ms_per_sample": sample, "runs": times}))
+    print(f"\n| {args.n}^2 explicit, numba, 2 threads | ms per step (median of {args.repeats}) | of none | "
+          "probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|")
+    for k, v in med.items():
+        own = f"{sample[k]:.3f} | {sample[k] / med['none']:.1%}" if k in sample else "- | -"
+        print(f"| {k} | {v:.3f} | {v / med['none']:.2f} | {own} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="part", required=True)
+    a = sub.add_parser("implicit")
+    a.add_argument("--n", type=int, default=511)
+    a.add_argument("--tols", type=float, nargs="+", default=[3e-3, 1e-3, 3e-4])
+    a.add_argument("--ref-tol", type=float, default=1e-7)
+    a.add_argument("--repeats", type=int, default=3)
+    a.add_argument("--out")
+    b = sub.add_parser("probes")
+    b.add_argument("--n", type=int, default=1024)
+    b.add_argument("--steps", type=int, default=400)
+    b.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    implicit(args) if args.part == "implicit" else probes(args)
+
+
+if __name__ == "__main__":
+    main()
