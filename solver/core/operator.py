@@ -78,7 +78,8 @@ def sigma_field(case, rows: np.ndarray, cols: np.ndarray, dt: float | None = Non
     implicit = case.physics.equation == "heat"
     if not (med.shapes or (implicit and med.capacity_field)):
         return None
-    theta = THETA[case.physics.scheme] if theta is None else theta
+    if implicit:
+        theta = THETA[case.physics.scheme] if theta is None else theta
     k = theta * (time_step(case) if dt is None else dt) if implicit else 1.0
     base = capacity_at(case, rows, cols) if implicit and med.capacity_field else (1.0 if implicit else 0.0)
     terms = shape_terms(case, rows, cols)
