@@ -63,6 +63,12 @@ class Case(Section):
         _check_ranges(self)
         check_time(self)  # run.steps or run.t_end, adaptive steps, output times, probes (solver.case.timing)
         self._check_time_data()
+        if self.nonlinear and self.run.time_tolerance is not None:
+            raise ValueError("run.time_tolerance: adaptive steps are not offered with k(T) or radiation yet (Newton's "
+                             "method takes steps of physics.dt, shortened only to land on events); remove it")
+        if self.nonlinear and self.run.until != "end":
+            raise ValueError("run.until: steady is not offered with k(T) or radiation yet; remove it (or solve the "
+                             "steady state itself: physics.equation: laplace)")
         if self.physics.equation == "laplace" and self.physics.scheme != "explicit":
             raise ValueError("physics.scheme: applies to equation heat (laplace has no time steps); remove it or "
                              "set physics.equation: heat")

@@ -125,7 +125,8 @@ class Plan:
         self.dt = time_step(case)
         self.adaptive = self.heat and case.run.time_tolerance is not None
         if not self.heat:
-            self.end, self.events, self.steps = float(case.run.steps), [], case.run.steps
+            self.end, self.events, self.steps = float(case.run.steps or 0), [], case.run.steps  # (Newton's linear
+            # case is a laplace case that keeps the heat case's run section: no count there)
             self._off, self._pos, self._short, self._snapped, self._marks = [], [], set(), {}, {}
             return
         self.end = end_time(case)

@@ -187,6 +187,36 @@ def implicit_rhs(case, block, shape: tuple[int, int], owned: tuple[int, int], sp
     return replace(w, cw=np.where(held, 0.0, cw), s=np.where(held, hd * value, s))
 
 
+def rate_weights(case, block, shape: tuple[int, int], owned: tuple[int, int], span, scale: float = 1.0) -> Weights:
+    """scale dt R(u) as one update in the equation's units (the flux form: alpha a field or materials), R(u) = div(a
+    grad u) - (beta + d) u + f + f_g the right-hand side of c du/dt = R(u) (the rims' and held objects' terms d, f_g
+    explicit, held points 0): the rate an adaptive step's error estimate reads (solver.multigrid.adaptive). dt, f:
+    the step `span`'s."""
+    dt, (dx, dy), med = scale * span.dt, spacing(case), medium(case)
+    rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
+    f = _source(case, sources.step_weights(case, span), rows[:-1], cols[:-1])
+    fx, fy = faces(case, rows, cols)
+    w = Weights(-dt * med.beta, 0.0, 0.0, s=None if f is None else dt * f, ax=dt * fx / dx**2, ay=dt * fy / dy**2)
+    terms = shape_terms(case, rows[:-1], cols[:-1])
+    if terms is None:
+        return w
+    d, fg, held, _ = terms
+    s = (0.0 if f is None else dt * f) + dt * fg
+    return replace(w, cw=np.where(held, 0.0, -dt * (med.beta + d)), m=np.where(held, 0.0, 1.0),
+                   s=np.where(held, 0.0, s))
+
+
+def capacity_weights(case, block, shape: tuple[int, int], owned: tuple[int, int]) -> Weights:
+    """c u as one update (the flux form with zero faces): each point's heat capacity c = C / C0, 0 at held points."""
+    rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
+    fx, fy = faces(case, rows, cols)
+    c = capacity_at(case, rows[:-1], cols[:-1])
+    terms = shape_terms(case, rows[:-1], cols[:-1])
+    if terms is not None:
+        c = np.where(terms[2], 0.0, c)
+    return Weights(0.0, 0.0, 0.0, ax=0.0 * fx, ay=0.0 * fy, cw=c)
+
+
 def changes(case) -> list[int]:
     """Steps at which the weights change (a source's window opens or closes, a step shortened to land on an event):
     the loop stops there (solver.core.events.Plan.changes)."""

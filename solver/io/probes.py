@@ -193,7 +193,7 @@ def describe(p, case=None) -> str:
     r = p.region
     where = (f"the rectangle [{r.lower[0]:g}, {r.upper[0]:g}] x [{r.lower[1]:g}, {r.upper[1]:g}]" if r.kind == "rectangle"
              else f"the disk of radius {r.radius:g} around ({r.center[0]:g}, {r.center[1]:g})")
-    return f"{p.kind} of u over the grid points in {where}"
+    return f"{p.kind} of u over the plate's grid points in {where}"
 
 
 # the files ----------------------------------------------------------------------------------------------------

@@ -62,6 +62,9 @@ class Stepper:
         lay = mg.grids[0].layout
         self.un, self.ug = (be.zeros(lay.shape, aligned=lay.owned[2]) for _ in range(2))
         self.whole = (0, lay.shape[0], 0, lay.shape[1])
+        from ..core.medium import medium
+
+        self.capacity = medium(mg.case).capacity_field  # c varies: the estimate weighs by it (_capacity_weighted)
 
     def step(self, span: Span, tol: float, most: int, timer, on_stage=None) -> Result:
         """One step `span` from the finest level's u (collective); u holds u_1 after it (undo() gives u_n back).
@@ -71,12 +74,12 @@ class Stepper:
         own, t1 = g0.owned, self.mg.dtype.type(1.0)
         mg.retime(span.dt)
         be.timed(timer, lambda: (be.clear(self.un), be.axpy(self.un, t1, g0.u, self.whole)))
-        solves = [self._stage(Span(span.step, span.t0, span.t0 + GAMMA * span.dt, GAMMA * span.dt), 0.5, None,
+        solves = [self._stage(Span(span.step, span.t0, span.t0 + GAMMA * span.dt, GAMMA * span.dt), 0.5,
                               tol, most, timer)]
         be.timed(timer, lambda: (be.clear(self.ug), be.axpy(self.ug, t1, g0.u, own)))
         if on_stage is not None:
             on_stage()
-        solves.append(self._stage(span, "bdf2", self._bdf2_weights(span), tol, most, timer))
+        solves.append(self._stage(span, "bdf2", tol, most, timer))
         return Result(solves, self._estimate(span, timer), self._rate(span, timer))
 
     def undo(self, timer) -> None:
@@ -85,13 +88,20 @@ class Stepper:
         be.timed(timer, lambda: (be.clear(g0.u), be.axpy(g0.u, self.mg.dtype.type(1.0), self.un, self.whole)))
 
     # the stages ----------------------------------------------------------------------------------------------
-    def _stage(self, span: Span, theta, build, tol: float, most: int, timer) -> tuple:
-        """g = the stage's right-hand side from u, the ghosts at the stage's end, the solve."""
+    def _stage(self, span: Span, theta, tol: float, most: int, timer) -> tuple:
+        """g = the stage's right-hand side from u, the ghosts at the stage's end, the solve. theta "bdf2": the BDF2
+        stage, c u_1 - d dt R(u_1) = c (a u_g - b u_n) + d dt f: a backward Euler right-hand side of length d dt
+        (solver.core.operator.implicit_rhs with theta 1: c, the source and held values as every implicit step has
+        them, over the diagonal where alpha is a number) applied to a u_g - b u_n, formed in the spare field."""
         mg, be = self.mg, self.mg.backend
-        mg._rhs(mg.rhs_weights(span, theta, build), timer)
-        if build is not None:  # BDF2: g = a u_g - b u_n (+ the source), over the diagonal where alpha is a number
-            g0 = mg.grids[0]
-            be.timed(timer, lambda: be.axpy(g0.g, mg.dtype.type(-B2 / self._diagonal(span.dt)), self.un, g0.owned))
+        if theta == "bdf2":
+            g0, t = mg.grids[0], mg.dtype.type
+            be.timed(timer, lambda: (be.clear(g0.t), be.axpy(g0.t, t(A2), self.ug, self.whole),
+                                     be.axpy(g0.t, t(-B2), self.un, self.whole)))
+            mg._rhs(mg.rhs_weights(Span(span.step, span.t0, span.t1, D * span.dt), 1.0), timer, u=g0.t)
+            be.timed(timer, lambda: be.fill(g0.t, g0.fill))  # the spare's ghosts take the case's rules again
+        else:
+            mg._rhs(mg.rhs_weights(span, theta), timer)
         if mg.timed_sides:
             mg._refill(span.t1, timer)
         return mg.solve(tol, most, timer)
@@ -99,28 +109,14 @@ class Stepper:
     def _diagonal(self, dt: float) -> float:
         """The operator's diagonal the right-hand side is divided by: 1 + d dt alpha (2/dx^2 + 2/dy^2) where alpha is
         a number (the unit-diagonal form), 1 where it is a field (the equation's units)."""
+        from ..core.medium import medium
+        from ..core.physics import alpha_of
+
         case = self.mg.case
         if case.alpha_field:
             return 1.0
         dx, dy = spacing(case)
-        return 1.0 + D * dt * case.physics.alpha * (2.0 / dx**2 + 2.0 / dy**2)
-
-    def _bdf2_weights(self, span: Span):
-        """host weights of the BDF2 stage's a u_g + d dt q (b u_n follows by axpy), over the diagonal."""
-        from ..core import sources
-        from ..core.grid import window
-
-        case, dg = self.mg.case, self._diagonal(span.dt)
-
-        def build(block, shape, owned) -> Weights:
-            terms = sources.step_weights(case, span)
-            s = None
-            if terms:
-                rows, cols = window(case, block, (shape[0] + 1, shape[1] + 1), owned)
-                s = D * span.dt * sources.q_weighted(case, terms, rows[:-1], cols[:-1]) / dg
-            return Weights(A2 / dg, 0.0, 0.0, s=s)
-
-        return build
+        return 1.0 + D * dt * alpha_of(case) * (2.0 / dx**2 + 2.0 / dy**2) + D * dt * medium(case).beta
 
     # the estimate ----------------------------------------------------------------------------------------------
     def _estimate(self, span: Span, timer) -> float:
@@ -130,16 +126,38 @@ class Stepper:
         own, t = g0.owned, mg.dtype.type
         from ..core import operator
 
-        explicit = mg.rhs_weights(span, "explicit", lambda b, sh, ow: operator.host_weights(mg.case, b, sh, ow, span))
-        mg._rhs(explicit, timer, u=self.un)  # g = X = u_n + dt f(u_n)
-        be.timed(timer, lambda: (be.xpay(g0.g, g0.u, t(E0 / E1), own), be.axpy(g0.g, t(-E2 / E1), self.ug, own),
-                                 be.axpy(g0.g, t((E2 - E1 - E0) / E1), self.un, own)))
+        if self.capacity:  # c varies (materials, shapes): g = (E0 / E1) dt R(u_n) + c ((u_1 - u_n) - (E2 / E1) (u_g - u_n))
+            self._capacity_weighted(span, timer)
+        else:
+            explicit = mg.rhs_weights(span, "explicit",
+                                      lambda b, sh, ow: operator.host_weights(mg.case, b, sh, ow, span))
+            mg._rhs(explicit, timer, u=self.un)  # g = X = u_n + dt f(u_n)
+            be.timed(timer, lambda: (be.xpay(g0.g, g0.u, t(E0 / E1), own), be.axpy(g0.g, t(-E2 / E1), self.ug, own),
+                                     be.axpy(g0.g, t((E2 - E1 - E0) / E1), self.un, own)))
         z, _ = mg.precondition(self.ug, g0.t, g0.g, timer)  # (I - d dt alpha L)^-1 (e / E1), the diagonal folded in
         be.timed(timer, lambda: be.fill(g0.t, g0.fill))  # the cycle gave g0.t (its spare) zero ghosts: the sweeps do
         # not refill constant rules, so its ghosts take the case's again before it is u's other buffer
         size = mg._reduced(be.max_abs(z, own), timer) * E1 / self._diagonal(span.dt)
         scale = mg._reduced(max(be.max_abs(g0.u, own), be.max_abs(self.un, own)), timer)
         return size / scale if scale > 0 else size
+
+    def _capacity_weighted(self, span: Span, timer) -> None:
+        """g = e / E1 in the equation's units where the heat capacity c varies: (E0 / E1) dt R(u_n) (the rate
+        itself: solver.core.operator.rate_weights, since an explicit update of c u would take the rims and held
+        points implicitly) plus c ((u_1 - u_n) - (E2 / E1) (u_g - u_n)); 0 at held points. u_g's field is spent."""
+        from ..core import operator
+
+        mg, be = self.mg, self.mg.backend
+        g0, t, case = mg.grids[0], mg.dtype.type, mg.case
+        be.timed(timer, lambda: (be.xpay(self.ug, g0.u, t(-E2 / E1), self.whole),
+                                 be.axpy(self.ug, t(E2 / E1 - 1.0), self.un, self.whole)))
+        cap = mg.rhs_weights(span, "capacity", lambda b, sh, ow: operator.capacity_weights(case, b, sh, ow))
+        mg._rhs(cap, timer, u=self.ug)  # g = c v
+        be.timed(timer, lambda: (be.clear(self.ug), be.axpy(self.ug, t(1.0), g0.g, g0.owned)))
+        rate = mg.rhs_weights(span, "rate",
+                              lambda b, sh, ow: operator.rate_weights(case, b, sh, ow, span, E0 / E1))
+        mg._rhs(rate, timer, u=self.un)  # g = (E0 / E1) dt R(u_n)
+        be.timed(timer, lambda: be.axpy(g0.g, t(1.0), self.ug, g0.owned))
 
     def _rate(self, span: Span, timer) -> float:
         """max|u_1 - u_n| / dt, reduced over the ranks (run.until: steady)."""
