@@ -264,10 +264,11 @@ def test_stated_power_is_deposited_exactly_on_random_grids_and_shapes(tmp_path):
                  {"kind": "gaussian", "center": [lx / 3, ly / 2], "width": 0.1 * lx, "power": 0.7}]
         case = api.build_case({"grid": {"nx": int(nx), "ny": int(ny), "lx": float(lx), "ly": float(ly)},
                                "physics": {"material": "copper", "thickness": 0.001, "source": terms},
-                               "boundary": {"left": {"kind": "neumann"}, "top": {"kind": "convective", "h": 10.0}}})
+                               "boundary": {"left": {"kind": "neumann"}, "top": {"kind": "convective", "h": 10.0}},
+                               "run": {"steps": 1}})
         for k, want in enumerate((5.0, 2.5, 0.7)):
             assert M.source_power(case, k) == pytest.approx(want, rel=1e-12), (trial, k)
-    case = api.build_case({"grid": {"nx": 30, "ny": 18, "lx": 0.06, "ly": 0.036},
+    case = api.build_case({"grid": {"nx": 30, "ny": 18, "lx": 0.06, "ly": 0.036}, "run": {"steps": 1},
                            "physics": {"material": "fr4", "thickness": "1.6 mm", "source": [
                                {"kind": "rectangle", "lower": ["10 mm", "10 mm"], "upper": ["20 mm", "16 mm"],
                                 "power": "5 W"}]}})
@@ -279,7 +280,7 @@ def test_a_power_map_in_watts_per_tile_deposits_each_tile(tmp_path):
     and a tile's power lands inside its tile (the grid points wholly inside a hot tile hold its density)."""
     tiles = np.arange(16, dtype=float).reshape(4, 4) / 10.0
     np.save(tmp_path / "map.npy", tiles)
-    case = api.build_case({"units": {"length": "mm"}, "grid": {"nx": 45, "ny": 37, "lx": 40, "ly": 30},
+    case = api.build_case({"units": {"length": "mm"}, "grid": {"nx": 45, "ny": 37, "lx": 40, "ly": 30}, "run": {"steps": 1},
                            "physics": {"material": "silicon", "thickness": 0.5, "source": [
                                {"kind": "file", "path": str(tmp_path / "map.npy"), "unit": "W",
                                 "extent": [[11.3, 7.7], [29.1, 22.9]]}]}})

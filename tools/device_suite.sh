@@ -67,6 +67,9 @@
 #           against .bench_base alternated, PHYSCPU_N 4096, PHYSCPU_THREADS 16) and capacity (PHYSCPU_CAP_N 2048: the
 #           heat-capacity field's explicit rates x the copy-bound rate, per step and tiled, and backward-Euler cycles);
 #           PHYSCPU_SHAPES: arguments for tools/shapes_bench.py.
+#   nonlin  issue 45 on one GPU: tools/nonlinear_bench.py stencil NONLIN_N (16384) --backend cupy (Newton's steady
+#           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
+#           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it.
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
@@ -340,6 +343,13 @@ if [[ $SECTIONS == *" physcpu "* ]]; then  # issues 42 and 43 on the machine's C
     --threads ${PHYSCPU_THREADS:-16} --repeats 3 --steps 200
   [[ -f tools/shapes_bench.py && -n ${PHYSCPU_SHAPES:-} ]] && step physcpu_shapes ${PHYSCPU_SHAPES_S:-200} \
     $PY tools/shapes_bench.py $PHYSCPU_SHAPES
+fi
+
+if [[ $SECTIONS == *" nonlin "* ]]; then  # issue 45: Newton against the linear solve, one GPU (and 2 CPU ranks)
+  step nonlin_gpu ${NONLIN_S:-200} $PY tools/nonlinear_bench.py stencil ${NONLIN_N:-16384} --backend cupy \
+    --repeats ${NONLIN_REPEATS:-1} --out /tmp/stencil-nonlin
+  [[ -n ${NONLIN_CPU:-} ]] && step nonlin_cpu ${NONLIN_CPU_S:-200} mpirun -n 2 $PY tools/nonlinear_bench.py stencil \
+    $NONLIN_CPU --backend numba --repeats 1 --out /tmp/stencil-nonlin-cpu --mpi
 fi
 
 if [[ $SECTIONS == *" mgbench "* ]]; then  # multigrid and implicit heat figures (tools/mg_bench.py; issues 22, 23)
