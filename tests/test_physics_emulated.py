@@ -44,10 +44,12 @@ from solver.run import Options, run_case
 HERE = Path(__file__).parent / "cuda_emu"
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 FORMS = {"source": (1, 0, 0), "flux+source": (1, 1, 0), "flux": (0, 1, 0), "jacobi+source": (1, 2, 0), "jacobi": (0, 2, 0),
-         "flux+capacity": (0, 1, 1), "flux+source+capacity+centre": (1, 1, 3)}  # (SRC, FORM, CAP): kernels/common.cu
+         "flux+capacity": (0, 1, 1), "flux+source+capacity+centre": (1, 1, 3),
+         "jacobi+source+diagonal": (1, 2, 2)}  # (SRC, FORM, CAP): kernels/common.cu (Jacobi's CAP 2: the field sg)
 STEP_BLOCK = (32, 4)  # naive, tiled: 32 x 4 threads; rows, vec: 32 threads of 4 rows (short bands where rows % 4)
 STEP_LIBS = ([(d, f) for d in DTYPES for f in ("flux+source", "jacobi+source", "source")]  # naive + tiled + vec
-             + [("float64", "flux+source+capacity+centre"), ("float32", "flux+capacity")])
+             + [("float64", "flux+source+capacity+centre"), ("float32", "flux+capacity"),
+                ("float64", "jacobi+source+diagonal")])
 ROWS_LIBS = [("float64", "flux+source"), ("float32", "jacobi")]
 WAVE_LIBS = [  # variant, dtype, threads a block, k, form
     ("wave", "float32", 32, 4, "source"),
@@ -55,6 +57,7 @@ WAVE_LIBS = [  # variant, dtype, threads a block, k, form
     ("wave2a", "float32", 32, 3, "jacobi+source"),
     ("wave2a", "float64", 32, 8, "flux"),
     ("wave2a", "float64", 32, 4, "flux+source+capacity+centre"),
+    ("wave2a", "float64", 32, 4, "jacobi+source+diagonal"),
     ("wave", "float32", 32, 3, "flux+capacity"),
 ]
 
@@ -167,7 +170,9 @@ def data_weights(shape, dtype, form, rng, w=None):
         fields["ax"], fields["ay"] = (rng.uniform(0.05, 0.3, shape).astype(dtype) for _ in range(2))
     if cap & 1:  # a heat capacity field's multiplier 1 / c
         fields["m"] = rng.uniform(0.3, 2.0, shape).astype(dtype)
-    if cap & 2:  # and the centre weight 1 - dt beta / c
+    if cap & 2 and kind == 2:  # the Jacobi form's diagonal beside the faces (shapes: held points, rims)
+        fields["sg"] = rng.uniform(0.5, 3.0, shape).astype(dtype)
+    elif cap & 2:  # and the centre weight 1 - dt beta / c
         fields["cw"] = rng.uniform(0.5, 1.0, shape).astype(dtype)
     return w.with_data(**fields, jacobi=kind == 2, sigma=t(rng.choice([0.0, 1.0, 1.7]) if kind == 2 else 0.0))
 
@@ -522,6 +527,8 @@ RUNS = {  # name -> (dtype, physics, boundary, extra sections), the kernels' dat
                      STEADY_SIDES, {}),
     "heat-capacity": ("float64", {"equation": "heat", **MATERIAL, "dt": 0.02}, MATERIAL_SIDES, {}),
     "heat-shapes": ("float64", {"equation": "heat", **SHAPES}, MATERIAL_SIDES, {}),
+    "jacobi-shapes": ("float64", {"equation": "laplace", "solver": "jacobi", **SHAPES},
+                      {"left": 0.0, "right": 1.0, "bottom": 0.5, "top": -1.0}, {}),  # sigma a field (sg)
 }
 MG_RUNS = {
     "cg-faces": ("float64", {"equation": "laplace", "solver": "multigrid", "source": SOURCE[:1], "alpha": ALPHA},

@@ -313,9 +313,10 @@ def options(variant: str, dtype, block, fmad: bool = False, k: int = 1, rt: int 
 def data_of(w) -> tuple[int, int, int]:
     """(SRC, FORM, CAP) of the kernels for weights w (kernels/common.cu): SRC 1 where w has a source term; FORM 0 the
     constant weights, 1 the flux form (face coefficients), 2 the Jacobi form; CAP bit 1 the flux form's capacity
-    multiplier m, bit 2 its centre weight field cw."""
+    multiplier m, bit 2 its centre weight field cw (the Jacobi form: its diagonal field sg)."""
+    field = w.sg if (w.jacobi and w.ax is not None) else w.cw
     return (int(w.s is not None), (0 if w.ax is None else 2 if w.jacobi else 1),
-            int(w.m is not None) + 2 * int(w.cw is not None))
+            int(w.m is not None) + 2 * int(field is not None))
 
 
 def data_tile(data: tuple[int, int, int]) -> int | None:
@@ -329,7 +330,8 @@ def data_words(data: tuple[int, int, int]) -> str:
     src, form, cap = data
     parts = (["a source term"] if src else []) + ([None, "face coefficients (flux form)",
                                                    "face coefficients (Jacobi form)"][form:form + 1] if form else [])
-    parts += (["a heat capacity field"] if cap & 1 else []) + (["a centre weight field"] if cap & 2 else [])
+    parts += (["a heat capacity field"] if cap & 1 else []) + (
+        [("a diagonal field" if form == 2 else "a centre weight field")] if cap & 2 else [])
     return " and ".join(parts) or "nothing"
 
 
@@ -342,7 +344,7 @@ def data_args(w, u, dtype) -> tuple:
         return ()
     null = np.uint64(0)
     fields = (w.s if src else None, w.ax if form else None, w.ay if form else None, w.m if cap & 1 else None,
-              w.cw if cap & 2 else None)
+              (w.sg if form == 2 else w.cw) if cap & 2 else None)
     for f in fields:
         if f is not None:
             assert f.strides == u.strides and f.shape == u.shape, "data fields have u's shape and pitch"

@@ -84,7 +84,9 @@ __device__ __forceinline__ void copy_async_wait()
 // neighbours' weighted sum before the division); FORM 0 keeps the constant weights wc, wx, wy, FORM 1 is the flux
 // form (face coefficients ax on east faces, ay on north faces; the centre weighted by wc), FORM 2 the Jacobi form
 // (faces, and sigma, the diagonal's constant part). CAP (flux form, materials of different heat capacity): bit 1
-// multiplies the fluxes by a field m (1 / c), bit 2 weights the centre by a field cw instead of wc. The fields share
+// multiplies the fluxes by a field m (1 / c), bit 2 weights the centre by a field cw instead of wc; in the Jacobi
+// form bit 2 reads the diagonal's part beside the faces as a field (Weights.sg: shapes' held points and rims) from
+// the same pointer instead of sigma. The fields share
 // u's pitch and alignment (CupyBackend.coefficient allocates them as u). A kernel with data takes DATA_PARAMS after
 // its weights: q, ax, ay, m, cw (null where not read) and sigma.
 #ifndef SRC
@@ -140,7 +142,11 @@ __device__ __forceinline__ real update_data(const real c, const real w, const re
 #if SRC
     v = v + d.f;
 #endif
+#if CAP & 2
+    return wc * c + v / (d.cw + ((d.aw + d.ae) + (d.as_ + d.an)));
+#else
     return wc * c + v / (sigma + ((d.aw + d.ae) + (d.as_ + d.an)));
+#endif
 #else
 #if FORM == 1
 #if CAP & 1
