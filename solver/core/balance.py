@@ -129,8 +129,10 @@ class Balance:
             self.rim_terms = {label: _near_rim(d / c0, f / c0) for label, (d, f) in cl["rims"].items()}
 
     def _owned(self, backend, u) -> np.ndarray:
-        """The owned points of a one-layer field, float64, zero where they are not plate."""
-        part = backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)).astype(np.float64)
+        """The owned points of a one-layer field, float64 (read in place where the field is: no copy), zero where they
+        are not plate. (A copy cost 10 ms a step at 2048^2: the faces' sum, taken every step where the loop sees steps
+        one by one, was most of an explicit step in the material form.)"""
+        part = np.asarray(backend.get(u, (1, u.shape[0] - 1, 1, u.shape[1] - 1)), dtype=np.float64)
         return part if self.active is None else np.where(self.active, part, 0.0)
 
     def _capacity(self):
