@@ -67,6 +67,8 @@
 #           against .bench_base alternated, PHYSCPU_N 4096, PHYSCPU_THREADS 16) and capacity (PHYSCPU_CAP_N 2048: the
 #           heat-capacity field's explicit rates x the copy-bound rate, per step and tiled, and backward-Euler cycles);
 #           PHYSCPU_SHAPES: arguments for tools/shapes_bench.py.
+#   shapesgpu issue 43 on one GPU (not in all): tools/shapes_bench.py rates --backend cupy at SHAPESGPU_N (2001),
+#           SHAPESGPU_REPEATS (2); SHAPESGPU_STEADY: sizes for its steady part.
 #   nonlin  issue 45 on one GPU: tools/nonlinear_bench.py stencil NONLIN_N (16384) --backend cupy (Newton's steady
 #           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
 #           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it.
@@ -343,6 +345,13 @@ if [[ $SECTIONS == *" physcpu "* ]]; then  # issues 42 and 43 on the machine's C
     --threads ${PHYSCPU_THREADS:-16} --repeats 3 --steps 200
   [[ -f tools/shapes_bench.py && -n ${PHYSCPU_SHAPES:-} ]] && step physcpu_shapes ${PHYSCPU_SHAPES_S:-200} \
     $PY tools/shapes_bench.py $PHYSCPU_SHAPES
+fi
+
+if [[ $SECTIONS == *" shapesgpu "* ]]; then  # issue 43 on one GPU: shapes against the same grid without them
+  step shapes_gpu_rates ${SHAPESGPU_S:-150} $PY tools/shapes_bench.py rates --backend cupy --sizes ${SHAPESGPU_N:-2001} \
+    --repeats ${SHAPESGPU_REPEATS:-2} --steps 200
+  [[ -n ${SHAPESGPU_STEADY:-} ]] && step shapes_gpu_steady ${SHAPESGPU_STEADY_S:-100} $PY tools/shapes_bench.py steady \
+    --backend cupy --sizes $SHAPESGPU_STEADY --repeats 1
 fi
 
 if [[ $SECTIONS == *" nonlin "* ]]; then  # issue 45: Newton against the linear solve, one GPU (and 2 CPU ranks)

@@ -126,7 +126,7 @@ def circles(a, out: Path) -> list[dict]:
         for k in range(a.repeats):
             for m in methods:  # alternated, so drifts of the machine hit each alike
                 d = out / f"{m}{n}_{k}"
-                recs[m].append(run(circles_case(n, m, d), d, ["--backend", "numba", "--threads", str(a.threads)]))
+                recs[m].append(run(circles_case(n, m, d), d, backend_args(a)))
                 errors[m] = circle_error(d / "run")  # the same field every repeat
         for m in methods:
             rs = recs[m]
@@ -203,7 +203,7 @@ def rates(a, out: Path) -> list[dict]:
     for n in a.sizes:
         for sides in ("insulated", "fixed"):
             for tile in (1, None):
-                extra = ["--backend", "numba", "--threads", str(a.threads)] + (["--time-tile", str(tile)] if tile else [])
+                extra = backend_args(a) + (["--time-tile", str(tile)] if tile else [])
                 recs = {False: [], True: []}
                 for k in range(a.repeats):
                     for shapes in (False, True):  # alternated, so drifts of the machine hit each alike
@@ -233,7 +233,7 @@ def steady(a, out: Path) -> list[dict]:
             for shapes in (False, True):
                 d = out / f"steady{n}_{shapes}_{k}"
                 recs[shapes].append(run(plate(n, shapes, "laplace", 0), d,
-                                        ["--backend", "numba", "--threads", str(a.threads)]))
+                                        backend_args(a)))
         for shapes, rs in recs.items():
             it = rs[0]["solver"]["iterations"]
             row = {"part": "steady", "n": n, "ny": rs[0]["case"]["grid"]["ny"], "shapes": shapes, "iterations": it,
@@ -246,11 +246,17 @@ def steady(a, out: Path) -> list[dict]:
     return rows
 
 
+def backend_args(a) -> list[str]:
+    """The runs' backend options: numba with --threads, or cupy."""
+    return ["--backend", a.backend] + (["--threads", str(a.threads)] if a.backend == "numba" else [])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=("circles", "rates", "steady"))
     p.add_argument("--sizes", type=int, nargs="+")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--backend", default="numba", choices=("numba", "cupy"), help="cupy: one GPU (--threads unused)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--targets", type=float, nargs="+", default=[3.0, 1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3])
