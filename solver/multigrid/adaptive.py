@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.events import Span
-from ..core.physics import Weights, spacing
+from ..core.physics import spacing
 from ..core.trbdf2 import A2, B2, D, E0, E1, E2, GAMMA
 
 SOLVES = 2  # solves a step (the estimate's one V-cycle besides)
