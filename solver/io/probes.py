@@ -287,7 +287,8 @@ class Probes:
 
 
 def read_probes_arrays(path: Path) -> dict:
-    """probes.h5 (a run directory or the file) as numpy arrays: time, step, and probes: name -> (kind, values)."""
+    """probes.h5 (a run directory or the file) as numpy arrays: time, step, probes: name -> (kind, values), and units:
+    name -> unit ("time" too; empty where the file names none: the diffusivity form)."""
     import h5py
 
     p = Path(path)
@@ -295,7 +296,8 @@ def read_probes_arrays(path: Path) -> dict:
     with h5py.File(p, "r") as f:
         names = [k for k in f if k not in ("time", "step")]
         return {"time": f["time"][()], "step": f["step"][()],
-                "probes": {k: (str(f[k].attrs.get("kind", "")), f[k][()]) for k in names}}
+                "probes": {k: (str(f[k].attrs.get("kind", "")), f[k][()]) for k in names},
+                "units": {k: str(f[k].attrs.get("units", "")) for k in (*names, "time")}}
 
 
 def read_probes(path: Path):

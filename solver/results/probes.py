@@ -1,7 +1,8 @@
 """The probes' chart of a run report (`stencil report DIR`): each probe of probes.h5 against time.
 
 Values of the field (points, a region's max, min or mean) share one panel, heat flows through the sides (another
-unit: u x area per unit time) a second one; a series of few samples is drawn with its points marked.
+unit: W in the material form, u x area per unit time in the diffusivity form) a second one, each axis with the
+unit probes.h5 gives; a series of few samples is drawn with its points marked.
 """
 
 from __future__ import annotations
@@ -30,14 +31,22 @@ def fig_probes(data: dict):
 
     flows = {k: v for k, v in data["probes"].items() if v[0] == "heat_flow"}
     values = {k: v for k, v in data["probes"].items() if v[0] != "heat_flow"}
-    panels = [(name, group) for name, group in (("u", values), ("heat in per unit time", flows)) if group]
+    units = data.get("units", {})
+
+    def unit(group) -> str:
+        found = {units.get(name, "") for name in group} - {""}
+        return f" ({found.pop()})" if len(found) == 1 else ""
+
+    panels = [(name + unit(group), group) for name, group in
+              ((("temperature" if unit(values) else "u"), values),
+               (("heat in" if unit(flows) else "heat in per unit time"), flows)) if group]
     fig, axes = new_figure(len(panels), 5.2 if len(panels) > 1 else 6.4)
     t = data["time"]
     marker = "o" if len(t) <= 40 else None
     for ax, (label, group) in zip(axes, panels):
         for name, (kind, v) in group.items():
             ax.plot(t, v, marker=marker, markersize=3, label=f"{name} ({kind})")
-        ax.set_xlabel("time")
+        ax.set_xlabel("time" + (f" ({units['time']})" if units.get("time") else ""))
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
