@@ -1,7 +1,8 @@
 """Under mpirun -n N (any N): sources, convective sides, side values in time and along a side, alpha fields, the
 material form and its shapes (held objects, holes and an outline crossing the rank boundaries, a hole at a corner and
 one touching a side) equal one numpy process bitwise for every decomposition, halo mode, deep halo (time tile) and
-solver (explicit, Jacobi, multigrid plain and cg, implicit backward Euler and Crank-Nicolson), and the runs prove
+solver (explicit, Jacobi, multigrid plain and cg, implicit backward Euler and Crank-Nicolson, adaptive TR-BDF2 steps
+with output times and probes, whose samples are one process's text), and the runs prove
 themselves (--verify, the energy balance closing to rounding where the loop sees each step and within what the
 residuals leave where a solver runs, the record's time tile where the loop takes tiles and only there).
 
@@ -88,6 +89,13 @@ CASES.update({
     "outline-tiles": {"physics": OUTLINE, "boundary": TILE_SIDES, "backend": {"time_tile": 3}},
     "shapes-implicit": {"physics": {**SHAPES, "scheme": "backward-euler", "dt": 60.0}, "boundary": SHAPE_SIDES,
                         "run": {"steps": 3}},
+    "shapes-adaptive": {"physics": {**SHAPES, "scheme": "backward-euler", "dt": 60.0}, "boundary": SHAPE_SIDES,
+                        "run": {"steps": None, "t_end": 400.0, "time_tolerance": 1e-3},  # (issue 44: TR-BDF2 steps)
+                        "output": {"times": [130.0],
+                                   "probes": [{"name": "p", "kind": "point", "at": [0.41, 0.52]},
+                                              {"name": "m", "kind": "mean", "region": {"kind": "rectangle",
+                                               "lower": [0.1, 0.1], "upper": [0.9, 0.9]}},
+                                              {"name": "q", "kind": "heat_flow", "side": "left"}]}},
     "outline-cn": {"physics": {**OUTLINE, "scheme": "crank-nicolson", "dt": 10.0}, "boundary": SHAPE_SIDES,
                    "run": {"steps": 3}},
     "shapes-steady": {"physics": {**SHAPES, "equation": "laplace", "solver": "multigrid"}, "boundary": SHAPE_SIDES,
@@ -134,9 +142,12 @@ def check(label, grid, halo):
     ref_case = c.model_copy(deep=True)
     ref_case.backend.name, ref_case.backend.time_tile, ref_case.verify = "numpy", None, False
     if comm.rank == 0:
-        ref, steps, _ = serial(ref_case)
+        ref, steps, ref_dir = serial(ref_case)
         diff = int(np.count_nonzero(field != ref))
         assert diff == 0 and steps == r.state.step, f"{label}: {diff} points differ from one numpy process"
+        if c.output.probes:  # every sample's text, the same bits as one numpy process's
+            mine = (Path(c.output.dir) / "probes.csv").read_text()
+            assert mine == (ref_dir / "probes.csv").read_text() and mine.count("\n") > 3, f"{label}: probes differ"
         depth = record["resources"].get("halo_depth")
         print(f"ok {label} {grid} {halo} on {comm.size} ranks ({r.dims[0]}x{r.dims[1]}, halo depth {depth}){crossed}",
               flush=True)
