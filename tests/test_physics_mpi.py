@@ -13,7 +13,7 @@ pytestmark = [needs_mpi, pytest.mark.mpi]
 def test_physics_equal_one_numpy_process_bitwise_on_every_grid_and_halo_mode(n, tmp_path):
     res = mpi_script(n, "check_physics.py", tmp_path, timeout=400)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"ok physics on {n} ranks" in res.stdout and res.stdout.count("ok ") == (20 if n == 1 else 51), res.stdout
+    assert f"ok physics on {n} ranks" in res.stdout and res.stdout.count("ok ") == (21 if n == 1 else 53), res.stdout
 
 
 def test_a_run_with_every_kind_of_data_continues_on_another_rank_count_bitwise(tmp_path):

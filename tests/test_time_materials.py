@@ -47,14 +47,22 @@ def run(tmp_path, label, **fields):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """Crank-Nicolson with steps of 0.05 s: second order, within 4e-6 K of adaptive steps at a tolerance of 1e-7 (the
-    window's edge at t = 20 lands on a step)."""
+    window's edge at t = 20 lands on a step). (Steps of 0.1 s still ring by 4 K at t = 30 near the held pipe, whose
+    80 C meet the plate's 20 C at the start: 47x the copper's explicit limit.)"""
     return run(tmp_path_factory.mktemp("ref"), "ref", **{"physics.scheme": "crank-nicolson", "physics.dt": 0.05}).field
 
 
-def test_adaptive_steps_with_capacity_and_shapes_converge(tmp_path, reference):
+@pytest.fixture(scope="module")
+def loose(tmp_path_factory):
+    """Adaptive steps at a tolerance of 1e-2, with probes and an output time: (result, its directory)."""
+    d = tmp_path_factory.mktemp("loose")
+    return run(d, "p", **{"run.time_tolerance": 1e-2, "output.probes": PROBES, "output.times": [20.0, 30.0]}), d / "p"
+
+
+def test_adaptive_steps_with_capacity_and_shapes_converge(tmp_path, reference, loose):
     errors, steps = [], []
     for tol in (1e-2, 1e-4):
-        r = run(tmp_path, f"a{tol}", **{"run.time_tolerance": tol})
+        r = loose[0] if tol == 1e-2 else run(tmp_path, f"a{tol}", **{"run.time_tolerance": tol})
         e = r.record["energy"]
         assert e["holds"], e
         assert r.record["run"]["t"] == 30.0
@@ -67,20 +75,20 @@ def test_adaptive_steps_with_capacity_and_shapes_converge(tmp_path, reference):
 
 
 def test_adaptive_steps_bitwise_numba(tmp_path):
-    a = run(tmp_path, "np", **{"run.time_tolerance": 1e-3})
-    b = run(tmp_path, "nb", **{"run.time_tolerance": 1e-3, "backend.name": "numba"})
+    a = run(tmp_path, "np", **{"run.time_tolerance": 1e-2})
+    b = run(tmp_path, "nb", **{"run.time_tolerance": 1e-2, "backend.name": "numba"})
     assert a.record["run"]["steps"] == b.record["run"]["steps"]
     assert np.array_equal(a.field, b.field, equal_nan=True)
 
 
-def test_probes_in_kelvin_and_watts_equal_the_answers(tmp_path):
-    r = run(tmp_path, "p", **{"run.time_tolerance": 1e-4, "output.probes": PROBES, "output.times": [20.0, 30.0]})
+def test_probes_in_kelvin_and_watts_equal_the_answers(loose):
+    r, d = loose
     p, answers = r.probes, r.record["answers"]
     assert float(p["into_left"][-1]) == answers["heat_flows"]["left"]  # W, the same sum
     field = r.field
     assert float(p["mean"][-1]) == pytest.approx(float(np.nanmean(field)), rel=1e-12)  # holes and the pipe left out
     assert float(p["hot"][-1]) <= np.nanmax(field)
-    with h5py.File(tmp_path / "p" / "probes.h5") as f:
+    with h5py.File(d / "probes.h5") as f:
         assert f["into_left"].attrs["units"] == "W" and f["near_pipe"].attrs["units"] == "degC"
         assert f["time"].attrs["units"] == "s"
         assert 20.0 in list(f["time"][()])  # the output time was landed on and sampled
