@@ -451,10 +451,10 @@ class Run:
             self.balance.steady(self.backend, state.u)
         self.balance.finish(self.backend, state.u)
         self.energy = self.balance.result(self.comm, self.case.numerics.dtype)
-        from .results.energy import units
+        from .core.medium import heat_units
 
-        if units(self.case):
-            self.energy["units"] = units(self.case)
+        if heat_units(self.case):
+            self.energy["units"] = heat_units(self.case)
         self.clock.phases["output"] = self.clock.phases.get("output", 0.0) + time.perf_counter() - t
 
     def facts(self) -> dict:

@@ -19,6 +19,7 @@ from conftest import mpirun, needs_mpi, stencil, write_case
 from solver.backends.numba_backend import tile_key
 from solver.case import validate_case
 from solver.core import boundary, physics
+from solver.core.exact import exact_solution_available
 from solver.core.machine import cpu_count
 from solver.results.verify import reference_field
 
@@ -92,7 +93,7 @@ def test_the_exact_bound_holds_for_every_kind_mode_dtype_and_length():
                 "run": {"steps": rng.choice([1, 7, 60, 400])}, "numerics": {"dtype": rng.choice(["float32", "float64"])},
                 "physics": {"equation": "laplace"} if laplace else {"safety": rng.choice([0.5, 0.9, 1.0])}}
         case = validate_case(data)
-        if not physics.exact_solution_available(case):
+        if not exact_solution_available(case):
             continue
         steps = case.run.steps
         u = reference_field(case, steps).astype(np.float64)

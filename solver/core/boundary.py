@@ -58,7 +58,7 @@ def conserving(case) -> bool:
 
 def homogeneous(case) -> bool:
     """Zero Dirichlet values and zero fluxes, no convective side: the eigenmodes of solver.core.physics are exact
-    solutions (with no source and one alpha: solver.core.physics.exact_solution_available)."""
+    solutions (with no source and one alpha: solver.core.exact.exact_solution_available)."""
     b = case.boundary
     return all(getattr(getattr(b, s), "value", 0.0) == 0.0 and getattr(getattr(b, s), "flux", 0.0) == 0.0
                and getattr(b, s).kind != "convective" for s in SIDES)

@@ -32,25 +32,10 @@ import bisect
 import math
 from dataclasses import dataclass
 
-ULPS = 8  # times within this many units of their last place of each other are the same time
+from .clock import Span, close
+
 LANDING = ("output", "checkpoint", "probe", "end")  # events fixed steps are shortened to land on
 EVERY_EVENT = LANDING + ("window", "table")  # and adaptive ones on these too
-
-
-def close(a: float, b: float) -> bool:
-    """a and b are the same time to rounding (ULPS units of the last place of the larger)."""
-    return abs(a - b) <= ULPS * 2.220446049250313e-16 * max(abs(a), abs(b))
-
-
-@dataclass(frozen=True)
-class Span:
-    """The step from `step` to `step + 1`: from t0 to t1, of length dt (the case's dt for a whole step, t1 - t0
-    for a shortened one)."""
-
-    step: int
-    t0: float
-    t1: float
-    dt: float
 
 
 @dataclass(frozen=True)

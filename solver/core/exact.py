@@ -88,3 +88,17 @@ def inverse_bound(case) -> float | None:
     lengths = [length for axis, length in (("x", case.grid.lx), ("y", case.grid.ly))
                if all(k[s] == "dirichlet" for s in AXIS_SIDES[axis])]
     return d * min(lengths) ** 2 / 8.0 if lengths else None
+
+
+def exact_solution_available(case) -> bool:
+    """sine initial field with zero Dirichlet values and zero fluxes (any kinds): an exact eigenmode, used
+    while its rounding bound at run.steps (exact_bound) can still tell a right field from a wrong one."""
+    from . import boundary
+    from .events import plan_of
+    from .medium import medium
+    from .physics import EXACT_LIMIT, exact_bound
+
+    steps = plan_of(case).steps  # (None: adaptive steps, which have no such check)
+    return (case.initial.kind == "sine" and boundary.homogeneous(case) and not case.physics.source
+            and medium(case).beta == 0
+            and not case.alpha_field and steps is not None and exact_bound(case, steps) <= EXACT_LIMIT)

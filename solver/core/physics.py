@@ -288,18 +288,6 @@ def sine_mode(rows: range, cols: range, ny: int, nx: int, amplitude: float = 1.0
     return amplitude * np.outer(si, sj)
 
 
-def exact_solution_available(case) -> bool:
-    """sine initial field with zero Dirichlet values and zero fluxes (any kinds): an exact eigenmode, used
-    while its rounding bound at run.steps (exact_bound) can still tell a right field from a wrong one."""
-    from .events import plan_of
-    from .medium import medium
-
-    steps = plan_of(case).steps  # (None: adaptive steps, which have no such check)
-    return (case.initial.kind == "sine" and boundary.homogeneous(case) and not case.physics.source
-            and medium(case).beta == 0
-            and not case.alpha_field and steps is not None and exact_bound(case, steps) <= EXACT_LIMIT)
-
-
 def exact_bound(case, steps: int) -> float:
     """Bound on max|u - exact| / max|exact| after `steps` steps from rounding alone; inf when the exact
     field is zero (lam = 0) or the bound passes the float range. Implicit heat steps: 8 eps (n + 1), as the

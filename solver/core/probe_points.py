@@ -8,9 +8,10 @@ import math
 import numpy as np
 
 from .boundary import offsets
-from .events import close
+from .clock import close
 from .grid import positions
 from .medium import covers_points as covered
+from .physics import spacing
 
 
 def stencil(case, at) -> list[tuple[int, int, float]]:
@@ -47,7 +48,7 @@ def region_mask(case, region, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
 
 
 def _bilinear(case, at) -> list[tuple[int, int, float]]:
-    (dx, dy) = _spacing(case)
+    (dx, dy) = spacing(case)
     ox, oy = offsets(case)
     per_axis = []
     for coord, h, o in ((at[1], dy, oy), (at[0], dx, ox)):
@@ -61,8 +62,3 @@ def _bilinear(case, at) -> list[tuple[int, int, float]]:
             per_axis.append([(k0, 1.0 - a), (k0 + 1, a)])
     return [(i, j, wi * wj) for i, wi in per_axis[0] for j, wj in per_axis[1]]
 
-
-def _spacing(case) -> tuple[float, float]:
-    from .physics import spacing
-
-    return spacing(case)

@@ -99,7 +99,7 @@ def step_weights(case, span) -> tuple[tuple[int, float], ...]:
 def covered(window, t0: float, t1: float) -> float:
     """The fraction of [t0, t1] that the window [a, b) covers, window edges within rounding of t0 or t1 taken as
     on them: exactly 1 or 0 for a step wholly inside or outside."""
-    from .events import close
+    from .clock import close
 
     a, b = (t0 if close(e, t0) else t1 if close(e, t1) else e for e in window)
     lo, hi = max(a, t0), min(b, t1)

@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.boundary import periodic_axes
-from ..core.probe_points import _spacing, region_mask, stencil
+from ..core.physics import spacing
+from ..core.probe_points import region_mask, stencil
 
 FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
 CSV, H5 = "probes.csv", "probes.h5"
@@ -139,7 +140,7 @@ def combine(case, parts: list[list], stencils: list | None = None) -> list[float
     (None for the others), computed once by the caller."""
     from ..core.medium import medium
 
-    (dx, dy), med = _spacing(case), medium(case)
+    (dx, dy), med = spacing(case), medium(case)
     cell = dx * dy * med.c0 * med.depth  # as the energy balance's (solver.core.balance): W in the material form
     stencils = stencils or [stencil(case, p.at) if p.kind == "point" else None for p in case.output.probes]
     values = []

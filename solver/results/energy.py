@@ -4,9 +4,6 @@ a section for record.md."""
 from __future__ import annotations
 
 
-from ..core.medium import heat_units as units  # noqa: F401 - the balance's units (J and W), one place for them
-
-
 def energy_row(e: dict | None) -> tuple[str, str] | None:
     """("energy balance", text) for the summary table, or None."""
     if not e:

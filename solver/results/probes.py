@@ -27,7 +27,7 @@ def probe_figures(d: Path) -> dict:
 
 def fig_probes(data: dict):
     """data: read_probes_arrays's time, step, and per probe (kind, values)."""
-    from .report import new_figure
+    from .figure import new_figure
 
     flows = {k: v for k, v in data["probes"].items() if v[0] == "heat_flow"}
     values = {k: v for k, v in data["probes"].items() if v[0] != "heat_flow"}

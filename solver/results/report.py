@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from .maps import has_maps, maps, outlines
+from .figure import new_figure
 from .probes import CAPTION as PROBES_CAPTION, probe_figures
 
 SECTION_COLOURS = {"compute": "tab:blue", "comm": "tab:orange", "wait": "tab:red", "io": "tab:purple",
@@ -228,14 +229,6 @@ def axis_name(kind: str) -> str:
 
 
 # figures: sweep --------------------------------------------------------------------------------
-
-def new_figure(ncols: int = 1, width: float = 6.4):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width * ncols if ncols > 1 else width, 4.4), layout="constrained")
-    axes = [fig.add_subplot(1, ncols, k + 1) for k in range(ncols)]
-    return fig, axes
-
 
 def _log2_axis(ax, counts: list[int]) -> None:
     ax.set_xscale("log", base=2)

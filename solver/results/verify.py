@@ -22,7 +22,8 @@ import numpy as np
 from ..core.boundary import conserving, flux_per_step, make_fill
 from ..core.decomp import decompose
 from ..core import exact
-from ..core.physics import FIELDS, eigenmode, exact_solution_available, exact_tolerance, mode_factor, weights
+from ..core.exact import exact_solution_available
+from ..core.physics import FIELDS, eigenmode, exact_tolerance, mode_factor, weights
 from ..io.fields import for_each_block, owned
 
 GPU_RTOL = {"float64": 1e-13, "float32": 1e-5}
