@@ -229,7 +229,7 @@ def test_newton_iterations_do_not_grow_with_the_grid(tmp_path):
 
 def test_numba_equals_numpy_bitwise_with_materials_and_shapes(tmp_path):
     """Two materials (one with a k(T) table), a hole with a radiating rim, a held pipe, a Neumann side and face
-    cooling: numba's multigrid and numpy's give the same bits (the nonlinear terms are the same array expressions)."""
+    cooling: numba's multigrid and fused sweeps give numpy's bits (solver.backends.numba_nl follows the array expressions)."""
     sections = dict(
         grid={"nx": 40, "ny": 33, "lx": 0.04, "ly": 0.033},
         materials={"al": {"k": [[250.0, 240.0], [400.0, 228.0], [600.0, 210.0]], "C": 2.4e6}, "st": {"k": 15.0,
@@ -252,6 +252,32 @@ def test_numba_equals_numpy_bitwise_with_materials_and_shapes(tmp_path):
         assert rec["energy"]["holds"], rec["energy"]
         assert set(rec["energy"]["radiated"]) == {"top", "regions.1"}
     assert np.array_equal(fields["numpy"], fields["numba"])
+
+
+@pytest.mark.parametrize("variant", ["power-law", "picard-table", "constant-k"])
+def test_numba_fused_sweeps_equal_the_numpy_expressions(tmp_path, variant):
+    """The numba backend's fused sweeps (solver.backends.numba_nl: residual, faces, diagonal, Jacobian products) and
+    kappa made in row blocks on two threads (one law on the whole plate) give the numpy backend's bits: the field and
+    every Newton iteration's figures. A silicon-like plate heated inside, one side held, one convecting and radiating:
+    a power law with the exact Jacobian, a table with Picard's, and a constant k (radiation alone)."""
+    k = {"power-law": {"k0": 148.0, "T0": 300.0, "b": -1.3}, "picard-table": [[300.0, 150.0], [500.0, 80.0]],
+         "constant-k": 148.0}[variant]
+    data = {"grid": {"nx": 70, "ny": 130, "lx": 0.007, "ly": 0.013}, "materials": {"si": {"k": k, "C": 1.66e6}},
+            "physics": {"material": "si", "equation": "laplace", "solver": "multigrid",
+                        "source": [{"kind": "constant", "value": 2e8}]},
+            "boundary": {"bottom": 350.0, "top": {"kind": "convective", "h": 50.0, "ambient": 300.0, "emissivity": 0.9},
+                         "left": NEUMANN, "right": NEUMANN},
+            "newton": {"jacobian": "picard" if variant == "picard-table" else "newton"},
+            "run": {"steps": 60, "tolerance": 1e-11}}
+    fields, logs = {}, {}
+    for backend in ("numpy", "numba"):
+        c = case(tmp_path, f"{variant}-{backend}", **data,
+                 backend={"name": backend, **({"threads": 2} if backend == "numba" else {})})
+        fields[backend], rec = run(c)
+        assert rec["solver"]["converged"] or rec["solver"]["stopped_by"] == "floor", rec["solver"]["ended"]
+        logs[backend] = newton(rec)
+    assert np.array_equal(fields["numpy"], fields["numba"])
+    assert logs["numpy"] == logs["numba"]
 
 
 def test_a_far_start_converges_with_the_line_search_and_diverges_without(tmp_path):

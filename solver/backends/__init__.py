@@ -205,6 +205,11 @@ class Backend:
         """An index (int64) or weight (the field's dtype) table in this backend's memory."""
         return np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
 
+    def nonlinear_kernels(self, region: Region):
+        """A module of fused sweeps for the nonlinear operator (solver.backends.numba_nl), ready for a kernel over
+        `region`, or None: the operator's array expressions (solver.nonlinear.operator) are the reference."""
+        return None
+
     mg_tiles = False  # a backend with `sweeps(out, u, g, sweeps, region, tail)`: two sweeps in one pass (cupy_mg)
     mg_tails = False  # a backend with `mg_record(body)` and `mg_tail(program)`: coarse levels in one block (cupy_mg)
 
@@ -270,6 +275,12 @@ class Backend:
         from . import mg_ops
 
         mg_ops.axpy(y, a, x, region)
+
+    def scale(self, y, a, x, region: Region) -> None:
+        """y = a*x."""
+        from . import mg_ops
+
+        mg_ops.scale(y, a, x, region)
 
     def xpay(self, y, x, b, region: Region) -> None:
         """y = x + b*y."""

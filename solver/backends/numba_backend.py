@@ -198,8 +198,16 @@ class NumbaBackend(Backend):
 
         return numba_mg
 
+    def nonlinear_kernels(self, region):
+        from . import numba_nl
+
+        self.fit(region)
+        return numba_nl
+
     def smooth(self, out, u, g, w, om, region) -> None:
         self.fit(region)
+        if w.uniform is not None:
+            return self._mg().vsmooth_u(out, u, g, *w.uniform, w.wc, om, w.sigma, *region, w.sg)
         if w.fields:
             return self._mg().vsmooth(out, u, g, w.ax, w.ay, w.wc, om, w.sigma, *region, w.sg)
         if g is None:
@@ -208,6 +216,8 @@ class NumbaBackend(Backend):
 
     def residual(self, r, u, g, w, region) -> None:
         self.fit(region)
+        if w.uniform is not None:
+            return self._mg().vresidual_u(r, u, g, *w.uniform, w.sigma, *region, w.sg)
         if w.fields:
             return self._mg().vresidual(r, u, g, w.ax, w.ay, w.sigma, *region, w.sg)
         if g is None:
@@ -249,6 +259,10 @@ class NumbaBackend(Backend):
     def axpy(self, y, a, x, region) -> None:
         self.fit(region)
         self._mg().axpy(y, a, x, *region)
+
+    def scale(self, y, a, x, region) -> None:
+        self.fit(region)
+        self._mg().scale(y, a, x, *region)
 
     def xpay(self, y, x, b, region) -> None:
         self.fit(region)

@@ -76,6 +76,38 @@ def vresidual(r, u, g, ax, ay, sigma, r0, r1, c0, c1, sg=None):
 
 
 @njit(parallel=True, cache=True)
+def vsmooth_u(out, u, g, a, b, wc, om, sigma, r0, r1, c0, c1, sg=None):
+    """vsmooth where every face along x is a and along y b (Weights.uniform): the same terms, two fields fewer."""
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = out[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
+        sr = None if sg is None else sg[i, c0:c1]
+        for j in range(m):
+            v = (a * w[j] + a * e[j]) + (b * s[j] + b * n[j])
+            if g is not None:
+                v = v + g[i, c0 + j]
+            d = sigma if sr is None else sr[j]
+            o[j] = wc * c[j] + om * (v / (d + ((a + a) + (b + b))))
+
+
+@njit(parallel=True, cache=True)
+def vresidual_u(r, u, g, a, b, sigma, r0, r1, c0, c1, sg=None):
+    """vresidual where every face along x is a and along y b (Weights.uniform)."""
+    m = c1 - c0
+    for i in prange(r0, r1):
+        o = r[i, c0:c1]
+        c, w, e, s, n = _rows(u, i, c0, c1)
+        sr = None if sg is None else sg[i, c0:c1]
+        for j in range(m):
+            v = (a * w[j] + a * e[j]) + (b * s[j] + b * n[j])
+            if g is not None:
+                v = v + g[i, c0 + j]
+            d = sigma if sr is None else sr[j]
+            o[j] = v - (d + ((a + a) + (b + b))) * c[j]
+
+
+@njit(parallel=True, cache=True)
 def restrict(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale):
     zero = gc.dtype.type(0)
     for I in prange(r0, r1):
@@ -157,6 +189,51 @@ def residual_max(r, u, g, wx, wy, r0, r1, c0, c1):
             bad |= d != d
         rowmax[i - r0] = np.inf if bad else top
     return rowmax.max() if r1 > r0 else 0.0
+
+
+@njit(parallel=True, cache=True)
+def across_rows(k, rows, w, wsum):
+    """solver.multigrid.coefficients._across in one pass: out[I] = (sum over t, in order, of w[I, t] k[rows[I, t]])
+    / wsum[I]."""
+    m, taps = rows.shape
+    c = k.shape[1]
+    out = np.empty((m, c))
+    for i in prange(m):
+        o = out[i]
+        for j in range(c):
+            o[j] = 0.0
+        for t in range(taps):
+            wt = w[i, t]
+            src = k[rows[i, t]]
+            for j in range(c):
+                o[j] = o[j] + wt * src[j]
+        for j in range(c):
+            o[j] = o[j] / wsum[i]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def across_cols(k, cols, w, wsum):
+    """across_rows along the other axis: out[:, J] = (sum over t of w[J, t] k[:, cols[J, t]]) / wsum[J], the same
+    terms in the same order as across_rows on k's transpose."""
+    n = k.shape[0]
+    m, taps = cols.shape
+    out = np.empty((n, m))
+    for i in prange(n):
+        src, o = k[i], out[i]
+        for jc in range(m):
+            acc = 0.0
+            for t in range(taps):
+                acc = acc + w[jc, t] * src[cols[jc, t]]
+            o[jc] = acc / wsum[jc]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def scale(y, a, x, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = a * x[i, j]
 
 
 @njit(parallel=True, cache=True)

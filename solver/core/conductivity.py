@@ -66,6 +66,24 @@ class Law:
         inside = (u > self.temps[0]) & (u < self.temps[-1])
         return k.astype(u.dtype, copy=False), xp.where(inside, s[i], 0.0).astype(u.dtype, copy=False)
 
+    def factors_into(self, u, kref: float, kap, dkap, tmp) -> None:
+        """kap = k(u) / kref and dkap = k'(u) / kref into numpy arrays of u's shape (tmp: scratch of that shape): the
+        terms and order of `evaluate` followed by the two divisions, so the same bits, without a temporary per term
+        (a caller may hand it rows of a field in blocks and threads: every term is elementwise)."""
+        if self.kind != "power":
+            k, dk = self.evaluate(u, np)
+            np.divide(k, kref, out=kap)
+            np.divide(dk, kref, out=dkap)
+            return
+        theta = np.add(u, self.offset, out=tmp)
+        np.divide(theta, self.t0, out=kap)
+        np.power(kap, self.b, out=kap)
+        np.multiply(self.k0, kap, out=kap)
+        np.multiply(self.b, kap, out=dkap)
+        np.divide(dkap, theta, out=dkap)
+        np.divide(kap, kref, out=kap)
+        np.divide(dkap, kref, out=dkap)
+
     def largest(self, lo: float, hi: float) -> float:
         """The largest k over temperatures [lo, hi] (the explicit step's stability limit)."""
         if self.kind == "power":

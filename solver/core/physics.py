@@ -57,6 +57,8 @@ class Weights:
     m: object = None
     cw: object = None
     sg: object = None
+    uniform: object = None  # (ax, ay) as two numbers where every face the block's kernels read holds the same (a
+    # backend may then read them as numbers: the same bits, two fields fewer a sweep; solver.multigrid.cycle._faces)
 
     def cast(self, dtype) -> Weights:
         """The weights as scalars of the field's dtype (numpy keeps float32 arithmetic in float32)."""

@@ -98,7 +98,7 @@ def _held_by_plate(case, levels: list[Level]) -> list[np.ndarray] | None:
     out = [terms[2]]
     plate = 1.0 - terms[2]
     for fine, coarse in zip(levels, levels[1:]):
-        plate = _across(_across(plate, fine.y, coarse.y).T, fine.x, coarse.x).T
+        plate = _across(_across(plate, fine.y, coarse.y), fine.x, coarse.x, axis=1)
         out.append(plate < MIN_PLATE)
     return out
 
@@ -192,15 +192,20 @@ def _interp(cum: np.ndarray, k: np.ndarray, t: np.ndarray) -> np.ndarray:
     return cum[:, idx] + frac[None, :] * (cum[:, idx + 1] - cum[:, idx])
 
 
-def _across(k: np.ndarray, fine: Axis, coarse: Axis) -> np.ndarray:
-    """Rows coarsened across the flux: each coarse row the overlap-weighted mean of the fine rows its cell covers."""
+def _across(k: np.ndarray, fine: Axis, coarse: Axis, axis: int = 0) -> np.ndarray:
+    """Rows (axis 1: columns) coarsened across the flux: each coarse row the overlap-weighted mean of the fine rows
+    its cell covers, the taps summed in order (a handful per coarse row: banded, not a dense product; one numba pass,
+    solver.backends.numba_mg.across_rows: a whole level's diagonal is coarsened at each Newton rebuild)."""
+    from ..backends import numba_mg
+
     if fine.n == coarse.n:
         return k
     rows, w = _overlaps(fine, coarse)
-    out = np.zeros((coarse.n, k.shape[1]))
-    for t in range(rows.shape[1]):  # a handful of fine rows per coarse row: banded, not a dense product
-        out += w[:, t:t + 1] * k[rows[:, t]]
-    return out / w.sum(axis=1, keepdims=True)
+    wsum = np.ascontiguousarray(w.sum(axis=1))
+    k = np.ascontiguousarray(k, dtype=np.float64)
+    if axis == 0:
+        return numba_mg.across_rows(k, np.ascontiguousarray(rows), np.ascontiguousarray(w), wsum)
+    return numba_mg.across_cols(k, np.ascontiguousarray(rows), np.ascontiguousarray(w), wsum)
 
 
 def _overlaps(fine: Axis, coarse: Axis) -> tuple[np.ndarray, np.ndarray]:
@@ -258,7 +263,7 @@ def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarra
     held = held_levels(case, levels) if held is None else held
     out = [first]
     for k, (fine, coarse) in enumerate(zip(levels, levels[1:])):
-        mean = lambda a: _across(_across(a, fine.y, coarse.y).T, fine.x, coarse.x).T  # noqa: E731
+        mean = lambda a: _across(_across(a, fine.y, coarse.y), fine.x, coarse.x, axis=1)  # noqa: E731
         if held is None:
             out.append(mean(out[-1]))
             continue

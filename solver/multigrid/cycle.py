@@ -87,6 +87,16 @@ class Grid:
         return a[self.layout.view]
 
 
+def _uniform(ax: np.ndarray, ay: np.ndarray, owned, dtype):
+    """(ax, ay) as numbers of the dtype where each holds one value on every face the owned block's sweeps read, else
+    None (solver.core.physics.Weights.uniform)."""
+    r0, r1, c0, c1 = owned
+    fx, fy = ax[r0:r1, c0 - 1:c1].astype(dtype), ay[r0 - 1:r1, c0:c1].astype(dtype)
+    if not fx.size or not fy.size or (fx != fx.flat[0]).any() or (fy != fy.flat[0]).any():
+        return None
+    return fx.flat[0], fy.flat[0]
+
+
 class Multigrid:
     """The solver: levels, fields, exchangers and tables, built once; cycle() and residual_norm()."""
 
@@ -198,7 +208,7 @@ class Multigrid:
         ay = coefficients.local(fy.T, lev.y, lev.x, block.rows[0], block.cols[0], lay.shape, origin, transpose=True)
         be = self.backend
         out = {"ax": be.coefficient(ax, lay.owned[2]), "ay": be.coefficient(ay, lay.owned[2]),
-               "sigma": self.dtype.type(self.settings.sigma)}
+               "sigma": self.dtype.type(self.settings.sigma), "uniform": _uniform(ax, ay, lay.owned, self.dtype)}
         if self.sigmas is not None:  # sigma a field (solver.core.operator.sigma_field)
             c = coefficients.local_points(self.sigmas[lev.index], lev, block, lay.shape, origin)
             out["sg"] = be.coefficient(c, lay.owned[2])
@@ -292,7 +302,7 @@ class Multigrid:
             lev, lay = g.place.level, g.layout
             c = coefficients.local_points(self.sigmas[lev.index], lev, g.place.block, lay.shape,
                                           (lay.owned[0], lay.owned[2]))
-            be.put(g.w.sg, (0, c.shape[0], 0, c.shape[1]), c.astype(self.dtype))
+            be.put(g.w.sg, (0, c.shape[0], 0, c.shape[1]), c.astype(self.dtype, copy=False))
         inverse = self.comm.bcast(self._coarsest() if self.comm.rank == 0 else None)
         be.put(self.minv, (0, inverse.shape[0], 0, inverse.shape[1]), inverse.astype(self.dtype))
         self.__dict__.pop("_diagonal", None)

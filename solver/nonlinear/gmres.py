@@ -6,6 +6,11 @@ iteration applies P and A once to the newest basis vector, orthogonalises the re
 Gram-Schmidt) and updates the least-squares problem by Givens rotations, whose last entry is the residual's 2-norm
 without computing it. A restart (after `restart` iterations) forms x and starts again from the true residual.
 
+x is formed as the flexible variant does (Saad's algorithm 9.6): each z_j = P v_j is kept, x = x_0 + Z y, instead of
+applying P once more to V y. That costs a field per iteration and saves a multigrid cycle per linear solve, a third
+of all cycles where Newton's steps take one or two iterations each (tools/nonlinear_bench.py). The fields (the basis
+and the z_j) beyond the first FIRST are made when an iteration first needs them (restart 20: 42 fields at most).
+
 The basis vectors are fields of the finest level's layout; the dot products are reduced with the same bits on every
 rank count (solver.multigrid.dot), and the small Hessenberg problem is solved in Python floats, the same on every rank,
 so the iterates are bitwise equal across ranks, as the multigrid's are.
@@ -17,30 +22,42 @@ import math
 
 from ..multigrid.dot import dot
 
+FIRST = 5  # basis vectors (and as many z_j) made at set-up, as PETSc's GMRES preallocates a first chunk; the rest as
+# iterations reach them. Newton's steps take 1 to 5 iterations each on tools/nonlinear_bench.py's plate
+
 
 class Gmres:
     def __init__(self, backend, comm, layout, owned, count: int, restart: int, dtype):
         self.be, self.comm, self.owned, self.count, self.m = backend, comm, owned, count, restart
         self.t = dtype.type
-        new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
-        self.basis = [new() for _ in range(restart + 1)]
-        self.w, self.z, self.r = new(), new(), new()
+        self.new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
+        self.basis, self.zs = [], []  # v_j and z_j = P v_j, made as the iterations reach them
+        self.w, self.r = self.new(), self.new()
+        for k in range(min(FIRST, restart)):  # the first ones now, written once (their pages taken at set-up)
+            backend.clear(self._field(self.basis, k))
+            backend.clear(self._field(self.zs, k))
+
+    def _field(self, fields: list, k: int):
+        while len(fields) <= k:
+            fields.append(self.new())
+        return fields[k]
 
     def _dot(self, a, b, timer) -> float:
         return dot(self.be, self.comm, a, b, self.owned, self.count, timer)
 
     def _scaled(self, out, a, c: float, timer) -> None:
-        """out = c a over the owned points."""
+        """out = c a over the owned points (the ghosts are the preconditioner's and apply's to fill)."""
         be = self.be
-        be.timed(timer, lambda: (be.clear(out), be.axpy(out, self.t(c), a, self.owned)))
+        be.timed(timer, lambda: be.scale(out, self.t(c), a, self.owned))
 
-    def solve(self, x, b, apply, precondition, rtol: float, most: int, timer) -> tuple[int, float]:
+    def solve(self, x, b, apply, precondition, rtol: float, most: int, timer, norm_b=None) -> tuple[int, float]:
         """x (cleared first) with |b - A x|_2 <= rtol |b|_2, in at most `most` iterations. apply(out, v): out = A v;
-        precondition(out, r): out = P r. Returns (iterations, |b - A x|_2 / |b|_2 reached: the Givens estimate at each
-        restart's end replaced by the true residual)."""
+        precondition(out, r): out = P r; norm_b: |b|_2 where the caller has it. Returns (iterations,
+        |b - A x|_2 / |b|_2 reached: the Givens estimate at each restart's end replaced by the true residual)."""
         be = self.be
         be.timed(timer, lambda: be.clear(x))
-        norm_b = math.sqrt(max(self._dot(b, b, timer), 0.0))
+        if norm_b is None:
+            norm_b = math.sqrt(max(self._dot(b, b, timer), 0.0))
         if norm_b == 0.0 or norm_b != norm_b:
             return 0, 0.0 if norm_b == 0.0 else float("nan")
         done, rel, residual = 0, 1.0, b
@@ -49,12 +66,13 @@ class Gmres:
             rel = beta / norm_b
             if rel <= rtol or beta == 0.0:
                 break
-            self._scaled(self.basis[0], residual, 1.0 / beta, timer)
+            self._scaled(self._field(self.basis, 0), residual, 1.0 / beta, timer)
             h, cs, sn, g = [], [], [], [beta]
             k = 0
             while k < self.m and done < most:
-                precondition(self.z, self.basis[k])
-                apply(self.w, self.z)
+                z = self._field(self.zs, k)
+                precondition(z, self.basis[k])
+                apply(self.w, z)
                 col = []
                 for i in range(k + 1):  # modified Gram-Schmidt
                     c = self._dot(self.w, self.basis[i], timer)
@@ -78,8 +96,8 @@ class Gmres:
                 rel = abs(g[k]) / norm_b
                 if rel <= rtol or nxt == 0.0 or rel != rel:
                     break
-                self._scaled(self.basis[k], self.w, 1.0 / nxt, timer)
-            self._update(x, h, g, k, precondition, timer)
+                self._scaled(self._field(self.basis, k), self.w, 1.0 / nxt, timer)
+            self._update(x, h, g, k, timer)
             if rel <= rtol or rel != rel or done >= most:
                 break
             apply(self.r, x)  # the true residual, for the restart
@@ -87,8 +105,8 @@ class Gmres:
             residual = self.r
         return done, rel
 
-    def _update(self, x, h, g, k: int, precondition, timer) -> None:
-        """x += P (V y), y solving the k x k upper-triangular system of the rotated Hessenberg matrix."""
+    def _update(self, x, h, g, k: int, timer) -> None:
+        """x += Z y = P (V y), y solving the k x k upper-triangular system of the rotated Hessenberg matrix."""
         if k == 0:
             return
         y = [0.0] * k
@@ -96,8 +114,5 @@ class Gmres:
             s = g[i] - sum(h[j][i] * y[j] for j in range(i + 1, k))
             y[i] = s / h[i][i] if h[i][i] != 0.0 else 0.0
         be = self.be
-        be.timed(timer, lambda: be.clear(self.w))
         for i in range(k):
-            be.timed(timer, lambda i=i: be.axpy(self.w, self.t(y[i]), self.basis[i], self.owned))
-        precondition(self.z, self.w)
-        be.timed(timer, lambda: be.axpy(x, self.t(1.0), self.z, self.owned))
+            be.timed(timer, lambda i=i: be.axpy(x, self.t(y[i]), self.zs[i], self.owned))

@@ -40,6 +40,7 @@ from .operator import Operator
 ARMIJO = 1e-4  # the line search's sufficient decrease (Dennis and Schnabel's alpha)
 MAX_TRIALS = 30  # step lengths tried before the line search gives up (the last about 1e-9 at the halving bound)
 SHRINK = (0.1, 0.5)  # each trial's step is this fraction of the last at least and at most (the quadratic model's guard)
+FLOOR_ASK = 1e-6  # Newton's floor test (Newton._at_floor) is made once max |R| is below this fraction of the first's
 SIGMA_LAG = 0.2  # the levels' diagonal is rebuilt only where some point's moved by more than this fraction of itself
 # since the last build (gathering and coarsening it costs about a cycle; GMRES works with the exact Jacobian, so a
 # lagging preconditioner only costs iterations where it has moved far). Measured (tools/nonlinear_bench.py's plate at
@@ -69,11 +70,13 @@ class Newton:
         self.gmres = Gmres(backend, comm, lay, g0.owned, self.count, n.restart, self.dtype)
         self.norms: list[float] = []  # max |R| of every iterate (reduced over ranks), the first one's included
         self.local = None  # this rank's max |R(u)| of the current u (None: not computed yet)
+        self.kappa_R = None  # (kappa, kappa') at the u of R (Operator.last_kappa): what linearising there reuses
+        self.KR, self.KRt = self.op.kappa_buffers(), self.op.kappa_buffers()  # where R's and Rt's kappa are made
         self.norm2 = None  # |R(u)|_2 over every rank
         self.log: list[dict] = []  # one entry per iteration: what the record says of it
         self.ended: str | None = None  # "line_search" when the line search found no step ("floor" at the floor)
         self.floor: float | None = None  # the rounding floor measured then
-        self.cycles = 0  # multigrid cycles in all (one per GMRES iteration, one per restart's update)
+        self.cycles = 0  # multigrid cycles in all (one per GMRES iteration: solver.nonlinear.gmres)
         self.linear_iterations = 0  # GMRES iterations in all
         self.steps_newton: list[int] = []  # implicit steps: each one's Newton iterations
         self.shift = None  # implicit steps: s = c / (theta dt) on the device (time_step)
@@ -85,6 +88,7 @@ class Newton:
         self.sigma_fixed = not comm.allmax(1.0 if varies else 0.0)
         self.sigma_set = False
         self.sent = None  # this rank's part of the diagonal the levels hold now (host)
+        self.spare_sigma = None  # a host array the next linearisation's diagonal may be written in (not `sent`)
         self.restored = None  # a restart's: the levels' diagonal to build first
 
     # what the loop and the run ask of an iterate ---------------------------------------------------------------
@@ -155,6 +159,7 @@ class Newton:
         return self.mg.messages()
 
     def close(self) -> None:
+        self.op.close()
         self.mg.close()
 
     def describe(self) -> list[dict]:
@@ -178,22 +183,23 @@ class Newton:
         if fill.rules:
             be.timed(timer, lambda: be.fill(u, fill))
 
-    def _residual(self, out, u, timer) -> None:
+    def _residual(self, out, u, timer, into=None) -> None:
         grid = self.mg.grids[0]
         self._ready(u, timer, grid.fill)
-        self.backend.timed(timer, lambda: self.op.residual(out, u))
+        self.backend.timed(timer, lambda: self.op.residual(out, u, into))
 
     def residual_norm(self, timer) -> float:
         """This rank's max |R(u)| (the loop reduces it over the ranks)."""
         if self.local is None:
             g0 = self.mg.grids[0]
-            self._residual(self.R, g0.u, timer)
+            self._residual(self.R, g0.u, timer, self.KR)
+            self.kappa_R = self.op.last_kappa
             self.local = self.backend.max_abs(self.R, g0.owned)
         return self.local
 
     def scale(self) -> float:
         """The largest magnitude this rank's residual is computed from (the rounding floor's scale)."""
-        return self.op.largest_term(self.mg.grids[0].u)
+        return self.op.largest_term(self.mg.grids[0].u, self.kappa_R if self.local is not None else None)
 
     def _dot(self, a, b, timer) -> float:
         return dot(self.backend, self.comm, a, b, self.mg.grids[0].owned, self.count, timer)
@@ -204,6 +210,18 @@ class Newton:
         if self.ended is not None:
             return
         self.log.append(self._iterate(timer, self.case.run.tolerance))
+        self._at_floor(timer)
+
+    def _at_floor(self, timer) -> None:
+        """A steady state's iterate whose residual is within the dtype's rounding floor ends the iteration ("floor"):
+        a Newton step from there changes u by rounding (the linear multigrid waits for its residual to stall
+        instead: there a check costs one cycle, here a linearisation, a linear solve and a line search). The floor's
+        scale (a reduction and a kappa sweep) is asked only once the residual has fallen FLOOR_ASK below the first."""
+        if self.ended is not None or self.norms[-1] > FLOOR_ASK * self.norms[0]:
+            return
+        floor = stops.rounding_floor(self.dtype, self._reduced(self.scale(), timer))
+        if self.norms[-1] <= floor:
+            self.ended, self.floor = "floor", floor
 
     def _iterate(self, timer, tolerance: float | None) -> dict:
         """One Newton iteration on the operator as it stands (a steady state's R, or an implicit step's G); returns
@@ -216,9 +234,10 @@ class Newton:
             self.norm2 = math.sqrt(max(self._dot(self.R, self.R, timer), 0.0))
         eta = forcing(self.norms, float(np.finfo(self.dtype).eps), tolerance, n.forcing)
         cycles = self.cycles
-        self._linearise(g0.u, timer)
+        self._linearise(g0.u, timer, self.kappa_R)
         its, reached = self.gmres.solve(self.v, self.R, lambda out, v: self._apply(out, v, timer),
-                                        lambda out, r: self._precondition(out, r, timer), eta, n.max_linear, timer)
+                                        lambda out, r: self._precondition(out, r, timer), eta, n.max_linear, timer,
+                                        self.norm2)
         self.linear_iterations += its
         step, trials = self._search(reached, timer)
         timer.level = None
@@ -320,22 +339,25 @@ class Newton:
         timer.add("wait", t)
         return r
 
-    def _linearise(self, u, timer) -> None:
-        """The Jacobian's data at u, and the multigrid's diagonal on every level (gathered: the levels are global)."""
+    def _linearise(self, u, timer, kappa=None) -> None:
+        """The Jacobian's data at u, and the multigrid's diagonal on every level (gathered: the levels are global).
+        kappa: as Operator.linearise's."""
         jacobian = self.case.newton.jacobian == "newton"
-        self.backend.timed(timer, lambda: self.op.linearise(u, jacobian))
+        self.backend.timed(timer, lambda: self.op.linearise(u, jacobian, kappa))
         if self.sigma_fixed and self.sigma_set:
             return
         t = time.perf_counter()
-        mine = self.op.sigma()
+        mine = self.op.sigma(self.spare_sigma)
         if self.restored is not None:  # a restart: the levels as they were, then the lag's test as it would have run
             self._build(np.asarray(self.restored, dtype=np.float64), timer, t)
             self.restored, t = None, time.perf_counter()
         if self.sent is not None:  # the preconditioner lags while its diagonal moves little (GMRES has the exact J)
-            moved = float(np.max(np.abs(mine - self.sent) / np.maximum(np.abs(self.sent), 1e-300), initial=0.0))
+            moved = self.op.moved(mine, self.sent)
             t = timer.add("other", t)
             if self._reduced(moved, timer) <= SIGMA_LAG:
+                self.spare_sigma = mine  # (not kept: the next linearisation may write there)
                 return
+        self.spare_sigma = self.sent  # (the levels no longer hold it)
         self._build(mine, timer, t)
 
     def _build(self, mine: np.ndarray, timer, t: float) -> None:
@@ -345,9 +367,12 @@ class Newton:
         parts = self.comm.allgather(mine)
         t = timer.add("wait", t)
         ny, nx = self.case.shape
-        whole = np.zeros((ny, nx))
-        for b, part in zip(self.blocks, parts):
-            whole[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = part
+        if len(parts) == 1 and parts[0].shape == (ny, nx):  # one rank: its part is the whole
+            whole = parts[0]
+        else:
+            whole = np.zeros((ny, nx))
+            for b, part in zip(self.blocks, parts):
+                whole[b.rows[0]:b.rows[1], b.cols[0]:b.cols[1]] = part
         self.mg.set_sigma(whole)
         self.sigma_set = True
         timer.add("other", t)
@@ -374,12 +399,14 @@ class Newton:
             u, trial_u = g0.u, g0.t
             be.timed(timer, lambda: (be.clear(trial_u), be.axpy(trial_u, t(1.0), u, g0.owned),
                                      be.axpy(trial_u, t(lam), self.v, g0.owned)))
-            self._residual(self.Rt, trial_u, timer)
+            self._residual(self.Rt, trial_u, timer, self.KRt)
+            trial_kappa = self.op.last_kappa
             f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer), 0.0))
             lowest = -self._reduced(-self.op.lowest_kelvin(trial_u), timer)
             fine = math.isfinite(f) and lowest > 0
             if n.line_search == "none" or (fine and f <= (1.0 - ARMIJO * lam * (1.0 - min(reached, 1.0))) * f0):
                 self._accept(f, timer)
+                self.kappa_R, self.KR, self.KRt = trial_kappa, self.KRt, self.KR
                 return lam, trial
             phi, phi0 = f * f, f0 * f0
             model = -slope * lam * lam / (2.0 * (phi - phi0 - slope * lam)) if fine else SHRINK[1] * lam

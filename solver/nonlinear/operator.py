@@ -108,7 +108,15 @@ class Operator:
             self.face_ts4 = (ts + self.offset) ** 4
         self.absolute = bool(self.films and any(f.radiates for f in self.films)) or any(
             law.kind == "power" for law in self.laws) or self.face_e > 0  # some term needs u above absolute zero
+        self.single = None  # (law, k_ref) where one law covers the whole box: kappa without selecting by code
+        if len(self.laws) == 1 and self.inert is None and bool(np.all(code == 1)):
+            self.single = (self.laws[0], self.kref[0])
         self.lin = None  # the linearisation at the last field linearise() saw
+        self.last_kappa = None  # (kappa, kappa') of the last residual's field
+        self.bufs = None  # the fused path's linearisation arrays, made once (solver.backends.numba_nl)
+        self.threads = max(1, int(getattr(backend, "threads", 1) or 1)) if self.xp is np else 1
+        self.pool = None  # threads for kappa's numpy terms on row blocks (made at the first use)
+        self.scratch = None
         self.shift = self.extra = None  # an implicit step's s = c / (theta dt) and b (owned points), or None
 
     # set-up ------------------------------------------------------------------------------------------------
@@ -192,11 +200,32 @@ class Operator:
         return np.where(self.held_host, 0.0, out) if hasattr(self, "held_host") else out
 
     # kappa ---------------------------------------------------------------------------------------------------
-    def kappa(self, u_box):
-        """(kappa, kappa') on the one-layer box: k(u) / k_ref of each point's law (1 and 0 for constant k)."""
+    def kappa_buffers(self):
+        """A (kappa, kappa') pair of box arrays for kappa(into=...), or None (no k(T), or not on the host)."""
+        if not self.laws or self.single is None or self.xp is not np:
+            return None
+        shape = (self.owned[1] - self.owned[0] + 2, self.owned[3] - self.owned[2] + 2)
+        return np.zeros(shape, dtype=self.dtype), np.zeros(shape, dtype=self.dtype)
+
+    def kappa(self, u_box, into=None):
+        """(kappa, kappa') on the one-layer box: k(u) / k_ref of each point's law (1 and 0 for constant k). into: a
+        pair from kappa_buffers to write them in (one law on the host: the terms by row blocks, on the backend's
+        threads; the same bits)."""
         xp = self.xp
         if not self.laws:
             return None, None
+        if self.single is not None:  # (what the selection below gives where every code is 1)
+            law, kref = self.single
+            if into is not None:
+                kap, dkap = into
+                if self.scratch is None:
+                    self.scratch = np.empty_like(kap)
+                tmp = self.scratch
+                self._by_rows(kap.shape[0], lambda a, b: law.factors_into(u_box[a:b], kref, kap[a:b], dkap[a:b],
+                                                                          tmp[a:b]))
+                return kap, dkap
+            k, dk = law.evaluate(u_box, xp)
+            return k / kref, dk / kref
         kap = xp.ones(u_box.shape, dtype=self.dtype)
         dkap = xp.zeros(u_box.shape, dtype=self.dtype)
         for m, (law, kref) in enumerate(zip(self.laws, self.kref)):
@@ -207,6 +236,28 @@ class Operator:
         if self.inert is not None:
             kap, dkap = xp.where(self.inert, 1.0, kap), xp.where(self.inert, 0.0, dkap)
         return kap, dkap
+
+    def _by_rows(self, rows: int, work, block: int = 16) -> None:
+        """work(a, b) over rows [0, rows) in blocks of `block` rows (a block's arrays stay in cache across the terms),
+        the blocks split into one contiguous range per thread."""
+        def run(lo, hi):
+            for a in range(lo, hi, block):
+                work(a, min(a + block, hi))
+
+        if self.threads == 1 or rows < 2 * block * self.threads:
+            return run(0, rows)
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.threads)
+        cuts = [rows * t // self.threads for t in range(self.threads + 1)]
+        for f in [self.pool.submit(run, lo, hi) for lo, hi in zip(cuts, cuts[1:])]:
+            f.result()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
     def _faces(self, kap, dkap, u_box, jacobian: bool):
         """Per face of the owned block (east faces: rows r0..r1, the face west of c0 to east of c1 - 1; north: the
@@ -233,19 +284,25 @@ class Operator:
 
     # the residual ---------------------------------------------------------------------------------------------
     @on_stream
-    def residual(self, out, u) -> None:
-        """out = R(u) on the owned points (u's ghost layers filled and exchanged)."""
+    def residual(self, out, u, into=None) -> None:
+        """out = R(u) on the owned points (u's ghost layers filled and exchanged); into: kappa's (kappa_buffers)."""
         xp = self.xp
         r0, r1, c0, c1 = self.owned
         u_box = u[self.box]
-        kap, _ = self.kappa(u_box)
-        (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
-        fe = kx * (u_box[1:-1, 1:] - u_box[1:-1, :-1])
-        fn = ky * (u_box[1:, 1:-1] - u_box[:-1, 1:-1])
+        kap, dkap = self.kappa(u_box, into)
+        self.last_kappa = (kap, dkap)  # (a Newton iteration linearises at the u whose residual it has: no second pow)
         uo = u_box[1:-1, 1:-1]
-        v = self.g0 + ((fe[:, 1:] - fe[:, :-1]) + (fn[1:, :] - fn[:-1, :])) - self.sigma0 * uo
-        if self.d_lin is not None:
-            v = v - self.d_lin * uo
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:  # the same terms in one sweep (solver.backends.numba_nl.residual)
+            fused.residual(out, u, kap, self.grid.w.ax, self.grid.w.ay, self.g0, self.sigma0, self.d_lin, r0, c0)
+            v = out[r0:r1, c0:c1]
+        else:
+            (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
+            fe = kx * (u_box[1:-1, 1:] - u_box[1:-1, :-1])
+            fn = ky * (u_box[1:, 1:-1] - u_box[:-1, 1:-1])
+            v = self.g0 + ((fe[:, 1:] - fe[:, :-1]) + (fn[1:, :] - fn[:-1, :])) - self.sigma0 * uo
+            if self.d_lin is not None:
+                v = v - self.d_lin * uo
         if self.d_g is not None:
             kp, _ = self._held_kappa(uo)
             v = v - kp * (self.d_g * uo - self.f_g)
@@ -295,14 +352,24 @@ class Operator:
 
     # the Jacobian ---------------------------------------------------------------------------------------------
     @on_stream
-    def linearise(self, u, jacobian: bool = True) -> None:
-        """The Jacobian's data at u (ghosts filled): the faces' (K, A, B), the diagonal D, and kappa (held points 1)."""
+    def linearise(self, u, jacobian: bool = True, kappa=None) -> None:
+        """The Jacobian's data at u (ghosts filled): the faces' (K, A, B), the diagonal D, and kappa (held points 1).
+        kappa: (kappa, kappa') on the box at this u where the caller has them (`last_kappa` of u's residual)."""
         xp = self.xp
         u_box = u[self.box]
-        kap, dkap = self.kappa(u_box)
-        ex, ny = self._faces(kap, dkap, u_box, jacobian)
+        kap, dkap = self.kappa(u_box) if kappa is None else kappa
         uo = u_box[1:-1, 1:-1]
-        d = self.sigma0 + (0.0 if self.d_lin is None else self.d_lin)
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:  # the same terms, a sweep for the faces and one for d and kappa (numba_nl)
+            ex, ny, d, scale = self._buffers(jacobian and kap is not None, kap is not None)
+            if kap is not None:
+                fused.faces(*ex, *ny, kap, dkap, u, self.grid.w.ax, self.grid.w.ay, self.owned[0], self.owned[2])
+            else:
+                ex, ny = self._faces(None, None, u_box, jacobian)
+            fused.diagonal(d, scale, self.sigma0, self.d_lin, kap, self.free)
+        else:
+            ex, ny = self._faces(kap, dkap, u_box, jacobian)
+            d = self.sigma0 + (0.0 if self.d_lin is None else self.d_lin)
         if self.d_g is not None:
             kp, dkp = self._held_kappa(uo)
             d = d + kp * self.d_g
@@ -312,19 +379,40 @@ class Operator:
             d = d + self._face_slope(uo)
         if self.shift is not None:
             d = d + self.shift
-        d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
+        if fused is None:
+            d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
         r0, c0 = self.owned[0], self.owned[2]
         for f in self.films:
             _, dq, _ = self._film(f, u, kap, dkap, jacobian)
             i, j = f.rows - r0, f.cols - c0
             d[i, j] = d[i, j] + f.w * dq
-        scale = xp.ones(uo.shape, dtype=self.dtype) if kap is None else xp.where(self.free, kap[1:-1, 1:-1], 1.0)
+        if fused is None:
+            scale = xp.ones(uo.shape, dtype=self.dtype) if kap is None else xp.where(self.free, kap[1:-1, 1:-1], 1.0)
         self.lin = {"east": ex, "north": ny, "diag": d, "kappa": scale.astype(self.dtype, copy=False)}
+
+    def _buffers(self, jacobian: bool, faces: bool):
+        """The fused path's ((K, A, B) east, (K, A, B) north, d, scale), made at the first linearisation (A, B None
+        without jacobian; the faces None without faces)."""
+        xp = self.xp
+        r0, r1, c0, c1 = self.owned
+        if self.bufs is None:
+            n, m = r1 - r0, c1 - c0
+            new = lambda shape: xp.zeros(shape, dtype=self.dtype)  # noqa: E731
+            self.bufs = {"east": [new((n, m + 1)) for _ in range(3)] if faces else None,
+                         "north": [new((n + 1, m)) for _ in range(3)] if faces else None,
+                         "d": new((n, m)), "scale": new((n, m))}
+        b = self.bufs
+        pick = lambda k: None if b[k] is None else (b[k][0], *(b[k][1:] if jacobian else (None, None)))  # noqa: E731
+        return pick("east"), pick("north"), b["d"], b["scale"]
 
     @on_stream
     def apply(self, out, v) -> None:
         """out = -J v on the owned points (v's ghost layers filled by the homogeneous rules and exchanged)."""
         r0, r1, c0, c1 = self.owned
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:
+            fused.apply(out, v, *self.lin["east"], *self.lin["north"], self.lin["diag"], r0, c0)
+            return
         v_box = v[self.box]
         fe = self._linear_flux(self.lin["east"], v_box[1:-1, :-1], v_box[1:-1, 1:])
         fn = self._linear_flux(self.lin["north"], v_box[:-1, 1:-1], v_box[1:, 1:-1])
@@ -338,11 +426,23 @@ class Operator:
         return flux if a is None else flux + (a * vp + b * vq)
 
     @on_stream
-    def sigma(self):
+    def sigma(self, out=None):
         """The multigrid's diagonal beside its faces for this linearisation: D / kappa (held points: D), at least 0,
-        float64 on the host (owned points)."""
+        float64 on the host (owned points); out: a host array to write it in (the numba backend's)."""
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:
+            out = np.empty(self.lin["diag"].shape) if out is None else out
+            fused.quotient(out, self.lin["diag"], self.lin["kappa"])
+            return out
         d = self.xp.maximum(self.lin["diag"] / self.lin["kappa"], 0.0)
         return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64)
+
+    def moved(self, mine: np.ndarray, sent: np.ndarray) -> float:
+        """max |mine - sent| / |sent| over this rank's points (host arrays: the levels' diagonal now and when built)."""
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None and mine.size:
+            return float(fused.moved(mine, sent, 1e-300))
+        return float(np.max(np.abs(mine - sent) / np.maximum(np.abs(sent), 1e-300), initial=0.0))
 
     @on_stream
     def capacity(self, scale: float):
@@ -391,6 +491,9 @@ class Operator:
     def unscale(self, out, y) -> None:
         """out = y / kappa on the owned points (the preconditioner's change of variable)."""
         r0, r1, c0, c1 = self.owned
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:
+            return fused.divide(out, y, self.lin["kappa"], r0, c0)
         out[r0:r1, c0:c1] = y[r0:r1, c0:c1] / self.lin["kappa"]
 
     # what the run reports ----------------------------------------------------------------------------------------
@@ -401,19 +504,24 @@ class Operator:
             return float("inf")
         r0, r1, c0, c1 = self.owned
         xp = self.xp
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None:
+            return float(fused.lowest(u, self.free, r0, c0)) + self.offset
         lo = xp.min(xp.where(self.free, u[r0:r1, c0:c1], xp.inf)) if r1 > r0 and c1 > c0 else xp.inf
         return float(lo) + self.offset
 
     @on_stream
-    def largest_term(self, u) -> float:
+    def largest_term(self, u, kappa=None) -> float:
         """The largest magnitude R is computed from here (max |u| times the largest diagonal, plus max |g0| and the
-        films' largest loss): the scale of its rounding floor."""
+        films' largest loss): the scale of its rounding floor. kappa: as linearise's."""
         xp, (r0, r1, c0, c1) = self.xp, self.owned
         if r1 <= r0 or c1 <= c0:
             return 0.0
         w = self.grid.w
-        faces = (xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0
-        kap, _ = self.kappa(u[self.box])
+        if getattr(self, "_faces_max", None) is None:  # (the reference faces do not change)
+            self._faces_max = float((xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0)
+        faces = self._faces_max
+        kap, _ = self.kappa(u[self.box]) if kappa is None else kappa
         kmax = 1.0 if kap is None else float(xp.max(kap[1:-1, 1:-1]))  # (owned points: the box's corners hold
         big = float(xp.max(xp.abs(u[self.box]))) * (float(faces) * kmax + float(xp.max(self.sigma0)))  # no point)
         big += float(xp.max(xp.abs(self.g0)))

@@ -236,7 +236,8 @@ def ending(out: dict) -> str:
     floor_rel = f"{floor / r0:.1e}" if floor is not None and r0 else "not measured"
     if stop == "floor":
         tol = out["tolerance"]
-        return (f"stopped at the rounding floor: {rel_text} stopped falling after {n} {what}, within the dtype's "
+        how = "reached" if out["method"] == "newton" else "stopped falling"  # (Newton stops at its first iterate there)
+        return (f"stopped at the rounding floor: {rel_text} {how} after {n} {what}, within the dtype's "
                 f"rounding floor ({floor_rel} relative: {stops.FLOOR_ULPS:g} eps x the largest value); "
                 + (f"run.tolerance {tol:.1e} is below it: the dtype goes no further" if tol else
                    "run.tolerance null: this is as far as the field's dtype goes"))
