@@ -276,6 +276,12 @@ class Backend:
 
         mg_ops.axpy(y, a, x, region)
 
+    def combine(self, y, x, a, v, region: Region) -> None:
+        """y = x + a*v."""
+        from . import mg_ops
+
+        mg_ops.combine(y, x, a, v, region)
+
     def scale(self, y, a, x, region: Region) -> None:
         """y = a*x."""
         from . import mg_ops

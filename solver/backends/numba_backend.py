@@ -198,6 +198,13 @@ class NumbaBackend(Backend):
 
         return numba_mg
 
+    def clear(self, a) -> None:
+        """Every point to zero, rows on the backend's threads (numba_mg.zero)."""
+        if a.ndim == 2 and a.size >= self.thread_points * 2:
+            self.fit((0, a.shape[0], 0, a.shape[1]))
+            return self._mg().zero(a)
+        a[...] = 0
+
     def nonlinear_kernels(self, region):
         from . import numba_nl
 
@@ -234,12 +241,33 @@ class NumbaBackend(Backend):
 
     def prolong_op(self, u, e, region, tables) -> None:
         self.fit(region)
+        ys, xs, *w = tables
+        sep = self._separable(w, region, None)
+        if sep is not None:
+            return self._mg().prolong_sep(u, e, *region, ys, xs, *sep[0])
         self._mg().prolong_op(u, e, *region, *tables)
 
     def restrict_op(self, gc, r, region, tables) -> None:
         self.fit(region)
         ys, yc, xs, xc, ty, tx, origin, area, *w = tables
+        sep = self._separable(w, None, (region, ys, yc, xs, xc, ty, tx, origin))
+        if sep is not None:
+            return self._mg().restrict_sep(gc, r, *region, ys, yc, xs, xc, area, *sep[1])
         self._mg().restrict_op(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w)
+
+    def _separable(self, w, region, down):
+        """Operator-dependent transfer weights (wy0, wy1, wx0, wx1: per point) that depend on the row alone along y
+        and on the column alone along x over the points a kernel reads (uniform faces: solver.multigrid.opdep),
+        as (prolong's per-row and per-column vectors, restrict's per-window tables: numba_mg.restrict_sep), or
+        None. Found once per table and region (the same bits as the per-point kernels: the same numbers)."""
+        key = (id(w[0]), region, None if down is None else (down[0], id(down[1])))
+        hit = self._seps.get(key) if hasattr(self, "_seps") else None
+        if hit is not None and hit[0] is w[0]:
+            return hit[1]
+        if not hasattr(self, "_seps"):
+            self._seps = {}
+        self._seps[key] = (w[0], _separable_tables(w, region, down))
+        return self._seps[key][1]
 
     def solve(self, e, r, minv, region) -> None:
         self.fit(region)
@@ -259,6 +287,10 @@ class NumbaBackend(Backend):
     def axpy(self, y, a, x, region) -> None:
         self.fit(region)
         self._mg().axpy(y, a, x, *region)
+
+    def combine(self, y, x, a, v, region) -> None:
+        self.fit(region)
+        self._mg().combine(y, x, a, v, *region)
 
     def scale(self, y, a, x, region) -> None:
         self.fit(region)
@@ -304,6 +336,54 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+def _separable_tables(w, region, down):
+    """numba_backend._separable's finding for one table (module-level: plain arrays in, plain arrays out)."""
+    wy0, wy1, wx0, wx1 = w
+    if down is None:
+        rows, cols = np.arange(region[0], region[1]), np.arange(region[2], region[3])
+    else:
+        _, ys, yc, xs, xc, _, _, _ = down
+        rows = np.unique((ys[:, None] + np.arange(max(int(yc.max(initial=0)), 1))[None, :])[
+            np.arange(max(int(yc.max(initial=0)), 1))[None, :] < yc[:, None]])
+        cols = np.unique((xs[:, None] + np.arange(max(int(xc.max(initial=0)), 1))[None, :])[
+            np.arange(max(int(xc.max(initial=0)), 1))[None, :] < xc[:, None]])
+    if not rows.size or not cols.size:
+        return None
+    contiguous = rows[-1] - rows[0] + 1 == rows.size and cols[-1] - cols[0] + 1 == cols.size
+    block = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if contiguous else np.ix_(rows, cols)
+    for a, along_rows in ((wy0, True), (wy1, True), (wx0, False), (wx1, False)):
+        part = a[block]
+        ref = part[:, :1] if along_rows else part[:1, :]
+        if not (part == ref).all():
+            return None
+    vy0, vy1 = np.zeros(wy0.shape[0], dtype=wy0.dtype), np.zeros(wy0.shape[0], dtype=wy0.dtype)
+    vx0, vx1 = np.zeros(wx0.shape[1], dtype=wx0.dtype), np.zeros(wx0.shape[1], dtype=wx0.dtype)
+    vy0[rows], vy1[rows] = wy0[rows, cols[0]], wy1[rows, cols[0]]
+    vx0[cols], vx1[cols] = wx0[rows[0], cols], wx1[rows[0], cols]
+    if down is None:
+        return (vy0, vy1, vx0, vx1), None
+    region, ys, yc, xs, xc, ty, tx, origin = down
+    cy, wy = _window_terms(region[0], ys, yc, ty, origin[0], (vy0, vy1))
+    cx, wx = _window_terms(region[2], xs, xc, tx, origin[1], (vx0, vx1))
+    return None, (cy, wy, cx, wx)
+
+
+def _window_terms(first: int, starts, counts, target, offset: int, weights):
+    """Per coarse index k (first + k) and window position a: how many of the two weights of fine index
+    starts[k] + a go to it (target[ai, fine] == first + k + offset, ai in order) and those weights."""
+    n, taps = len(starts), max(int(counts.max(initial=0)), 1)
+    c = np.zeros((n, taps), dtype=np.int64)
+    w = np.zeros((n, taps, 2), dtype=weights[0].dtype)
+    for k in range(n):
+        for a in range(int(counts[k])):
+            i = int(starts[k]) + a
+            for ai in range(2):
+                if int(target[ai, i]) == first + k + offset:
+                    w[k, a, c[k, a]] = weights[ai][i]
+                    c[k, a] += 1
+    return c, w
 
 
 def _tiny_fields(w, tiny):

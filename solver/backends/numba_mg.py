@@ -230,6 +230,32 @@ def across_cols(k, cols, w, wsum):
 
 
 @njit(parallel=True, cache=True)
+def gather(a, rows, cols):
+    """a[np.ix_(rows, cols)] on the threads."""
+    out = np.empty((rows.shape[0], cols.shape[0]), dtype=a.dtype)
+    for i in prange(rows.shape[0]):
+        src = a[rows[i]]
+        for j in range(cols.shape[0]):
+            out[i, j] = src[cols[j]]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def zero(a):
+    z = a.dtype.type(0)
+    for i in prange(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = z
+
+
+@njit(parallel=True, cache=True)
+def combine(y, x, a, v, r0, r1, c0, c1):
+    for i in prange(r0, r1):
+        for j in range(c0, c1):
+            y[i, j] = x[i, j] + a * v[i, j]
+
+
+@njit(parallel=True, cache=True)
 def scale(y, a, x, r0, r1, c0, c1):
     for i in prange(r0, r1):
         for j in range(c0, c1):
@@ -266,18 +292,33 @@ def products_max(a, b, r0, r1, c0, c1):
     return rowmax.max() if r1 > r0 and c1 > c0 else 0.0
 
 
+@njit(fastmath={"reassoc"}, cache=True)
+def _exact_sum(q):
+    """The sum of values whose every partial sum is exact (folded_sums' parts): the adds may be reordered (vectors),
+    the result is the same. The only function here compiled with reassociation."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        s += q[j]
+    return s
+
+
 @njit(parallel=True, cache=True)
 def folded_sums(a, b, r0, r1, c0, c1, s1, s2):
-    """mg_ops.folded_sums (the sums are exact, so the parallel reduction's order does not matter)."""
+    """mg_ops.folded_sums (the sums are exact, so the parallel reduction's order does not matter): each row's parts
+    made without reassociation (the folds must round as written), then summed as vectors (_exact_sum)."""
     acc1 = 0.0
     acc2 = 0.0
+    m = max(c1 - c0, 0)
     for i in prange(r0, r1):
-        for j in range(c0, c1):
-            t = np.float64(a[i, j]) * np.float64(b[i, j])
+        q = np.empty(m)
+        e = np.empty(m)
+        for j in range(m):
+            t = np.float64(a[i, c0 + j]) * np.float64(b[i, c0 + j])
             q1 = (t + s1) - s1
-            r = t - q1
-            acc1 += q1
-            acc2 += (r + s2) - s2
+            q[j] = q1
+            e[j] = ((t - q1) + s2) - s2
+        acc1 += _exact_sum(q)
+        acc2 += _exact_sum(e)
     return acc1, acc2
 
 
@@ -294,6 +335,51 @@ def prolong_op(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
             row0 = (zero + wx0[i, j] * lo[s]) + wx1[i, j] * lo[s + 1]
             row1 = (zero + wx0[i, j] * hi[s]) + wx1[i, j] * hi[s + 1]
             u[i, j] = u[i, j] + ((zero + wy0[i, j] * row0) + wy1[i, j] * row1)
+
+
+@njit(parallel=True, cache=True)
+def prolong_sep(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
+    """prolong_op where the weights along y depend on the row alone and along x on the column alone (wy*: per row,
+    wx*: per column, 1-D): the same terms, four fields fewer."""
+    zero = u.dtype.type(0)
+    for i in prange(r0, r1):
+        k = i - r0
+        lo = e[ys[k]]
+        hi = e[ys[k] + 1]
+        a0, a1 = wy0[i], wy1[i]
+        for j in range(c0, c1):
+            s = xs[j - c0]
+            row0 = (zero + wx0[j] * lo[s]) + wx1[j] * lo[s + 1]
+            row1 = (zero + wx0[j] * hi[s]) + wx1[j] * hi[s + 1]
+            u[i, j] = u[i, j] + ((zero + a0 * row0) + a1 * row1)
+
+
+@njit(parallel=True, cache=True)
+def restrict_sep(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, wx):
+    """restrict_op with separable weights: for coarse row k's window row a, the cy[k, a] weights wy[k, a, :] of the
+    terms whose row target is that coarse row (restrict_op's ai that match, in order), likewise cx, wx for columns;
+    the same terms in the same order (a, b, ai, bi), without the per-point tests and weight fields."""
+    zero = gc.dtype.type(0)
+    for I in prange(r0, r1):
+        k = I - r0
+        for J in range(c0, c1):
+            q = J - c0
+            acc = zero
+            for a in range(yc[k]):
+                na = cy[k, a]
+                if na == 0:
+                    continue
+                src = r[ys[k] + a]
+                for b in range(xc[q]):
+                    nb = cx[q, b]
+                    if nb == 0:
+                        continue
+                    x = src[xs[q] + b]
+                    for p in range(na):
+                        w1 = wy[k, a, p]
+                        for v in range(nb):
+                            acc = acc + (area * (w1 * wx[q, b, v])) * x
+            gc[I, J] = acc
 
 
 @njit(parallel=True, cache=True)

@@ -87,7 +87,8 @@ class Sampler:
                 cut = mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
                 where = ((r0 + rows[0] + np.arange(cut.shape[0]))[:, None] * nx
                          + (c0 + cols[0] + np.arange(cut.shape[1]))[None, :])[cut]  # global row-major indices
-                self.reads.append((box, cut, where))
+                first = np.concatenate([[0], np.cumsum(cut.sum(axis=1))[:-1]]).astype(np.int64)
+                self.reads.append((box, np.ascontiguousarray(cut), where, first))
         self.sides = {p.side for p in case.output.probes if p.kind == "heat_flow"}
         self.balance = Balance(case, block, 0.0, 0) if self.sides else None
         self.along = {side: np.arange(*(block.cols if side in ("bottom", "top") else block.rows))
@@ -107,14 +108,23 @@ class Sampler:
             elif read is None:
                 out.append(None)
             else:
-                box, mask, where = read
-                v = _read(backend, u, box)
-                if p.kind == "mean":
-                    out.append((where, v[mask].astype(np.float64, copy=False)))
-                else:  # the extreme over the mask without copying the values out
-                    pick = np.max if p.kind == "max" else np.min
-                    out.append(float(pick(v, where=mask, initial=-np.inf if p.kind == "max" else np.inf)))
+                out.append(_region(backend, u, p.kind, read))
         return out
+
+
+def _region(backend, u, kind: str, read):
+    """A region probe's part on this rank: (global indices, values) for a mean, the extreme for max and min. On the
+    host, one threaded pass over the mask's box (solver.backends.numba_masked: exact, numpy's values); a device's
+    box is copied to the host first."""
+    from ..backends import numba_masked
+
+    box, mask, where, first = read
+    v = _read(backend, u, box)
+    if kind == "mean":
+        values = np.empty(where.size)
+        numba_masked.take(values, v, mask, first)
+        return where, values
+    return float(numba_masked.extreme(v, mask, kind == "max"))
 
 
 def _read(backend, u, box):

@@ -239,6 +239,11 @@ def local(k: np.ndarray, axis_faces: Axis, axis_rows: Axis, start_faces: int, st
     g_faces = start_faces - o_cols + np.arange(cols_n) + 1  # the face east of point j
     g_rows = np.mod(g_rows, axis_rows.n) if axis_rows.periodic else np.clip(g_rows, 0, axis_rows.n - 1)
     g_faces = np.mod(g_faces, k.shape[1]) if axis_faces.periodic else np.clip(g_faces, 0, k.shape[1] - 1)
+    if k.dtype == np.float64 and k.size > 1 << 16:  # (the finest levels: on threads)
+        from ..backends import numba_mg
+
+        part = numba_mg.gather(np.ascontiguousarray(k), g_rows.astype(np.int64), g_faces.astype(np.int64))
+        return part.T if transpose else part
     part = k[np.ix_(g_rows, g_faces)]
     return part.T if transpose else part
 
@@ -279,6 +284,10 @@ def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, i
     cols = block.cols[0] - origin[1] + np.arange(shape[1])
     rows = np.mod(rows, level.y.n) if level.y.periodic else np.clip(rows, 0, level.y.n - 1)
     cols = np.mod(cols, level.x.n) if level.x.periodic else np.clip(cols, 0, level.x.n - 1)
+    if a.dtype == np.float64 and a.ndim == 2 and a.size > 1 << 16:  # (a Newton rebuild's finest level: threads)
+        from ..backends import numba_mg
+
+        return numba_mg.gather(np.ascontiguousarray(a), rows.astype(np.int64), cols.astype(np.int64))
     return a[np.ix_(rows, cols)]
 
 

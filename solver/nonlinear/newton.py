@@ -65,6 +65,8 @@ class Newton:
         lay = g0.layout
         new = lambda: backend.zeros(lay.shape, aligned=lay.owned[2])  # noqa: E731
         self.R, self.Rt, self.v, self.pz, self.spare = new(), new(), new(), new(), new()
+        for a in (self.R, self.Rt, self.v, self.pz, self.spare):  # written once: pages taken at set-up
+            backend.clear(a)
         self.count = case.grid.nx * case.grid.ny
         n = case.newton
         self.gmres = Gmres(backend, comm, lay, g0.owned, self.count, n.restart, self.dtype)
@@ -397,8 +399,7 @@ class Newton:
         lam, t = 1.0, self.dtype.type
         for trial in range(1, MAX_TRIALS + 1):
             u, trial_u = g0.u, g0.t
-            be.timed(timer, lambda: (be.clear(trial_u), be.axpy(trial_u, t(1.0), u, g0.owned),
-                                     be.axpy(trial_u, t(lam), self.v, g0.owned)))
+            be.timed(timer, lambda: be.combine(trial_u, u, t(lam), self.v, g0.owned))
             self._residual(self.Rt, trial_u, timer, self.KRt)
             trial_kappa = self.op.last_kappa
             f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer), 0.0))

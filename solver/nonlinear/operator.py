@@ -205,7 +205,12 @@ class Operator:
         if not self.laws or self.single is None or self.xp is not np:
             return None
         shape = (self.owned[1] - self.owned[0] + 2, self.owned[3] - self.owned[2] + 2)
-        return np.zeros(shape, dtype=self.dtype), np.zeros(shape, dtype=self.dtype)
+        if self.scratch is None:
+            self.scratch = np.empty(shape, dtype=self.dtype)
+        pair = np.empty(shape, dtype=self.dtype), np.empty(shape, dtype=self.dtype)
+        for a in (*pair, self.scratch):  # written once now: their pages taken at set-up, not in the first iteration
+            self._by_rows(shape[0], lambda lo, hi, a=a: a[lo:hi].fill(0.0))
+        return pair
 
     def kappa(self, u_box, into=None):
         """(kappa, kappa') on the one-layer box: k(u) / k_ref of each point's law (1 and 0 for constant k). into: a
@@ -522,9 +527,10 @@ class Operator:
             self._faces_max = float((xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0)
         faces = self._faces_max
         kap, _ = self.kappa(u[self.box]) if kappa is None else kappa
-        kmax = 1.0 if kap is None else float(xp.max(kap[1:-1, 1:-1]))  # (owned points: the box's corners hold
-        big = float(xp.max(xp.abs(u[self.box]))) * (float(faces) * kmax + float(xp.max(self.sigma0)))  # no point)
-        big += float(xp.max(xp.abs(self.g0)))
+        kmax = 1.0 if kap is None else float(xp.max(kap[1:-1, 1:-1]))
+        be = self.backend  # (max |.| on the backend's threads; inf where a value is not finite)
+        big = be.max_abs(u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * (float(faces) * kmax + float(xp.max(self.sigma0)))
+        big += be.max_abs(self.g0, (0, r1 - r0, 0, c1 - c0))  # (owned points: the box's corners hold no point)
         for f in self.films:
             q, _, _ = self._film(f, u, kap, None, jacobian=False)
             big = max(big, float(xp.max(xp.abs(f.w * q))) if q.size else 0.0)
