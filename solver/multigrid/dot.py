@@ -26,15 +26,17 @@ def boundaries(largest: float, count: int) -> tuple[float, float]:
     return s1, math.ldexp(s1, n + 2 - 53)
 
 
-def dot(backend, comm, a, b, region, count: int, timer) -> float:
+def dot(backend, comm, a, b, region, count: int, timer, largest: float | None = None) -> float:
     """sum of a*b over every rank's region (collective), the same bits on every rank count; `count`: the
     number of terms over all ranks. NaN when a product is not finite. The passes are charged to compute,
-    the collectives to wait."""
+    the collectives to wait. largest: the largest |a*b| over every rank where the caller knows it (a square's:
+    the largest |a| squared, rounding being monotone), which saves the first pass and its collective."""
     t = time.perf_counter()
-    local = backend.products_max(a, b, region)
-    t = timer.add("compute", t)
-    largest = comm.allmax(local)
-    t = timer.add("wait", t)
+    if largest is None:
+        local = backend.products_max(a, b, region)
+        t = timer.add("compute", t)
+        largest = comm.allmax(local)
+        t = timer.add("wait", t)
     if largest == 0.0 or not math.isfinite(largest):
         return largest if largest == 0.0 else float("nan")
     s1, s2 = boundaries(largest, count)

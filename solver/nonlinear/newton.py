@@ -203,8 +203,8 @@ class Newton:
         """The largest magnitude this rank's residual is computed from (the rounding floor's scale)."""
         return self.op.largest_term(self.mg.grids[0].u, self.kappa_R if self.local is not None else None)
 
-    def _dot(self, a, b, timer) -> float:
-        return dot(self.backend, self.comm, a, b, self.mg.grids[0].owned, self.count, timer)
+    def _dot(self, a, b, timer, largest=None) -> float:
+        return dot(self.backend, self.comm, a, b, self.mg.grids[0].owned, self.count, timer, largest)
 
     # one iteration -----------------------------------------------------------------------------------------------
     def cycle(self, timer) -> None:
@@ -233,7 +233,8 @@ class Newton:
         if not self.norms:
             self.norms = [self._reduced(local, timer)]
         if self.norm2 is None:
-            self.norm2 = math.sqrt(max(self._dot(self.R, self.R, timer), 0.0))
+            top = self._reduced(local, timer)
+            self.norm2 = math.sqrt(max(self._dot(self.R, self.R, timer, top * top), 0.0))
         eta = forcing(self.norms, float(np.finfo(self.dtype).eps), tolerance, n.forcing)
         cycles = self.cycles
         self._linearise(g0.u, timer, self.kappa_R)
@@ -402,11 +403,13 @@ class Newton:
             be.timed(timer, lambda: be.combine(trial_u, u, t(lam), self.v, g0.owned))
             self._residual(self.Rt, trial_u, timer, self.KRt)
             trial_kappa = self.op.last_kappa
-            f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer), 0.0))
+            local = be.max_abs(self.Rt, g0.owned)
+            top = self._reduced(local, timer)  # max |R| of the trial: its square is the dot's largest term
+            f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer, top * top), 0.0))
             lowest = -self._reduced(-self.op.lowest_kelvin(trial_u), timer)
             fine = math.isfinite(f) and lowest > 0
             if n.line_search == "none" or (fine and f <= (1.0 - ARMIJO * lam * (1.0 - min(reached, 1.0))) * f0):
-                self._accept(f, timer)
+                self._accept(f, local, top)
                 self.kappa_R, self.KR, self.KRt = trial_kappa, self.KRt, self.KR
                 return lam, trial
             phi, phi0 = f * f, f0 * f0
@@ -417,14 +420,15 @@ class Newton:
         self.floor = floor
         return 0.0, MAX_TRIALS
 
-    def _accept(self, f: float, timer) -> None:
-        """The trial becomes the iterate: the fields swap, and so do the residuals."""
+    def _accept(self, f: float, local: float, top: float) -> None:
+        """The trial becomes the iterate: the fields swap, and so do the residuals (f: |R|_2; local, top: this rank's
+        and every rank's max |R|)."""
         g0 = self.mg.grids[0]
         g0.u, g0.t = g0.t, g0.u
         self.R, self.Rt = self.Rt, self.R
         self.norm2 = f
-        self.local = self.backend.max_abs(self.R, g0.owned)
-        self.norms.append(self._reduced(self.local, timer))
+        self.local = local
+        self.norms.append(top)
 
     def balance(self, step: int):
         """The energy balance from this operator's rates (solver.nonlinear.energy)."""
