@@ -276,6 +276,11 @@ class Backend:
 
         mg_ops.axpy(y, a, x, region)
 
+    def axpy_max(self, y, a, x, region: Region) -> float:
+        """y = y + a*x, and max |y| over the region afterwards (inf for NaN or Inf)."""
+        self.axpy(y, a, x, region)
+        return self.max_abs(y, region)
+
     def combine(self, y, x, a, v, region: Region) -> None:
         """y = x + a*v."""
         from . import mg_ops

@@ -288,6 +288,10 @@ class NumbaBackend(Backend):
         self.fit(region)
         self._mg().axpy(y, a, x, *region)
 
+    def axpy_max(self, y, a, x, region) -> float:
+        self.fit(region)
+        return float(self._mg().axpy_max(y, a, x, *region))
+
     def combine(self, y, x, a, v, region) -> None:
         self.fit(region)
         self._mg().combine(y, x, a, v, *region)

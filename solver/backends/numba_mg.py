@@ -249,6 +249,25 @@ def zero(a):
 
 
 @njit(parallel=True, cache=True)
+def axpy_max(y, a, x, r0, r1, c0, c1):
+    """axpy, then max |y| over the region in the same pass (max_abs's: inf for NaN or Inf)."""
+    rowmax = np.zeros(max(r1 - r0, 1))
+    for i in prange(r0, r1):
+        m = 0.0
+        for j in range(c0, c1):
+            v = y[i, j] + a * x[i, j]
+            y[i, j] = v
+            d = abs(np.float64(v))
+            if d > m:
+                m = d
+            elif d != d:
+                m = np.inf
+        rowmax[i - r0] = m
+    out = rowmax.max() if r1 > r0 and c1 > c0 else 0.0
+    return out if out < np.inf else np.inf
+
+
+@njit(parallel=True, cache=True)
 def combine(y, x, a, v, r0, r1, c0, c1):
     for i in prange(r0, r1):
         for j in range(c0, c1):

@@ -19,6 +19,7 @@ so the iterates are bitwise equal across ranks, as the multigrid's are.
 from __future__ import annotations
 
 import math
+import time
 
 from ..multigrid.dot import dot
 
@@ -43,8 +44,8 @@ class Gmres:
             fields.append(self.new())
         return fields[k]
 
-    def _dot(self, a, b, timer) -> float:
-        return dot(self.be, self.comm, a, b, self.owned, self.count, timer)
+    def _dot(self, a, b, timer, largest=None) -> float:
+        return dot(self.be, self.comm, a, b, self.owned, self.count, timer, largest)
 
     def _scaled(self, out, a, c: float, timer) -> None:
         """out = c a over the owned points (the ghosts are the preconditioner's and apply's to fill)."""
@@ -74,12 +75,18 @@ class Gmres:
                 z = self._field(self.zs, k)
                 precondition(z, self.basis[k])
                 apply(self.w, z)
-                col = []
-                for i in range(k + 1):  # modified Gram-Schmidt
+                col, top = [], [0.0]
+                for i in range(k + 1):  # modified Gram-Schmidt (the last update also gives max |w|)
                     c = self._dot(self.w, self.basis[i], timer)
                     col.append(c)
-                    be.timed(timer, lambda c=c, i=i: be.axpy(self.w, self.t(-c), self.basis[i], self.owned))
-                nxt = math.sqrt(max(self._dot(self.w, self.w, timer), 0.0))
+                    last = i == k
+                    be.timed(timer, lambda c=c, i=i, last=last: top.__setitem__(0, be.axpy_max(
+                        self.w, self.t(-c), self.basis[i], self.owned) if last else be.axpy(
+                        self.w, self.t(-c), self.basis[i], self.owned)))
+                t0 = time.perf_counter()
+                largest = self.comm.allmax(top[0])  # max |w|: its square is |w|^2's largest term (dot's largest)
+                timer.add("wait", t0)
+                nxt = math.sqrt(max(self._dot(self.w, self.w, timer, largest * largest), 0.0))
                 col.append(nxt)
                 for i in range(k):  # the earlier rotations on the new column
                     a, bb = col[i], col[i + 1]
