@@ -149,6 +149,26 @@ def moved(new, old, tiny):
 
 
 @njit(parallel=True, cache=True)
+def trial(y, x, a, v, free, r0, c0):
+    """y = x + a*v over the owned points (mg_ops.combine's terms), and the lowest y where free (lowest's)."""
+    n, m = free.shape
+    best = np.full(n, np.inf)
+    for i in prange(n):
+        r = np.inf
+        for j in range(m):
+            t = x[r0 + i, c0 + j] + a * v[r0 + i, c0 + j]
+            y[r0 + i, c0 + j] = t
+            if free[i, j] and (t < r or t != t):
+                r = t
+        best[i] = r
+    out = np.inf
+    for i in range(n):
+        if best[i] < out or best[i] != best[i]:
+            out = best[i]
+    return out
+
+
+@njit(parallel=True, cache=True)
 def lowest(u, free, r0, c0):
     """min of u over the owned points where free (inf where none; NaN where a free value is NaN)."""
     n, m = free.shape

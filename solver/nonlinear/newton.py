@@ -400,13 +400,14 @@ class Newton:
         lam, t = 1.0, self.dtype.type
         for trial in range(1, MAX_TRIALS + 1):
             u, trial_u = g0.u, g0.t
-            be.timed(timer, lambda: be.combine(trial_u, u, t(lam), self.v, g0.owned))
+            low = []
+            be.timed(timer, lambda: low.append(self.op.trial(trial_u, u, t(lam), self.v)))
             self._residual(self.Rt, trial_u, timer, self.KRt)
             trial_kappa = self.op.last_kappa
             local = be.max_abs(self.Rt, g0.owned)
             top = self._reduced(local, timer)  # max |R| of the trial: its square is the dot's largest term
             f = math.sqrt(max(self._dot(self.Rt, self.Rt, timer, top * top), 0.0))
-            lowest = -self._reduced(-self.op.lowest_kelvin(trial_u), timer)
+            lowest = -self._reduced(-low[0], timer)
             fine = math.isfinite(f) and lowest > 0
             if n.line_search == "none" or (fine and f <= (1.0 - ARMIJO * lam * (1.0 - min(reached, 1.0))) * f0):
                 self._accept(f, local, top)

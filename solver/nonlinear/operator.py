@@ -502,6 +502,15 @@ class Operator:
         out[r0:r1, c0:c1] = y[r0:r1, c0:c1] / self.lin["kappa"]
 
     # what the run reports ----------------------------------------------------------------------------------------
+    def trial(self, out, u, lam, v) -> float:
+        """out = u + lam v on the owned points; returns lowest_kelvin(out) (one pass on the numba backend)."""
+        fused = self.backend.nonlinear_kernels(self.owned)
+        if fused is not None and self.absolute:
+            r0, c0 = self.owned[0], self.owned[2]
+            return float(fused.trial(out, u, lam, v, self.free, r0, c0)) + self.offset
+        self.backend.combine(out, u, lam, v, self.owned)
+        return self.lowest_kelvin(out)
+
     @on_stream
     def lowest_kelvin(self, u) -> float:
         """The lowest absolute temperature over the owned plate points (inf where no term needs one)."""
