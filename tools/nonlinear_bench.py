@@ -27,6 +27,7 @@ Do not read timings from a loaded machine: run it where nothing else runs (docs/
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -65,18 +66,20 @@ def stencil(args) -> None:
         from mpi4py import MPI
 
         comm = Comm(MPI.COMM_WORLD)
-    rows = {}
-    for linear in (False, True):
-        times, rec = [], None
-        for k in range(args.repeats):
+    rows, times, recs = {}, {False: [], True: []}, {}
+    for k in range(args.repeats):  # Newton and the linear solve alternating: a drift of the machine hits both
+        for linear in (False, True):
             c = validate_case(case_data(args.n, args.backend, str(Path(args.out) / f"{'lin' if linear else 'nl'}{k}"),
                                         linear))
             r = Run(c, comm, Options(ceiling=False, quiet=True, overwrite=True))
-            rec = r.execute()
-            times.append(rec["times"]["solve"])
-        s = rec["solver"]
+            recs[linear] = r.execute()
+            times[linear].append(recs[linear]["times"]["solve"])
+            del r  # (its fields gone before the next run's set-up asks how much memory is free)
+            gc.collect()
+    for linear in (False, True):
+        rec, s = recs[linear], recs[linear]["solver"]
         rows["linear" if linear else "newton"] = {
-            "solve_s": statistics.median(times), "setup_s": rec["times"].get("setup"), "ended": s["ended"],
+            "solve_s": statistics.median(times[linear]), "runs_s": times[linear], "setup_s": rec["times"].get("setup"), "ended": s["ended"],
             "iterations": s["iterations"], "cycles": s.get("newton", {}).get("cycles", s["iterations"]),
             "gmres": s.get("newton", {}).get("linear_iterations"),
             "hottest": (rec.get("answers") or {}).get("max", {}).get("value")}

@@ -282,16 +282,16 @@ class Backend:
         return self.max_abs(y, region)
 
     def combine(self, y, x, a, v, region: Region) -> None:
-        """y = x + a*v."""
-        from . import mg_ops
-
-        mg_ops.combine(y, x, a, v, region)
+        """y = (0 + x) + a*v over the region (y's other points 0): clear and two axpys, each backend's own (a backend
+        may make it one pass with the same terms)."""
+        self.clear(y)
+        self.axpy(y, y.dtype.type(1.0), x, region)
+        self.axpy(y, a, v, region)
 
     def scale(self, y, a, x, region: Region) -> None:
-        """y = a*x."""
-        from . import mg_ops
-
-        mg_ops.scale(y, a, x, region)
+        """y = 0 + a*x over the region (y's other points 0): clear and an axpy (or one pass, the same terms)."""
+        self.clear(y)
+        self.axpy(y, a, x, region)
 
     def xpay(self, y, x, b, region: Region) -> None:
         """y = x + b*y."""

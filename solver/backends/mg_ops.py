@@ -148,18 +148,6 @@ def axpy(y, a, x, region) -> None:
     y[r0:r1, c0:c1] = y[r0:r1, c0:c1] + a * x[r0:r1, c0:c1]
 
 
-def combine(y, x, a, v, region) -> None:
-    """y = x + a*v over the region (Newton's trial step)."""
-    r0, r1, c0, c1 = region
-    y[r0:r1, c0:c1] = x[r0:r1, c0:c1] + a * v[r0:r1, c0:c1]
-
-
-def scale(y, a, x, region) -> None:
-    """y = a*x over the region (GMRES's new basis vector)."""
-    r0, r1, c0, c1 = region
-    y[r0:r1, c0:c1] = a * x[r0:r1, c0:c1]
-
-
 def xpay(y, x, b, region) -> None:
     """y = x + b*y over the region."""
     r0, r1, c0, c1 = region

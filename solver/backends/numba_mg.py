@@ -269,16 +269,20 @@ def axpy_max(y, a, x, r0, r1, c0, c1):
 
 @njit(parallel=True, cache=True)
 def combine(y, x, a, v, r0, r1, c0, c1):
+    """Backend.combine's terms in one pass (its other points left as they are: their readers refill them)."""
+    zero = y.dtype.type(0)
     for i in prange(r0, r1):
         for j in range(c0, c1):
-            y[i, j] = x[i, j] + a * v[i, j]
+            y[i, j] = (zero + x[i, j]) + a * v[i, j]
 
 
 @njit(parallel=True, cache=True)
 def scale(y, a, x, r0, r1, c0, c1):
+    """Backend.scale's terms in one pass (its other points left as they are: only the region is read)."""
+    zero = y.dtype.type(0)
     for i in prange(r0, r1):
         for j in range(c0, c1):
-            y[i, j] = a * x[i, j]
+            y[i, j] = zero + a * x[i, j]
 
 
 @njit(parallel=True, cache=True)

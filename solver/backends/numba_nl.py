@@ -150,13 +150,14 @@ def moved(new, old, tiny):
 
 @njit(parallel=True, cache=True)
 def trial(y, x, a, v, free, r0, c0):
-    """y = x + a*v over the owned points (mg_ops.combine's terms), and the lowest y where free (lowest's)."""
+    """y = (0 + x) + a*v over the owned points (Backend.combine's terms), and the lowest y where free (lowest's)."""
     n, m = free.shape
     best = np.full(n, np.inf)
+    zero = y.dtype.type(0)
     for i in prange(n):
         r = np.inf
         for j in range(m):
-            t = x[r0 + i, c0 + j] + a * v[r0 + i, c0 + j]
+            t = (zero + x[r0 + i, c0 + j]) + a * v[r0 + i, c0 + j]
             y[r0 + i, c0 + j] = t
             if free[i, j] and (t < r or t != t):
                 r = t
