@@ -69,6 +69,8 @@
 #           PHYSCPU_SHAPES: arguments for tools/shapes_bench.py.
 #   shapesgpu issue 43 on one GPU (not in all): tools/shapes_bench.py rates --backend cupy at SHAPESGPU_N (2001),
 #           SHAPESGPU_REPEATS (2); SHAPESGPU_STEADY: sizes for its steady part.
+#   gputests the GPU tests (not mpi) of the files in GPUTESTS (default tests/test_gpu_nonlinear.py), -k GPUTESTS_K;
+#           not in all.
 #   nonlin  issue 45 on one GPU: tools/nonlinear_bench.py stencil NONLIN_N (16384) --backend cupy (Newton's steady
 #           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
 #           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it.
@@ -352,6 +354,11 @@ if [[ $SECTIONS == *" shapesgpu "* ]]; then  # issue 43 on one GPU: shapes again
     --repeats ${SHAPESGPU_REPEATS:-2} --steps 200
   [[ -n ${SHAPESGPU_STEADY:-} ]] && step shapes_gpu_steady ${SHAPESGPU_STEADY_S:-100} $PY tools/shapes_bench.py steady \
     --backend cupy --sizes $SHAPESGPU_STEADY --repeats 1
+fi
+
+if [[ $SECTIONS == *" gputests "* ]]; then  # GPU tests of chosen files only (GPUTESTS; -k GPUTESTS_K)
+  step gpu_tests ${GPUTESTS_S:-300} $PY -m pytest -q -rfEs -p no:cacheprovider -n 8 -m "gpu and not mpi" \
+    ${GPUTESTS:-tests/test_gpu_nonlinear.py} -k "${GPUTESTS_K:-not nothing}"
 fi
 
 if [[ $SECTIONS == *" nonlin "* ]]; then  # issue 45: Newton against the linear solve, one GPU (and 2 CPU ranks)
