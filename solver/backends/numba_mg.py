@@ -75,6 +75,15 @@ def vresidual(r, u, g, ax, ay, sigma, r0, r1, c0, c1, sg=None):
             o[j] = v - (d + ((aw[j] + ae[j]) + (as_[j] + an[j]))) * c[j]
 
 
+@njit(inline="always")
+def _uniform_terms(a, b, w, e, s, n, g, i, col, sigma, sr, j):
+    """The neighbours' flux sum (plus g) and the diagonal's own part at one point, faces a (x) and b (y)."""
+    v = (a * w + a * e) + (b * s + b * n)
+    if g is not None:
+        v = v + g[i, col]
+    return v, (sigma if sr is None else sr[j])
+
+
 @njit(parallel=True, cache=True)
 def vsmooth_u(out, u, g, a, b, wc, om, sigma, r0, r1, c0, c1, sg=None):
     """vsmooth where every face along x is a and along y b (Weights.uniform): the same terms, two fields fewer."""
@@ -84,10 +93,7 @@ def vsmooth_u(out, u, g, a, b, wc, om, sigma, r0, r1, c0, c1, sg=None):
         c, w, e, s, n = _rows(u, i, c0, c1)
         sr = None if sg is None else sg[i, c0:c1]
         for j in range(m):
-            v = (a * w[j] + a * e[j]) + (b * s[j] + b * n[j])
-            if g is not None:
-                v = v + g[i, c0 + j]
-            d = sigma if sr is None else sr[j]
+            v, d = _uniform_terms(a, b, w[j], e[j], s[j], n[j], g, i, c0 + j, sigma, sr, j)
             o[j] = wc * c[j] + om * (v / (d + ((a + a) + (b + b))))
 
 
@@ -100,10 +106,7 @@ def vresidual_u(r, u, g, a, b, sigma, r0, r1, c0, c1, sg=None):
         c, w, e, s, n = _rows(u, i, c0, c1)
         sr = None if sg is None else sg[i, c0:c1]
         for j in range(m):
-            v = (a * w[j] + a * e[j]) + (b * s[j] + b * n[j])
-            if g is not None:
-                v = v + g[i, c0 + j]
-            d = sigma if sr is None else sr[j]
+            v, d = _uniform_terms(a, b, w[j], e[j], s[j], n[j], g, i, c0 + j, sigma, sr, j)
             o[j] = v - (d + ((a + a) + (b + b))) * c[j]
 
 

@@ -148,6 +148,16 @@ def moved(new, old, tiny):
     return out
 
 
+@njit(inline="always")
+def _least(best):
+    """The least of per-row minima (NaN where a row's is NaN; inf for none)."""
+    out = np.inf
+    for i in range(best.shape[0]):
+        if best[i] < out or best[i] != best[i]:
+            out = best[i]
+    return out
+
+
 @njit(parallel=True, cache=True)
 def trial(y, x, a, v, free, r0, c0):
     """y = (0 + x) + a*v over the owned points (Backend.combine's terms), and the lowest y where free (lowest's)."""
@@ -162,11 +172,7 @@ def trial(y, x, a, v, free, r0, c0):
             if free[i, j] and (t < r or t != t):
                 r = t
         best[i] = r
-    out = np.inf
-    for i in range(n):
-        if best[i] < out or best[i] != best[i]:
-            out = best[i]
-    return out
+    return _least(best)
 
 
 @njit(parallel=True, cache=True)
@@ -182,11 +188,7 @@ def lowest(u, free, r0, c0):
                 if x < r or x != x:
                     r = x
         best[i] = r
-    out = np.inf
-    for i in range(n):
-        if best[i] < out or best[i] != best[i]:
-            out = best[i]
-    return out
+    return _least(best)
 
 
 @njit(parallel=True, cache=True)
