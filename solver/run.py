@@ -509,7 +509,7 @@ class Run:
         if self.case.implicit:
             scheme = "tr-bdf2 (adaptive)" if self.layout.plan.adaptive else self.case.physics.scheme
             return {"method": "multigrid", "scheme": scheme, "cycle": self.case.multigrid.cycle,
-                    "tolerance": self.case.run.tolerance or physics.IMPLICIT_TOLERANCE, "solves": s.solves,
+                    "tolerance": physics.step_tolerance(self.case), "solves": s.solves,
                     "levels": self.mg.describe(), **({"newton": self.mg.facts()} if hasattr(self.mg, "facts") else {})}
         if self.case.physics.equation != "laplace":
             return None

@@ -200,3 +200,22 @@ def test_numba_takes_the_steps_of_numpy_bitwise_with_an_alpha_field_a_window_and
     r = api.run(c, overwrite=True, progress=False, ceiling=False, verify=True)
     assert r.record["correctness"]["passed"] and r.record["correctness"]["mismatched_points"] == 0
     assert r.record["run"]["adaptive"]["rejected"] > 0  # the window's edges and the rough start reject some steps
+
+
+def test_stage_solves_stop_at_a_tenth_of_the_time_tolerance_where_run_tolerance_is_null(tmp_path):
+    """run.tolerance null with adaptive steps: every stage's solve reaches 0.1 x time_tolerance (SUNDIALS' rule), the
+    record says so, and the error at t_end stays within 1% of solves to 1e-10 (the slab's exact series)."""
+    t_end, tol = 0.5, 1e-3
+    c0 = slab({"t_end": t_end})
+    exact = solution(c0, np.ones(c0.shape), t_end)
+    tight = slab({"t_end": t_end, "time_tolerance": tol})
+    loose = api.with_fields(tight, {"run.tolerance": None})
+    out = api.run(api.with_fields(loose, {"output.dir": str(tmp_path / "o")}), overwrite=True, progress=False,
+                  ceiling=False)
+    assert out.record["solver"]["tolerance"] == pytest.approx(0.1 * tol)
+    reached = [h["relative"] for h in out.record["solver"]["history"]]
+    assert reached and all(rel < 0.1 * tol for rel in reached) and out.record["solver"]["worst_relative"] < 0.1 * tol
+    assert max(reached) > 1e-10  # (solves that stopped at the derived tolerance, not at 1e-10)
+    err_loose = float(np.abs(out.field - exact).max() / np.abs(exact).max())
+    _, err_tight = solves_and_error(tmp_path, tight, exact)
+    assert abs(err_loose - err_tight) < 0.01 * err_tight

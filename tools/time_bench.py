@@ -7,7 +7,8 @@ JSON line per run and a table at the end.
         cases/heat_implicit.yaml (backward Euler, 200 steps of 5e-4 to t = 0.1, the mosaic of random cells with the
         top side at 100) on an n x n grid (the cells scaled: the same 32 x 32 mosaic), against a fine reference (its
         own adaptive TR-BDF2 run at --ref-tol, checked against a second at ten times it); then adaptive runs at
-        --tols: the error at t = 0.1 (max |u - ref| / max |ref|), linear solves, cycles, stepping seconds (the record's
+        --tols, their solves to 1e-6 as the case's and to the adaptive default (run.tolerance null: 0.1 x the time
+        tolerance, solver.core.physics.step_tolerance): the error at t = 0.1 (max |u - ref| / max |ref|), linear solves, cycles, stepping seconds (the record's
         warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (473 s a run on the 2-core VM for the fixed
         steps alone). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]
@@ -76,7 +77,11 @@ def implicit(args) -> None:
     c = api.build_case(implicit_case(n, out / "i", steps=1))
     np.save(out / f"initial_{n}.npy", initial_block(c, decompose(c.shape, (1, 1), 0)))
     runs = [("backward Euler, 200 steps of 5e-4 (today)", implicit_case(n, out / "be", steps=200))]
-    runs += [(f"adaptive, time_tolerance {tol:g}", implicit_case(n, out / f"a{tol:g}", t_end=0.1, time_tolerance=tol))
+    runs += [(f"adaptive, time_tolerance {tol:g}, solves to 1e-6", implicit_case(n, out / f"a{tol:g}", t_end=0.1,
+                                                                              time_tolerance=tol))
+             for tol in args.tols]
+    runs += [(f"adaptive, time_tolerance {tol:g}, solves to 0.1 x it (run.tolerance null)",
+              implicit_case(n, out / f"d{tol:g}", t_end=0.1, time_tolerance=tol, tolerance=None))
              for tol in args.tols]
     for label, data in runs:
         r = one(data, args.repeats)

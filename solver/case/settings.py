@@ -39,7 +39,7 @@ class Run(Section):
         "laplace: stop when the relative residual max|g - A u| / max|g - A u_0| (max norm, the initial field's "
         "residual as the unit) falls below it; null: jacobi runs all steps, multigrid until the residual stops "
         "falling (the floating-point floor). Implicit heat: the relative residual each step's solve reaches "
-        "(the step's own initial residual as the unit); null: 1e-8"))
+        "(the step's own initial residual as the unit); null: 1e-8, and with adaptive steps 0.1 x time_tolerance"))
     check_every: int = Field(100, ge=1, le=MAX_COUNT, description="steps between convergence and NaN/Inf checks")
     warmup: int = Field(1, ge=0, le=MAX_COUNT, description="first steps timed apart and excluded from the solve time")
 

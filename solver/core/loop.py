@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import stops
 from .errors import NumericalError
-from .physics import IMPLICIT_TOLERANCE
+from .physics import step_tolerance
 from .timing import Timer
 
 POLL_EVERY = 10  # steps between collective polls for a stop request (signals) and progress
@@ -246,7 +246,7 @@ class TimeLoop:
 
     def _implicit_step(self, s: LoopState, timer: Timer) -> None:
         """One implicit heat step: a multigrid solve to the step tolerance (solver.multigrid.cycle.time_step)."""
-        tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        tol = step_tolerance(self.case)
         bal = self.data.balance
         t = time.perf_counter()
         before = bal.fluxes(self.backend, self.iterate.views()[0]) if bal is not None else None
@@ -264,7 +264,7 @@ class TimeLoop:
     def _adaptive_step(self, s: LoopState, timer: Timer) -> None:
         """One kept adaptive step (solver.multigrid.adaptive, solver.core.controller): steps are tried from s.t
         until the controller keeps one; each kept step's length and estimate go to s.taken, each rejected one too."""
-        tol = self.case.run.tolerance or IMPLICIT_TOLERANCE
+        tol = step_tolerance(self.case)
         bal, ctl, stepper = self.data.balance, self.data.controller, self.data.stepper
         while True:
             span = ctl.propose(s.step, s.t, self.plan)

@@ -159,6 +159,21 @@ def time_step(case) -> float:
 
 
 IMPLICIT_TOLERANCE = 1e-8  # implicit heat with run.tolerance null: each step's solve reaches this relative residual
+STAGE_SHARE = 0.1  # adaptive steps with run.tolerance null: each stage's solve reaches STAGE_SHARE x run.time_tolerance
+# (SUNDIALS' rule: CVODE ends a step's iteration at 0.1 of the local error test, so the solve's own error stays a small
+# part of what the controller allows; the solve's unit is what the stage changes, a fraction of max|u|). Measured
+# (tools/time_bench.py implicit at 255^2, time_tolerance 3e-3): solves to 1e-6 290 cycles, error at t = 0.1 5.803e-4;
+# to 3e-4 (this share) 193 cycles, 5.808e-4; to 1e-3 156 cycles, 5.842e-4; the steps the same
+
+
+def step_tolerance(case) -> float:
+    """The relative residual each implicit step's (or adaptive stage's) solve reaches: run.tolerance where given,
+    else STAGE_SHARE x run.time_tolerance for adaptive steps, else IMPLICIT_TOLERANCE."""
+    if case.run.tolerance is not None:
+        return case.run.tolerance
+    if case.run.time_tolerance is not None:
+        return STAGE_SHARE * case.run.time_tolerance
+    return IMPLICIT_TOLERANCE
 THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of the step: (I - theta dt alpha L)
 
 

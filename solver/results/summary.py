@@ -234,7 +234,7 @@ def print_plan(case, ranks: int) -> None:
         t.add_row(key, escape(str(val)))
     t.add_row("dx, dy", f"{p['dx']:.6g}, {p['dy']:.6g}")
     if "stable_dt" in p and case.implicit:
-        tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+        tol = physics.step_tolerance(case)
         how = ("Newton's method (GMRES + multigrid) to a relative residual of" if case.nonlinear else
                "one multigrid solve to a relative residual of")
         t.add_row("dt", f"{p['dt']:.6g} ({p['dt_over_limit']:.4g} x the explicit stability limit {p['stable_dt']:.6g}); "

@@ -264,14 +264,14 @@ def _multigrid_reference(case, block, backend, u, cycles: int) -> np.ndarray:
             elif newton.explicit:
                 newton.explicit_step(plan.span(step), Timer())
             else:
-                newton.time_step(plan.span(step), case.run.tolerance or physics.IMPLICIT_TOLERANCE,
+                newton.time_step(plan.span(step), physics.step_tolerance(case),
                                  case.multigrid.max_cycles, Timer())
         return np.array(newton.views()[0][1:-1, 1:-1])
     op = operator_of(case)
     mg = Multigrid(layout, Comm(), backend, settings_of(case, *op), case.multigrid.cycle)
     mg.adopt(u, u.copy())
     timer = Timer()
-    tol = case.run.tolerance or physics.IMPLICIT_TOLERANCE
+    tol = physics.step_tolerance(case)
     if plan.adaptive:  # the same controller and steps (solver.core.loop.TimeLoop._adaptive_step)
         _adaptive_reference(case, mg, plan, cycles, tol, timer)
     elif case.implicit:  # each step: the solve the time loop makes (solver.core.loop.TimeLoop._implicit_step)
