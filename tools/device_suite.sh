@@ -73,7 +73,8 @@
 #           not in all.
 #   nonlin  issue 45 on one GPU: tools/nonlinear_bench.py stencil NONLIN_N (16384) --backend cupy (Newton's steady
 #           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
-#           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it.
+#           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it; NONLIN_PROFILE: N for a
+#           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
@@ -364,6 +365,8 @@ fi
 if [[ $SECTIONS == *" nonlin "* ]]; then  # issue 45: Newton against the linear solve, one GPU (and 2 CPU ranks)
   step nonlin_gpu ${NONLIN_S:-200} $PY tools/nonlinear_bench.py stencil ${NONLIN_N:-16384} --backend cupy \
     --repeats ${NONLIN_REPEATS:-1} --out /tmp/stencil-nonlin
+  [[ -n ${NONLIN_PROFILE:-} ]] && step nonlin_profile ${NONLIN_PROFILE_S:-200} $PY tools/nonlinear_bench.py stencil \
+    $NONLIN_PROFILE --backend cupy --repeats 1 --out /tmp/stencil-nonlin-prof --profile 45
   [[ -n ${NONLIN_CPU:-} ]] && step nonlin_cpu ${NONLIN_CPU_S:-200} mpirun -n 2 $PY tools/nonlinear_bench.py stencil \
     $NONLIN_CPU --backend numba --repeats 1 --out /tmp/stencil-nonlin-cpu --mpi
 fi

@@ -72,7 +72,16 @@ def stencil(args) -> None:
             c = validate_case(case_data(args.n, args.backend, str(Path(args.out) / f"{'lin' if linear else 'nl'}{k}"),
                                         linear))
             r = Run(c, comm, Options(ceiling=False, quiet=True, overwrite=True))
-            recs[linear] = r.execute()
+            if args.profile and not linear and k == 0 and comm.rank == 0:  # where Newton's time goes (host calls;
+                import cProfile  # on a GPU the waits land on the calls that synchronise)
+                import pstats
+
+                prof = cProfile.Profile()
+                recs[linear] = prof.runcall(r.execute)
+                pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(args.profile)
+                pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
+            else:
+                recs[linear] = r.execute()
             times[linear].append(recs[linear]["times"]["solve"])
             del r  # (its fields gone before the next run's set-up asks how much memory is free)
             gc.collect()
@@ -198,6 +207,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="output/nonlinear_bench")
     ap.add_argument("--mpi", action="store_true", help="stencil under mpirun: use every rank")
+    ap.add_argument("--profile", type=int, default=0, help="stencil: cProfile the first Newton run (its solve "
+                    "counts the profiler too), the top N functions by own and by cumulative time to stderr")
     args, _ = ap.parse_known_args()
     (stencil if args.tool == "stencil" else petsc)(args)
 
