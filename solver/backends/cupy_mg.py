@@ -413,6 +413,16 @@ class CupyMultigrid:
     def clear(self, a) -> None:
         self._mg_run(clear_spec(a))
 
+    def nonlinear_kernels(self, region):
+        """The nonlinear operator's fused sweeps (solver.backends.cupy_nl; STENCIL_CUPY_NL=0: the array expressions)."""
+        if os.environ.get("STENCIL_CUPY_NL", "1") == "0":
+            return None
+        if getattr(self, "_nl", None) is None:
+            from .cupy_nl import CupyNonlinear
+
+            self._nl = CupyNonlinear(self.cp, self.dtype)
+        return self._nl
+
     def table(self, a: np.ndarray, weights: bool = False):
         host = np.ascontiguousarray(a, dtype=self.dtype if weights else np.int64)
         with self.main:

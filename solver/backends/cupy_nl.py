@@ -1,0 +1,127 @@
+"""The nonlinear operator's sweeps on one GPU (kernels/nl.cu): solver.backends.numba_nl's kernels, the same
+arguments and each point's terms in the same order (compiled with --fmad=false), so the operator (solver.nonlinear.
+operator) reads each sweep's inputs once instead of making a CuPy temporary per term. Reached through
+CupyBackend.nonlinear_kernels; every launch is on CuPy's current stream (the operator's methods run on the backend's
+own). The per-point minima (trial, lowest) are CuPy's reductions (a minimum is exact in any order); `moved` compares
+host arrays (numba_nl's)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+
+BLOCK = (32, 8)
+
+
+def _source() -> str:
+    return (resources.files("solver.backends") / "kernels" / "nl.cu").read_text()
+
+
+def _pitch(a) -> np.int64:
+    """Elements between rows (row-major, unit column stride)."""
+    assert a.ndim == 2 and a.strides[1] == a.itemsize, "the operator's arrays are row-major with unit column stride"
+    return np.int64(a.strides[0] // a.itemsize)
+
+
+class CupyNonlinear:
+    """numba_nl's functions for CuPy arrays of one dtype (a module object per backend and dtype)."""
+
+    def __init__(self, cp, dtype):
+        self.cp, self.dtype = cp, np.dtype(dtype)
+        self._functions: dict = {}
+
+    def _fn(self, entry: str, kap: bool = False, dlin: bool = False, ab: bool = False):
+        key = (entry, kap, dlin, ab)
+        if key not in self._functions:
+            real = "float" if self.dtype == np.float32 else "double"
+            opts = ("--fmad=false", f"-DREAL={real}", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}",
+                    f"-DNL_AB={int(ab)}")
+            module = self._functions.get(("module", kap, dlin, ab))
+            if module is None:
+                module = self._functions[("module", kap, dlin, ab)] = self.cp.RawModule(code=_source(), options=opts)
+            self._functions[key] = module.get_function(entry)
+        return self._functions[key]
+
+    @staticmethod
+    def _launch(fn, n: int, m: int, args) -> None:
+        """fn over n rows x m columns, a thread a point (BLOCK threads a block)."""
+        if n > 0 and m > 0:
+            fn(((m + BLOCK[0] - 1) // BLOCK[0], (n + BLOCK[1] - 1) // BLOCK[1], 1), (*BLOCK, 1), args)
+
+    # numba_nl's functions ---------------------------------------------------------------------------------------
+    def residual(self, out, u, kap, ax, ay, g0, sigma0, d_lin, r0, c0) -> None:
+        n, m = g0.shape
+        k = kap if kap is not None else g0
+        d = d_lin if d_lin is not None else g0
+        fn = self._fn("nl_residual", kap=kap is not None, dlin=d_lin is not None)
+        self._launch(fn, n, m, (out, _pitch(out), u, _pitch(u), k, _pitch(k), ax, _pitch(ax), ay, _pitch(ay), g0,
+                                _pitch(g0), sigma0, _pitch(sigma0), d, _pitch(d), np.int32(n), np.int32(m),
+                                np.int32(r0), np.int32(c0)))
+
+    def faces(self, kx, ex_a, ex_b, ky, ny_a, ny_b, kap, dkap, u, ax, ay, r0, c0) -> None:
+        n, m = kx.shape[0], ky.shape[1]
+        ab = ex_a is not None
+        ea, eb, na, nb = (ex_a, ex_b, ny_a, ny_b) if ab else (kx, kx, ky, ky)
+        dk = dkap if dkap is not None else kap
+        assert _pitch(kap) == _pitch(dk), "kappa and kappa' share a layout"
+        fn = self._fn("nl_faces", ab=ab)
+        self._launch(fn, n + 1, m + 1, (kx, ea, eb, _pitch(kx), ky, na, nb, _pitch(ky), kap, dk, _pitch(kap), u,
+                                        _pitch(u), ax, _pitch(ax), ay, _pitch(ay), np.int32(n), np.int32(m),
+                                        np.int32(r0), np.int32(c0)))
+
+    def apply(self, out, v, kx, ex_a, ex_b, ky, ny_a, ny_b, diag, r0, c0) -> None:
+        n, m = diag.shape
+        ab = ex_a is not None
+        ea, eb, na, nb = (ex_a, ex_b, ny_a, ny_b) if ab else (kx, kx, ky, ky)
+        fn = self._fn("nl_apply", ab=ab)
+        self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), kx, ea, eb, _pitch(kx), ky, na, nb, _pitch(ky), diag,
+                                _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
+
+    def diagonal(self, d, scale, sigma0, d_lin, kap, free) -> None:
+        n, m = d.shape
+        assert _pitch(d) == _pitch(scale)
+        dl = d_lin if d_lin is not None else sigma0
+        k = kap if kap is not None else sigma0
+        fn = self._fn("nl_diagonal", kap=kap is not None, dlin=d_lin is not None)
+        self._launch(fn, n, m, (d, scale, _pitch(d), sigma0, _pitch(sigma0), dl, _pitch(dl), k, _pitch(k), free,
+                                _pitch(free), np.int32(n), np.int32(m)))
+
+    def quotient(self, out, a, b) -> None:
+        """out (a host float64 array) = max(a / b, 0), NaN kept."""
+        n, m = a.shape
+        assert _pitch(a) == _pitch(b)
+        dev = self.cp.empty((n, m), dtype=np.float64)
+        self._launch(self._fn("nl_quotient"), n, m, (dev, a, b, _pitch(a), np.int32(n), np.int32(m)))
+        self.to_host(dev, out)
+
+    @staticmethod
+    def to_host(dev, out) -> None:
+        """out (host) = dev (the device's copy waits for the current stream)."""
+        if out.flags.c_contiguous:
+            dev.get(out=out)
+        else:
+            out[...] = dev.get()
+
+    def moved(self, new, old, tiny) -> float:
+        from . import numba_nl  # (host arrays: the levels' diagonal now and when built)
+
+        return numba_nl.moved(new, old, tiny)
+
+    def trial(self, y, x, a, v, free, r0, c0) -> float:
+        n, m = free.shape
+        self._launch(self._fn("nl_trial"), n, m, (y, _pitch(y), x, _pitch(x), self.dtype.type(a), v, _pitch(v),
+                                                  np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
+        return self.lowest(y, free, r0, c0)
+
+    def lowest(self, u, free, r0, c0) -> float:
+        n, m = free.shape
+        if n == 0 or m == 0:
+            return float("inf")
+        cp = self.cp
+        return float(cp.min(cp.where(free, u[r0:r0 + n, c0:c0 + m], cp.inf)))
+
+    def divide(self, out, y, k, r0, c0) -> None:
+        n, m = k.shape
+        self._launch(self._fn("nl_divide"), n, m, (out, _pitch(out), y, _pitch(y), k, _pitch(k), np.int32(n),
+                                                   np.int32(m), np.int32(r0), np.int32(c0)))

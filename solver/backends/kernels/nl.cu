@@ -1,0 +1,141 @@
+// The nonlinear operator's sweeps (solver/nonlinear/operator.py) on one GPU: solver/backends/numba_nl.py's kernels,
+// each point's terms in the same order (compiled with --fmad=false: no contraction), one thread a point. Arrays are
+// row-major with unit column stride; P(a) is a's row pitch in elements. Variants by macro: NL_KAP (kappa given: the
+// faces' harmonic means), NL_DLIN (the linearised sinks' d_lin term), NL_AB (the Jacobian's A and B face terms).
+// REAL is the field's type.
+#define AT(a, pa, i, j) a[(long long)(i) * (pa) + (j)]
+#define TWO ((REAL)2.0)
+
+__device__ __forceinline__ REAL nl_mean(REAL kref, REAL a, REAL b) {
+    return kref * ((TWO * a * b) / (a + b));
+}
+
+// out = g0 + div(K grad u) - sigma0 u [- d_lin u] at the owned n x m block from (r0, c0) of u and out
+extern "C" __global__ void nl_residual(REAL* out, long long pout, const REAL* u, long long pu, const REAL* kap,
+                                       long long pk, const REAL* ax, long long pax, const REAL* ay, long long pay,
+                                       const REAL* g0, long long pg, const REAL* sigma0, long long ps,
+                                       const REAL* d_lin, long long pd, int n, int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    int R = r0 + i, C = c0 + j;
+    REAL c = AT(u, pu, R, C);
+#if NL_KAP
+    REAL kw = nl_mean(AT(ax, pax, R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1));
+    REAL ke = nl_mean(AT(ax, pax, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2));
+    REAL ks = nl_mean(AT(ay, pay, R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1));
+    REAL kn = nl_mean(AT(ay, pay, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1));
+#else
+    REAL kw = AT(ax, pax, R, C - 1), ke = AT(ax, pax, R, C), ks = AT(ay, pay, R - 1, C), kn = AT(ay, pay, R, C);
+#endif
+    REAL fw = kw * (c - AT(u, pu, R, C - 1));
+    REAL fe = ke * (AT(u, pu, R, C + 1) - c);
+    REAL fs = ks * (c - AT(u, pu, R - 1, C));
+    REAL fn = kn * (AT(u, pu, R + 1, C) - c);
+    REAL v = (AT(g0, pg, i, j) + ((fe - fw) + (fn - fs))) - AT(sigma0, ps, i, j) * c;
+#if NL_DLIN
+    v = v - AT(d_lin, pd, i, j) * c;
+#endif
+    AT(out, pout, R, C) = v;
+}
+
+// the owned block's faces' (K, A, B) at u: east faces kx (n, m + 1), north faces ky (n + 1, m); threads over
+// (n + 1) x (m + 1)
+extern "C" __global__ void nl_faces(REAL* kx, REAL* ex_a, REAL* ex_b, long long pex, REAL* ky, REAL* ny_a, REAL* ny_b,
+                                    long long pny, const REAL* kap, const REAL* dkap, long long pk, const REAL* u,
+                                    long long pu, const REAL* ax, long long pax, const REAL* ay, long long pay, int n,
+                                    int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i > n || j > m) return;
+    if (i < n) {  // east face (i, j), west of owned column j
+        int R = r0 + i, C = c0 - 1 + j;
+        REAL a = AT(kap, pk, i + 1, j), b = AT(kap, pk, i + 1, j + 1);
+        REAL s = a + b, kr = AT(ax, pax, R, C);
+        AT(kx, pex, i, j) = kr * ((TWO * a * b) / s);
+#if NL_AB
+        REAL du = AT(u, pu, R, C + 1) - AT(u, pu, R, C);
+        REAL s2 = s * s;
+        AT(ex_a, pex, i, j) = kr * ((TWO * b * b) / s2) * AT(dkap, pk, i + 1, j) * du;
+        AT(ex_b, pex, i, j) = kr * ((TWO * a * a) / s2) * AT(dkap, pk, i + 1, j + 1) * du;
+#endif
+    }
+    if (j < m) {  // north face (i, j), south of owned row i
+        int R = r0 - 1 + i, C = c0 + j;
+        REAL a = AT(kap, pk, i, j + 1), b = AT(kap, pk, i + 1, j + 1);
+        REAL s = a + b, kr = AT(ay, pay, R, C);
+        AT(ky, pny, i, j) = kr * ((TWO * a * b) / s);
+#if NL_AB
+        REAL du = AT(u, pu, R + 1, C) - AT(u, pu, R, C);
+        REAL s2 = s * s;
+        AT(ny_a, pny, i, j) = kr * ((TWO * b * b) / s2) * AT(dkap, pk, i, j + 1) * du;
+        AT(ny_b, pny, i, j) = kr * ((TWO * a * a) / s2) * AT(dkap, pk, i + 1, j + 1) * du;
+#endif
+    }
+}
+
+__device__ __forceinline__ REAL nl_flux(const REAL* k, const REAL* a, const REAL* b, long long p, int i, int j, REAL vp,
+                                        REAL vq) {
+    REAL f = AT(k, p, i, j) * (vq - vp);
+#if NL_AB
+    f = f + (AT(a, p, i, j) * vp + AT(b, p, i, j) * vq);
+#endif
+    return f;
+}
+
+// out = D v - div(the faces' linearised fluxes) at the owned points
+extern "C" __global__ void nl_apply(REAL* out, long long pout, const REAL* v, long long pv, const REAL* kx,
+                                    const REAL* ex_a, const REAL* ex_b, long long pex, const REAL* ky, const REAL* ny_a,
+                                    const REAL* ny_b, long long pny, const REAL* diag, long long pd, int n, int m,
+                                    int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    int R = r0 + i, C = c0 + j;
+    REAL c = AT(v, pv, R, C);
+    REAL fw = nl_flux(kx, ex_a, ex_b, pex, i, j, AT(v, pv, R, C - 1), c);
+    REAL fe = nl_flux(kx, ex_a, ex_b, pex, i, j + 1, c, AT(v, pv, R, C + 1));
+    REAL fs = nl_flux(ky, ny_a, ny_b, pny, i, j, AT(v, pv, R - 1, C), c);
+    REAL fn = nl_flux(ky, ny_a, ny_b, pny, i + 1, j, c, AT(v, pv, R + 1, C));
+    AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
+}
+
+// d = sigma0 + d_lin (or + 0), scale = kappa at free points and 1 elsewhere
+extern "C" __global__ void nl_diagonal(REAL* d, REAL* scale, long long po, const REAL* sigma0, long long ps,
+                                       const REAL* d_lin, long long pd, const REAL* kap, long long pk,
+                                       const bool* free_, long long pf, int n, int m) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+#if NL_DLIN
+    AT(d, po, i, j) = AT(sigma0, ps, i, j) + AT(d_lin, pd, i, j);
+#else
+    AT(d, po, i, j) = AT(sigma0, ps, i, j) + (REAL)0.0;
+#endif
+#if NL_KAP
+    AT(scale, po, i, j) = AT(free_, pf, i, j) ? AT(kap, pk, i + 1, j + 1) : (REAL)1.0;
+#else
+    AT(scale, po, i, j) = (REAL)1.0;
+#endif
+}
+
+// out = max(a / b, 0) with NaN kept (numpy.maximum's rule), as double
+extern "C" __global__ void nl_quotient(double* out, const REAL* a, const REAL* b, long long p, int n, int m) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    REAL q = AT(a, p, i, j) / AT(b, p, i, j);
+    out[(long long)i * m + j] = (double)((q >= (REAL)0.0 || q != q) ? q : (REAL)0.0);
+}
+
+// y = (0 + x) + a v over the owned points (Backend.combine's terms)
+extern "C" __global__ void nl_trial(REAL* y, long long py, const REAL* x, long long px, REAL a, const REAL* v,
+                                    long long pv, int n, int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    int R = r0 + i, C = c0 + j;
+    AT(y, py, R, C) = ((REAL)0.0 + AT(x, px, R, C)) + a * AT(v, pv, R, C);
+}
+
+// out[r0 + i, c0 + j] = y[r0 + i, c0 + j] / k[i, j]
+extern "C" __global__ void nl_divide(REAL* out, long long po, const REAL* y, long long py, const REAL* k, long long pk,
+                                     int n, int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    AT(out, po, r0 + i, c0 + j) = AT(y, py, r0 + i, c0 + j) / AT(k, pk, i, j);
+}

@@ -1,0 +1,123 @@
+"""The nonlinear operator's CUDA sweeps (solver/backends/kernels/nl.cu, driven by solver/backends/cupy_nl.py) compiled
+for the CPU with g++ and the CUDA shim (tests/cuda_emu), launched with the argument lists cupy_nl builds: each sweep
+bitwise equal to solver/backends/numba_nl.py's (which tests/test_nonlinear.py holds equal to the operator's numpy
+expressions) on pitched fields, an odd owned block inside the padding, random data, in every variant the operator
+calls (kappa or not, the linearised sinks or not, the Jacobian's A and B terms or not). float64 only: numba's kernels
+take Python's 2.0 as a double where numpy and CUDA keep float32. Not a GPU: nothing here says anything about NVRTC,
+streams or speed (tests/test_gpu_nonlinear.py runs whole Newton solves on the device)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from importlib import resources
+
+import numpy as np
+import pytest
+from test_mg_emulated import Emulator, _compile, assert_same_bits, pitched
+
+from solver.backends import cupy_nl, numba_nl
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
+ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide")
+N, M, R0, C0 = 13, 37, 2, 3  # an owned block that is no multiple of the 32 x 8 blocks, inside a padded field
+PADDED = (N + 4, M + 5)
+
+
+class Emulated(cupy_nl.CupyNonlinear):
+    """cupy_nl's launches on the emulated kernels (numpy arrays in place of CuPy's)."""
+
+    def __init__(self, build):
+        super().__init__(np, np.float64)
+        self.build = build
+
+    def _fn(self, entry, kap=False, dlin=False, ab=False):
+        source = (resources.files("solver.backends") / "kernels" / "nl.cu").read_text()
+        opts = ("-DREAL=double", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}", f"-DNL_AB={int(ab)}")
+        lib = _compile(self.build, "nl", source, opts, ENTRIES)
+        emu = Emulator.__new__(Emulator)
+        emu.libs, emu.calls = {"mg": lib}, {}
+        return emu.kernel(entry)
+
+    @staticmethod
+    def to_host(dev, out) -> None:
+        out[...] = dev
+
+
+@pytest.fixture(scope="module")
+def nl(tmp_path_factory):
+    return Emulated(tmp_path_factory.mktemp("nl_emu"))
+
+
+def field(rng, shape, lo=0.5, hi=2.0):
+    return pitched(rng.uniform(lo, hi, shape))
+
+
+def twins(rng, shape):
+    """Two equal pitched fields of random values (one for each side of a comparison)."""
+    a = field(rng, shape)
+    return a, pitched(np.array(a))
+
+
+@pytest.mark.parametrize("kap, dlin, ab", [(1, 1, 1), (1, 0, 0), (0, 1, 0), (1, 1, 0)])
+def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab):
+    rng = np.random.default_rng(kap * 4 + dlin * 2 + ab)
+    u, ax, ay = (field(rng, PADDED) for _ in range(3))
+    box = (N + 2, M + 2)
+    kp, dk = (field(rng, box), field(rng, box)) if kap else (None, None)
+    g0, s0 = field(rng, (N, M)), field(rng, (N, M))
+    dl = field(rng, (N, M)) if dlin else None
+    got, want = twins(rng, PADDED)
+    nl.residual(got, u, kp, ax, ay, g0, s0, dl, R0, C0)
+    numba_nl.residual(want, u, kp, ax, ay, g0, s0, dl, R0, C0)
+    assert_same_bits(got, want, "residual")
+    free = rng.random((N, M)) > 0.3
+    d = [field(rng, (N, M)) for _ in range(4)]
+    nl.diagonal(d[0], d[1], s0, dl, kp, free)
+    numba_nl.diagonal(d[2], d[3], s0, dl, kp, free)
+    assert_same_bits(d[0], d[2], "diagonal")
+    assert_same_bits(d[1], d[3], "scale")
+    if not kap:
+        return
+    east = [twins(rng, (N, M + 1)) for _ in range(3)]
+    north = [twins(rng, (N + 1, M)) for _ in range(3)]
+    pick = lambda k: [east[0][k], *((east[1][k], east[2][k]) if ab else (None, None)),  # noqa: E731
+                      north[0][k], *((north[1][k], north[2][k]) if ab else (None, None))]
+    nl.faces(*pick(0), kp, dk, u, ax, ay, R0, C0)
+    numba_nl.faces(*pick(1), kp, dk, u, ax, ay, R0, C0)
+    for a, b in zip(pick(0), pick(1)):
+        if a is not None:
+            assert_same_bits(a, b, "faces")
+    got, want = twins(rng, PADDED)
+    diag = field(rng, (N, M))
+    nl.apply(got, u, *pick(0), diag, R0, C0)
+    numba_nl.apply(want, u, *pick(1), diag, R0, C0)
+    assert_same_bits(got, want, "apply")
+
+
+def test_quotient_trial_lowest_and_divide_equal_numba_nl_bitwise(nl):
+    rng = np.random.default_rng(7)
+    a, b = field(rng, (N, M), -1.0, 1.0), field(rng, (N, M))
+    a[1, 2], a[3, 4] = np.nan, -0.0
+    got, want = np.zeros((N, M)), np.zeros((N, M))
+    nl.quotient(got, a, b)
+    numba_nl.quotient(want, a, b)
+    assert_same_bits(got, want, "quotient")
+    free = rng.random((N, M)) > 0.3
+    x, v = field(rng, PADDED), field(rng, PADDED, -1.0, 1.0)
+    got, want = twins(rng, PADDED)
+    lo = nl.trial(got, x, 0.37, v, free, R0, C0)
+    assert lo == numba_nl.trial(want, x, 0.37, v, free, R0, C0)
+    assert_same_bits(got, want, "trial")
+    assert nl.lowest(got, free, R0, C0) == numba_nl.lowest(want, free, R0, C0) == lo
+    k = field(rng, (N, M))
+    got, want = twins(rng, PADDED)
+    nl.divide(got, x, k, R0, C0)
+    numba_nl.divide(want, x, k, R0, C0)
+    assert_same_bits(got, want, "divide")
+
+
+def test_every_variant_compiles(nl):
+    """The variants the operator may ask for, each a translation unit of its own (its macros)."""
+    for kap, dlin, ab in itertools.product((0, 1), repeat=3):
+        assert nl._fn("nl_residual", bool(kap), bool(dlin), bool(ab)) is not None
