@@ -19,7 +19,8 @@ from test_mg_emulated import Emulator, _compile, assert_same_bits, pitched
 from solver.backends import cupy_nl, numba_nl
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
-ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide")
+ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide",
+           "nl_across_rows", "nl_across_cols")
 N, M, R0, C0 = 13, 37, 2, 3  # an owned block that is no multiple of the 32 x 8 blocks, inside a padded field
 PADDED = (N + 4, M + 5)
 
@@ -29,14 +30,14 @@ class Emulated(cupy_nl.CupyNonlinear):
 
     def __init__(self, build):
         super().__init__(np, np.float64)
-        self.build = build
+        self.build, self.calls = build, {}  # launches by kernel
 
     def _fn(self, entry, kap=False, dlin=False, ab=False):
         source = (resources.files("solver.backends") / "kernels" / "nl.cu").read_text()
         opts = ("-DREAL=double", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}", f"-DNL_AB={int(ab)}")
         lib = _compile(self.build, "nl", source, opts, ENTRIES)
         emu = Emulator.__new__(Emulator)
-        emu.libs, emu.calls = {"mg": lib}, {}
+        emu.libs, emu.calls = {"mg": lib}, self.calls
         return emu.kernel(entry)
 
     @staticmethod
@@ -121,3 +122,47 @@ def test_every_variant_compiles(nl):
     """The variants the operator may ask for, each a translation unit of its own (its macros)."""
     for kap, dlin, ab in itertools.product((0, 1), repeat=3):
         assert nl._fn("nl_residual", bool(kap), bool(dlin), bool(ab)) is not None
+
+
+def test_across_equals_the_hosts_coarsening_bitwise(nl):
+    """The levels' diagonal coarsened by the device's kernels (nl_across_rows, nl_across_cols) equals
+    solver.multigrid.coefficients._across's host pass, along both axes, on real level pairs."""
+    from solver.case import validate_case
+    from solver.multigrid import coefficients
+    from solver.multigrid.levels import Settings, hierarchy
+
+    case = validate_case({"name": "c", "grid": {"nx": 77, "ny": 61}, "physics": {"equation": "laplace"}})
+    levels = hierarchy(case, Settings())
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.1, 5.0, (levels[0].y.n, levels[0].x.n))
+    for fine, coarse in zip(levels, levels[1:]):
+        rows = coefficients._across(a, fine.y, coarse.y)
+        assert_same_bits(coefficients._across(a, fine.y, coarse.y, device=nl), rows, "rows")
+        both = coefficients._across(rows, fine.x, coarse.x, axis=1)
+        assert_same_bits(coefficients._across(rows, fine.x, coarse.x, axis=1, device=nl), both, "columns")
+        a = both
+
+
+def test_newton_with_the_levels_diagonal_on_the_device_equals_the_hosts_bitwise(nl, tmp_path, monkeypatch):
+    """A whole Newton solve of every nonlinear term (tests/test_nonlinear.py's plate: shapes, so held levels too) with
+    the rebuild on the 'device' (solver.nonlinear.newton.device_kernels: quotient_device, across, the gathers and
+    the lag's test on the kernels' arrays) equals the host's run: the field and every iteration's figures."""
+    from test_nonlinear import every_term
+
+    from solver.nonlinear import newton
+    from solver.parallel.comm import Comm
+    from solver.run import Options, Run
+
+    def run(name):
+        r = Run(every_term(tmp_path, name, "numpy"), Comm(), Options(ceiling=False, quiet=True))
+        rec = r.execute()
+        return np.array(r.mg.grids[0].u), rec["solver"]["newton"]["iterations"]
+
+    u_host, log_host = run("host")
+    monkeypatch.setattr(newton, "device_kernels", lambda backend, comm, owned: nl)
+    before = dict(nl.calls)
+    u_dev, log_dev = run("device")
+    launched = {k: v - before.get(k, 0) for k, v in nl.calls.items()}
+    assert launched.get("nl_quotient", 0) >= len(log_dev) and launched.get("nl_across_rows", 0) > 0, launched
+    assert_same_bits(u_dev, u_host, "field")
+    assert log_dev == log_host

@@ -687,6 +687,13 @@ class CupyMultigrid:
 
     def put(self, a, region, host: np.ndarray) -> None:
         r0, r1, c0, c1 = region
+        if not isinstance(host, np.ndarray):  # a device array (a Newton rebuild on the device): copied there
+            assert host.shape == (r1 - r0, c1 - c0), f"put: {host.shape} into a region of {(r1 - r0, c1 - c0)}"
+            self.join()
+            with self.main:
+                a[r0:r1, c0:c1] = host.astype(self.dtype, copy=False)
+            self.main.synchronize()
+            return
         host = np.ascontiguousarray(host, dtype=self.dtype)
         assert host.shape == (r1 - r0, c1 - c0), f"put: {host.shape} into a region of {(r1 - r0, c1 - c0)}"
         if host.size:

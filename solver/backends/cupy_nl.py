@@ -2,8 +2,8 @@
 arguments and each point's terms in the same order (compiled with --fmad=false), so the operator (solver.nonlinear.
 operator) reads each sweep's inputs once instead of making a CuPy temporary per term. Reached through
 CupyBackend.nonlinear_kernels; every launch is on CuPy's current stream (the operator's methods run on the backend's
-own). The per-point minima (trial, lowest) are CuPy's reductions (a minimum is exact in any order); `moved` compares
-host arrays (numba_nl's)."""
+own). The per-point minima (trial, lowest) are CuPy's reductions (a minimum is exact in any order). With one rank the
+Newton solver keeps the levels' diagonal on the device (quotient_device, moved, across: solver.nonlinear.newton)."""
 
 from __future__ import annotations
 
@@ -104,9 +104,42 @@ class CupyNonlinear:
             out[...] = dev.get()
 
     def moved(self, new, old, tiny) -> float:
-        from . import numba_nl  # (host arrays: the levels' diagonal now and when built)
+        """max |new - old| / max(|old|, tiny) (0 for no points; NaN where a quotient is NaN): host arrays by numba_nl's
+        pass, device ones (a rebuild on the device) by CuPy's (the quotients exact, their maximum in any order)."""
+        if isinstance(new, np.ndarray):
+            from . import numba_nl
 
-        return numba_nl.moved(new, old, tiny)
+            return numba_nl.moved(new, old, tiny)
+        if new.size == 0:
+            return 0.0
+        cp = self.cp
+        return float(cp.max(cp.abs(new - old) / cp.maximum(cp.abs(old), tiny)))
+
+    def quotient_device(self, a, b, out=None):
+        """quotient's values in a device float64 array (out: one to reuse), for a rebuild on the device."""
+        n, m = a.shape
+        assert _pitch(a) == _pitch(b)
+        out = self.cp.empty((n, m), dtype=np.float64) if out is None else out
+        assert out.shape == (n, m) and out.flags.c_contiguous
+        self._launch(self._fn("nl_quotient"), n, m, (out, a, b, _pitch(a), np.int32(n), np.int32(m)))
+        return out
+
+    def across(self, k, rows, w, wsum, axis: int):
+        """solver.multigrid.coefficients._across of a device float64 array (the tables from the host)."""
+        cp = self.cp
+        k = cp.ascontiguousarray(k, dtype=np.float64)
+        rows, w, wsum = (cp.asarray(np.ascontiguousarray(a)) for a in (rows, w, wsum))
+        m, taps = rows.shape
+        n, c = k.shape
+        if axis == 0:
+            out = cp.empty((m, c), dtype=np.float64)
+            self._launch(self._fn("nl_across_rows"), m, c, (out, k, rows, w, wsum, np.int32(m), np.int32(c),
+                                                            np.int32(taps)))
+        else:
+            out = cp.empty((n, m), dtype=np.float64)
+            self._launch(self._fn("nl_across_cols"), n, m, (out, k, rows, w, wsum, np.int32(n), np.int32(c),
+                                                            np.int32(m), np.int32(taps)))
+        return out
 
     def trial(self, y, x, a, v, free, r0, c0) -> float:
         n, m = free.shape

@@ -192,7 +192,7 @@ def _interp(cum: np.ndarray, k: np.ndarray, t: np.ndarray) -> np.ndarray:
     return cum[:, idx] + frac[None, :] * (cum[:, idx + 1] - cum[:, idx])
 
 
-def _across(k: np.ndarray, fine: Axis, coarse: Axis, axis: int = 0) -> np.ndarray:
+def _across(k: np.ndarray, fine: Axis, coarse: Axis, axis: int = 0, device=None) -> np.ndarray:
     """Rows (axis 1: columns) coarsened across the flux: each coarse row the overlap-weighted mean of the fine rows
     its cell covers, the taps summed in order (a handful per coarse row: banded, not a dense product; one numba pass,
     solver.backends.numba_mg.across_rows: a whole level's diagonal is coarsened at each Newton rebuild)."""
@@ -202,6 +202,8 @@ def _across(k: np.ndarray, fine: Axis, coarse: Axis, axis: int = 0) -> np.ndarra
         return k
     rows, w = _overlaps(fine, coarse)
     wsum = np.ascontiguousarray(w.sum(axis=1))
+    if device is not None:  # (a device array: coarsened's)
+        return device.across(k, rows, w, wsum, axis)
     k = np.ascontiguousarray(k, dtype=np.float64)
     if axis == 0:
         return numba_mg.across_rows(k, np.ascontiguousarray(rows), np.ascontiguousarray(w), wsum)
@@ -261,29 +263,37 @@ def sigmas(case, levels: list[Level], held: list[np.ndarray] | None = None, dt: 
     return None if first is None else coarsened(case, levels, first, held)
 
 
-def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarray] | None = None) -> list[np.ndarray]:
+def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarray] | None = None,
+              device=None) -> list[np.ndarray]:
     """Every level's diagonal part beside the faces from the finest level's (a global array): sigmas' averaging, for a
     diagonal the caller computed (solver.nonlinear: a Newton step's linearised sinks). held: held_levels' (found here
-    where not given)."""
+    where not given). device: the GPU's kernels (solver.backends.cupy_nl: its array module `cp` and `across`) where
+    `first` and held are device arrays (one rank's Newton rebuild): the same terms, the same bits, on the device."""
     held = held_levels(case, levels) if held is None else held
+    xp = np if device is None else device.cp
     out = [first]
     for k, (fine, coarse) in enumerate(zip(levels, levels[1:])):
-        mean = lambda a: _across(_across(a, fine.y, coarse.y), fine.x, coarse.x, axis=1)  # noqa: E731
+        mean = lambda a: _across(_across(a, fine.y, coarse.y, device=device), fine.x, coarse.x,  # noqa: E731
+                                 axis=1, device=device)
         if held is None:
             out.append(mean(out[-1]))
             continue
-        plate, inert = mean(np.where(held[k], 0.0, out[-1])), mean(np.where(held[k], out[-1], 0.0))
-        out.append(np.where(held[k + 1], np.maximum(inert, plate), plate))
+        plate, inert = mean(xp.where(held[k], 0.0, out[-1])), mean(xp.where(held[k], out[-1], 0.0))
+        out.append(xp.where(held[k + 1], xp.maximum(inert, plate), plate))
     return out
 
 
-def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, int]) -> np.ndarray:
+def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, int], device=None) -> np.ndarray:
     """A block's part of a per-point array of a level on its padded layout: element (i, j) the value of the point it
-    stands for (indices wrapped along a periodic axis, clamped beyond walls)."""
+    stands for (indices wrapped along a periodic axis, clamped beyond walls). device: as coarsened's (a device
+    array gathered on the device)."""
     rows = block.rows[0] - origin[0] + np.arange(shape[0])
     cols = block.cols[0] - origin[1] + np.arange(shape[1])
     rows = np.mod(rows, level.y.n) if level.y.periodic else np.clip(rows, 0, level.y.n - 1)
     cols = np.mod(cols, level.x.n) if level.x.periodic else np.clip(cols, 0, level.x.n - 1)
+    if device is not None:
+        cp = device.cp
+        return a[cp.ix_(cp.asarray(rows), cp.asarray(cols))]
     if a.dtype == np.float64 and a.ndim == 2 and a.size > 1 << 16:  # (a Newton rebuild's finest level: threads)
         from ..backends import numba_mg
 

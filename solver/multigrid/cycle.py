@@ -292,17 +292,26 @@ class Multigrid:
         """The finest level's right-hand side field (implicit heat steps write it), or None."""
         return self.grids[0].g
 
-    def set_sigma(self, first: np.ndarray) -> None:
+    def set_sigma(self, first: np.ndarray, device=None) -> None:
         """A new diagonal beside the faces on the finest level (a global float64 array; the Multigrid was built with
         one): every level's sg and the coarsest inverse, written into the arrays the cycle already reads (captured
-        programs and graphs stay valid)."""
-        self.sigmas = coefficients.coarsened(self.case, self.levels, first, self.held)
+        programs and graphs stay valid). device: the GPU's kernels (solver.backends.cupy_nl) where `first` is a
+        device array (one rank): coarsened and gathered there, only the coarsest level read back."""
+        held = self.held
+        if device is not None and held is not None:
+            if getattr(self, "_held_device", None) is None:
+                self._held_device = [device.cp.asarray(h) for h in held]
+            held = self._held_device
+        self.sigmas = coefficients.coarsened(self.case, self.levels, first, held, device)
         be = self.backend
         for g in self.grids:
             lev, lay = g.place.level, g.layout
             c = coefficients.local_points(self.sigmas[lev.index], lev, g.place.block, lay.shape,
-                                          (lay.owned[0], lay.owned[2]))
+                                          (lay.owned[0], lay.owned[2]), device)
             be.put(g.w.sg, (0, c.shape[0], 0, c.shape[1]), c.astype(self.dtype, copy=False))
+        if device is not None:
+            last = self.sigmas[-1]
+            self.sigmas[-1] = last.get() if hasattr(last, "get") else last  # (_coarsest reads it on the host)
         inverse = self.comm.bcast(self._coarsest() if self.comm.rank == 0 else None)
         be.put(self.minv, (0, inverse.shape[0], 0, inverse.shape[1]), inverse.astype(self.dtype))
         self.__dict__.pop("_diagonal", None)
@@ -690,7 +699,7 @@ class Multigrid:
         if self.faces is None:
             return 1.0
         fx, fy = self._scaled_faces(self.levels[0])
-        sigma = float(np.max(self.sigmas[0])) if self.sigmas is not None else self.settings.sigma
+        sigma = float(self.sigmas[0].max()) if self.sigmas is not None else self.settings.sigma
         return float(sigma + 2.0 * (np.max(fx) + np.max(fy)))
 
     def residual_norm(self, timer) -> float:

@@ -48,6 +48,13 @@ SIGMA_LAG = 0.2  # the levels' diagonal is rebuilt only where some point's moved
 # iterations and the cycles unchanged
 
 
+def device_kernels(backend, comm, owned):
+    """The GPU's kernels (solver.backends.cupy_nl) where one rank drives a GPU: the levels' diagonal is then made,
+    compared and coarsened on the device, only the coarsest level read back; else None (host arrays, gathered)."""
+    fused = backend.nonlinear_kernels(owned)
+    return fused if backend.on_gpu and comm.size == 1 and fused is not None else None
+
+
 class Newton:
     def __init__(self, layout, comm, backend, t: float = 0.0):
         case = layout.case
@@ -89,8 +96,9 @@ class Newton:
             case.physics.faces is not None or self.op.d_lin is not None or self.op.d_g is not None))
         self.sigma_fixed = not comm.allmax(1.0 if varies else 0.0)
         self.sigma_set = False
-        self.sent = None  # this rank's part of the diagonal the levels hold now (host)
-        self.spare_sigma = None  # a host array the next linearisation's diagonal may be written in (not `sent`)
+        self.sent = None  # this rank's part of the diagonal the levels hold now (host; the device's with `device`)
+        self.spare_sigma = None  # an array the next linearisation's diagonal may be written in (not `sent`)
+        self.device = device_kernels(backend, comm, g0.owned)
         self.restored = None  # a restart's: the levels' diagonal to build first
 
     # what the loop and the run ask of an iterate ---------------------------------------------------------------
@@ -120,7 +128,9 @@ class Newton:
     def state(self) -> dict:
         """Beyond u and the residual history the checkpoint keeps: the diagonal the multigrid's levels hold (this rank's
         owned block), from which the lagging preconditioner goes on (SIGMA_LAG)."""
-        return {} if self.sent is None else {"newton_sigma": self.sent}
+        if self.sent is None:
+            return {}
+        return {"newton_sigma": self.sent if isinstance(self.sent, np.ndarray) else self.sent.get()}
 
     def restore(self, fields: dict) -> None:
         """A restart: the levels' diagonal as the checkpointed run had it (built at the first linearisation)."""
@@ -350,9 +360,10 @@ class Newton:
         if self.sigma_fixed and self.sigma_set:
             return
         t = time.perf_counter()
-        mine = self.op.sigma(self.spare_sigma)
+        mine = self.op.sigma(self.spare_sigma, self.device)
         if self.restored is not None:  # a restart: the levels as they were, then the lag's test as it would have run
-            self._build(np.asarray(self.restored, dtype=np.float64), timer, t)
+            restored = np.asarray(self.restored, dtype=np.float64)
+            self._build(restored if self.device is None else self.device.cp.asarray(restored), timer, t)
             self.restored, t = None, time.perf_counter()
         if self.sent is not None:  # the preconditioner lags while its diagonal moves little (GMRES has the exact J)
             moved = self.op.moved(mine, self.sent)
@@ -367,9 +378,14 @@ class Newton:
         """The levels' diagonal from every rank's part (gathered: the levels are global)."""
         self.sent = mine
         t = timer.add("other", t)
-        parts = self.comm.allgather(mine)
+        parts = self.comm.allgather(mine) if self.device is None else [mine]
         t = timer.add("wait", t)
         ny, nx = self.case.shape
+        if self.device is not None:  # one rank on a GPU: the whole, on the device (Multigrid.set_sigma's device)
+            self.mg.set_sigma(mine, self.device)
+            self.sigma_set = True
+            timer.add("other", t)
+            return
         if len(parts) == 1 and parts[0].shape == (ny, nx):  # one rank: its part is the whole
             whole = parts[0]
         else:

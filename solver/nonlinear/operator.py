@@ -431,9 +431,12 @@ class Operator:
         return flux if a is None else flux + (a * vp + b * vq)
 
     @on_stream
-    def sigma(self, out=None):
+    def sigma(self, out=None, device=None):
         """The multigrid's diagonal beside its faces for this linearisation: D / kappa (held points: D), at least 0,
-        float64 on the host (owned points); out: a host array to write it in (the numba backend's)."""
+        float64 on the host (owned points); out: a host array to write it in (the numba backend's). device: the GPU's
+        kernels (solver.backends.cupy_nl): a device array instead (out: one of its)."""
+        if device is not None:
+            return device.quotient_device(self.lin["diag"], self.lin["kappa"], out)
         fused = self.backend.nonlinear_kernels(self.owned)
         if fused is not None:
             out = np.empty(self.lin["diag"].shape) if out is None else out

@@ -139,3 +139,26 @@ extern "C" __global__ void nl_divide(REAL* out, long long po, const REAL* y, lon
     if (i >= n || j >= m) return;
     AT(out, po, r0 + i, c0 + j) = AT(y, py, r0 + i, c0 + j) / AT(k, pk, i, j);
 }
+
+// A Newton rebuild's coarsening of the levels' diagonal on the device (solver.multigrid.coefficients.coarsened, one
+// rank): numba_mg.across_rows and across_cols, float64, each output's taps summed in their order. k: (n, c)
+// contiguous; rows / cols, w: (m, taps) contiguous; wsum: (m,).
+extern "C" __global__ void nl_across_rows(double* out, const double* k, const long long* rows, const double* w,
+                                          const double* wsum, int m, int c, int taps) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= m || j >= c) return;
+    double o = 0.0;
+    for (int t = 0; t < taps; ++t)
+        o = o + w[(long long)i * taps + t] * k[rows[(long long)i * taps + t] * c + j];
+    out[(long long)i * c + j] = o / wsum[i];
+}
+
+extern "C" __global__ void nl_across_cols(double* out, const double* k, const long long* cols, const double* w,
+                                          const double* wsum, int n, int c, int m, int taps) {
+    int jc = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || jc >= m) return;
+    double acc = 0.0;
+    for (int t = 0; t < taps; ++t)
+        acc = acc + w[(long long)jc * taps + t] * k[(long long)i * c + cols[(long long)jc * taps + t]];
+    out[(long long)i * m + jc] = acc / wsum[jc];
+}
