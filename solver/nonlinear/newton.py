@@ -381,8 +381,9 @@ class Newton:
         parts = self.comm.allgather(mine) if self.device is None else [mine]
         t = timer.add("wait", t)
         ny, nx = self.case.shape
-        if self.device is not None:  # one rank on a GPU: the whole, on the device (Multigrid.set_sigma's device)
-            self.mg.set_sigma(mine, self.device)
+        if self.device is not None:  # one rank on a GPU: the whole, on the device (Multigrid.set_sigma's device),
+            with self.op.stream:  # on the stream the diagonal was made on (the backend's own)
+                self.mg.set_sigma(mine, self.device)
             self.sigma_set = True
             timer.add("other", t)
             return

@@ -445,6 +445,7 @@ class Operator:
         d = self.xp.maximum(self.lin["diag"] / self.lin["kappa"], 0.0)
         return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64)
 
+    @on_stream
     def moved(self, mine: np.ndarray, sent: np.ndarray) -> float:
         """max |mine - sent| / |sent| over this rank's points (host arrays: the levels' diagonal now and when built)."""
         fused = self.backend.nonlinear_kernels(self.owned)
