@@ -462,3 +462,29 @@ def test_a_plain_conductivity_in_a_mm_case_is_noted_before_the_run(tmp_path):
     quiet = write_case(tmp_path / "ok.yaml", units={"length": "mm"}, grid={"nx": 15, "ny": 11, "lx": 30, "ly": 20},
                        physics={"material": "copper"})
     assert "note: material" not in stencil(["validate", str(quiet)]).stdout
+
+
+def test_each_materials_answers_cover_the_points_whose_centre_it_paints_last(tmp_path):
+    """The record's per-material mean, max and count (solver/results/answers.py) against the points' owners found
+    here: each region paints the points whose centres it covers, a later region over an earlier one, and the plate's
+    material keeps the rest; a second copper region after the aluminium one repaints part of it."""
+    from solver.core.medium import covers_points
+    from solver.results.answers import partial
+
+    data = material_case(tmp_path, "answers")
+    data["physics"]["regions"].append({"kind": "rectangle", "lower": [0.03, 0.0], "upper": [0.046, 0.005],
+                                       "material": "cu"})
+    case = api.build_case(data)
+    y, x = positions(case, *(np.arange(n) for n in case.shape))
+    owner = np.full(case.shape, "fr", dtype=object)
+    for r in case.physics.regions:
+        owner[covers_points(r, x, y)] = r.material
+    u = np.random.default_rng(5).uniform(0.0, 100.0, case.shape)
+    from solver.core.decomp import decompose
+
+    groups = partial(case, decompose(case.shape, (1, 1), 0), u)["groups"]
+    assert set(groups) == {"material fr", "material cu", "material al"}
+    for name in ("fr", "cu", "al"):
+        v = u[owner == name]
+        g = groups[f"material {name}"]
+        assert (g["count"], g["max"], g["min"]) == (v.size, v.max(), v.min()) and g["sum"] == pytest.approx(v.sum())

@@ -52,10 +52,9 @@ def _groups(case, rows, cols, x, y):
         for k, r in enumerate(p.regions):
             if r.material is not None:
                 owner[covers_points(r, x, y)] = k
-        names = [p.material] + [r.material or "" for r in p.regions]
-        material = np.vectorize(lambda k: names[k + 1], otypes=[object])(owner) if owner.size else owner
+        names = [p.material] + [r.material or "" for r in p.regions]  # names[k + 1]: the material of owner k
         for name in dict.fromkeys(n for n in names if n):
-            yield f"material {name}", material == name
+            yield f"material {name}", np.isin(owner, [k - 1 for k, n in enumerate(names) if n == name])
         for k, r in enumerate(p.regions):
             if r.name and r.material is not None:
                 yield f"region {r.name}", owner == k
