@@ -890,21 +890,27 @@ def test_graphs_keep_the_residual_field_where_it_is_written(emu, tmp_path, monke
     assert plain.mg.graphs is None and plain.backend.readied == 0
 
 
-@pytest.mark.parametrize("sides, t_end", [("dirichlet", 0.0005), ("example", 0.02)])
-def test_adaptive_steps_with_graphs_equal_numpy_bitwise(emu, tmp_path, monkeypatch, sides, t_end):
+@pytest.mark.parametrize("sides, t_end, grid", [("dirichlet", 0.0005, {"nx": 51, "ny": 35}),
+                                                ("example", 0.02, MG_CASE["grid"])])
+def test_adaptive_steps_with_graphs_equal_numpy_bitwise(emu, tmp_path, monkeypatch, sides, t_end, grid):
     """Adaptive TR-BDF2 steps (issue 44) on the emulated GPU with whole cycles as graphs: every new dt retimes the
     multigrid (its weights, inverse, tail programs and graphs made again), the estimate's filter cycle starts from
     its own fields; the last snapshot and every step tried (dt, estimate, cycles) bitwise numpy's. (Constant ghost
     rules: sweeps in tiles and the coarse tail, whose programs are recorded again at every dt; the emulator takes
-    a few seconds a step, hence short runs.)"""
+    a few seconds a step at 101 x 67, hence short runs, and for them 51 x 35: two tiled levels above a tail of
+    three, as the larger grid's three above four, in a fifth of the time.)"""
     spec = ("float64", {"physics": {"equation": "heat", "scheme": "backward-euler", "dt": 1e-5, "source": [
         {"kind": "gaussian", "center": [0.4, 0.6], "width": 0.15, "amplitude": 3.0, "active": [t_end / 5, t_end / 2]}]},
-        "boundary": RUN_SIDES[sides], "run": {"steps": None, "t_end": t_end, "time_tolerance": 3e-2, "tolerance": 1e-9}})
+        "boundary": RUN_SIDES[sides], "run": {"steps": None, "t_end": t_end, "time_tolerance": 3e-2, "tolerance": 1e-9},
+        "grid": grid})
     want, want_rec, _ = graph_run(tmp_path, "numpy", spec)
     cls = type("Taping", (TapingBackend,), {"emulator": emu["float64"]})
+    emu["float64"].calls.clear()
     monkeypatch.setenv("STENCIL_MG_TAIL", str(TAIL_POINTS))
     monkeypatch.setattr(cupy_mg, "TAIL_THREADS", 32)
     got, rec, run = graph_run(tmp_path, "emu", spec, cls, monkeypatch)
     assert_same_bits(got, want, "the last snapshot")
     assert rec["run"]["adaptive"]["steps"] == want_rec["run"]["adaptive"]["steps"]
     assert run.mg.graphs is not None and rec["run"]["adaptive"]["accepted"] >= 2
+    if sides == "dirichlet":  # (tiled levels and the tail, both retimed: the small grid keeps both)
+        assert 2 <= run.mg.tail < len(run.mg.grids) - 1 and {"mg_sweeps", "mg_tail"} <= set(emu["float64"].calls)
