@@ -9,9 +9,16 @@ from conftest import mpi_script, mpirun, needs_mpi, stencil, write_case
 pytestmark = [needs_mpi, pytest.mark.mpi]
 
 
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """One numpy process's results for every case of check_physics.py: made by the first rank count's run, read by
+    the others' (the same case on one process whatever the rank count)."""
+    return tmp_path_factory.mktemp("physics_references")
+
+
 @pytest.mark.parametrize("n", [1, 2, 4])
-def test_physics_equal_one_numpy_process_bitwise_on_every_grid_and_halo_mode(n, tmp_path):
-    res = mpi_script(n, "check_physics.py", tmp_path, timeout=400)
+def test_physics_equal_one_numpy_process_bitwise_on_every_grid_and_halo_mode(n, tmp_path, references):
+    res = mpi_script(n, "check_physics.py", tmp_path, "numba", references, timeout=400)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"ok physics on {n} ranks" in res.stdout and res.stdout.count("ok ") == (21 if n == 1 else 53), res.stdout
 
