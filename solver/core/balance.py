@@ -73,6 +73,7 @@ class Balance:
         self.source = 0.0
         self.steps = 0
         self.observed = True
+        self.final_known = False  # steady() has read the final field's rates (finish() then reuses them)
         self.first_step = first_step
         self.start = self.end = None
         self.scale = 0.0  # largest sum |u| dx dy seen (the rounding bound's scale)
@@ -267,11 +268,13 @@ class Balance:
     def finish(self, backend, u) -> None:
         self.end, scale = self.total(backend, u)
         self.scale = max(self.scale, scale)
-        self.final = self.fluxes(backend, u)  # the rates at the final field (the answers' heat flows)
+        if not self.final_known:
+            self.final = self.fluxes(backend, u)  # the rates at the final field (the answers' heat flows)
 
     def steady(self, backend, u) -> None:
-        """Laplace: the rates of the final field (per unit time: dt = 1)."""
+        """Laplace: the rates of the final field (per unit time: dt = 1), which are also finish()'s."""
         self.sides = self.fluxes(backend, u)
+        self.final, self.final_known = {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.sides.items()}, True
         self.faces = self.sides.pop("faces", 0.0)
         self.rims = self.sides.pop("rims", {})
         self.source = self.source_rate(sources.every_weight(self.case))
