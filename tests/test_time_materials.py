@@ -48,10 +48,11 @@ def run(tmp_path, label, **fields):
 def reference(tmp_path_factory):
     """Crank-Nicolson with steps of 0.05 s: second order, within 4e-6 K of adaptive steps at a tolerance of 1e-7 (the
     window's edge at t = 20 lands on a step). (Steps of 0.1 s still ring by 4 K at t = 30 near the held pipe, whose
-    80 C meet the plate's 20 C at the start: 47x the copper's explicit limit.) On the numba backend: the same bits as
-    numpy's (every backend gives the same bits; measured equal here), in a quarter of the time (5 s against 19 s)."""
+    80 C meet the plate's 20 C at the start: 47x the copper's explicit limit.) On the numba backend with one thread:
+    the same bits as numpy's (every backend and thread count gives the same bits; measured equal here), in a quarter
+    of the time (4.5 s against 17 s; one thread: two wait on each other where another process holds a core)."""
     return run(tmp_path_factory.mktemp("ref"), "ref", **{"physics.scheme": "crank-nicolson", "physics.dt": 0.05,
-                                                         "backend.name": "numba"}).field
+                                                         "backend.name": "numba", "backend.threads": 1}).field
 
 
 LOOSE = {"run.time_tolerance": 1e-2, "output.probes": PROBES, "output.times": [20.0, 30.0]}
