@@ -27,7 +27,7 @@ run:
 	PATH=$(CURDIR)/$(BIN):$$PATH mpirun -n $(RANKS) stencil run $(CASE) --overwrite
 
 test: venv
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q --durations=25
 
 docs: venv   # docs/case_file.md and docs/command_line.md from the code (tests/test_docs.py checks them)
 	$(BIN)/stencil docs
