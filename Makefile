@@ -2,7 +2,8 @@
 #   make run    creates .venv, installs stencil with MPI (and compiles numba's kernels for the shipped cases:
 #               tools/warm_cache.py, so that their first runs load them instead), runs the main job under mpirun
 #               (8 ranks where there are at least 8 cores, else one per core)
-#   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun)
+#   make test   creates .venv if needed, runs every test (MPI tests under a real mpirun) in two workers, a file each
+#               at a time (pytest-xdist: module fixtures stay in one process), and lists the 25 slowest
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -27,7 +28,7 @@ run:
 	PATH=$(CURDIR)/$(BIN):$$PATH mpirun -n $(RANKS) stencil run $(CASE) --overwrite
 
 test: venv
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q --durations=25
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=25
 
 docs: venv   # docs/case_file.md and docs/command_line.md from the code (tests/test_docs.py checks them)
 	$(BIN)/stencil docs
