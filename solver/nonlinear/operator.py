@@ -506,6 +506,7 @@ class Operator:
         out[r0:r1, c0:c1] = y[r0:r1, c0:c1] / self.lin["kappa"]
 
     # what the run reports ----------------------------------------------------------------------------------------
+    @on_stream
     def trial(self, out, u, lam, v) -> float:
         """out = u + lam v on the owned points; returns lowest_kelvin(out) (one pass on the numba backend)."""
         fused = self.backend.nonlinear_kernels(self.owned)
