@@ -174,6 +174,8 @@ def step_tolerance(case) -> float:
     if case.run.time_tolerance is not None:
         return STAGE_SHARE * case.run.time_tolerance
     return IMPLICIT_TOLERANCE
+
+
 THETA = {"backward-euler": 1.0, "crank-nicolson": 0.5}  # the implicit share of the step: (I - theta dt alpha L)
 
 

@@ -378,15 +378,15 @@ class Newton:
         """The levels' diagonal from every rank's part (gathered: the levels are global)."""
         self.sent = mine
         t = timer.add("other", t)
-        parts = self.comm.allgather(mine) if self.device is None else [mine]
-        t = timer.add("wait", t)
-        ny, nx = self.case.shape
         if self.device is not None:  # one rank on a GPU: the whole, on the device (Multigrid.set_sigma's device),
             with self.op.stream:  # on the stream the diagonal was made on (the backend's own)
                 self.mg.set_sigma(mine, self.device)
             self.sigma_set = True
             timer.add("other", t)
             return
+        parts = self.comm.allgather(mine)
+        t = timer.add("wait", t)
+        ny, nx = self.case.shape
         if len(parts) == 1 and parts[0].shape == (ny, nx):  # one rank: its part is the whole
             whole = parts[0]
         else:
