@@ -248,11 +248,21 @@ class NumbaBackend(Backend):
         self._mg().prolong_op(u, e, *region, *tables)
 
     def restrict_op(self, gc, r, region, tables) -> None:
+        """The operator-dependent restriction, its columns in vectorised runs where their windows share a shape
+        (numba_mg.restrict_sep_runs where the weights are separable, restrict_op_runs where they are per point)."""
         self.fit(region)
         ys, yc, xs, xc, ty, tx, origin, area, *w = tables
         sep = self._separable(w, None, (region, ys, yc, xs, xc, ty, tx, origin))
         if sep is not None:
-            return self._mg().restrict_sep(gc, r, *region, ys, yc, xs, xc, area, *sep[1])
+            cy, wy, cx, wx, cols = sep[1]
+            if cols is not None:
+                return self._mg().restrict_sep_runs(gc, r, *region, ys, yc, xs, xc, area, cy, wy, cx, wx, *cols)
+            return self._mg().restrict_sep(gc, r, *region, ys, yc, xs, xc, area, cy, wy, cx, wx)
+        cols = self._cached(("runs", region, id(xs), id(tx), origin), (xs, tx),
+                            lambda: _op_column_runs(region[2], xs, xc, tx, origin[1]))
+        if cols is not None:
+            return self._mg().restrict_op_runs(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w,
+                                               *cols)
         self._mg().restrict_op(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w)
 
     def _separable(self, w, region, down):
@@ -261,12 +271,16 @@ class NumbaBackend(Backend):
         as (prolong's per-row and per-column vectors, restrict's per-window tables: numba_mg.restrict_sep), or
         None. Found once per table and region (the same bits as the per-point kernels: the same numbers)."""
         key = (id(w[0]), region, None if down is None else (down[0], id(down[1])))
-        hit = self._seps.get(key) if hasattr(self, "_seps") else None
-        if hit is not None and hit[0] is w[0]:
-            return hit[1]
+        return self._cached(key, (w[0],), lambda: _separable_tables(w, region, down))
+
+    def _cached(self, key, arrays, make):
+        """make()'s tables, made once per key; the key's arrays are kept with them (their ids stay theirs)."""
         if not hasattr(self, "_seps"):
             self._seps = {}
-        self._seps[key] = (w[0], _separable_tables(w, region, down))
+        hit = self._seps.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], arrays)):
+            return hit[1]
+        self._seps[key] = (arrays, make())
         return self._seps[key][1]
 
     def solve(self, e, r, minv, region) -> None:
@@ -371,7 +385,52 @@ def _separable_tables(w, region, down):
     region, ys, yc, xs, xc, ty, tx, origin = down
     cy, wy = _window_terms(region[0], ys, yc, ty, origin[0], (vy0, vy1))
     cx, wx = _window_terms(region[2], xs, xc, tx, origin[1], (vx0, vx1))
-    return None, (cy, wy, cx, wx)
+    return None, (cy, wy, cx, wx, _sep_column_runs(xs, xc, cx, wx))
+
+
+def _column_runs(xs, shape):
+    """(odd, runs, rep): the columns whose rows of `shape` (their windows' shape) are the most common one, in runs
+    (qa, qb, start) of consecutive columns whose windows start 2 apart (start: the first's), the others (odd: the
+    ends and a seam), and one column of that shape; None where there are no columns."""
+    m = len(xs)
+    if m == 0:
+        return None
+    _, which, counts = np.unique(shape, axis=0, return_inverse=True, return_counts=True)
+    common = which.ravel() == np.argmax(counts)
+    d = xs - 2 * np.arange(m)
+    first = np.flatnonzero(np.r_[True, (common[1:] != common[:-1]) | (d[1:] != d[:-1])])
+    last = np.r_[first[1:], m]
+    keep = common[first]
+    runs = np.stack([first[keep], last[keep], xs[first[keep]]], axis=1).astype(np.int64)
+    return np.flatnonzero(~common).astype(np.int64), runs, int(first[keep][0])
+
+
+def _sep_column_runs(xs, xc, cx, wx):
+    """numba_mg.restrict_sep_runs's column tables (odd, runs, cnt, wxt)."""
+    found = _column_runs(xs, np.concatenate([xc[:, None], cx], axis=1))
+    if found is None:
+        return None
+    odd, runs, rep = found
+    return odd, runs, np.ascontiguousarray(cx[rep, :xc[rep]]), np.ascontiguousarray(wx.transpose(1, 2, 0))
+
+
+def _op_column_runs(first: int, xs, xc, tx, offset: int):
+    """numba_mg.restrict_op_runs's column tables (odd, runs, cnt, bis): for each column q and window column b, which
+    of tx's two targets are q (first + q + offset), in order: the per-point kernel's tests, made once."""
+    m, taps = len(xs), int(xc.max(initial=0))
+    if m == 0 or taps == 0:
+        return None
+    q = np.arange(m)
+    bis = np.full((m, taps, 2), 2, dtype=np.int64)
+    cnt = np.zeros((m, taps), dtype=np.int64)
+    for b in range(taps):
+        j = np.minimum(xs + b, tx.shape[1] - 1)
+        for bi in range(2):
+            hit = q[(b < xc) & (tx[bi, j] == first + q + offset)]
+            bis[hit, b, cnt[hit, b]] = bi
+            cnt[hit, b] += 1
+    odd, runs, rep = _column_runs(xs, np.concatenate([xc[:, None], cnt, bis.reshape(m, -1)], axis=1))
+    return odd, runs, np.ascontiguousarray(cnt[rep, :xc[rep]]), np.ascontiguousarray(bis[rep, :xc[rep]])
 
 
 def _window_terms(first: int, starts, counts, target, offset: int, weights):

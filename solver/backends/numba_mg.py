@@ -380,6 +380,27 @@ def prolong_sep(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
             u[i, j] = u[i, j] + ((zero + a0 * row0) + a1 * row1)
 
 
+@njit(inline="always")
+def _sep_point(r, k, q, ys, yc, xs, xc, area, cy, wy, cx, wx, zero):
+    """restrict_sep's sum for coarse row k, column q."""
+    acc = zero
+    for a in range(yc[k]):
+        na = cy[k, a]
+        if na == 0:
+            continue
+        src = r[ys[k] + a]
+        for b in range(xc[q]):
+            nb = cx[q, b]
+            if nb == 0:
+                continue
+            x = src[xs[q] + b]
+            for p in range(na):
+                w1 = wy[k, a, p]
+                for v in range(nb):
+                    acc = acc + (area * (w1 * wx[q, b, v])) * x
+    return acc
+
+
 @njit(parallel=True, cache=True)
 def restrict_sep(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, wx):
     """restrict_op with separable weights: for coarse row k's window row a, the cy[k, a] weights wy[k, a, :] of the
@@ -387,25 +408,60 @@ def restrict_sep(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, wx):
     the same terms in the same order (a, b, ai, bi), without the per-point tests and weight fields."""
     zero = gc.dtype.type(0)
     for I in prange(r0, r1):
-        k = I - r0
         for J in range(c0, c1):
-            q = J - c0
-            acc = zero
+            gc[I, J] = _sep_point(r, I - r0, J - c0, ys, yc, xs, xc, area, cy, wy, cx, wx, zero)
+
+
+@njit(parallel=True, cache=True)
+def restrict_sep_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, wx, odd, runs, cnt, wxt):
+    """restrict_sep with the columns in vectorised passes: over each run (qa, qb, start) of coarse columns whose
+    windows have one shape (cnt[b] terms at window column b; wxt[b, v, q] = wx[q, b, v]) and start 2 apart from
+    `start`, one pass along the run per term (a, b, p, v); the other columns (`odd`: the ends and a seam) as
+    restrict_sep. Each point gets restrict_sep's terms in its order: the same bits."""
+    zero = gc.dtype.type(0)
+    for I in prange(r0, r1):
+        k = I - r0
+        o = gc[I, c0:c1]
+        for n in range(runs.shape[0]):
+            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            out = o[qa:qb]
+            for q in range(qb - qa):
+                out[q] = zero
             for a in range(yc[k]):
                 na = cy[k, a]
                 if na == 0:
                     continue
                 src = r[ys[k] + a]
-                for b in range(xc[q]):
-                    nb = cx[q, b]
-                    if nb == 0:
-                        continue
-                    x = src[xs[q] + b]
+                for b in range(cnt.shape[0]):
+                    s = src[start + b:]
                     for p in range(na):
                         w1 = wy[k, a, p]
-                        for v in range(nb):
-                            acc = acc + (area * (w1 * wx[q, b, v])) * x
-            gc[I, J] = acc
+                        for v in range(cnt[b]):
+                            wv = wxt[b, v, qa:]
+                            for q in range(qb - qa):
+                                out[q] = out[q] + (area * (w1 * wv[q])) * s[2 * q]
+        for q in odd:
+            o[q] = _sep_point(r, k, q, ys, yc, xs, xc, area, cy, wy, cx, wx, zero)
+
+
+@njit(inline="always")
+def _op_point(r, I, J, k, q, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1, zero):
+    """restrict_op's sum for coarse point (I, J), its row k and column q in the region."""
+    acc = zero
+    for a in range(yc[k]):
+        i = ys[k] + a
+        for b in range(xc[q]):
+            j = xs[q] + b
+            x = r[i, j]
+            for ai in range(2):
+                if ty[ai, i] != I + oy:
+                    continue
+                wy = wy0[i, j] if ai == 0 else wy1[i, j]
+                for bi in range(2):
+                    if tx[bi, j] == J + ox:
+                        wx = wx0[i, j] if bi == 0 else wx1[i, j]
+                        acc = acc + (area * (wy * wx)) * x
+    return acc
 
 
 @njit(parallel=True, cache=True)
@@ -413,21 +469,38 @@ def restrict_op(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0
     """mg_ops.restrict_op."""
     zero = gc.dtype.type(0)
     for I in prange(r0, r1):
-        k = I - r0
         for J in range(c0, c1):
-            q = J - c0
-            acc = zero
+            gc[I, J] = _op_point(r, I, J, I - r0, J - c0, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1,
+                                 zero)
+
+
+@njit(parallel=True, cache=True)
+def restrict_op_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1, odd, runs, cnt,
+                     bis):
+    """restrict_op with the columns in vectorised passes: over each run (qa, qb, start) of coarse columns whose
+    windows have one shape (cnt[b] column targets at window column b, bis[b, v] which of tx's two, in order) and
+    start 2 apart from `start`, one pass along the run per term (a, b, ai, v); the other columns (`odd`: the ends
+    and a seam) as restrict_op. Each point gets restrict_op's terms in its order: the same bits."""
+    zero = gc.dtype.type(0)
+    for I in prange(r0, r1):
+        k = I - r0
+        o = gc[I, c0:c1]
+        for n in range(runs.shape[0]):
+            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            out = o[qa:qb]
+            for q in range(qb - qa):
+                out[q] = zero
             for a in range(yc[k]):
                 i = ys[k] + a
-                for b in range(xc[q]):
-                    j = xs[q] + b
-                    x = r[i, j]
+                for b in range(cnt.shape[0]):
+                    s = r[i, start + b:]
                     for ai in range(2):
                         if ty[ai, i] != I + oy:
                             continue
-                        wy = wy0[i, j] if ai == 0 else wy1[i, j]
-                        for bi in range(2):
-                            if tx[bi, j] == J + ox:
-                                wx = wx0[i, j] if bi == 0 else wx1[i, j]
-                                acc = acc + (area * (wy * wx)) * x
-            gc[I, J] = acc
+                        wy = wy0[i, start + b:] if ai == 0 else wy1[i, start + b:]
+                        for v in range(cnt[b]):
+                            wx = wx0[i, start + b:] if bis[b, v] == 0 else wx1[i, start + b:]
+                            for q in range(qb - qa):
+                                out[q] = out[q] + (area * (wy[2 * q] * wx[2 * q])) * s[2 * q]
+        for q in odd:
+            o[q] = _op_point(r, I, c0 + q, k, q, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1, zero)

@@ -1,0 +1,75 @@
+"""numba's operator-dependent restriction in vectorised column runs (numba_mg.restrict_sep_runs where the weights
+are separable, restrict_op_runs where they are per point): every call of a Newton run's multigrid gives
+mg_ops.restrict_op's bits (the per-point reference), on grids with and without a seam, and the runs are found
+where the windows' shapes say they are."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver.backends import mg_ops, numba_mg
+from solver.backends.numba_backend import NumbaBackend, _column_runs
+from solver.case import validate_case
+from solver.parallel.comm import Comm
+from solver.run import Options, Run
+
+
+def die(tmp_path, n: int) -> dict:
+    """tools/nonlinear_bench.py's plate, small: k(T) a power law, a radiating and convecting top."""
+    return validate_case({
+        "name": f"die{n}", "grid": {"nx": n, "ny": n, "lx": 0.01, "ly": 0.01},
+        "materials": {"si": {"k": {"k0": 148.0, "T0": 300.0, "b": -1.3}, "C": 1.66e6}},
+        "physics": {"material": "si", "equation": "laplace", "solver": "multigrid",
+                    "source": [{"kind": "constant", "value": 2e8}]},
+        "boundary": {"bottom": 350.0, "top": {"kind": "convective", "h": 50.0, "ambient": 300.0, "emissivity": 0.9,
+                                              "surroundings": 300.0},
+                     "left": {"kind": "neumann"}, "right": {"kind": "neumann"}},
+        "initial": {"kind": "constant", "value": 350.0}, "run": {"steps": 30, "tolerance": 1e-8},
+        "backend": {"name": "numba"}, "output": {"dir": str(tmp_path / f"die{n}"), "vtk": False, "fields": False}})
+
+
+@pytest.mark.parametrize("n", [63, 64, 97])
+def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_path, monkeypatch, n):
+    calls = {"checked": 0, "restrict_sep_runs": 0, "restrict_op_runs": 0, "odd": 0}
+    plain = NumbaBackend.restrict_op
+
+    def counted(name):
+        kernel = getattr(numba_mg, name)
+
+        def run(*args):
+            calls[name] += 1
+            calls["odd"] += args[-4].size > 0
+            return kernel(*args)
+        return run
+
+    def checked(self, gc, r, region, tables):
+        before = gc.copy()
+        plain(self, gc, r, region, tables)
+        want = before.copy()
+        mg_ops.restrict_op(want, r, region, *tables)
+        r0, r1, c0, c1 = region
+        assert np.array_equal(gc[r0:r1, c0:c1].view(np.int64), want[r0:r1, c0:c1].view(np.int64)), (n, region)
+        calls["checked"] += 1
+
+    for name in ("restrict_sep_runs", "restrict_op_runs"):
+        monkeypatch.setattr(numba_mg, name, counted(name))
+    monkeypatch.setattr(NumbaBackend, "restrict_op", checked)
+    record = Run(die(tmp_path, n), Comm(), Options(ceiling=False, quiet=True)).execute()
+    assert record["solver"]["converged"], record["solver"]["ended"]
+    assert calls["checked"] > 10, calls
+    assert calls["restrict_sep_runs"] + calls["restrict_op_runs"] == calls["checked"], calls  # every level in runs
+    assert min(calls["restrict_sep_runs"], calls["restrict_op_runs"]) > 0, calls  # the finest separable, others not
+    assert calls["odd"] == calls["checked"], calls  # the ends' columns go through the per-point loop
+
+
+def test_runs_break_at_a_seam_and_leave_the_ends_and_the_seam_to_the_per_point_loop():
+    xs = np.array([2, 3, 5, 7, 9, 11, 14, 16, 18])  # a seam at column 5 (one extra fine column), ends 0 and 8
+    shape = np.array([[3, 2, 1, 1], [4, 1, 1, 1], [4, 1, 1, 1], [4, 1, 1, 1], [4, 1, 1, 1], [5, 1, 1, 1],
+                      [4, 1, 1, 1], [4, 1, 1, 1], [3, 1, 1, 2]])
+    odd, runs, rep = _column_runs(xs, shape)
+    assert list(odd) == [0, 5, 8] and rep == 1
+    assert runs.tolist() == [[1, 5, 3], [6, 8, 14]]
+    shape[3] = [4, 2, 1, 1]  # a column of another shape inside a run splits it
+    odd, runs, _ = _column_runs(xs, shape)
+    assert list(odd) == [0, 3, 5, 8] and runs.tolist() == [[1, 3, 3], [4, 5, 9], [6, 8, 14]]
