@@ -1,7 +1,7 @@
-"""numba's operator-dependent restriction in vectorised column runs (numba_mg.restrict_sep_runs where the weights
-are separable, restrict_op_runs where they are per point): every call of a Newton run's multigrid gives
-mg_ops.restrict_op's bits (the per-point reference), on grids with and without a seam, and the runs are found
-where the windows' shapes say they are."""
+"""numba's restrictions in vectorised column runs (numba_mg.restrict_runs; restrict_sep_runs where the operator-
+dependent weights are separable, restrict_op_runs where they are per point): every call of a multigrid solve gives
+mg_ops' bits (the per-point reference), on grids with and without a seam, and the runs are found where the
+windows' shapes say they are."""
 
 from __future__ import annotations
 
@@ -15,16 +15,18 @@ from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 
-def die(tmp_path, n: int) -> dict:
-    """tools/nonlinear_bench.py's plate, small: k(T) a power law, a radiating and convecting top."""
+def die(tmp_path, n: int, linear: bool = False) -> dict:
+    """tools/nonlinear_bench.py's plate, small: k(T) a power law, a radiating and convecting top (linear: k a number,
+    the top convecting only)."""
+    top = {"kind": "convective", "h": 50.0, "ambient": 300.0}
+    if not linear:
+        top.update(emissivity=0.9, surroundings=300.0)
     return validate_case({
         "name": f"die{n}", "grid": {"nx": n, "ny": n, "lx": 0.01, "ly": 0.01},
-        "materials": {"si": {"k": {"k0": 148.0, "T0": 300.0, "b": -1.3}, "C": 1.66e6}},
+        "materials": {"si": {"k": 148.0 if linear else {"k0": 148.0, "T0": 300.0, "b": -1.3}, "C": 1.66e6}},
         "physics": {"material": "si", "equation": "laplace", "solver": "multigrid",
                     "source": [{"kind": "constant", "value": 2e8}]},
-        "boundary": {"bottom": 350.0, "top": {"kind": "convective", "h": 50.0, "ambient": 300.0, "emissivity": 0.9,
-                                              "surroundings": 300.0},
-                     "left": {"kind": "neumann"}, "right": {"kind": "neumann"}},
+        "boundary": {"bottom": 350.0, "top": top, "left": {"kind": "neumann"}, "right": {"kind": "neumann"}},
         "initial": {"kind": "constant", "value": 350.0}, "run": {"steps": 30, "tolerance": 1e-8},
         "backend": {"name": "numba"}, "output": {"dir": str(tmp_path / f"die{n}"), "vtk": False, "fields": False}})
 
@@ -61,6 +63,31 @@ def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_pa
     assert calls["restrict_sep_runs"] + calls["restrict_op_runs"] == calls["checked"], calls  # every level in runs
     assert min(calls["restrict_sep_runs"], calls["restrict_op_runs"]) > 0, calls  # the finest separable, others not
     assert calls["odd"] == calls["checked"], calls  # the ends' columns go through the per-point loop
+
+
+@pytest.mark.parametrize("n", [63, 64, 97])
+def test_column_runs_give_the_plain_restrictions_bits_in_a_linear_solve(tmp_path, monkeypatch, n):
+    calls = {"checked": 0, "runs": 0, "odd": 0}
+    plain, runs = NumbaBackend.restrict, numba_mg.restrict_runs
+
+    def counted(*args):
+        calls["runs"] += 1
+        calls["odd"] += args[-4].size > 0  # the ends' columns through the per-point loop
+        return runs(*args)
+
+    def checked(self, gc, r, region, tables):
+        want = gc.copy()
+        plain(self, gc, r, region, tables)
+        mg_ops.restrict(want, r, region, *tables)
+        r0, r1, c0, c1 = region
+        assert np.array_equal(gc[r0:r1, c0:c1].view(np.int64), want[r0:r1, c0:c1].view(np.int64)), (n, region)
+        calls["checked"] += 1
+
+    monkeypatch.setattr(numba_mg, "restrict_runs", counted)
+    monkeypatch.setattr(NumbaBackend, "restrict", checked)
+    record = Run(die(tmp_path, n, linear=True), Comm(), Options(ceiling=False, quiet=True)).execute()
+    assert record["solver"]["converged"], record["solver"]["ended"]
+    assert calls["checked"] > 10 and calls["runs"] == calls["checked"] and calls["odd"] > 0, calls
 
 
 def test_runs_break_at_a_seam_and_leave_the_ends_and_the_seam_to_the_per_point_loop():

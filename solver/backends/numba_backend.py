@@ -232,7 +232,12 @@ class NumbaBackend(Backend):
         self._mg().residual_g(r, u, g, w.wx, w.wy, *region)
 
     def restrict(self, gc, r, region, tables) -> None:
+        """The restriction, its columns in vectorised runs where their windows share a shape (numba_mg.restrict_runs)."""
         self.fit(region)
+        ys, yc, yw, xs, xc, xw, scale = tables
+        cols = self._cached(("plain", region, id(xs), id(xw)), (xs, xw), lambda: _plain_column_runs(xs, xc, xw))
+        if cols is not None:
+            return self._mg().restrict_runs(gc, r, *region, *tables, *cols)
         self._mg().restrict(gc, r, *region, *tables)
 
     def prolong(self, u, e, region, tables) -> None:
@@ -403,6 +408,15 @@ def _column_runs(xs, shape):
     keep = common[first]
     runs = np.stack([first[keep], last[keep], xs[first[keep]]], axis=1).astype(np.int64)
     return np.flatnonzero(~common).astype(np.int64), runs, int(first[keep][0])
+
+
+def _plain_column_runs(xs, xc, xw):
+    """numba_mg.restrict_runs's column tables (odd, runs, cnt, xwt)."""
+    found = _column_runs(xs, xc[:, None])
+    if found is None:
+        return None
+    odd, runs, rep = found
+    return odd, runs, int(xc[rep]), np.ascontiguousarray(xw.T)
 
 
 def _sep_column_runs(xs, xc, cx, wx):

@@ -128,6 +128,47 @@ def restrict(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale):
 
 
 @njit(parallel=True, cache=True)
+def restrict_runs(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale, odd, runs, cnt, xwt):
+    """restrict with the columns in vectorised passes: over each run (qa, qb, start) of coarse columns whose windows
+    have one shape (cnt columns, xwt[b, q] = xw[q, b]) and start 2 apart from `start`, a window row's sum along the
+    run one pass a window column, then added to the run's sums; the other columns (`odd`: the ends and a seam) as
+    restrict. Each point gets restrict's terms in its order: the same bits."""
+    zero = gc.dtype.type(0)
+    m = c1 - c0
+    for I in prange(r0, r1):
+        k = I - r0
+        o = gc[I, c0:c1]
+        row = np.empty(m, dtype=gc.dtype)
+        for n in range(runs.shape[0]):
+            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            out, part = o[qa:qb], row[qa:qb]
+            for q in range(qb - qa):
+                out[q] = zero
+            for a in range(yc[k]):
+                src = r[ys[k] + a]
+                for q in range(qb - qa):
+                    part[q] = zero
+                for b in range(cnt):
+                    s, wv = src[start + b:], xwt[b, qa:]
+                    for q in range(qb - qa):
+                        part[q] = part[q] + wv[q] * s[2 * q]
+                w = yw[k, a]
+                for q in range(qb - qa):
+                    out[q] = out[q] + w * part[q]
+            for q in range(qb - qa):
+                out[q] = scale * out[q]
+        for q in odd:
+            acc = zero
+            for a in range(yc[k]):
+                part1 = zero
+                src = r[ys[k] + a]
+                for b in range(xc[q]):
+                    part1 = part1 + xw[q, b] * src[xs[q] + b]
+                acc = acc + yw[k, a] * part1
+            o[q] = scale * acc
+
+
+@njit(parallel=True, cache=True)
 def prolong(u, e, r0, r1, c0, c1, ys, yw, xs, xw):
     zero = u.dtype.type(0)
     for i in prange(r0, r1):
