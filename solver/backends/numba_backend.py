@@ -235,7 +235,7 @@ class NumbaBackend(Backend):
         """The restriction, its columns in vectorised runs where their windows share a shape (numba_mg.restrict_runs)."""
         self.fit(region)
         ys, yc, yw, xs, xc, xw, scale = tables
-        cols = self._cached(("plain", region, id(xs), id(xw)), (xs, xw), lambda: _plain_column_runs(xs, xc, xw))
+        cols = self._cached(("plain", region, r.shape), (xs, xw), lambda: _plain_column_runs(xs, xc, xw))
         if cols is not None:
             return self._mg().restrict_runs(gc, r, *region, *tables, *cols)
         self._mg().restrict(gc, r, *region, *tables)
@@ -263,7 +263,7 @@ class NumbaBackend(Backend):
             if cols is not None:
                 return self._mg().restrict_sep_runs(gc, r, *region, ys, yc, xs, xc, area, cy, wy, cx, wx, *cols)
             return self._mg().restrict_sep(gc, r, *region, ys, yc, xs, xc, area, cy, wy, cx, wx)
-        cols = self._cached(("runs", region, id(xs), id(tx), origin), (xs, tx),
+        cols = self._cached(("runs", region, r.shape, origin), (xs, tx),
                             lambda: _op_column_runs(region[2], xs, xc, tx, origin[1]))
         if cols is not None:
             return self._mg().restrict_op_runs(gc, r, *region, ys, yc, xs, xc, ty, tx, origin[0], origin[1], area, *w,
@@ -275,15 +275,17 @@ class NumbaBackend(Backend):
         and on the column alone along x over the points a kernel reads (uniform faces: solver.multigrid.opdep),
         as (prolong's per-row and per-column vectors, restrict's per-window tables: numba_mg.restrict_sep), or
         None. Found once per table and region (the same bits as the per-point kernels: the same numbers)."""
-        key = (id(w[0]), region, None if down is None else (down[0], id(down[1])))
-        return self._cached(key, (w[0],), lambda: _separable_tables(w, region, down))
+        key = ("sep", region, w[0].shape, None if down is None else down[0])
+        arrays = (w[0],) if down is None else (w[0], down[1])
+        return self._cached(key, arrays, lambda: _separable_tables(w, region, down))
 
     def _cached(self, key, arrays, make):
-        """make()'s tables, made once per key; the key's arrays are kept with them (their ids stay theirs)."""
+        """make()'s tables for one transfer (key: its kind, region and field shape), made again when its arrays are
+        other than the last call's (a rebuild's new weights): one entry a transfer, which keeps its arrays."""
         if not hasattr(self, "_seps"):
             self._seps = {}
         hit = self._seps.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], arrays)):
+        if hit is not None and len(hit[0]) == len(arrays) and all(a is b for a, b in zip(hit[0], arrays)):
             return hit[1]
         self._seps[key] = (arrays, make())
         return self._seps[key][1]
