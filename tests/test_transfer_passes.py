@@ -15,24 +15,25 @@ from solver.parallel.comm import Comm
 from solver.run import Options, Run
 
 
-def die(tmp_path, n: int, linear: bool = False) -> dict:
+def die(tmp_path, n: int, linear: bool = False, dtype: str = "float64") -> dict:
     """tools/nonlinear_bench.py's plate, small: k(T) a power law, a radiating and convecting top (linear: k a number,
     the top convecting only)."""
     top = {"kind": "convective", "h": 50.0, "ambient": 300.0}
     if not linear:
         top.update(emissivity=0.9, surroundings=300.0)
     return validate_case({
-        "name": f"die{n}", "grid": {"nx": n, "ny": n, "lx": 0.01, "ly": 0.01},
+        "name": f"die{n}{dtype}", "grid": {"nx": n, "ny": n, "lx": 0.01, "ly": 0.01},
         "materials": {"si": {"k": 148.0 if linear else {"k0": 148.0, "T0": 300.0, "b": -1.3}, "C": 1.66e6}},
         "physics": {"material": "si", "equation": "laplace", "solver": "multigrid",
                     "source": [{"kind": "constant", "value": 2e8}]},
         "boundary": {"bottom": 350.0, "top": top, "left": {"kind": "neumann"}, "right": {"kind": "neumann"}},
-        "initial": {"kind": "constant", "value": 350.0}, "run": {"steps": 30, "tolerance": 1e-8},
-        "backend": {"name": "numba"}, "output": {"dir": str(tmp_path / f"die{n}"), "vtk": False, "fields": False}})
+        "initial": {"kind": "constant", "value": 350.0}, "numerics": {"dtype": dtype},
+        "run": {"steps": 30, "tolerance": 1e-8 if dtype == "float64" else 1e-4},
+        "backend": {"name": "numba"}, "output": {"dir": str(tmp_path / f"die{n}{dtype}"), "vtk": False, "fields": False}})
 
 
-@pytest.mark.parametrize("n", [63, 64, 97])
-def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_path, monkeypatch, n):
+@pytest.mark.parametrize("n, dtype", [(63, "float64"), (64, "float64"), (97, "float64"), (97, "float32")])
+def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_path, monkeypatch, n, dtype):
     calls = {"checked": 0, "restrict_sep_runs": 0, "restrict_op_runs": 0, "odd": 0}
     plain = NumbaBackend.restrict_op
 
@@ -51,22 +52,22 @@ def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_pa
         want = before.copy()
         mg_ops.restrict_op(want, r, region, *tables)
         r0, r1, c0, c1 = region
-        assert np.array_equal(gc[r0:r1, c0:c1].view(np.int64), want[r0:r1, c0:c1].view(np.int64)), (n, region)
+        assert np.array_equal(gc[r0:r1, c0:c1].view(np.uint8), want[r0:r1, c0:c1].view(np.uint8)), (n, region)
         calls["checked"] += 1
 
     for name in ("restrict_sep_runs", "restrict_op_runs"):
         monkeypatch.setattr(numba_mg, name, counted(name))
     monkeypatch.setattr(NumbaBackend, "restrict_op", checked)
-    record = Run(die(tmp_path, n), Comm(), Options(ceiling=False, quiet=True)).execute()
-    assert record["solver"]["converged"], record["solver"]["ended"]
+    record = Run(die(tmp_path, n, dtype=dtype), Comm(), Options(ceiling=False, quiet=True)).execute()
+    assert record["solver"]["converged"] or "rounding floor" in record["solver"]["ended"], record["solver"]["ended"]
     assert calls["checked"] > 10, calls
     assert calls["restrict_sep_runs"] + calls["restrict_op_runs"] == calls["checked"], calls  # every level in runs
     assert min(calls["restrict_sep_runs"], calls["restrict_op_runs"]) > 0, calls  # the finest separable, others not
     assert calls["odd"] == calls["checked"], calls  # the ends' columns go through the per-point loop
 
 
-@pytest.mark.parametrize("n", [63, 64, 97])
-def test_column_runs_give_the_plain_restrictions_bits_in_a_linear_solve(tmp_path, monkeypatch, n):
+@pytest.mark.parametrize("n, dtype", [(63, "float64"), (64, "float64"), (97, "float64"), (97, "float32")])
+def test_column_runs_give_the_plain_restrictions_bits_in_a_linear_solve(tmp_path, monkeypatch, n, dtype):
     calls = {"checked": 0, "runs": 0, "odd": 0}
     plain, runs = NumbaBackend.restrict, numba_mg.restrict_runs
 
@@ -80,13 +81,13 @@ def test_column_runs_give_the_plain_restrictions_bits_in_a_linear_solve(tmp_path
         plain(self, gc, r, region, tables)
         mg_ops.restrict(want, r, region, *tables)
         r0, r1, c0, c1 = region
-        assert np.array_equal(gc[r0:r1, c0:c1].view(np.int64), want[r0:r1, c0:c1].view(np.int64)), (n, region)
+        assert np.array_equal(gc[r0:r1, c0:c1].view(np.uint8), want[r0:r1, c0:c1].view(np.uint8)), (n, region)
         calls["checked"] += 1
 
     monkeypatch.setattr(numba_mg, "restrict_runs", counted)
     monkeypatch.setattr(NumbaBackend, "restrict", checked)
-    record = Run(die(tmp_path, n, linear=True), Comm(), Options(ceiling=False, quiet=True)).execute()
-    assert record["solver"]["converged"], record["solver"]["ended"]
+    record = Run(die(tmp_path, n, linear=True, dtype=dtype), Comm(), Options(ceiling=False, quiet=True)).execute()
+    assert record["solver"]["converged"] or "rounding floor" in record["solver"]["ended"], record["solver"]["ended"]
     assert calls["checked"] > 10 and calls["runs"] == calls["checked"] and calls["odd"] > 0, calls
 
 
