@@ -62,7 +62,9 @@ def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_pa
     assert record["solver"]["converged"] or "rounding floor" in record["solver"]["ended"], record["solver"]["ended"]
     assert calls["checked"] > 10, calls
     assert calls["restrict_sep_runs"] + calls["restrict_op_runs"] == calls["checked"], calls  # every level in runs
-    assert min(calls["restrict_sep_runs"], calls["restrict_op_runs"]) > 0, calls  # the finest separable, others not
+    assert calls["restrict_sep_runs"] > 0, calls  # the finest level's weights separable
+    if dtype == "float64":  # the coarser levels' per point (in float32 their rounded weights are separable too)
+        assert calls["restrict_op_runs"] > 0, calls
     assert calls["odd"] == calls["checked"], calls  # the ends' columns go through the per-point loop
 
 
