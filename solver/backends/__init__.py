@@ -194,8 +194,11 @@ class Backend:
 
     # multigrid (solver.multigrid): the verbs of a cycle, as array expressions (mg_ops, the reference) ------
     def zeros(self, shape: tuple[int, int], aligned: int = 1):
-        """A zeroed 2-D field in this backend's memory."""
-        return np.zeros(shape, dtype=self.dtype)
+        """A zeroed 2-D field in this backend's memory, written now (clear): its pages are taken at set-up, not by the
+        first sweep of the timed loop (np.zeros' pages are taken on first use)."""
+        a = np.empty(shape, dtype=self.dtype)
+        self.clear(a)
+        return a
 
     def clear(self, a) -> None:
         """Set every point of a field, ghost layers included, to zero."""

@@ -199,7 +199,8 @@ class NumbaBackend(Backend):
         return numba_mg
 
     def clear(self, a) -> None:
-        """Every point to zero, rows on the backend's threads (numba_mg.zero)."""
+        """Every point to zero, rows on the backend's threads (numba_mg.zero; zeros() too: the pages of a new field are
+        taken by the threads that will sweep it)."""
         if a.ndim == 2 and a.size >= self.thread_points * 2:
             self.fit((0, a.shape[0], 0, a.shape[1]))
             return self._mg().zero(a)

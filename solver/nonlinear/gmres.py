@@ -34,10 +34,9 @@ class Gmres:
         self.new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
         self.basis, self.zs = [], []  # v_j and z_j = P v_j, made as the iterations reach them
         self.w, self.r = self.new(), self.new()
-        backend.clear(self.w)
-        for k in range(min(FIRST, restart)):  # the first ones now, written once (their pages taken at set-up)
-            backend.clear(self._field(self.basis, k))
-            backend.clear(self._field(self.zs, k))
+        for k in range(min(FIRST, restart)):  # the first ones now (zeros() takes their pages at set-up)
+            self._field(self.basis, k)
+            self._field(self.zs, k)
 
     def _field(self, fields: list, k: int):
         while len(fields) <= k:

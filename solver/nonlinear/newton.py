@@ -72,8 +72,6 @@ class Newton:
         lay = g0.layout
         new = lambda: backend.zeros(lay.shape, aligned=lay.owned[2])  # noqa: E731
         self.R, self.Rt, self.v, self.pz, self.spare = new(), new(), new(), new(), new()
-        for a in (self.R, self.Rt, self.v, self.pz, self.spare):  # written once: pages taken at set-up
-            backend.clear(a)
         self.count = case.grid.nx * case.grid.ny
         n = case.newton
         self.gmres = Gmres(backend, comm, lay, g0.owned, self.count, n.restart, self.dtype)
