@@ -1,7 +1,7 @@
-"""numba's restrictions in vectorised column runs (numba_mg.restrict_runs; restrict_sep_runs where the operator-
-dependent weights are separable, restrict_op_runs where they are per point): every call of a multigrid solve gives
-mg_ops' bits (the per-point reference), on grids with and without a seam, and the runs are found where the
-windows' shapes say they are."""
+"""numba's transfers in vectorised column runs (numba_mg.restrict_runs; restrict_sep_runs where the operator-
+dependent weights are separable, restrict_op_runs where they are per point; the prolongations over runs of one
+parity): every call of a multigrid solve gives mg_ops' bits (the per-point reference), on grids with and without a
+seam, and the runs are found where the windows' shapes say they are."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from solver.backends import mg_ops, numba_mg
-from solver.backends.numba_backend import NumbaBackend, _column_runs
+from solver.backends.numba_backend import NumbaBackend, _column_runs, _parity_runs
 from solver.case import validate_case
 from solver.parallel.comm import Comm
 from solver.run import Options, Run
@@ -91,6 +91,38 @@ def test_column_runs_give_the_plain_restrictions_bits_in_a_linear_solve(tmp_path
     record = Run(die(tmp_path, n, linear=True, dtype=dtype), Comm(), Options(ceiling=False, quiet=True)).execute()
     assert record["solver"]["converged"] or "rounding floor" in record["solver"]["ended"], record["solver"]["ended"]
     assert calls["checked"] > 10 and calls["runs"] == calls["checked"] and calls["odd"] > 0, calls
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_prolongations_over_parity_runs_give_mg_ops_bits(tmp_path, monkeypatch, linear):
+    calls = {"prolong": 0, "prolong_op": 0}
+
+    def checked(name):
+        plain, ref = getattr(NumbaBackend, name), getattr(mg_ops, name)
+
+        def check(self, u, e, region, tables):
+            want = u.copy()
+            plain(self, u, e, region, tables)
+            ref(want, e, region, *tables)
+            assert np.array_equal(u.view(np.uint8), want.view(np.uint8)), (name, region)
+            calls[name] += 1
+        return check
+
+    for name in calls:
+        monkeypatch.setattr(NumbaBackend, name, checked(name))
+    record = Run(die(tmp_path, 97, linear=linear), Comm(), Options(ceiling=False, quiet=True)).execute()
+    assert record["solver"]["converged"], record["solver"]["ended"]
+    assert calls["prolong" if linear else "prolong_op"] > 10, calls
+
+
+def test_parity_runs_cover_every_column_once():
+    xs = np.array([0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 5])  # a seam at column 6
+    runs = _parity_runs(xs)
+    seen = sorted(q + 2 * t for q, count, _ in runs for t in range(count))
+    assert seen == list(range(xs.size))
+    for q, count, start in runs:
+        assert [xs[q + 2 * t] for t in range(count)] == list(range(start, start + count))
+    assert len(runs) == 3
 
 
 def test_runs_break_at_a_seam_and_leave_the_ends_and_the_seam_to_the_per_point_loop():

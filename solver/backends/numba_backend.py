@@ -243,15 +243,21 @@ class NumbaBackend(Backend):
 
     def prolong(self, u, e, region, tables) -> None:
         self.fit(region)
-        self._mg().prolong(u, e, *region, *tables)
+        ys, yw, xs, xw = tables
+        xwt = self._cached(("prolong", region, u.shape), (xw,), lambda: np.ascontiguousarray(xw.T))
+        self._mg().prolong(u, e, *region, ys, yw, xs, xwt, self._runs(region, u, xs))
 
     def prolong_op(self, u, e, region, tables) -> None:
         self.fit(region)
         ys, xs, *w = tables
         sep = self._separable(w, region, None)
         if sep is not None:
-            return self._mg().prolong_sep(u, e, *region, ys, xs, *sep[0])
-        self._mg().prolong_op(u, e, *region, *tables)
+            return self._mg().prolong_sep(u, e, *region, ys, xs, *sep[0], self._runs(region, u, xs))
+        self._mg().prolong_op(u, e, *region, *tables, self._runs(region, u, xs))
+
+    def _runs(self, region, u, xs):
+        """A prolongation's column runs (numba_mg.prolong), found once per table."""
+        return self._cached(("prolong runs", region, u.shape), (xs,), lambda: _parity_runs(xs))
 
     def restrict_op(self, gc, r, region, tables) -> None:
         """The operator-dependent restriction, its columns in vectorised runs where their windows share a shape
@@ -394,6 +400,19 @@ def _separable_tables(w, region, down):
     cy, wy = _window_terms(region[0], ys, yc, ty, origin[0], (vy0, vy1))
     cx, wx = _window_terms(region[2], xs, xc, tx, origin[1], (vx0, vx1))
     return None, (cy, wy, cx, wx, _sep_column_runs(xs, xc, cx, wx))
+
+
+def _parity_runs(xs):
+    """numba_mg.prolong's column runs (qa, count, start): among the columns of one parity, the longest stretches
+    whose coarse column xs grows by one a step; every column in one run."""
+    out = []
+    for p in (0, 1):
+        q = np.arange(p, len(xs), 2)
+        if q.size:
+            s = xs[q]
+            cut = np.r_[0, np.flatnonzero(np.diff(s) != 1) + 1, q.size]
+            out += [(q[a], b - a, s[a]) for a, b in zip(cut[:-1], cut[1:])]
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
 
 
 def _column_runs(xs, shape):

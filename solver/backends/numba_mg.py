@@ -169,18 +169,22 @@ def restrict_runs(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale, odd, run
 
 
 @njit(parallel=True, cache=True)
-def prolong(u, e, r0, r1, c0, c1, ys, yw, xs, xw):
+def prolong(u, e, r0, r1, c0, c1, ys, yw, xs, xw, runs):
+    """mg_ops.prolong, the columns in runs (qa, count, start): columns qa, qa + 2, ... (count of them, region
+    columns) read coarse columns start, start + 1, ... (NumbaBackend's _parity_runs: every column in one run), so
+    that each run is one vectorised pass; each point's terms as before."""
     zero = u.dtype.type(0)
     for i in prange(r0, r1):
         k = i - r0
-        lo = e[ys[k]]
-        hi = e[ys[k] + 1]
-        for j in range(c0, c1):
-            q = j - c0
-            s = xs[q]
-            row0 = (zero + xw[q, 0] * lo[s]) + xw[q, 1] * lo[s + 1]
-            row1 = (zero + xw[q, 0] * hi[s]) + xw[q, 1] * hi[s + 1]
-            u[i, j] = u[i, j] + ((zero + yw[k, 0] * row0) + yw[k, 1] * row1)
+        lo, hi, out = e[ys[k]], e[ys[k] + 1], u[i, c0:]
+        a0, a1 = yw[k, 0], yw[k, 1]
+        for n in range(runs.shape[0]):
+            qa, count, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            o, w0, w1, l, h = out[qa:], xw[0, qa:], xw[1, qa:], lo[start:], hi[start:]
+            for t in range(count):
+                row0 = (zero + w0[2 * t] * l[t]) + w1[2 * t] * l[t + 1]
+                row1 = (zero + w0[2 * t] * h[t]) + w1[2 * t] * h[t + 1]
+                o[2 * t] = o[2 * t] + ((zero + a0 * row0) + a1 * row1)
 
 
 @njit(cache=True)
@@ -390,35 +394,39 @@ def folded_sums(a, b, r0, r1, c0, c1, s1, s2):
 
 
 @njit(parallel=True, cache=True)
-def prolong_op(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
-    """mg_ops.prolong_op."""
+def prolong_op(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1, runs):
+    """mg_ops.prolong_op, the columns in runs as prolong's."""
     zero = u.dtype.type(0)
     for i in prange(r0, r1):
         k = i - r0
-        lo = e[ys[k]]
-        hi = e[ys[k] + 1]
-        for j in range(c0, c1):
-            s = xs[j - c0]
-            row0 = (zero + wx0[i, j] * lo[s]) + wx1[i, j] * lo[s + 1]
-            row1 = (zero + wx0[i, j] * hi[s]) + wx1[i, j] * hi[s + 1]
-            u[i, j] = u[i, j] + ((zero + wy0[i, j] * row0) + wy1[i, j] * row1)
+        lo, hi, out = e[ys[k]], e[ys[k] + 1], u[i, c0:]
+        y0, y1, x0, x1 = wy0[i, c0:], wy1[i, c0:], wx0[i, c0:], wx1[i, c0:]
+        for n in range(runs.shape[0]):
+            qa, count, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            o, l, h = out[qa:], lo[start:], hi[start:]
+            a0, a1, w0, w1 = y0[qa:], y1[qa:], x0[qa:], x1[qa:]
+            for t in range(count):
+                row0 = (zero + w0[2 * t] * l[t]) + w1[2 * t] * l[t + 1]
+                row1 = (zero + w0[2 * t] * h[t]) + w1[2 * t] * h[t + 1]
+                o[2 * t] = o[2 * t] + ((zero + a0[2 * t] * row0) + a1[2 * t] * row1)
 
 
 @njit(parallel=True, cache=True)
-def prolong_sep(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1):
+def prolong_sep(u, e, r0, r1, c0, c1, ys, xs, wy0, wy1, wx0, wx1, runs):
     """prolong_op where the weights along y depend on the row alone and along x on the column alone (wy*: per row,
-    wx*: per column, 1-D): the same terms, four fields fewer."""
+    wx*: per column, 1-D): the same terms, four fields fewer; the columns in runs as prolong's."""
     zero = u.dtype.type(0)
     for i in prange(r0, r1):
         k = i - r0
-        lo = e[ys[k]]
-        hi = e[ys[k] + 1]
+        lo, hi, out = e[ys[k]], e[ys[k] + 1], u[i, c0:]
         a0, a1 = wy0[i], wy1[i]
-        for j in range(c0, c1):
-            s = xs[j - c0]
-            row0 = (zero + wx0[j] * lo[s]) + wx1[j] * lo[s + 1]
-            row1 = (zero + wx0[j] * hi[s]) + wx1[j] * hi[s + 1]
-            u[i, j] = u[i, j] + ((zero + a0 * row0) + a1 * row1)
+        for n in range(runs.shape[0]):
+            qa, count, start = runs[n, 0], runs[n, 1], runs[n, 2]
+            o, w0, w1, l, h = out[qa:], wx0[c0 + qa:], wx1[c0 + qa:], lo[start:], hi[start:]
+            for t in range(count):
+                row0 = (zero + w0[2 * t] * l[t]) + w1[2 * t] * l[t + 1]
+                row1 = (zero + w0[2 * t] * h[t]) + w1[2 * t] * h[t + 1]
+                o[2 * t] = o[2 * t] + ((zero + a0 * row0) + a1 * row1)
 
 
 @njit(inline="always")
