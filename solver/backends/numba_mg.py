@@ -110,21 +110,34 @@ def vresidual_u(r, u, g, a, b, sigma, r0, r1, c0, c1, sg=None):
             o[j] = v - (d + ((a + a) + (b + b))) * c[j]
 
 
+@njit(inline="always")
+def _plain_point(r, k, q, ys, yc, yw, xs, xc, xw, scale, zero):
+    """restrict's sum for coarse row k, column q."""
+    acc = zero
+    for a in range(yc[k]):
+        row = zero
+        src = r[ys[k] + a]
+        for b in range(xc[q]):
+            row = row + xw[q, b] * src[xs[q] + b]
+        acc = acc + yw[k, a] * row
+    return scale * acc
+
+
+@njit(inline="always")
+def _run(o, runs, n, zero):
+    """Run n of a restriction's column runs (qa, qb, start): its coarse row's slice o[qa:qb], zeroed, and start."""
+    out = o[runs[n, 0]:runs[n, 1]]
+    for q in range(out.shape[0]):
+        out[q] = zero
+    return out, runs[n, 0], runs[n, 2]
+
+
 @njit(parallel=True, cache=True)
 def restrict(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale):
     zero = gc.dtype.type(0)
     for I in prange(r0, r1):
-        k = I - r0
         for J in range(c0, c1):
-            q = J - c0
-            acc = zero
-            for a in range(yc[k]):
-                row = zero
-                src = r[ys[k] + a]
-                for b in range(xc[q]):
-                    row = row + xw[q, b] * src[xs[q] + b]
-                acc = acc + yw[k, a] * row
-            gc[I, J] = scale * acc
+            gc[I, J] = _plain_point(r, I - r0, J - c0, ys, yc, yw, xs, xc, xw, scale, zero)
 
 
 @njit(parallel=True, cache=True)
@@ -140,32 +153,23 @@ def restrict_runs(gc, r, r0, r1, c0, c1, ys, yc, yw, xs, xc, xw, scale, odd, run
         o = gc[I, c0:c1]
         row = np.empty(m, dtype=gc.dtype)
         for n in range(runs.shape[0]):
-            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
-            out, part = o[qa:qb], row[qa:qb]
-            for q in range(qb - qa):
-                out[q] = zero
+            out, qa, start = _run(o, runs, n, zero)
+            part = row[:out.shape[0]]
             for a in range(yc[k]):
                 src = r[ys[k] + a]
-                for q in range(qb - qa):
+                for q in range(out.shape[0]):
                     part[q] = zero
                 for b in range(cnt):
                     s, wv = src[start + b:], xwt[b, qa:]
-                    for q in range(qb - qa):
+                    for q in range(out.shape[0]):
                         part[q] = part[q] + wv[q] * s[2 * q]
                 w = yw[k, a]
-                for q in range(qb - qa):
+                for q in range(out.shape[0]):
                     out[q] = out[q] + w * part[q]
-            for q in range(qb - qa):
+            for q in range(out.shape[0]):
                 out[q] = scale * out[q]
         for q in odd:
-            acc = zero
-            for a in range(yc[k]):
-                part1 = zero
-                src = r[ys[k] + a]
-                for b in range(xc[q]):
-                    part1 = part1 + xw[q, b] * src[xs[q] + b]
-                acc = acc + yw[k, a] * part1
-            o[q] = scale * acc
+            o[q] = _plain_point(r, k, q, ys, yc, yw, xs, xc, xw, scale, zero)
 
 
 @njit(parallel=True, cache=True)
@@ -472,10 +476,7 @@ def restrict_sep_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, w
         k = I - r0
         o = gc[I, c0:c1]
         for n in range(runs.shape[0]):
-            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
-            out = o[qa:qb]
-            for q in range(qb - qa):
-                out[q] = zero
+            out, qa, start = _run(o, runs, n, zero)
             for a in range(yc[k]):
                 na = cy[k, a]
                 if na == 0:
@@ -487,7 +488,7 @@ def restrict_sep_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, area, cy, wy, cx, w
                         w1 = wy[k, a, p]
                         for v in range(cnt[b]):
                             wv = wxt[b, v, qa:]
-                            for q in range(qb - qa):
+                            for q in range(out.shape[0]):
                                 out[q] = out[q] + (area * (w1 * wv[q])) * s[2 * q]
         for q in odd:
             o[q] = _sep_point(r, k, q, ys, yc, xs, xc, area, cy, wy, cx, wx, zero)
@@ -535,10 +536,7 @@ def restrict_op_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area
         k = I - r0
         o = gc[I, c0:c1]
         for n in range(runs.shape[0]):
-            qa, qb, start = runs[n, 0], runs[n, 1], runs[n, 2]
-            out = o[qa:qb]
-            for q in range(qb - qa):
-                out[q] = zero
+            out, qa, start = _run(o, runs, n, zero)
             for a in range(yc[k]):
                 i = ys[k] + a
                 for b in range(cnt.shape[0]):
@@ -549,7 +547,7 @@ def restrict_op_runs(gc, r, r0, r1, c0, c1, ys, yc, xs, xc, ty, tx, oy, ox, area
                         wy = wy0[i, start + b:] if ai == 0 else wy1[i, start + b:]
                         for v in range(cnt[b]):
                             wx = wx0[i, start + b:] if bis[b, v] == 0 else wx1[i, start + b:]
-                            for q in range(qb - qa):
+                            for q in range(out.shape[0]):
                                 out[q] = out[q] + (area * (wy[2 * q] * wx[2 * q])) * s[2 * q]
         for q in odd:
             o[q] = _op_point(r, I, c0 + q, k, q, ys, yc, xs, xc, ty, tx, oy, ox, area, wy0, wy1, wx0, wx1, zero)
