@@ -57,6 +57,48 @@ def test_concentric_circles_held_at_two_temperatures_converge_at_order_two(tmp_p
     assert max(cycles) <= 2 * 10 + 2, cycles  # within 2x the plain lid's ten cycles
 
 
+def test_a_held_pipes_cycles_stay_within_twice_the_plain_lids_as_the_grid_grows(tmp_path):
+    """cases/pipe_plate.yaml's held pipe alone, its left side held: CG iterations to 1e-10 within twice the plate's
+    without the pipe at 401 and 2001 columns. (Before the transfers' collapsed weights beside rims, opdep.collapsed:
+    18 and 26 against 9: they grew with the grid as the rim cut more grid lines near it.)"""
+    import yaml
+    from conftest import ROOT
+
+    base = yaml.safe_load((ROOT / "cases" / "pipe_plate.yaml").read_text())
+    for n in (401, 2001):
+        counts = []
+        for pipe in (True, False):
+            data = {**base, "grid": {**base["grid"], "nx": n, "ny": round((n - 1) * 0.6) + 1},
+                    "boundary": {**base["boundary"], "left": 80.0}, "run": {"steps": 100, "tolerance": 1e-10},
+                    "output": {"dir": str(tmp_path / f"p{n}{pipe}"), "fields": False, "vtk": False}}
+            data["physics"] = {**base["physics"], "regions": [r for r in base["physics"]["regions"]
+                                                               if pipe and r["name"] == "pipe"]}
+            s = api.run(api.build_case(data), progress=False, ceiling=False).record["solver"]
+            assert s["converged"], s["ended"]
+            counts.append(s["iterations"])
+        assert counts[0] <= 2 * counts[1], (n, counts)
+
+
+def test_weights_beside_a_held_point_fall_to_zero_at_its_rim():
+    """opdep.collapsed: a fine point between two coarse points whose east link meets a held object's rim at theta
+    (its face closed, its diagonal k / (theta h^2)) interpolates theta / (1 + theta) of its west coarse point: the
+    line that vanishes at the rim. A point on a coarse line keeps 1, and so does every point without a rim's term."""
+    from solver.multigrid import opdep
+    from solver.multigrid.levels import Axis, transfer
+
+    fine, coarse = Axis(7, ("dirichlet", "dirichlet"), 0.8), Axis(3, ("dirichlet", "dirichlet"), 0.8)
+    h, theta = fine.h, 0.3
+    k = np.ones((1, 8))
+    k[0, 5] = 0.0  # the link from point 4 east to the held point 5
+    d = np.zeros((1, 7))
+    d[0, 4] = 1.0 / (theta * h * h)
+    f = opdep.collapsed(k, fine, transfer(fine, coarse), d, np.array([0]), np.arange(7))
+    assert f[0, 4] == pytest.approx(theta / (1 + theta), rel=1e-14)
+    assert np.all(np.delete(f[0], 4) == 1.0)
+    d[0, 3] = 1.0 / (theta * h * h)  # point 3 lies on coarse point 1's line
+    assert opdep.collapsed(k, fine, transfer(fine, coarse), d, np.array([0]), np.arange(7))[0, 3] == 1.0
+
+
 def test_an_insulated_hole_in_a_uniform_gradient_at_order_two(tmp_path):
     """The classic: a hole of radius a in a field of gradient G, insulated: u = G (r + a^2 / r) cos(theta). The sides
     hold the exact values (profiles along them at the grid's points); order 2 in L2, at least 1 in max."""

@@ -283,6 +283,19 @@ def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarra
     return out
 
 
+def rim_levels(case, levels: list[Level], held: list[np.ndarray] | None) -> list[np.ndarray] | None:
+    """The rims' diagonal of every level (solver.core.operator.shape_terms: held objects' Gibou links, cooled rims;
+    per unit time, the faces' units), finest first, global arrays, coarsened as sigmas are; None where no point has
+    one (no held object, no cooled rim). The transfers' collapsed weights read it (solver.multigrid.opdep)."""
+    from ..core.operator import shape_terms
+
+    terms = shape_terms(case, *whole(case))
+    if terms is None or held is None:
+        return None
+    first = np.where(terms[2], 0.0, terms[0])
+    return coarsened(case, levels, first, held) if np.any(first > 0) else None
+
+
 def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, int], device=None) -> np.ndarray:
     """A block's part of a per-point array of a level on its padded layout: element (i, j) the value of the point it
     stands for (indices wrapped along a periodic axis, clamped beyond walls). device: as coarsened's (a device

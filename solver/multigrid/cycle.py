@@ -115,6 +115,7 @@ class Multigrid:
         fielded = case.alpha_field or sigma is not None  # (a sigma given: Newton's linear steps, set_sigma)
         self.faces, self.held = (coefficients.faces_and_held(case, self.levels) if fielded
                                  else (None, None))  # per level, global; held: where the plate has shapes
+        self.rims = coefficients.rim_levels(case, self.levels, self.held)  # per level, global: the transfers' rims
         self.own_sigmas = sigma is None  # (the case's: retime rebuilds them for a step of another length)
         self.sigma_dt = case_dt(case) if case.implicit else None  # the step length the sigmas were made for
         self.sigmas = (coefficients.sigmas(case, self.levels, self.held, theta=self.theta) if sigma is None else
@@ -222,8 +223,9 @@ class Multigrid:
 
     def _op_tables(self, fine: Grid, coarse: Grid, target, d, u) -> None:
         be, lay = self.backend, fine.layout
-        t = opdep.tables(fine.place.level, coarse.place.level, self.faces[fine.place.level.index], fine.place.block,
-                         target, lay.shape, None if self.held is None else self.held[fine.place.level.index])
+        i = fine.place.level.index
+        t = opdep.tables(fine.place.level, coarse.place.level, self.faces[i], fine.place.block, target, lay.shape,
+                         None if self.held is None else self.held[i], None if self.rims is None else self.rims[i])
         w = tuple(be.coefficient(a, lay.owned[2]) for a in t.w)
         fine.down = (be.table(d.ys), be.table(d.yc), be.table(d.xs), be.table(d.xc), be.table(t.ty), be.table(t.tx),
                      t.origin, self.dtype.type(t.area), *w)
