@@ -67,7 +67,7 @@
 #           against .bench_base alternated, PHYSCPU_N 4096, PHYSCPU_THREADS 16) and capacity (PHYSCPU_CAP_N 2048: the
 #           heat-capacity field's explicit rates x the copy-bound rate, per step and tiled, and backward-Euler cycles);
 #           PHYSCPU_SHAPES: arguments for tools/shapes_bench.py.
-#   shapesgpu issue 43 on one GPU (not in all): tools/shapes_bench.py rates --backend cupy at SHAPESGPU_N (2001),
+#   shapesgpu issue 43 on one GPU (not in all): tools/shapes_bench.py rates --backend cupy at SHAPESGPU_N (2001; 0: none),
 #           SHAPESGPU_REPEATS (2); SHAPESGPU_STEADY: sizes for its steady part.
 #   gputests the GPU tests (not mpi) of the files in GPUTESTS (default tests/test_gpu_nonlinear.py), -k GPUTESTS_K;
 #           not in all.
@@ -351,8 +351,8 @@ if [[ $SECTIONS == *" physcpu "* ]]; then  # issues 42 and 43 on the machine's C
 fi
 
 if [[ $SECTIONS == *" shapesgpu "* ]]; then  # issue 43 on one GPU: shapes against the same grid without them
-  step shapes_gpu_rates ${SHAPESGPU_S:-150} $PY tools/shapes_bench.py rates --backend cupy --sizes ${SHAPESGPU_N:-2001} \
-    --repeats ${SHAPESGPU_REPEATS:-2} --steps 200
+  [[ ${SHAPESGPU_N:-2001} != 0 ]] && step shapes_gpu_rates ${SHAPESGPU_S:-150} $PY tools/shapes_bench.py rates \
+    --backend cupy --sizes ${SHAPESGPU_N:-2001} --repeats ${SHAPESGPU_REPEATS:-2} --steps 200
   [[ -n ${SHAPESGPU_STEADY:-} ]] && step shapes_gpu_steady ${SHAPESGPU_STEADY_S:-100} $PY tools/shapes_bench.py steady \
     --backend cupy --sizes $SHAPESGPU_STEADY --repeats 1
 fi
