@@ -79,6 +79,24 @@ def test_a_held_pipes_cycles_stay_within_twice_the_plain_lids_as_the_grid_grows(
         assert counts[0] <= 2 * counts[1], (n, counts)
 
 
+@pytest.mark.parametrize("name", ["pipe_plate", "heat_sink"])
+def test_the_shipped_shape_cases_converge_and_balance(tmp_path, name):
+    """cases/pipe_plate.yaml and cases/heat_sink.yaml as shipped: the steady solve converges (not stalled: the heat
+    sink, all but insulated, stalled at 3e-4 when the transfers' weights beside its cooled rim were scaled), and the
+    rims' heat flows balance the sources within the residual's bound."""
+    import yaml
+    from conftest import ROOT
+
+    data = yaml.safe_load((ROOT / "cases" / f"{name}.yaml").read_text())
+    data["output"] = {"dir": str(tmp_path / name), "fields": False, "vtk": False}
+    rec = api.run(api.build_case(data), progress=False, ceiling=False).record
+    assert rec["solver"]["converged"], rec["solver"]["ended"]
+    e = rec["energy"]
+    assert e["holds"] and abs(e["imbalance"]) <= e["total_bound"], e
+    if name == "heat_sink":
+        assert e["rims"]["outline"] == pytest.approx(-40.0, abs=e["total_bound"])
+
+
 def test_weights_beside_a_held_point_fall_to_zero_at_its_rim():
     """opdep.collapsed: a fine point between two coarse points whose east link meets a held object's rim at theta
     (its face closed, its diagonal k / (theta h^2)) interpolates theta / (1 + theta) of its west coarse point: the

@@ -60,6 +60,18 @@ def shape_terms(case, rows: np.ndarray, cols: np.ndarray):
     return cl["diag"] / med.c0, cl["rhs"] / med.c0, cl["held"] > 0, cl["value"]
 
 
+def held_links(case, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    """The part of shape_terms' diagonal that the Gibou links of held objects and fixed rims make (k / (theta h^2) at
+    a free point beside one, normalised by C0; 0 elsewhere and at held points); None without any."""
+    from .plate import cells, label_of, roles
+
+    held = roles(case).held
+    if not held:
+        return None
+    cl = cells(case, rows, cols)
+    return sum(cl["rims"][label_of(case, entry[0])][0] for entry in held) / medium(case).c0
+
+
 def held_diagonal(case, scale: float = 1.0) -> float:
     """The diagonal a held point's equation u = T takes in the Jacobi form (its faces are zero): the size of an open
     point's (the largest alpha's four faces, times `scale`: theta dt for an implicit step), so multigrid's coarse

@@ -284,16 +284,18 @@ def coarsened(case, levels: list[Level], first: np.ndarray, held: list[np.ndarra
 
 
 def rim_levels(case, levels: list[Level], held: list[np.ndarray] | None) -> list[np.ndarray] | None:
-    """The rims' diagonal of every level (solver.core.operator.shape_terms: held objects' Gibou links, cooled rims;
-    per unit time, the faces' units), finest first, global arrays, coarsened as sigmas are; None where no point has
-    one (no held object, no cooled rim). The transfers' collapsed weights read it (solver.multigrid.opdep)."""
-    from ..core.operator import shape_terms
+    """The diagonal that held objects' and fixed rims' Gibou links make on every level (solver.core.operator.held_links:
+    k / (theta h^2) beside a rim where the error vanishes; per unit time, the faces' units), finest first, global
+    arrays, coarsened as sigmas are; None without such links. The transfers' collapsed weights read it
+    (solver.multigrid.opdep). Not the cooled rims' terms: those are small beside a point's faces (h dx / k, 1e-5 on
+    cases/heat_sink.yaml), and weights scaled by 1 - 1e-3 there, no longer carrying a constant, stalled CG on that
+    nearly insulated plate at 3e-4 (its coarse levels re-discretised, not Galerkin, see the constant whole)."""
+    from ..core.operator import held_links
 
-    terms = shape_terms(case, *whole(case))
-    if terms is None or held is None:
+    if held is None:  # (no shapes)
         return None
-    first = np.where(terms[2], 0.0, terms[0])
-    return coarsened(case, levels, first, held) if np.any(first > 0) else None
+    first = held_links(case, *whole(case))
+    return None if first is None or not np.any(first > 0) else coarsened(case, levels, first, held)
 
 
 def local_points(a: np.ndarray, level: Level, block, shape, origin: tuple[int, int], device=None) -> np.ndarray:

@@ -16,14 +16,15 @@ point gathers every fine point of its window, each times the weight with which t
 from it (coarse ghosts folded: a Dirichlet wall's dropped, a Neumann or convective wall's onto the point it
 mirrors, a periodic one's wrapped). A conjugate-gradient preconditioner stays symmetric so.
 
-Beside a rim with a diagonal of its own (a held object's Gibou links, a cooled rim: solver.core.plate), the error
-is not carried across: it falls to zero at a held rim a fraction theta of a spacing away. So a fine point between
-two coarse points along an axis takes its weights times (a_W + a_E) / (a_W + a_E + d): its stencil collapsed onto
-the axis (Dendy's black-box multigrid, 1982), a_W, a_E its faces' coefficients along the axis and d the rims'
-diagonal (`rims`: solver.multigrid.coefficients.rim_levels). Next to a held point at theta that is
-theta / (1 + theta), the linear interpolant that vanishes at the rim; a fine point on a coarse point's line keeps
-weight 1. Measured on pipe_plate's plate with its held pipe (CG iterations to 1e-10): 18, 20, 26 and 31 at 401,
-1201, 2001 and 3001 columns before, 13 or 14 at every size with the factors (the plain lid: 9).
+Beside a held object's rim or a fixed rim (their Gibou links: solver.core.plate) the error is not carried across: it
+falls to zero at the rim, a fraction theta of a spacing away. So a fine point between two coarse points along an
+axis takes its weights times (a_W + a_E) / (a_W + a_E + d): its stencil collapsed onto the axis (Dendy's black-box
+multigrid, 1982), a_W, a_E its faces' coefficients along the axis and d the links' diagonal (`rims`:
+solver.multigrid.coefficients.rim_levels). Next to a held point at theta that is theta / (1 + theta), the linear
+interpolant that vanishes at the rim; a fine point on a coarse point's line keeps weight 1, and so does every point
+without such a link (bit for bit). Measured on pipe_plate's plate with its held pipe (CG iterations to 1e-10): 18,
+20, 26 and 31 at 401, 1201, 2001 and 3001 columns before, 12 to 14 at every size with the factors (the plain lid:
+9). Cooled rims keep their weights: see rim_levels.
 
 Tables are computed from the global face arrays alike on every rank, for the points a block's kernels read.
 """
@@ -127,8 +128,8 @@ def tables(fine_level, coarse_level, faces, fine_block, coarse_block, shape, hel
     level's held and inactive points (solver.multigrid.coefficients.held_levels), whose weights are zero: a coarse
     correction does not reach them (their equation is u = T, which the sweeps keep) and their residual does not
     reach the coarse level (measured on a convective outline: with them, a two-grid cycle amplified the plate's
-    near-constant error 200-fold; without, at most 1.4). rims: the fine level's rim diagonal (global, the faces'
-    units; None: none), which scales the weights of the points between coarse lines (collapsed)."""
+    near-constant error 200-fold; without, at most 1.4). rims: the fine level's Gibou links' diagonal (global, the
+    faces' units; None: none), which scales the weights of the points between coarse lines (collapsed)."""
     kx, ky = faces
     fx, fy, cx, cy = fine_level.x, fine_level.y, coarse_level.x, coarse_level.y
     rows = _along(fine_block.rows[0], shape[0], fy)
@@ -153,7 +154,7 @@ def tables(fine_level, coarse_level, faces, fine_block, coarse_block, shape, hel
 def collapsed(k: np.ndarray, axis: Axis, t: Transfer, d: np.ndarray, rows: np.ndarray,
               points: np.ndarray) -> np.ndarray:
     """(len(rows), len(points)): the factor (a_W + a_E) / (a_W + a_E + d) of each point's weights along an axis (k: the
-    level's faces along it, rows across, solver.multigrid.coefficients' layout; d: the rims' diagonal at the points);
+    level's faces along it, rows across, solver.multigrid.coefficients' layout; d: the links' diagonal at the points);
     1 on a coarse point's line (its weight 1 stays injection) and where nothing conducts or sinks."""
     west = k[np.ix_(rows, points)]
     east = k[np.ix_(rows, np.mod(points + 1, k.shape[1]) if axis.periodic else points + 1)]
