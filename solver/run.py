@@ -430,7 +430,8 @@ class Run:
         if self.state.stopped_by == "signal":
             raise self.outputs.interrupted(self.state)
         self._note_late_signal()
-        if self.state.stopped_by == "diverged":  # written like any ending, then exit 4 as NaN/Inf do
+        if self.state.stopped_by in ("diverged", "stalled"):  # written like any ending, then exit 4 as NaN/Inf do: a
+            # solve that stalled far above the rounding floor left a field that does not solve the case
             err = NumericalError(f"{record['solver']['ended']}; the record and the final field are in "
                                  f"{self.layout.outdir}")
             err.agreed, err.report = True, self.comm.rank == 0

@@ -97,6 +97,34 @@ def test_the_shipped_shape_cases_converge_and_balance(tmp_path, name):
         assert e["rims"]["outline"] == pytest.approx(-40.0, abs=e["total_bound"])
 
 
+def test_a_solve_that_stalls_far_above_the_floor_ends_with_exit_4_after_its_record(tmp_path, monkeypatch):
+    """A real stall: cases/heat_sink.yaml with the transfers' collapsed weights taken beside its cooled rim too (the
+    first form of opdep's factors) stops at a relative residual of 3e-4 with a wrong field. That ends the run with
+    a NumericalError (the CLI's exit 4) naming the stall, after the record and the final field are written."""
+    import json
+
+    import yaml
+    from conftest import ROOT
+
+    from solver.core.errors import NumericalError
+    from solver.core.grid import whole
+    from solver.core.operator import shape_terms
+    from solver.multigrid import coefficients
+
+    def with_cooled_rims(case, levels, held):
+        terms = shape_terms(case, *whole(case))
+        return coefficients.coarsened(case, levels, np.where(terms[2], 0.0, terms[0]), held)
+
+    monkeypatch.setattr(coefficients, "rim_levels", with_cooled_rims)
+    data = yaml.safe_load((ROOT / "cases" / "heat_sink.yaml").read_text())
+    data["output"] = {"dir": str(tmp_path / "sink"), "fields": True, "vtk": False}
+    with pytest.raises(NumericalError, match="stalled"):
+        api.run(api.build_case(data), progress=False, ceiling=False)
+    record = json.loads((tmp_path / "sink" / "record.json").read_text())
+    assert record["solver"]["ended"].startswith("stalled") and not record["solver"]["converged"]
+    assert (tmp_path / "sink" / "fields.h5").is_file()
+
+
 def test_weights_beside_a_held_point_fall_to_zero_at_its_rim():
     """opdep.collapsed: a fine point between two coarse points whose east link meets a held object's rim at theta
     (its face closed, its diagonal k / (theta h^2)) interpolates theta / (1 + theta) of its west coarse point: the
