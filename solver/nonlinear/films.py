@@ -67,8 +67,9 @@ class Film:
         return self.e > 0
 
     def on(self, backend, dtype) -> Film:
-        """The film with its arrays on the backend's device (index arrays int64, values in dtype)."""
-        xp = _xp(backend)
+        """The film with its arrays on the backend's device (index arrays int64, values in dtype; backend None: on the
+        host)."""
+        xp = np if backend is None else _xp(backend)
         f = {k: xp.asarray(np.ascontiguousarray(getattr(self, k), dtype=np.int64)) for k in ("rows", "cols", "code")}
         v = {k: xp.asarray(np.ascontiguousarray(getattr(self, k), dtype=dtype)) for k in ("w", "delta", "a", "h", "ta",
                                                                                          "ts4")}
