@@ -75,6 +75,8 @@
 #           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
 #           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it; NONLIN_PROFILE: N for a
 #           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
+#   nlphases issue 45: tools/nonlinear_phases.py at NLPHASES_N (8192; a list runs each) on the GPU: Newton's phases,
+#           each timed between device synchronisations (not in all).
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
@@ -355,6 +357,12 @@ if [[ $SECTIONS == *" shapesgpu "* ]]; then  # issue 43 on one GPU: shapes again
     --backend cupy --sizes ${SHAPESGPU_N:-2001} --repeats ${SHAPESGPU_REPEATS:-2} --steps 200
   [[ -n ${SHAPESGPU_STEADY:-} ]] && step shapes_gpu_steady ${SHAPESGPU_STEADY_S:-100} $PY tools/shapes_bench.py steady \
     --backend cupy --sizes $SHAPESGPU_STEADY --repeats 1
+fi
+
+if [[ $SECTIONS == *" nlphases "* ]]; then  # issue 45: Newton's phases on one GPU, each timed between synchronisations
+  for n in ${NLPHASES_N:-8192}; do
+    step "nlphases_$n" ${NLPHASES_S:-120} $PY tools/nonlinear_phases.py $n --backend cupy --out /tmp/stencil-nlphases
+  done
 fi
 
 if [[ $SECTIONS == *" gputests "* ]]; then  # GPU tests of chosen files only (GPUTESTS; -k GPUTESTS_K)
