@@ -77,6 +77,8 @@
 #           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
 #   nlphases issue 45: tools/nonlinear_phases.py at NLPHASES_N (8192; a list runs each) on the GPU: Newton's phases,
 #           each timed between device synchronisations (not in all).
+#   gpumem  issue 45: tools/gpu_memory.py at GPUMEM_N (8192; a list runs each): the live allocations at Newton's
+#           peak on the GPU, by the lines that made them (not in all).
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
 #           several placements, and the coupled 16-rank weak run's per-rank compute and wait.
 #   cpu     tools/cpu_scaling.py DIR (MPI scaling on the CPU cores; SCALING_ARGS: more of its options).
@@ -362,6 +364,12 @@ fi
 if [[ $SECTIONS == *" nlphases "* ]]; then  # issue 45: Newton's phases on one GPU, each timed between synchronisations
   for n in ${NLPHASES_N:-8192}; do
     step "nlphases_$n" ${NLPHASES_S:-120} $PY tools/nonlinear_phases.py $n --backend cupy --out /tmp/stencil-nlphases
+  done
+fi
+
+if [[ $SECTIONS == *" gpumem "* ]]; then  # issue 45: what holds the GPU's memory at Newton's peak
+  for n in ${GPUMEM_N:-8192}; do
+    step "gpumem_$n" ${GPUMEM_S:-150} $PY tools/gpu_memory.py $n --out /tmp/stencil-gpumem
   done
 fi
 
