@@ -479,6 +479,32 @@ def test_bad_shapes_are_one_line_errors(tmp_path, case_file, region, words):
     assert all(w in res.stderr for w in words), res.stderr
 
 
+@pytest.mark.parametrize("region,sides", [
+    ({"kind": "disk", "center": [0.1, 0.5], "radius": 0.15, "held": 60.0}, "left and right"),
+    ({"kind": "disk", "center": [0.5, 0.95], "radius": 0.15, "hole": "insulated"}, "bottom and top"),
+])
+def test_a_hole_or_held_object_across_a_periodic_side_is_refused(tmp_path, case_file, region, sides):
+    """Shapes are not repeated across a periodic side, and the links across it do not see a rim: a held disk there
+    took plain links to held points (its answer moved 1.6 K when the disk moved by half the period; V-cycles
+    diverged at 512^2 and CG stalled). Exit 2, one line naming the region and the sides, nothing written. A hole
+    band across the whole width (the same on both sides of the seam) is accepted."""
+    periodic = {"kind": "periodic"}
+    boundary = {"left": periodic, "right": periodic, "top": 20.0, "bottom": 100.0} if sides == "left and right" else \
+        {"bottom": periodic, "top": periodic, "left": 20.0, "right": 100.0}
+    path = case_file("seam", grid={"nx": 32, "ny": 31}, physics={"equation": "laplace", "material": "steel",
+                                                                  "regions": [region]},
+                     boundary=boundary, output={"dir": str(tmp_path / "never")})
+    res = stencil(["run", str(path)])
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "physics.regions.0" in res.stderr and f"periodic sides {sides}" in res.stderr, res.stderr
+    assert not (tmp_path / "never").exists()
+    band = {"kind": "rectangle", "lower": [-1.0, 0.4], "upper": [2.0, 0.6], "hole": "insulated"}
+    if sides == "left and right":
+        ok = case_file("band", grid={"nx": 32, "ny": 31}, physics={"equation": "laplace", "material": "steel",
+                                                                    "regions": [band]}, boundary=boundary)
+        assert stencil(["validate", str(ok)]).returncode == 0
+
+
 @pytest.mark.parametrize("region,words", [
     ({"kind": "rectangle", "lower": [0.5, -1.0], "upper": [0.53, 2.0], "hole": "insulated"},
      ["physics.regions.0: a hole 0.03 wide", "spacing of 0.03 or less", "grid.nx: 33"]),

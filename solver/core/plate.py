@@ -485,6 +485,31 @@ def unresolved(case) -> list[tuple]:
     return out
 
 
+def seam_crossings(case) -> list[tuple[int, str]]:
+    """The holes, held objects and outline whose rim passes between the first and last points of a periodic axis
+    (one of them inside, the other not, on some row or column): (region index or -1 for the outline, the sides). A
+    shape is not repeated across a periodic side, and the links across it do not see a rim: a held disk across the
+    seam took a plain link to a held point there (first order, and multigrid's cycles diverged at 512^2)."""
+    rl = roles(case)
+    shapes = [(k, s) for k, s, _ in rl.cut] + [(k, s) for k, s, _, _ in rl.held]
+    if rl.outline is not None:
+        shapes.append((-1, rl.outline[0]))
+    b, (ny, nx) = case.boundary, case.shape
+    x, y = points(case, 0, nx, "x"), points(case, 0, ny, "y")
+    out = []
+    for k, s in shapes:
+        if b.left.kind == "periodic":
+            ends = inside(s, x[[0, -1]], y)
+            if np.any(ends[:, 0] != ends[:, 1]):
+                out.append((k, "left and right"))
+                continue
+        if b.bottom.kind == "periodic":
+            ends = inside(s, x, y[[0, -1]])
+            if np.any(ends[0] != ends[1]):
+                out.append((k, "bottom and top"))
+    return out
+
+
 def shapes_fix_level(case) -> bool:
     """The material form's shapes or faces that fix a steady state's level: a held object, a fixed or convective
     rim (h > 0), the faces' cooling (h > 0)."""
