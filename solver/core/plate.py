@@ -167,21 +167,24 @@ def cells(case, rows: np.ndarray, cols: np.ndarray) -> dict:
 
 
 MEMO_POINTS = 1 << 22  # blocks up to this many points keep their cells on the case (about 70 MB a block at most)
+MEMO_ENTRIES = 6  # blocks' cells and faces along x and y (the ones asked for last are kept)
 
 
 def _remembered(case, key: tuple, make):
     """make(), kept on the case (its `_memo`: set-up asks for a block's cells a dozen times: the operator, sigmas,
-    the balance, the sources' shares, the outputs' blanks) for the last two blocks of up to MEMO_POINTS points."""
+    the balance, the sources' shares, the outputs' blanks; its faces a handful) for the last MEMO_ENTRIES of blocks
+    of up to MEMO_POINTS points. What it returns is shared: callers copy before they change it."""
     memo = getattr(case, "_memo", None)
     if memo is None:
         return make()
     key = (case.model_dump_json(include={"grid", "physics", "materials", "units", "boundary"}),) + key  # (a copy
     # of the case shares its memo: tiny_case's warm-up grid)
     if key in memo:
+        memo[key] = memo.pop(key)  # (the most recent last: the oldest goes first)
         return memo[key]
     value = make()
     if (key[3] - key[2]) * (key[5] - key[4]) <= MEMO_POINTS:
-        while len(memo) >= 2:
+        while len(memo) >= MEMO_ENTRIES:
             memo.pop(next(iter(memo)))
         memo[key] = value
     return value
@@ -310,7 +313,8 @@ def faces(case, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     ny, nx = case.shape
     r0, r1 = _range(rows, ny)
     c0, c1 = _range(cols, nx)
-    east, north = _faces(case, r0, r1, c0, c1, "x"), _faces(case, r0, r1, c0, c1, "y")
+    east, north = (_remembered(case, ("faces", r0, r1, c0, c1, axis),  # (the operator and the levels ask alike)
+                               lambda axis=axis: _faces(case, r0, r1, c0, c1, axis)) for axis in "xy")
     k = conductivity(case, r0, r1, c0, c1)
     ri, ci = rows - r0, cols - c0
     ax = east[np.ix_(ri[:-1], ci[:-1])]
