@@ -338,12 +338,13 @@ def _check_resolved(case) -> None:
                                                f"{_points_for(g.nx, min(need), case)}, grid.ny: "
                                                f"{_points_for(g.ny, min(need), case, 'y')}) or widen it")
         raise ValueError(f"{where}: {what} {why}; {fix}")
-    for k, sides in plate.seam_crossings(case):
+    for k, sides in sorted(plate.seam_crossings(case)):
         where = "physics.outline" if k < 0 else f"physics.regions.{k}"
-        what = "the outline" if k < 0 else "a hole" if case.physics.regions[k].role == "hole" else "a held object"
-        raise ValueError(f"{where}: {what} crosses the periodic sides {sides} (its rim passes between the first and "
-                         "last points): shapes are not repeated across a periodic side, and the links there do not "
-                         "see its rim; move it off those sides, or give them another kind")
+        role = None if k < 0 else case.physics.regions[k].role
+        what = {None: "the outline", "hole": "a hole", "material": "a material region"}.get(role, "a held object")
+        raise ValueError(f"{where}: {what} crosses the periodic sides {sides} (its edge passes between the first and "
+                         "last points): shapes are not repeated across a periodic side, and the faces and links there "
+                         "do not see it; move it off those sides, or give them another kind")
     if case.physics.equation == "laplace" and (case.physics.outline is not None or any(
             r.role != "material" for r in case.physics.regions)):
         fixing = tuple(side for side in ("bottom", "top", "left", "right") if _fixes_level(getattr(case.boundary, side)))

@@ -490,27 +490,32 @@ def unresolved(case) -> list[tuple]:
 
 
 def seam_crossings(case) -> list[tuple[int, str]]:
-    """The holes, held objects and outline whose rim passes between the first and last points of a periodic axis
-    (one of them inside, the other not, on some row or column): (region index or -1 for the outline, the sides). A
-    shape is not repeated across a periodic side, and the links across it do not see a rim: a held disk across the
-    seam took a plain link to a held point there (first order, and multigrid's cycles diverged at 512^2)."""
+    """The regions and outline a periodic side's seam does not see as they are: (region index or -1 for the
+    outline, the sides). A shape is not repeated across a periodic side. A hole's, held object's or outline's rim
+    passes between the first and last points (one inside, the other not, on some row or column): the links across
+    the seam do not see it (a held disk across the seam took plain links to held points there: first order, and
+    multigrid's cycles diverged at 512^2). A material region covers the plate's first half cell but not its image
+    beyond the last point, or the other way: the faces across the seam take the shape as drawn beyond the plate."""
     rl = roles(case)
-    shapes = [(k, s) for k, s, _ in rl.cut] + [(k, s) for k, s, _, _ in rl.held]
-    if rl.outline is not None:
-        shapes.append((-1, rl.outline[0]))
     b, (ny, nx) = case.boundary, case.shape
     x, y = points(case, 0, nx, "x"), points(case, 0, ny, "y")
+    (hx, _, _, lx), (hy, _, _, ly) = _axis(case, "x"), _axis(case, "y")
+    sx = x[0] - hx / 4 + np.array([0.0, lx])  # a point of the first half cell and its image a period on
+    sy = y[0] - hy / 4 + np.array([0.0, ly])
+    rims = [(k, s) for k, s, _ in rl.cut] + [(k, s) for k, s, _, _ in rl.held]
+    if rl.outline is not None:
+        rims.append((-1, rl.outline[0]))
     out = []
-    for k, s in shapes:
-        if b.left.kind == "periodic":
-            ends = inside(s, x[[0, -1]], y)
-            if np.any(ends[:, 0] != ends[:, 1]):
-                out.append((k, "left and right"))
-                continue
-        if b.bottom.kind == "periodic":
-            ends = inside(s, x, y[[0, -1]])
-            if np.any(ends[0] != ends[1]):
-                out.append((k, "bottom and top"))
+    for k, s in rims:
+        if b.left.kind == "periodic" and np.any(np.diff(inside(s, x[[0, -1]], y).astype(np.int8), axis=1)):
+            out.append((k, "left and right"))
+        elif b.bottom.kind == "periodic" and np.any(np.diff(inside(s, x, y[[0, -1]]).astype(np.int8), axis=0)):
+            out.append((k, "bottom and top"))
+    for k, s, _ in rl.materials:
+        if b.left.kind == "periodic" and np.any(np.diff(inside(s, sx, y).astype(np.int8), axis=1)):
+            out.append((k, "left and right"))
+        elif b.bottom.kind == "periodic" and np.any(np.diff(inside(s, x, sy).astype(np.int8), axis=0)):
+            out.append((k, "bottom and top"))
     return out
 
 
