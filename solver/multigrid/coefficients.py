@@ -288,8 +288,9 @@ def rim_levels(case, levels: list[Level], held: list[np.ndarray] | None) -> list
     k / (theta h^2) beside a rim where the error vanishes; per unit time, the faces' units), finest first, global
     arrays, coarsened as sigmas are; None without such links. The transfers' collapsed weights read it
     (solver.multigrid.opdep). Not the cooled rims' terms: those are small beside a point's faces (h dx / k, 1e-5 on
-    cases/heat_sink.yaml), and weights scaled by 1 - 1e-3 there, no longer carrying a constant, stalled CG on that
-    nearly insulated plate at 3e-4 (its coarse levels re-discretised, not Galerkin, see the constant whole)."""
+    cases/heat_sink.yaml), and weights scaled by 1 - 1e-3 there no longer carry a constant onto the fine level, which
+    stalled CG on that nearly insulated plate at 3e-4 (its coarse levels are re-discretised, not Galerkin products
+    of the transfers, so nothing makes up for the loss)."""
     from ..core.operator import held_links
 
     if held is None:  # (no shapes)
