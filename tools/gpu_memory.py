@@ -71,9 +71,7 @@ def main() -> None:
     field = (a.n + 4) * (a.n + 4) * 8
     hook = Peak()
     with hook:
-        r = Run(c, Comm(), Options(ceiling=False, quiet=True, overwrite=True))
-        setup, r.setup = r.setup, lambda: None
-        setup()
+        r = nonlinear_bench.prepared(Run(c, Comm(), Options(ceiling=False, quiet=True, overwrite=True)))
         after_setup = hook.now
         hook.phase = "solve"
         try:

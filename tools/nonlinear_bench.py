@@ -56,6 +56,13 @@ def case_data(n: int, backend: str, out: str, linear: bool = False) -> dict:
             "backend": {"name": backend}, "output": {"dir": out, "vtk": False, "fields": False}}
 
 
+def prepared(run):
+    """`run` (a solver.run.Run) set up now, so that its execute() times and profiles the solve alone."""
+    setup, run.setup = run.setup, lambda: None
+    setup()
+    return run
+
+
 def stencil(args) -> None:
     from solver.case import validate_case
     from solver.parallel.comm import Comm
@@ -76,8 +83,7 @@ def stencil(args) -> None:
                 import cProfile  # on a GPU the waits land on the calls that synchronise)
                 import pstats
 
-                setup, r.setup = r.setup, lambda: None  # the set-up unprofiled: the profile is the solve's
-                setup()
+                prepared(r)  # the set-up unprofiled: the profile is the solve's
                 prof = cProfile.Profile()
                 recs[linear] = prof.runcall(r.execute)
                 pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(args.profile)

@@ -35,9 +35,7 @@ def main() -> None:
     from solver.run import Options, Run
 
     c = validate_case(nonlinear_bench.case_data(a.n, a.backend, a.out, False))
-    r = Run(c, Comm(), Options(ceiling=False, quiet=True, overwrite=True))
-    setup, r.setup = r.setup, lambda: None
-    setup()
+    r = nonlinear_bench.prepared(Run(c, Comm(), Options(ceiling=False, quiet=True, overwrite=True)))
     sync = r.backend.synchronize
     spent, calls = defaultdict(float), defaultdict(int)
 

@@ -325,6 +325,14 @@ def _shapes_fix_level(case) -> bool:
     return shapes_fix_level(case)
 
 
+def _shape_words(case, k: int) -> tuple[str, str]:
+    """(the field, what it is) of region k, or of the outline where k < 0, as the shapes' errors name them."""
+    if k < 0:
+        return "physics.outline", "the outline"
+    role = case.physics.regions[k].role
+    return f"physics.regions.{k}", {"hole": "a hole", "material": "a material region"}.get(role, "a held object")
+
+
 def _check_resolved(case) -> None:
     """Holes, held objects and the outline the grid resolves (solver.core.plate.unresolved); a steady state's
     pieces each with a fixed level (plate.unfixed_piece)."""
@@ -332,16 +340,13 @@ def _check_resolved(case) -> None:
 
     g = case.grid
     for k, why, need in plate.unresolved(case):
-        where = "physics.outline" if k < 0 else f"physics.regions.{k}"
-        what = "the outline" if k < 0 else "a hole" if case.physics.regions[k].role == "hole" else "a held object"
+        where, what = _shape_words(case, k)
         fix = "widen it" if need is None else (f"refine the grid to a spacing of {min(need):.4g} or less (grid.nx: "
                                                f"{_points_for(g.nx, min(need), case)}, grid.ny: "
                                                f"{_points_for(g.ny, min(need), case, 'y')}) or widen it")
         raise ValueError(f"{where}: {what} {why}; {fix}")
     for k, sides in sorted(plate.seam_crossings(case)):
-        where = "physics.outline" if k < 0 else f"physics.regions.{k}"
-        role = None if k < 0 else case.physics.regions[k].role
-        what = {None: "the outline", "hole": "a hole", "material": "a material region"}.get(role, "a held object")
+        where, what = _shape_words(case, k)
         raise ValueError(f"{where}: {what} crosses the periodic sides {sides} (its edge passes between the first and "
                          "last points): shapes are not repeated across a periodic side, and the faces and links there "
                          "do not see it; move it off those sides, or give them another kind")
