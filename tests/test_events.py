@@ -70,6 +70,22 @@ def test_events_merge_within_rounding_and_t_end_wins():
     assert close(0.1 + 0.2, 0.3) and not close(0.3, 0.3000001)
 
 
+def test_the_horizon_runs_to_the_next_time_the_field_is_seen():
+    """Adaptive steps judge their error at the next output, probe time or t_end; window edges and checkpoints are not
+    seen; snapshots or probe samples by step count make every step's field seen (horizon 0)."""
+    source = {"source": [{"kind": "constant", "value": 1.0, "active": [0.02, 0.07]}]}
+    adaptive = {"t_end": 0.1, "time_tolerance": 1e-3}
+    plan = Plan(case(adaptive, {"scheme": "backward-euler", "dt": 0.01, **source},
+                     {"times": [0.03], "checkpoint_interval": 0.05}))
+    assert plan.horizon(0.0) == pytest.approx(0.03) and plan.horizon(0.01) == pytest.approx(0.02)
+    assert plan.horizon(0.03) == 0.0 and plan.horizon(0.04) == pytest.approx(0.06)  # past 0.05's checkpoint, 0.07's edge
+    probes = {"probes": [{"name": "p", "kind": "point", "at": [0.5, 0.5]}]}
+    assert Plan(case(adaptive, {"scheme": "backward-euler"}, {**probes, "probe_interval": 0.025})).horizon(0.03) \
+        == pytest.approx(0.02)
+    assert Plan(case(adaptive, {"scheme": "backward-euler"}, probes)).horizon(0.03) == 0.0  # sampled every step
+    assert Plan(case(adaptive, {"scheme": "backward-euler"}, {"every": 5})).horizon(0.03) == 0.0
+
+
 def test_validate_prints_dt_steps_and_t_end_together(tmp_path):
     path = write_case(tmp_path / "v.yaml", run={"steps": None, "t_end": 0.0123}, physics={"dt": 0.0005},
                       output={"times": [0.0, 0.00555]})

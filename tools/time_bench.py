@@ -3,14 +3,16 @@
 Every figure is a real `stencil run` in this process (its record's solve phase, solves and cycles); prints one
 JSON line per run and a table at the end.
 
-    python tools/time_bench.py implicit [--n 511] [--tols 3e-3 1e-3 3e-4] [--repeats 3] [--out DIR]
+    python tools/time_bench.py implicit [--n 511] [--tols 3e-3 1e-3 3e-4] [--repeats 3] [--out DIR] [--backend B]
+                                        [--no-reference] [--quick]
         cases/heat_implicit.yaml (backward Euler, 200 steps of 5e-4 to t = 0.1, the mosaic of random cells with the
         top side at 100) on an n x n grid (the cells scaled: the same 32 x 32 mosaic), against a fine reference (its
         own adaptive TR-BDF2 run at --ref-tol, checked against a second at ten times it); then adaptive runs at
         --tols, their solves to 1e-6 as the case's and to the adaptive default (run.tolerance null: 0.1 x the time
         tolerance, solver.core.physics.step_tolerance): the error at t = 0.1 (max |u - ref| / max |ref|), linear solves, cycles, stepping seconds (the record's
         warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (473 s a run on the 2-core VM for the fixed
-        steps alone). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
+        steps alone; --no-reference times it without errors, --quick leaves out the solves to 1e-6, --backend cupy
+        runs it on a GPU). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]
         explicit steps (numba) with ten probes (six points, a max, a min, a mean, a side's heat flow) sampled every
         step and every 10 steps against none: ms per step of the timed loop (median of --repeats, the runs
@@ -34,9 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+BACKEND = {"name": "numba"}  # the case's; --backend sets it
+
+
 def implicit_case(n: int, out: Path, **run) -> dict:
     data = yaml.safe_load((ROOT / "cases" / "heat_implicit.yaml").read_text())
     data["grid"] = {"nx": n, "ny": n}
+    data["backend"] = dict(BACKEND)
     data["initial"]["cell"] = max(1, round(128 * n / 4096))
     data["run"] = {"tolerance": 1e-6, **run}
     data["output"] = {"dir": str(out), "vtk": False, "fields": False}
@@ -63,13 +69,8 @@ def implicit(args) -> None:
     out = Path(args.out or tempfile.mkdtemp(prefix="time_bench_"))
     out.mkdir(parents=True, exist_ok=True)
     n, rows = args.n, []
-    ref = one(implicit_case(n, out / "ref", t_end=0.1, time_tolerance=args.ref_tol, tolerance=1e-10))["field"]
-    check = one(implicit_case(n, out / "check", t_end=0.1, time_tolerance=args.ref_tol * 10, tolerance=1e-10))["field"]
-    scale = float(np.abs(ref).max())
-    ref_note = {"reference": f"adaptive TR-BDF2, time_tolerance {args.ref_tol:g}, solves to 1e-10",
-                "against ten times its tolerance": float(np.abs(check - ref).max() / scale)}
-    print(json.dumps(ref_note), flush=True)
-    np.save(out / f"reference_{n}.npy", ref)
+    BACKEND["name"] = args.backend
+    ref = None if args.no_reference else reference(n, out, args.ref_tol)
     from solver import api
     from solver.core.initial import initial_block
     from solver.core.decomp import decompose
@@ -79,19 +80,32 @@ def implicit(args) -> None:
     runs = [("backward Euler, 200 steps of 5e-4 (today)", implicit_case(n, out / "be", steps=200))]
     runs += [(f"adaptive, time_tolerance {tol:g}, solves to 1e-6", implicit_case(n, out / f"a{tol:g}", t_end=0.1,
                                                                               time_tolerance=tol))
-             for tol in args.tols]
+             for tol in ([] if args.quick else args.tols)]
     runs += [(f"adaptive, time_tolerance {tol:g}, solves to 0.1 x it (run.tolerance null)",
               implicit_case(n, out / f"d{tol:g}", t_end=0.1, time_tolerance=tol, tolerance=None))
              for tol in args.tols]
     for label, data in runs:
         r = one(data, args.repeats)
-        row = {"run": label, "n": n, "error": float(np.abs(r["field"] - ref).max() / scale),
+        error = None if ref is None else float(np.abs(r["field"] - ref).max() / np.abs(ref).max())
+        row = {"run": label, "n": n, "backend": args.backend, "error": error,
                **{k: v for k, v in r.items() if k != "field"}}
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\n| run | error at t = 0.1 | linear solves | cycles | solve s (median of {args.repeats}) |\n|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['run']} | {r['error']:.2e} | {r['solves']} | {r['cycles']} | {r['solve_seconds']:.2f} |")
+        error = "-" if r["error"] is None else f"{r['error']:.2e}"
+        print(f"| {r['run']} | {error} | {r['solves']} | {r['cycles']} | {r['solve_seconds']:.2f} |")
+
+
+def reference(n: int, out: Path, tol: float):
+    """The fine reference (adaptive at `tol`, solves to 1e-10), checked against a run at ten times its tolerance."""
+    ref = one(implicit_case(n, out / "ref", t_end=0.1, time_tolerance=tol, tolerance=1e-10))["field"]
+    check = one(implicit_case(n, out / "check", t_end=0.1, time_tolerance=tol * 10, tolerance=1e-10))["field"]
+    note = {"reference": f"adaptive TR-BDF2, time_tolerance {tol:g}, solves to 1e-10",
+            "against ten times its tolerance": float(np.abs(check - ref).max() / np.abs(ref).max())}
+    print(json.dumps(note), flush=True)
+    np.save(out / f"reference_{n}.npy", ref)
+    return ref
 
 
 PROBES = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.08 * k, 0.37]} for k in range(6)] + [
@@ -143,6 +157,10 @@ def main() -> None:
     a.add_argument("--ref-tol", type=float, default=1e-7)
     a.add_argument("--repeats", type=int, default=3)
     a.add_argument("--out")
+    a.add_argument("--backend", default="numba", help="the runs' backend (cupy on a GPU)")
+    a.add_argument("--no-reference", action="store_true",
+                   help="no reference and no errors: times and solves alone (the full size on 2 cores)")
+    a.add_argument("--quick", action="store_true", help="the adaptive runs with the default solves only")
     b = sub.add_parser("probes")
     b.add_argument("--n", type=int, default=1024)
     b.add_argument("--steps", type=int, default=400)

@@ -23,8 +23,9 @@ class Run(Section):
         "heat: the time the run ends at, instead of steps (the last step is shortened to land on it); required "
         "with time_tolerance"))
     time_tolerance: float | None = Field(None, gt=0, lt=1, description=(
-        "implicit heat: adaptive steps (TR-BDF2, a PI controller) that keep each step's estimated local error "
-        "max|e| / max|u| below this; null: fixed steps of physics.dt"))
+        "implicit heat: adaptive steps (TR-BDF2, a PI controller) that keep each step's estimated error "
+        "max|e| / max|u|, as it will stand when the field is next seen (an output or probe time, t_end), below "
+        "this; null: fixed steps of physics.dt"))
     dt_min: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
         "adaptive steps: the shortest step (the run fails rather than go below it; steps landing on an event may "
         "be shorter); null: t_end x 1e-12"))

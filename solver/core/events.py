@@ -36,6 +36,7 @@ from .clock import Span, close
 
 LANDING = ("output", "checkpoint", "probe", "end")  # events fixed steps are shortened to land on
 EVERY_EVENT = LANDING + ("window", "table")  # and adaptive ones on these too
+SEEN = ("output", "probe", "end")  # where the user reads the field: adaptive steps bound their error there
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,18 @@ class Plan:
             if e.t > t and not close(e.t, t):
                 return e
         return self.events[-1]
+
+    def horizon(self, t: float) -> float:
+        """How long from t until the field is next seen (an output, a probe sample, the end; 0 if at t, and 0 where
+        snapshots or probe samples come by step count): an adaptive step's error is judged as it will stand then
+        (solver.multigrid.adaptive)."""
+        out = self.case.output
+        if out.every is not None or (out.probes and out.probe_interval is None):
+            return 0.0
+        for e in self.events:
+            if (e.t > t or close(e.t, t)) and set(e.kinds) & set(SEEN):
+                return max(e.t - t, 0.0)
+        return 0.0
 
     def event_at(self, t: float) -> Event | None:
         for e in self.events:

@@ -272,7 +272,7 @@ class TimeLoop:
             fluxes = [bal.fluxes(self.backend, self.iterate.views()[0])] if bal is not None else None
             on_stage = (lambda: fluxes.append(bal.fluxes(self.backend, self.iterate.views()[0]))) if fluxes else None
             timer.add("other", t)
-            res = stepper.step(span, tol, self.case.multigrid.max_cycles, timer, on_stage)
+            res = stepper.step(span, tol, self.case.multigrid.max_cycles, timer, on_stage, self.plan.horizon(span.t1))
             kept = ctl.judge(span, res.error)
             s.taken.append((s.step + 1 if kept else s.step, span.t1 if kept else span.t0, span.dt,
                             res.error / ctl.tol, kept, [c for c, *_ in res.solves]))

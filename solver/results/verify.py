@@ -294,7 +294,7 @@ def _adaptive_reference(case, mg, plan, steps: int, tol: float, timer) -> None:
     for step in range(steps):
         while True:
             span = ctl.propose(step, t, plan)
-            res = stepper.step(span, tol, case.multigrid.max_cycles, timer)
+            res = stepper.step(span, tol, case.multigrid.max_cycles, timer, horizon=plan.horizon(span.t1))
             if ctl.judge(span, res.error):
                 break
             stepper.undo(timer)
