@@ -77,6 +77,9 @@
 #           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
 #   nlphases issue 45: tools/nonlinear_phases.py at NLPHASES_N (8192; a list runs each) on the GPU: Newton's phases,
 #           each timed between device synchronisations (not in all).
+#   timegpu issue 44 on one GPU: tools/time_bench.py implicit --n TIMEGPU_N (4096: cases/heat_implicit.yaml itself)
+#           --backend cupy --tols TIMEGPU_TOLS (5e-4 1e-3) --quick: the fine reference, the shipped 200 backward-Euler
+#           steps and adaptive steps, errors at t = 0.1, solves and seconds (not in all).
 #   gpumem  issue 45: tools/gpu_memory.py at GPUMEM_N (8192; a list runs each): the live allocations at Newton's
 #           peak on the GPU, by the lines that made them (not in all).
 #   probe   tools/cpu_placement.sh 16: CPU topology, each rank's uncoupled kernel and copy speed under
@@ -365,6 +368,11 @@ if [[ $SECTIONS == *" nlphases "* ]]; then  # issue 45: Newton's phases on one G
   for n in ${NLPHASES_N:-8192}; do
     step "nlphases_$n" ${NLPHASES_S:-120} $PY tools/nonlinear_phases.py $n --backend cupy --out /tmp/stencil-nlphases
   done
+fi
+
+if [[ $SECTIONS == *" timegpu "* ]]; then  # issue 44: adaptive steps against the shipped fixed ones, one GPU
+  step time_gpu ${TIMEGPU_S:-300} $PY tools/time_bench.py implicit --n ${TIMEGPU_N:-4096} --backend cupy \
+    --tols ${TIMEGPU_TOLS:-5e-4 1e-3} --repeats 1 --quick --out /tmp/stencil-time
 fi
 
 if [[ $SECTIONS == *" gpumem "* ]]; then  # issue 45: what holds the GPU's memory at Newton's peak

@@ -10,7 +10,7 @@ JSON line per run and a table at the end.
         own adaptive TR-BDF2 run at --ref-tol, checked against a second at ten times it); then adaptive runs at
         --tols, their solves to 1e-6 as the case's and to the adaptive default (run.tolerance null: 0.1 x the time
         tolerance, solver.core.physics.step_tolerance): the error at t = 0.1 (max |u - ref| / max |ref|), linear solves, cycles, stepping seconds (the record's
-        warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (473 s a run on the 2-core VM for the fixed
+        warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (213 s a run on the 2-core VM for the fixed
         steps alone; --no-reference times it without errors, --quick leaves out the solves to 1e-6, --backend cupy
         runs it on a GPU). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]

@@ -100,7 +100,9 @@ class Parallel(Section):
 
 class Output(Section):
     dir: str | None = Field(None, max_length=MAX_VALUE_CHARS, description="result directory; null = output/<name>")
-    every: int | None = Field(None, ge=1, le=MAX_COUNT, description="steps between snapshots; null = first and last only")
+    every: int | None = Field(None, ge=1, le=MAX_COUNT, description=(
+        "steps between snapshots; null = first and last only (with adaptive steps any step may then be seen, so each "
+        "step's error is judged where it arises: output.times or output.interval let it be judged there)"))
     times: list[Time] | None = Field(None, max_length=100_000, description=(
         "heat: snapshots at these times (increasing, within [0, t_end]): steps are shortened to land on them"))
     interval: Time | None = Field(None, gt=0, le=MAX_LENGTH, description=(
