@@ -24,7 +24,8 @@ import time
 from ..multigrid.dot import dot
 
 FIRST = 5  # basis vectors (and as many z_j) made at set-up, as PETSc's GMRES preallocates a first chunk; the rest as
-# iterations reach them. Newton's steps take 1 to 5 iterations each on tools/nonlinear_bench.py's plate
+# iterations reach them. Newton's steps take 1 to 5 iterations each on tools/nonlinear_bench.py's plate. On a GPU
+# one: its memory is what limits the grid (a field at 16384^2 is 2.15 GB), and CuPy's pool hands out the rest quickly
 
 
 class Gmres:
@@ -34,7 +35,8 @@ class Gmres:
         self.new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
         self.basis, self.zs = [], []  # v_j and z_j = P v_j, made as the iterations reach them
         self.w, self.r = self.new(), self.new()
-        for k in range(min(FIRST, restart)):  # the first ones now (zeros() takes their pages at set-up)
+        first = 1 if getattr(backend, "on_gpu", False) else FIRST
+        for k in range(min(first, restart)):  # the first ones now (zeros() takes their pages at set-up)
             self._field(self.basis, k)
             self._field(self.zs, k)
 

@@ -214,13 +214,20 @@ class Operator:
             self._by_rows(shape[0], lambda lo, hi, a=a: a[lo:hi].fill(0.0))
         return pair
 
-    def kappa(self, u_box, into=None):
+    def kappa(self, u_box, into=None, part=None):
         """(kappa, kappa') on the one-layer box: k(u) / k_ref of each point's law (1 and 0 for constant k). into: a
         pair from kappa_buffers to write them in (one law on the host: the terms by row blocks, on the backend's
-        threads; the same bits)."""
+        threads; the same bits); part: a (rows, columns) pair of slices of the box, kappa there alone."""
         xp = self.xp
         if not self.laws:
             return None, None
+        if part is not None:  # the same terms as below, point by point
+            if self.single is not None:
+                law, kref = self.single
+                k, dk = law.evaluate(u_box[part], xp)
+                return k / kref, dk / kref
+            return self._kappa_points(u_box[part], self.code[part], inert=None if self.inert is None
+                                      else self.inert[part])
         if self.single is not None:  # (what the selection below gives where every code is 1)
             law, kref = self.single
             if into is not None:
@@ -319,10 +326,10 @@ class Operator:
             v = (v - self.shift * uo) + self.extra
         out[r0:r1, c0:c1] = v
         for f in self.films:
-            q, _, _ = self._film(f, u, kap, None, jacobian=False)
+            q, _, _ = self._film(f, u, jacobian=False)
             out[f.rows, f.cols] = out[f.rows, f.cols] - f.w * q
 
-    def _film(self, f, u, kap, dkap, jacobian: bool):
+    def _film(self, f, u, jacobian: bool):
         """(Q, dQ/du, radiated) at a film's points. On a GPU the wall temperatures are solved on the host (numpy, the
         same expressions, so the bits of the numpy backend): a film is a line of points, and its bracketed Newton
         iterations as CuPy kernels were launches of a few thousand values each, some 30 an iteration with a
@@ -336,11 +343,11 @@ class Operator:
         out = film_mod.wall_flux(h, self.xp.asnumpy(uf), at, np, jacobian)
         return tuple(None if a is None else self.xp.asarray(a) for a in out)
 
-    def _face_loss(self, uo):
-        """The faces' radiation per unit volume at the owned points (0 where not plate)."""
+    def _face_loss(self, uo, rows=slice(None)):
+        """The faces' radiation per unit volume at the owned points (0 where not plate); rows: uo's rows of them."""
         theta = uo + self.offset
         t2 = theta * theta
-        return self.xp.where(self.free, self.face_e * (t2 * t2 - self.face_ts4), 0.0)
+        return self.xp.where(self.free[rows], self.face_e * (t2 * t2 - self.face_ts4), 0.0)
 
     def _face_slope(self, uo):
         theta = uo + self.offset
@@ -354,8 +361,9 @@ class Operator:
         kap, dkap = self._kappa_points(0.5 * (uo + self.t_g), self.code[1:-1, 1:-1])
         return self.xp.where(self.free, kap, 1.0), self.xp.where(self.free, dkap, 0.0)  # (held points: no link)
 
-    def _kappa_points(self, t, code, xp=None):
-        """(kappa, kappa') of the laws `code` (1-D) at temperatures t (1-D); xp: the arrays' module (the operator's)."""
+    def _kappa_points(self, t, code, xp=None, inert=None):
+        """(kappa, kappa') of the laws `code` at temperatures t (arrays of one shape); xp: the arrays' module (the
+        operator's); inert: where kappa is 1 and kappa' 0 (held and inactive points)."""
         xp = self.xp if xp is None else xp
         kap, dkap = xp.ones(t.shape, dtype=self.dtype), xp.zeros(t.shape, dtype=self.dtype)
         for m, (law, kref) in enumerate(zip(self.laws, self.kref)):
@@ -363,6 +371,8 @@ class Operator:
             mine = code == m + 1
             kap = xp.where(mine, k / kref, kap)
             dkap = xp.where(mine, dk / kref, dkap)
+        if inert is not None:
+            kap, dkap = xp.where(inert, 1.0, kap), xp.where(inert, 0.0, dkap)
         return kap, dkap
 
     # the Jacobian ---------------------------------------------------------------------------------------------
@@ -398,7 +408,7 @@ class Operator:
             d = xp.array(xp.broadcast_to(d, uo.shape), dtype=self.dtype)
         r0, c0 = self.owned[0], self.owned[2]
         for f in self.films:
-            _, dq, _ = self._film(f, u, kap, dkap, jacobian)
+            _, dq, _ = self._film(f, u, jacobian)
             i, j = f.rows - r0, f.cols - c0
             d[i, j] = d[i, j] + f.w * dq
         if fused is None:
@@ -556,7 +566,7 @@ class Operator:
         big = be.max_abs(u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * (float(faces) * kmax + float(xp.max(self.sigma0)))
         big += be.max_abs(self.g0, (0, r1 - r0, 0, c1 - c0))  # (owned points: the box's corners hold no point)
         for f in self.films:
-            q, _, _ = self._film(f, u, kap, None, jacobian=False)
+            q, _, _ = self._film(f, u, jacobian=False)
             big = max(big, float(xp.max(xp.abs(f.w * q))) if q.size else 0.0)
         return big
 
@@ -567,25 +577,24 @@ class Operator:
         conduction, a film's loss with its radiated part), the faces' sink, each rim, the sources."""
         xp, (r0, r1, c0, c1) = self.xp, self.owned
         u_box = u[self.box]
-        kap, _ = self.kappa(u_box)
-        (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
         out, radiated = {}, {}
         for side in SIDES:
             spec = getattr(self.case.boundary, side)
             if self.block.neighbours[BLOCK_SIDE[side]] is not None or spec.kind != "dirichlet":
                 continue
+            k = self._wall_faces(side, u_box)
             if side == "bottom":
-                flux = -(ky[0, :] * (u_box[1, 1:-1] - u_box[0, 1:-1]))
+                flux = -(k * (u_box[1, 1:-1] - u_box[0, 1:-1]))
             elif side == "top":
-                flux = ky[-1, :] * (u_box[-1, 1:-1] - u_box[-2, 1:-1])
+                flux = k * (u_box[-1, 1:-1] - u_box[-2, 1:-1])
             elif side == "left":
-                flux = -(kx[:, 0] * (u_box[1:-1, 1] - u_box[1:-1, 0]))
+                flux = -(k * (u_box[1:-1, 1] - u_box[1:-1, 0]))
             else:
-                flux = kx[:, -1] * (u_box[1:-1, -1] - u_box[1:-1, -2])
+                flux = k * (u_box[1:-1, -1] - u_box[1:-1, -2])
             out[side] = float(xp.sum(flux))
         rims = {}
         for f in self.films:
-            q, _, rad = self._film(f, u, kap, None, jacobian=False)
+            q, _, rad = self._film(f, u, jacobian=False)
             target = out if f.label in SIDES else rims
             target[f.label] = target.get(f.label, 0.0) - float(xp.sum(f.w * q))
             if rad is not None:
@@ -605,8 +614,34 @@ class Operator:
             scale = kp if link else 1.0
             rims[label] = rims.get(label, 0.0) + float(np.sum(np.where(self.held_host, 0.0, scale * (f - d * host_u))))
         if self.face_e:
-            radiated["faces"] = -float(xp.sum(self._face_loss(uo)))
+            radiated["faces"] = -self._face_total(uo)
         return {"sides": out, "rims": rims, "radiated": radiated}
+
+    # (rates: the walls' lines alone, so that the balance makes no whole-field temporaries: on a GPU its memory is
+    # what limits the grid)
+    def _wall_faces(self, side: str, u_box):
+        """K of the faces between a Dirichlet side's wall and the first line of points (the terms of _faces, point
+        by point, on the two lines alone)."""
+        r0, r1, c0, c1 = self.owned
+        line, pair = {"bottom": (self.grid.w.ay[r0 - 1, c0:c1], (slice(0, 2), slice(1, -1))),
+                      "top": (self.grid.w.ay[r1 - 1, c0:c1], (slice(-2, None), slice(1, -1))),
+                      "left": (self.grid.w.ax[r0:r1, c0 - 1], (slice(1, -1), slice(0, 2))),
+                      "right": (self.grid.w.ax[r0:r1, c1 - 1], (slice(1, -1), slice(-2, None)))}[side]
+        kap, _ = self.kappa(u_box, part=pair)
+        if kap is None:
+            return line
+        a, b = (kap[0, :], kap[1, :]) if side in ("bottom", "top") else (kap[:, 0], kap[:, 1])
+        s = a + b
+        return line * ((2.0 * a * b) / s)
+
+    def _face_total(self, uo) -> float:
+        """The faces' radiation summed over the owned points: on a GPU by blocks of rows (no whole-field temporaries)."""
+        xp = self.xp
+        if xp is np:
+            return float(xp.sum(self._face_loss(uo)))
+        step = max(1, (1 << 22) // max(uo.shape[1], 1))
+        return sum(float(xp.sum(self._face_loss(uo[a:a + step], slice(a, a + step))))
+                   for a in range(0, uo.shape[0], step))
 
 
 def _plain(case) -> bool:
