@@ -52,3 +52,21 @@ def test_newton_time_steps_on_the_gpu_match_numpy(tmp_path):
     u_gpu, rec = run(case(tmp_path, "steps", "cupy", **heat))
     assert not rec["solver"]["unconverged_steps"], rec["solver"]["ended"]
     assert np.abs(u_gpu - u_cpu).max() <= 1e-10 * np.abs(u_cpu).max()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_fused_power_law_gives_the_bits_of_cupys_expressions(dtype):
+    """solver.backends.cupy_nl.power (one pass) against Law.evaluate's CuPy expressions and the division by k_ref, on
+    a view of a padded field (a row pitch other than its width), temperatures in degC from 20 to 900."""
+    import cupy as cp
+
+    from solver.backends.cupy_nl import CupyNonlinear
+    from solver.core.conductivity import Law
+
+    law, kref = Law("power", k0=148.0, t0=300.0, b=-1.3, offset=273.15), 148.0 * (573.15 / 300.0) ** -1.3
+    field = cp.asarray(np.random.default_rng(7).uniform(20.0, 900.0, (67, 131)).astype(dtype))
+    u = field[3:-2, 5:-7]
+    kap, dkap = CupyNonlinear(cp, dtype).power(u, law, kref)
+    k, dk = law.evaluate(u, cp)
+    assert cp.array_equal(kap, k / kref) and cp.array_equal(dkap, dk / kref)
+    assert kap.dtype == dkap.dtype == np.dtype(dtype)

@@ -19,7 +19,7 @@ from test_mg_emulated import Emulator, _compile, assert_same_bits, pitched
 from solver.backends import cupy_nl, numba_nl
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
-ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide",
+ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide", "nl_power",
            "nl_across_rows", "nl_across_cols")
 N, M, R0, C0 = 13, 37, 2, 3  # an owned block that is no multiple of the 32 x 8 blocks, inside a padded field
 PADDED = (N + 4, M + 5)
@@ -116,6 +116,23 @@ def test_quotient_trial_lowest_and_divide_equal_numba_nl_bitwise(nl):
     nl.divide(got, x, k, R0, C0)
     numba_nl.divide(want, x, k, R0, C0)
     assert_same_bits(got, want, "divide")
+
+
+def test_power_law_equals_the_laws_numpy_expressions_bitwise(nl):
+    """nl_power (kappa and kappa' of one power law in one pass) on a view of a padded field against Law.evaluate's
+    terms and the division by k_ref, with the host libm's pow (math.pow) as the emulated kernel has it: numpy's own
+    power may take a vectorised pow of other last bits (a GPU's kernel against CuPy's power: test_gpu_nonlinear)."""
+    import math
+
+    from solver.core.conductivity import Law
+
+    law, kref = Law("power", k0=148.0, t0=300.0, b=-1.3, offset=273.15), 91.5
+    u = field(np.random.default_rng(3), PADDED, 20.0, 900.0)[1:-2, 2:-1]
+    kap, dkap = nl.power(u, law, kref)
+    theta = u + law.offset
+    k = law.k0 * np.vectorize(math.pow)(theta / law.t0, law.b)
+    assert_same_bits(kap, k / kref, "kappa")
+    assert_same_bits(dkap, ((law.b * k) / theta) / kref, "kappa'")
 
 
 def test_every_variant_compiles(nl):

@@ -59,6 +59,19 @@ class CupyNonlinear:
                                 _pitch(g0), sigma0, _pitch(sigma0), d, _pitch(d), np.int32(n), np.int32(m),
                                 np.int32(r0), np.int32(c0)))
 
+    def power(self, u, law, kref, out=None):
+        """(kappa, kappa') of one power law `law` (solver.core.conductivity.Law) at u (a 2-D array or a view of one
+        with unit column stride) in one pass, into `out` (a pair of contiguous arrays of u's shape) or new arrays: the
+        terms of Law.evaluate and the division by kref, so the bits of the CuPy expressions."""
+        n, m = u.shape
+        kap, dkap = out if out is not None else (self.cp.empty((n, m), dtype=self.dtype) for _ in range(2))
+        assert kap.shape == (n, m) and kap.flags.c_contiguous and dkap.flags.c_contiguous
+        t = self.dtype.type
+        self._launch(self._fn("nl_power"), n, m, (kap, dkap, _pitch(kap), u, _pitch(u), t(law.offset), t(law.t0),
+                                                  t(law.b), t(law.k0), t(kref), np.int32(n), np.int32(m),
+                                                  np.int32(0), np.int32(0)))
+        return kap, dkap
+
     def faces(self, kx, ex_a, ex_b, ky, ny_a, ny_b, kap, dkap, u, ax, ay, r0, c0) -> None:
         n, m = kx.shape[0], ky.shape[1]
         ab = ex_a is not None

@@ -238,6 +238,9 @@ class Operator:
                 self._by_rows(kap.shape[0], lambda a, b: law.factors_into(u_box[a:b], kref, kap[a:b], dkap[a:b],
                                                                           tmp[a:b]))
                 return kap, dkap
+            fused = self.backend.nonlinear_kernels(self.owned) if xp is not np and law.kind == "power" else None
+            if fused is not None:  # one pass on the GPU, no temporary a term (the same bits)
+                return fused.power(u_box, law, kref)
             k, dk = law.evaluate(u_box, xp)
             return k / kref, dk / kref
         kap = xp.ones(u_box.shape, dtype=self.dtype)
@@ -306,10 +309,10 @@ class Operator:
         kap, dkap = self.kappa(u_box, into)
         self.last_kappa = (kap, dkap)  # (a Newton iteration linearises at the u whose residual it has: no second pow)
         uo = u_box[1:-1, 1:-1]
-        fused = self.backend.nonlinear_kernels(self.owned)
+        fused, in_place = self.backend.nonlinear_kernels(self.owned), None
         if fused is not None:  # the same terms in one sweep (solver.backends.numba_nl.residual)
             fused.residual(out, u, kap, self.grid.w.ax, self.grid.w.ay, self.g0, self.sigma0, self.d_lin, r0, c0)
-            v = out[r0:r1, c0:c1]
+            v = in_place = out[r0:r1, c0:c1]
         else:
             (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
             fe = kx * (u_box[1:-1, 1:] - u_box[1:-1, :-1])
@@ -324,7 +327,8 @@ class Operator:
             v = v - self._face_loss(uo)
         if self.shift is not None:  # an implicit step's -s u + b (solver.nonlinear.newton.time_step)
             v = (v - self.shift * uo) + self.extra
-        out[r0:r1, c0:c1] = v
+        if v is not in_place:  # (the fused sweep wrote out's block and no term followed: no copy onto itself)
+            out[r0:r1, c0:c1] = v
         for f in self.films:
             q, _, _ = self._film(f, u, jacobian=False)
             out[f.rows, f.cols] = out[f.rows, f.cols] - f.w * q

@@ -10,6 +10,7 @@
 // the GPU's memory ordering, and a real GPU run is still the test that counts.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <barrier>
 #include <cstring>
@@ -105,3 +106,4 @@ template <typename T> inline T atomicMax(T* p, T v) {
 }
 using std::min;
 using std::max;
+using std::pow;  // (nl.cu's power law: the host libm's pow, where the GPU has its own)

@@ -162,3 +162,16 @@ extern "C" __global__ void nl_across_cols(double* out, const double* k, const lo
         acc = acc + w[(long long)jc * taps + t] * k[(long long)i * c + cols[(long long)jc * taps + t]];
     out[(long long)i * m + jc] = acc / wsum[jc];
 }
+
+// kappa and kappa' of one power law on an n x m box of u from (r0, c0) (solver.core.conductivity.Law.evaluate, then
+// the operator's division by k_ref, term by term): theta = u + offset, k = k0 (theta / t0)^b, kap = k / kref,
+// dkap = ((b k) / theta) / kref. pow is CuPy's power's (the same bits as its array expression), in one pass.
+extern "C" __global__ void nl_power(REAL* kap, REAL* dkap, long long pk, const REAL* u, long long pu, REAL offset,
+                                    REAL t0, REAL b, REAL k0, REAL kref, int n, int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    REAL theta = AT(u, pu, r0 + i, c0 + j) + offset;
+    REAL k = k0 * pow(theta / t0, b);
+    AT(kap, pk, i, j) = k / kref;
+    AT(dkap, pk, i, j) = ((b * k) / theta) / kref;
+}
