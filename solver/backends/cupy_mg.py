@@ -164,16 +164,22 @@ def sweeps_spec(out, u, g, sweeps, region, r=None, w=None, word=None, prolong=No
 
 
 def _faces(w):
-    """(ax, ay, their pitch) of weights with coefficient fields (both fields share one pitch, as sg does)."""
+    """(ax, ay, their pitch) of weights with coefficient fields (both fields share one pitch, as sg does); null
+    pointers for ax and ay where every face along an axis holds one value (w.uniform: _sigma passes the two numbers)."""
     pa = _pitch(w.ax)
     assert _pitch(w.ay) == pa and w.ax.dtype == w.ay.dtype, "ax and ay share one layout"
     assert w.sg is None or _pitch(w.sg) == pa, "sg shares the faces' layout"
+    if w.uniform is not None:
+        return np.uint64(0), np.uint64(0), pa
     return w.ax, w.ay, pa
 
 
 def _sigma(w):
-    """The diagonal's part beside the faces: (the number, the field or a null pointer)."""
-    return w.ax.dtype.type(w.sigma), _optional(w.sg)[0]
+    """The diagonal's part beside the faces: (the number, the field or a null pointer), then the uniform faces' two
+    numbers (zeros where the faces are fields)."""
+    t = w.ax.dtype.type
+    ux, uy = w.uniform if w.uniform is not None else (0.0, 0.0)
+    return t(w.sigma), _optional(w.sg)[0], t(ux), t(uy)
 
 
 def vsmooth_spec(out, u, g, w, om, region):

@@ -215,6 +215,25 @@ mg_max_abs(rbits* __restrict__ out, const real* __restrict__ a, const idx pitch_
     warp_max_to(out, m);
 }
 
+// A point's four face coefficients for the coefficient-field kernels (mg_vsmooth, mg_vresidual, mg_vresidual_max): read
+// from ax and ay at offset k (the point's; pitch_a their row pitch), or, where ax is null, the numbers ux along x and
+// uy along y (faces that hold one value each: Weights.uniform, two fields fewer to read; the same values, so the
+// same bits).
+__device__ __forceinline__ void faces_at(real& aw, real& ae, real& as_, real& an, const real* __restrict__ ax,
+                                         const real* __restrict__ ay, const idx k, const idx pitch_a, const real ux,
+                                         const real uy)
+{
+    if (ax) {
+        aw = ax[k - 1];
+        ae = ax[k];
+        as_ = ay[k - pitch_a];
+        an = ay[k];
+    } else {
+        aw = ae = ux;
+        as_ = an = uy;
+    }
+}
+
 // The stop test's one pass (issue 35): v = g - A u as mg_residual computes it (mg_vresidual with coefficient fields),
 // stored in r where r is not null, and *out = max(*out, largest |v| over the region) as mg_max_abs folds it (NaN
 // counts as +inf; zero *out first): the same value as mg_residual followed by mg_max_abs, without reading r back
@@ -249,15 +268,14 @@ extern "C" __global__ void __launch_bounds__(MG_THREADS)
 mg_vresidual_max(rbits* __restrict__ out, real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g,
                  const real* __restrict__ ax, const real* __restrict__ ay, const idx pitch_r, const idx pitch_u,
                  const idx pitch_g, const idx pitch_a, const int r0, const int r1, const int c0, const int c1,
-                 const real sigma, const real* __restrict__ sg)
+                 const real sigma, const real* __restrict__ sg, const real ux, const real uy)
 {
     real m = real(0);
     for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
         for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
             const real* p = u + i * pitch_u + j;
-            const real* a = ax + i * pitch_a + j;
-            const real* b = ay + i * pitch_a + j;
-            const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+            real aw, ae, as_, an;
+            faces_at(aw, ae, as_, an, ax, ay, i * pitch_a + j, pitch_a, ux, uy);
             real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
             if (g) v = v + g[i * pitch_g + j];
             v = v - ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))) * p[0];
@@ -551,15 +569,14 @@ extern "C" __global__ void MG_POINT_BOUNDS
 mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
            const real* __restrict__ ay, const idx pitch_out, const idx pitch_u, const idx pitch_g, const idx pitch_a,
            const int r0, const int r1, const int c0, const int c1, const real wc, const real om, const real sigma,
-           const real* __restrict__ sg)
+           const real* __restrict__ sg, const real ux, const real uy)
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const real* p = u + i * pitch_u + j;
-        const real* a = ax + i * pitch_a + j;
-        const real* b = ay + i * pitch_a + j;
-        const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+        real aw, ae, as_, an;
+        faces_at(aw, ae, as_, an, ax, ay, i * pitch_a + j, pitch_a, ux, uy);
         real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
         if (g) v = v + g[i * pitch_g + j];
         out[i * pitch_out + j] = wc * p[0] + om * (v / ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))));
@@ -570,15 +587,15 @@ mg_vsmooth(real* __restrict__ out, const real* __restrict__ u, const real* __res
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_vresidual(real* __restrict__ r, const real* __restrict__ u, const real* __restrict__ g, const real* __restrict__ ax,
              const real* __restrict__ ay, const idx pitch_r, const idx pitch_u, const idx pitch_g, const idx pitch_a,
-             const int r0, const int r1, const int c0, const int c1, const real sigma, const real* __restrict__ sg)
+             const int r0, const int r1, const int c0, const int c1, const real sigma, const real* __restrict__ sg,
+             const real ux, const real uy)
 {
     const int j = column_of(c0, c1);
     if (j < 0) return;
     for (int i = first_row(r0); i < r1; i += row_step()) {
         const real* p = u + i * pitch_u + j;
-        const real* a = ax + i * pitch_a + j;
-        const real* b = ay + i * pitch_a + j;
-        const real aw = a[-1], ae = a[0], as_ = b[-pitch_a], an = b[0];
+        real aw, ae, as_, an;
+        faces_at(aw, ae, as_, an, ax, ay, i * pitch_a + j, pitch_a, ux, uy);
         real v = (aw * p[-1] + ae * p[1]) + (as_ * p[-pitch_u] + an * p[pitch_u]);
         if (g) v = v + g[i * pitch_g + j];
         r[i * pitch_r + j] = v - ((sg ? sg[i * pitch_a + j] : sigma) + ((aw + ae) + (as_ + an))) * p[0];
