@@ -9,8 +9,7 @@ without computing it. A restart (after `restart` iterations) forms x and starts 
 x is formed as the flexible variant does (Saad's algorithm 9.6): each z_j = P v_j is kept, x = x_0 + Z y, instead of
 applying P once more to V y. That costs a field per iteration and saves a multigrid cycle per linear solve, a third
 of all cycles where Newton's steps take one or two iterations each (tools/nonlinear_bench.py). The fields (the basis
-and the z_j) beyond the first FIRST are made when an iteration first needs them (restart 20: 42 fields at most); on a
-GPU all of them, and they are given back after each solve.
+and the z_j) beyond the first FIRST are made when an iteration first needs them (restart 20: 42 fields at most).
 
 The basis vectors are fields of the finest level's layout; the dot products are reduced with the same bits on every
 rank count (solver.multigrid.dot), and the small Hessenberg problem is solved in Python floats, the same on every rank,
@@ -26,7 +25,7 @@ from ..multigrid.dot import dot
 
 FIRST = 5  # basis vectors (and as many z_j) made at set-up, as PETSc's GMRES preallocates a first chunk; the rest as
 # iterations reach them. Newton's steps take 1 to 5 iterations each on tools/nonlinear_bench.py's plate. On a GPU
-# none: its memory is what limits the grid (a field at 16384^2 is 2.15 GB), so its fields live only during a solve
+# one: its memory is what limits the grid (a field at 16384^2 is 2.15 GB), and CuPy's pool hands out the rest quickly
 
 
 class Gmres:
@@ -35,24 +34,11 @@ class Gmres:
         self.t = dtype.type
         self.new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
         self.basis, self.zs = [], []  # v_j and z_j = P v_j, made as the iterations reach them
-        self.w = self.r = None
-        self.release = getattr(backend, "on_gpu", False)  # a GPU gives its fields back after each solve (below)
-        self._made()
-        if not self.release:
-            for k in range(min(FIRST, restart)):  # the first ones now (zeros() takes their pages at set-up)
-                self._field(self.basis, k)
-                self._field(self.zs, k)
-
-    def _made(self) -> None:
-        if self.w is None:
-            self.w, self.r = self.new(), self.new()
-
-    def _given_back(self) -> None:
-        """On a GPU, after a solve: the basis, the z_j, w and r go back to CuPy's pool, whose blocks the residual's and
-        the line search's arrays then reuse (measured at 8192^2: the solve's peak was the residual's kappa beside GMRES's
-        ten kept fields), and the next solve takes them again (a memset a field, about 0.2 ms at 8192^2)."""
-        if self.release:
-            self.basis, self.zs, self.w, self.r = [], [], None, None
+        self.w, self.r = self.new(), self.new()
+        first = 1 if getattr(backend, "on_gpu", False) else FIRST
+        for k in range(min(first, restart)):  # the first ones now (zeros() takes their pages at set-up)
+            self._field(self.basis, k)
+            self._field(self.zs, k)
 
     def _field(self, fields: list, k: int):
         while len(fields) <= k:
@@ -71,13 +57,6 @@ class Gmres:
         """x (cleared first) with |b - A x|_2 <= rtol |b|_2, in at most `most` iterations. apply(out, v): out = A v;
         precondition(out, r): out = P r; norm_b: |b|_2 where the caller has it. Returns (iterations,
         |b - A x|_2 / |b|_2 reached: the Givens estimate at each restart's end replaced by the true residual)."""
-        try:
-            self._made()
-            return self._solve(x, b, apply, precondition, rtol, most, timer, norm_b)
-        finally:
-            self._given_back()
-
-    def _solve(self, x, b, apply, precondition, rtol: float, most: int, timer, norm_b) -> tuple[int, float]:
         be = self.be
         be.timed(timer, lambda: be.clear(x))
         if norm_b is None:
