@@ -13,7 +13,7 @@ JSON line per run and a table at the end.
         warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (213 s a run on the 2-core VM for the fixed
         steps alone; --no-reference times it without errors, --quick leaves out the solves to 1e-6, --backend cupy
         runs it on a GPU). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
-    python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5]
+    python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5] [--every 1 10]
         explicit steps (numba) with ten probes (six points, a max, a min, a mean, a side's heat flow) sampled every
         step and every 10 steps against none: ms per step of the timed loop (median of --repeats, the runs
         alternating), and the probes' own ms per sample (their seconds in the record). Sampling every step also
@@ -116,8 +116,8 @@ PROBES = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.08 * k, 0.37]} for k
 
 
 def probes(args) -> None:
-    """ms per step of the timed loop (its wall time over its steps, the probes' output included) with no probes,
-    ten probes every step and every 10 steps, runs alternating; and the probes' own seconds per sample."""
+    """ms per step of the timed loop (its wall time over its steps, the probes' output included) with no probes and
+    ten probes every --every steps (1 and 10 unless given), runs alternating; and the probes' own seconds per sample."""
     from solver import api
 
     out = Path(tempfile.mkdtemp(prefix="time_bench_probes_"))
@@ -125,7 +125,7 @@ def probes(args) -> None:
             "boundary": {"top": 1.0}, "run": {"steps": args.steps, "check_every": 100, "warmup": 10},
             "backend": {"name": "numba"}, "output": {"dir": str(out), "vtk": False, "fields": False}}
     variants = {"none": base}
-    for every in (1, 10):
+    for every in args.every:
         variants[f"ten probes every {every} step(s)"] = {**base, "output": {**base["output"], "probes": PROBES,
                                                                           "probe_every": every}}
     times = {k: [] for k in variants}
@@ -165,6 +165,7 @@ def main() -> None:
     b.add_argument("--n", type=int, default=1024)
     b.add_argument("--steps", type=int, default=400)
     b.add_argument("--repeats", type=int, default=5)
+    b.add_argument("--every", type=int, nargs="+", default=[1, 10], help="probe_every values to time")
     args = ap.parse_args()
     implicit(args) if args.part == "implicit" else probes(args)
 
