@@ -114,9 +114,12 @@ class Plan:
             self.end, self.events, self.steps = float(case.run.steps or 0), [], case.run.steps  # (Newton's linear
             # case is a laplace case that keeps the heat case's run section: no count there)
             self._off, self._pos, self._short, self._snapped, self._marks = [], [], set(), {}, {}
+            self._times, self._seen = [], []
             return
         self.end = end_time(case)
         self.events = case_events(case, self.end)
+        self._times = [e.t for e in self.events]  # (sorted: adaptive steps look events up by bisection)
+        self._seen = [e.t for e in self.events if set(e.kinds) & set(SEEN)]
         self.steps = None
         if not self.adaptive:
             self._grid()
@@ -216,10 +219,10 @@ class Plan:
     # adaptive steps ----------------------------------------------------------------------------------
     def next_event(self, t: float) -> Event:
         """The first event after t (not close to it); the end's event at the end."""
-        for e in self.events:
-            if e.t > t and not close(e.t, t):
-                return e
-        return self.events[-1]
+        i = bisect.bisect_right(self._times, t)
+        while i < len(self._times) and close(self._times[i], t):
+            i += 1
+        return self.events[i] if i < len(self.events) else self.events[-1]
 
     def horizon(self, t: float) -> float:
         """How long from t until the field is next seen (an output, a probe sample, the end; 0 if at t, and 0 where
@@ -228,15 +231,16 @@ class Plan:
         out = self.case.output
         if out.every is not None or (out.probes and out.probe_interval is None):
             return 0.0
-        for e in self.events:
-            if (e.t > t or close(e.t, t)) and set(e.kinds) & set(SEEN):
-                return max(e.t - t, 0.0)
-        return 0.0
+        j = bisect.bisect_left(self._seen, t)
+        if j > 0 and close(self._seen[j - 1], t):
+            return 0.0
+        return self._seen[j] - t if j < len(self._seen) else 0.0
 
     def event_at(self, t: float) -> Event | None:
-        for e in self.events:
-            if close(e.t, t):
-                return e
+        i = bisect.bisect_left(self._times, t)
+        for k in (i - 1, i):
+            if 0 <= k < len(self.events) and close(self._times[k], t):
+                return self.events[k]
         return None
 
     def due(self, kind: str, step: int, t: float) -> bool:
