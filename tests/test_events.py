@@ -83,7 +83,10 @@ def test_the_horizon_runs_to_the_next_time_the_field_is_seen():
     assert Plan(case(adaptive, {"scheme": "backward-euler"}, {**probes, "probe_interval": 0.025})).horizon(0.03) \
         == pytest.approx(0.02)
     assert Plan(case(adaptive, {"scheme": "backward-euler"}, probes)).horizon(0.03) == 0.0  # sampled every step
-    assert Plan(case(adaptive, {"scheme": "backward-euler"}, {"every": 5})).horizon(0.03) == 0.0
+    counted = case(adaptive, {"scheme": "backward-euler"}, {"every": 5})
+    assert Plan(counted).horizon(0.03) == 0.0
+    assert any(n.startswith("note: output.every:") for n in counted.notes())  # validate and run say so
+    assert not any("output.every" in n for n in case(adaptive, {"scheme": "backward-euler"}, probes).notes())
 
 
 def test_validate_prints_dt_steps_and_t_end_together(tmp_path):

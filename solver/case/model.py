@@ -220,7 +220,16 @@ class Case(Section):
                     out.append(f"note: material {name}: {what} = {si:.4g} {unit} is outside what solids have ({lo:g} to "
                                f"{hi:g}); plain numbers are in the case's units ({system.unit(dim)}): give the value "
                                f"with its unit, e.g. '{what}: \"{'401 W/(m K)' if what == 'k' else '3.4e6 J/(m^3 K)'}\"'")
-        return out + (self._h_notes(system) if self.physics.material is not None else [])
+        return out + (self._h_notes(system) if self.physics.material is not None else []) + self._step_notes()
+
+    def _step_notes(self) -> list[str]:
+        """A note where snapshots by step count make adaptive steps keep every step's error small (any step may be a
+        snapshot: solver.core.events.seen_every_step)."""
+        if self.run.time_tolerance is None or self.output.every is None:
+            return []
+        return ["note: output.every: with adaptive steps any step may be a snapshot, so each step's error is judged "
+                "where it arises and the steps stay short; output.times or output.interval let them grow between "
+                "snapshots (docs/output.md)"]
 
     def _h_notes(self, system) -> list[str]:
         """Notes for transfer coefficients (faces, convective sides and rims) unlike any convection: a plain h of 10

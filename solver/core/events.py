@@ -100,6 +100,17 @@ def table_times(case) -> list[float]:
     return sorted(times)
 
 
+def seen_every_step(case) -> str | None:
+    """The output field that makes any step's field one the user may see (snapshots or probe samples by step
+    count), or None: adaptive steps then judge each step's error where it arises (Plan.horizon)."""
+    out = case.output
+    if out.every is not None:
+        return "output.every"
+    if out.probes and out.probe_interval is None:
+        return "output.probes without output.probe_interval"
+    return None
+
+
 class Plan:
     """The events of a heat case and its steps (module docstring). Laplace: iterations, each a "step" of length 1."""
 
@@ -228,8 +239,7 @@ class Plan:
         """How long from t until the field is next seen (an output, a probe sample, the end; 0 if at t, and 0 where
         snapshots or probe samples come by step count): an adaptive step's error is judged as it will stand then
         (solver.multigrid.adaptive)."""
-        out = self.case.output
-        if out.every is not None or (out.probes and out.probe_interval is None):
+        if seen_every_step(self.case):
             return 0.0
         j = bisect.bisect_left(self._seen, t)
         if j > 0 and close(self._seen[j - 1], t):
