@@ -36,13 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-BACKEND = {"name": "numba"}  # the case's; --backend sets it
-
-
-def implicit_case(n: int, out: Path, **run) -> dict:
+def implicit_case(n: int, out: Path, backend: str = "numba", **run) -> dict:
     data = yaml.safe_load((ROOT / "cases" / "heat_implicit.yaml").read_text())
     data["grid"] = {"nx": n, "ny": n}
-    data["backend"] = dict(BACKEND)
+    data["backend"] = {"name": backend}
     data["initial"]["cell"] = max(1, round(128 * n / 4096))
     data["run"] = {"tolerance": 1e-6, **run}
     data["output"] = {"dir": str(out), "vtk": False, "fields": False}
@@ -68,21 +65,20 @@ def one(data: dict, repeats: int = 1) -> dict:
 def implicit(args) -> None:
     out = Path(args.out or tempfile.mkdtemp(prefix="time_bench_"))
     out.mkdir(parents=True, exist_ok=True)
-    n, rows = args.n, []
-    BACKEND["name"] = args.backend
-    ref = None if args.no_reference else reference(n, out, args.ref_tol)
+    n, rows, be = args.n, [], args.backend
+    ref = None if args.no_reference else reference(n, out, args.ref_tol, be)
     from solver import api
     from solver.core.initial import initial_block
     from solver.core.decomp import decompose
 
-    c = api.build_case(implicit_case(n, out / "i", steps=1))
+    c = api.build_case(implicit_case(n, out / "i", be, steps=1))
     np.save(out / f"initial_{n}.npy", initial_block(c, decompose(c.shape, (1, 1), 0)))
-    runs = [("backward Euler, 200 steps of 5e-4 (today)", implicit_case(n, out / "be", steps=200))]
-    runs += [(f"adaptive, time_tolerance {tol:g}, solves to 1e-6", implicit_case(n, out / f"a{tol:g}", t_end=0.1,
+    runs = [("backward Euler, 200 steps of 5e-4 (today)", implicit_case(n, out / "be", be, steps=200))]
+    runs += [(f"adaptive, time_tolerance {tol:g}, solves to 1e-6", implicit_case(n, out / f"a{tol:g}", be, t_end=0.1,
                                                                               time_tolerance=tol))
              for tol in ([] if args.quick else args.tols)]
     runs += [(f"adaptive, time_tolerance {tol:g}, solves to 0.1 x it (run.tolerance null)",
-              implicit_case(n, out / f"d{tol:g}", t_end=0.1, time_tolerance=tol, tolerance=None))
+              implicit_case(n, out / f"d{tol:g}", be, t_end=0.1, time_tolerance=tol, tolerance=None))
              for tol in args.tols]
     for label, data in runs:
         r = one(data, args.repeats)
@@ -97,10 +93,10 @@ def implicit(args) -> None:
         print(f"| {r['run']} | {error} | {r['solves']} | {r['cycles']} | {r['solve_seconds']:.2f} |")
 
 
-def reference(n: int, out: Path, tol: float):
+def reference(n: int, out: Path, tol: float, backend: str):
     """The fine reference (adaptive at `tol`, solves to 1e-10), checked against a run at ten times its tolerance."""
-    ref = one(implicit_case(n, out / "ref", t_end=0.1, time_tolerance=tol, tolerance=1e-10))["field"]
-    check = one(implicit_case(n, out / "check", t_end=0.1, time_tolerance=tol * 10, tolerance=1e-10))["field"]
+    ref = one(implicit_case(n, out / "ref", backend, t_end=0.1, time_tolerance=tol, tolerance=1e-10))["field"]
+    check = one(implicit_case(n, out / "check", backend, t_end=0.1, time_tolerance=tol * 10, tolerance=1e-10))["field"]
     note = {"reference": f"adaptive TR-BDF2, time_tolerance {tol:g}, solves to 1e-10",
             "against ten times its tolerance": float(np.abs(check - ref).max() / np.abs(ref).max())}
     print(json.dumps(note), flush=True)

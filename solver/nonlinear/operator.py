@@ -221,38 +221,23 @@ class Operator:
         xp = self.xp
         if not self.laws:
             return None, None
-        if part is not None:  # the same terms as below, point by point
-            if self.single is not None:
-                law, kref = self.single
-                k, dk = law.evaluate(u_box[part], xp)
-                return k / kref, dk / kref
-            return self._kappa_points(u_box[part], self.code[part], inert=None if self.inert is None
-                                      else self.inert[part])
-        if self.single is not None:  # (what the selection below gives where every code is 1)
-            law, kref = self.single
-            if into is not None:
-                kap, dkap = into
-                if self.scratch is None:
-                    self.scratch = np.empty_like(kap)
-                tmp = self.scratch
-                self._by_rows(kap.shape[0], lambda a, b: law.factors_into(u_box[a:b], kref, kap[a:b], dkap[a:b],
-                                                                          tmp[a:b]))
-                return kap, dkap
-            fused = self.backend.nonlinear_kernels(self.owned) if xp is not np and law.kind == "power" else None
-            if fused is not None:  # one pass on the GPU, no temporary a term (the same bits)
-                return fused.power(u_box, law, kref)
-            k, dk = law.evaluate(u_box, xp)
-            return k / kref, dk / kref
-        kap = xp.ones(u_box.shape, dtype=self.dtype)
-        dkap = xp.zeros(u_box.shape, dtype=self.dtype)
-        for m, (law, kref) in enumerate(zip(self.laws, self.kref)):
-            k, dk = law.evaluate(u_box, xp)
-            mine = self.code == m + 1
-            kap = xp.where(mine, k / kref, kap)
-            dkap = xp.where(mine, dk / kref, dkap)
-        if self.inert is not None:
-            kap, dkap = xp.where(self.inert, 1.0, kap), xp.where(self.inert, 0.0, dkap)
-        return kap, dkap
+        where = (slice(None), slice(None)) if part is None else part
+        u = u_box[where]
+        if self.single is None:  # each point's law by its code, held and inactive points 1
+            return self._kappa_points(u, self.code[where], inert=None if self.inert is None else self.inert[where])
+        law, kref = self.single  # (what the selection gives where every code is 1)
+        if into is not None:
+            kap, dkap = into
+            if self.scratch is None:
+                self.scratch = np.empty_like(kap)
+            tmp = self.scratch
+            self._by_rows(kap.shape[0], lambda a, b: law.factors_into(u[a:b], kref, kap[a:b], dkap[a:b], tmp[a:b]))
+            return kap, dkap
+        fused = self.backend.nonlinear_kernels(self.owned) if xp is not np and law.kind == "power" else None
+        if fused is not None:  # one pass on the GPU, no temporary a term (the same bits)
+            return fused.power(u, law, kref)
+        k, dk = law.evaluate(u, xp)
+        return k / kref, dk / kref
 
     def _by_rows(self, rows: int, work, block: int = 16) -> None:
         """work(a, b) over rows [0, rows) in blocks of `block` rows (a block's arrays stay in cache across the terms),
