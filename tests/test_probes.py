@@ -16,6 +16,7 @@ from conftest import mpirun, needs_mpi, stencil, write_case
 
 from solver import api
 from solver.case import load_case
+from solver.core import exactsum
 from solver.core.errors import Interrupted
 from solver.io.outputs import Outputs
 from solver.run import Options, Run
@@ -80,7 +81,8 @@ def test_probes_equal_the_snapshots_read_back(tmp_path):
         disk = (x[None, :] - 0.5) ** 2 + (y[:, None] - 0.3) ** 2 <= 0.2 ** 2
         assert ds["cold"].values[k] == f[disk].min()
         disk = (x[None, :] - 0.4) ** 2 + (y[:, None] - 0.6) ** 2 <= 0.25 ** 2
-        assert ds["avg"].values[k] == float(np.sum(f[disk])) / int(disk.sum())  # numpy's sum, row-major order
+        assert ds["avg"].values[k] == exactsum.reference(f[disk])  # the order-free sum's definition, bit for bit
+        assert ds["avg"].values[k] == pytest.approx(math.fsum(f[disk]) / int(disk.sum()), rel=2e-16)
         top = float(np.sum((1.0 / dy ** 2) * (1.0 - f[-1, :]))) * (dx * dy)  # the energy balance's wall terms
         left = float(np.sum((1.0 / dx ** 2) * (0.5 - f[:, 0]))) * (dx * dy)
         assert ds["into_top"].values[k] == top and ds["into_left"].values[k] == left
@@ -152,3 +154,37 @@ def test_probe_input_errors_name_the_field(tmp_path):
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, (label, res.stderr)
         assert needles[label] in res.stderr, (label, res.stderr)
         assert not (tmp_path / "out_b").exists()
+
+
+def test_probes_sampled_inside_time_tiles_equal_the_fields(tmp_path, monkeypatch):
+    """numba's time tiles sample the steps' probes as they compute them (no batch ends there: solver.io.probes.Tap):
+    every probe the same bits as numpy's steps sampled from the field, for steps inside a tile, at a tile's end, after
+    a plain step, by count and at times; on two threads and one, with tiles of 4 and 3 steps (and shorter ones)."""
+    from solver.io import probes as probes_io
+
+    sweeps = []
+    sweep = probes_io.Tap.sweep
+    monkeypatch.setattr(probes_io.Tap, "sweep", lambda self, *a: sweeps.append(a[1]) or sweep(self, *a))
+    base = {"grid": {"nx": 37, "ny": 29}, "initial": {"kind": "random", "seed": 5},
+            "boundary": {"top": 1.0, "left": 0.5, "bottom": -0.25}, "run": {"steps": 47, "check_every": 10},
+            "output": {"vtk": False, "fields": False, "probes": PROBES + [
+                {"name": "corner", "kind": "point", "at": [0.999, 0.001]},
+                {"name": "low", "kind": "mean", "region": {"kind": "rectangle", "lower": [0.0, 0.0],
+                                                          "upper": [1.0, 0.3]}}]}}
+    runs = {"numpy": {"backend": {"name": "numpy"}},
+            "tiles of 4, 2 threads": {"backend": {"name": "numba", "threads": 2, "time_tile": 4}},
+            "tiles of 3, 1 thread": {"backend": {"name": "numba", "threads": 1, "time_tile": 3}}}
+    for how in ({"probe_every": 1}, {"probe_every": 3}, {"probe_interval": 7.3e-5}):
+        csv = {}
+        for label, extra in runs.items():
+            name = f"i{len(csv)}"
+            path = write_case(tmp_path / f"{name}.yaml", **{**base, **extra, "output": {
+                **base["output"], **how, "dir": str(tmp_path / f"out_{name}")}})
+            before = len(sweeps)
+            Run(load_case(path), options=Options(ceiling=False, quiet=True, overwrite=True)).execute()
+            assert (len(sweeps) > before) == (label != "numpy"), (label, how)  # sampled inside the sweeps
+            csv[label] = probes_csv(tmp_path / f"out_{name}")
+        steps = [int(line.split(",")[0]) for line in csv["numpy"].splitlines()[1:]]
+        assert len(steps) > 5 and steps[-1] >= 47, how  # (steps landing on probe times add steps)
+        for label in runs:
+            assert csv[label] == csv["numpy"], (label, how)

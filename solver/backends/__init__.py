@@ -110,11 +110,12 @@ class Backend:
             self.step(out, u, w, region)
         timer.add("compute", t)
 
-    def advance_timed(self, u, u_new, w, n: int, region: Region, timer, previous: bool = True):
+    def advance_timed(self, u, u_new, w, n: int, region: Region, timer, previous: bool = True, tap=None):
         """advance() timed; previous: a check follows, which needs the previous field (GPU time tiles:
-        the fused residual; numba's time tiles: a plain last step; other host backends always leave it)."""
+        the fused residual; numba's time tiles: a plain last step; other host backends always leave it); tap: see
+        advance (only where samples_inside)."""
         t = time.perf_counter()
-        u, u_new = self.advance(u, u_new, w, n, region)
+        u, u_new = self.advance(u, u_new, w, n, region, tap=tap)
         self.synchronize()
         timer.add("compute", t)
         return u, u_new
@@ -137,13 +138,21 @@ class Backend:
             u, u_new = self.advance_timed(u, u_new, w, n - done, region, timer, previous)
         return u, u_new, values
 
-    def advance(self, u, u_new, w, n: int, region: Region):
-        """n steps with no halo exchange (one process); returns (current, previous)."""
-        for _ in range(n):
+    def advance(self, u, u_new, w, n: int, region: Region, tap=None, first: int = 0):
+        """n steps with no halo exchange (one process); returns (current, previous). tap (solver.io.probes.Tap): the
+        probes of the steps it lists sampled from the field after them (step offsets counted from `first`)."""
+        for j in range(n):
             self.step(u_new, u, w, region)
             self.fill_boundary(u_new)
             u, u_new = u_new, u
+            if tap is not None and first + j + 1 in tap.offsets:
+                tap.plain(first + j + 1, self, u)
         return u, u_new
+
+    def samples_inside(self, shape) -> bool:
+        """Whether advance() samples a batch's probes inside its launches (a tap): the loop then ends no batch at
+        them. Only where that saves anything (numba's time tiles)."""
+        return False
 
     @property
     def refills(self) -> bool:

@@ -132,31 +132,41 @@ class NumbaBackend(Backend):
         between two stops are whole tiles (advance), not a tile and a few plain steps."""
         return 1 if self.refills else self._tile(max(1, (shape[0] - 2) // self.threads))
 
-    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True):
+    def advance_timed(self, u, u_new, w, n: int, region, timer, previous: bool = True, tap=None):
         """advance() timed, the last step a plain one only where a check needs the previous field."""
         t = time.perf_counter()
-        u, u_new = self.advance(u, u_new, w, n, region, previous)
+        u, u_new = self.advance(u, u_new, w, n, region, previous, tap)
         timer.add("compute", t)
         return u, u_new
 
-    def advance(self, u, u_new, w, n: int, region, previous: bool = True):
+    def advance(self, u, u_new, w, n: int, region, previous: bool = True, tap=None):
         """n steps on one process: time tiles of `time_tile` (k) steps per sweep and one shorter tile for
         the rest (a plain step if one step is left); with `previous` the last step is a plain one, so
         that `u_new` holds the previous field (for the checks that follow). The fused kernel keeps ghost
         layers constant, so sides whose ghosts change between steps (Neumann, periodic: `refills`) take
-        plain steps with a boundary fill after each."""
+        plain steps with a boundary fill after each. tap (solver.io.probes.Tap, or None): the steps of the
+        batch whose probes are sampled - inside the sweeps (numba_kernels.tiled's pr), after a plain step from
+        the field."""
         k = self._tile(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
         if m > 1:  # a fused sweep runs: the record's time tile (plain steps, multigrid's among them, leave it unset)
             self.chosen = k
         self.fit(region)
+        done = 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, self.column_blocks(u.shape[1] - 2, d), w.s, w.ax,
-                         w.ay, w.m, w.cw)
+            cb = self.column_blocks(u.shape[1] - 2, d)
+            pr, taken = _levels(tap, done, d, self.threads * cb)
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, cb, w.s, w.ax, w.ay, w.m, w.cw, pr)
             u, u_new = u_new, u
-        done = m - (m % k == 1)
-        return super().advance(u, u_new, w, n - done, region)
+            if pr is not None:
+                tap.swept(pr, taken)
+            done += d
+        return super().advance(u, u_new, w, n - done, region, tap=tap, first=done)
+
+    def samples_inside(self, shape) -> bool:
+        """Whether advance() samples probes inside its time tiles (tap): where it fuses steps at all."""
+        return not self.refills and self._tile(max(1, (shape[0] - 2) // self.threads)) > 1
 
     def use_tuned(self, entry: dict | None) -> None:
         """Take a stored choice (time tile, cache tile) where the case leaves backend.time_tile null."""
@@ -368,6 +378,18 @@ class NumbaBackend(Backend):
             self.k.copy(b, a, 1.0)
             times.append(time.perf_counter() - t)
         return 2 * a.nbytes / float(np.median(times))
+
+
+def _levels(tap, done: int, d: int, tiles: int):
+    """A sweep's probe arrays (tap.sweep) for the levels 1..d after step offset `done` that the tap samples, and
+    those offsets by slot; (None, []) where none is sampled."""
+    if tap is None:
+        return None, []
+    lv = np.full(d + 1, -1, dtype=np.int64)
+    taken = [done + level for level in range(1, d + 1) if done + level in tap.offsets]
+    for slot, off in enumerate(taken):
+        lv[off - done] = slot
+    return (tap.sweep(lv, len(taken), tiles) if taken else None), taken
 
 
 def _separable_tables(w, region, down):

@@ -6,8 +6,14 @@ The term order matches physics.py exactly (no fastmath, no FMA contraction), so 
 equal to the numpy backend for any thread count.
 """
 
+import math
+
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from ..core.exactsum import B0, NAN, NEG_INF, NPOS, POS_INF, W
+
 
 
 @njit(parallel=True, cache=True)
@@ -53,7 +59,7 @@ def copy(b, a, one):
 
 @njit(parallel=True, cache=True)
 def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw, fe, rblocks, cblocks, q=None, ax=None,
-          ay=None, m=None, cw=None):
+          ay=None, m=None, cw=None, pr=None):
     """out[t0:t1, s0:s1] = k steps of the update applied to u, in one sweep through memory (temporal
     blocking on trapezoids; solver.parallel.deep says how ranks use it).
 
@@ -68,6 +74,10 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
     so the result is bitwise equal to k calls of step(). Memory traffic per k steps: about one read
     of u and one write of out (and of the source and coefficient fields, where given: read at every level,
     from cache after the first).
+
+    pr (probes sampled inside the sweep, or None: compiled out): at each level pr[0] marks, each tile passes the rows
+    it owns, as it computes them, to sample_row (its statistics, captured points), with its own
+    accumulators (indexed by tile): no tile waits for another and no level is stored.
     """
     nrows = t1 - t0
     ncols = s1 - s0
@@ -117,6 +127,9 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                     cr = None if cw is None else cw[i, cl:ch]
                     _flux(dst, s[1:w + 1], cc, n[1:w + 1], w, qr, ax[i, cl - 1:ch], ay[i - 1, cl:ch], ay[i, cl:ch], wc,
                           mr, cr)
+                if pr is not None:
+                    if pr[0][level] >= 0 and a <= i < b:
+                        sample_row(pr, t, pr[0][level], i, dst, cl, c, d)
                 if level < k:
                     if fw and cl == xlo:
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
@@ -171,8 +184,192 @@ def _flux(o, ss, c, nn, m, q, axr, ays, ayn, wc, mr, cr):
             o[j] = v + q[j]
 
 
-def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None, m=None, cw=None):
-    """out = k steps applied to the whole of u on one process (every ghost layer a Dirichlet boundary)."""
+def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None, m=None, cw=None, pr=None):
+    """out = k steps applied to the whole of u on one process (every ghost layer a Dirichlet boundary); pr: probes
+    sampled inside (tiled)."""
     ny, nx = u.shape[0] - 2, u.shape[1] - 2
     tiled(out, u, wc, wx, wy, k, 1, ny + 1, 1, nx + 1, 1, ny + 1, 1, nx + 1, True, True, True, True, rblocks, cblocks,
-          q, ax, ay, m, cw)
+          q, ax, ay, m, cw, pr)
+
+
+# probes: a region's statistics and captured points, inside the sweep or over a masked box -----------------------
+# Probes' statistics on host rows (solver.io.probes): a region's max, min and the
+# digits of its order-free mean (solver.core.exactsum), over a row's segment inside a time tile (tiled:
+# each sampled level's rows as the tile computes them, in cache) or over a masked box of a field (a sample read from
+# the field). Max and min are exact in any order; the mean's digits are integer sums, so tiles, threads and ranks
+# may add them in any order and get the same bits.
+# 
+# Accumulators of a sweep (per tile t, sampled level `slot`, region probe r): for a mean (kind 2) fac[t, slot, r] the
+# largest finite |x| and iac[t, slot, r, :NPOS] the digit sums by position; for a max (kind 0) or min (kind 1)
+# iac[t, slot, r, 0] the extreme as an ordered integer key (_key: compared in integer lanes, which vectorise where a
+# float compare-and-select chain does not); iac[t, slot, r, NPOS] the flags (solver.core.exactsum: NaN, +inf, -inf).
+# (Here, beside tiled: numba's cache of a kernel is kept by its own file's stamp, so what tiled calls lives in this file.)
+
+TWO_W = float(2 ** W)
+TWO_2W = float(2 ** (2 * W))
+INV_W = 1.0 / TWO_W
+INV_2W = 1.0 / TWO_2W
+MAG = np.int64(0x7FFFFFFFFFFFFFFF)  # a double's bits less its sign
+INF_BITS = np.int64(0x7FF0000000000000)  # +inf's bits: finite magnitudes are below
+LOWEST, HIGHEST = np.int64(-(2 ** 63)), np.int64(2 ** 63 - 1)
+
+
+@intrinsic
+def _as_float(typingctx, bits):
+    """The double whose bits are the int64 `bits`."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+@njit(inline="always")
+def _position(a):
+    return (math.frexp(a)[1] - 1 - B0) // W
+
+
+@njit(inline="always")
+def _key(b):
+    """An int64 ordered as the doubles whose bits are b (an involution: _key(_key(b)) == b); NaNs beyond +-inf."""
+    return b ^ ((b >> 63) & MAG)
+
+
+@njit(inline="always")
+def _flags(x):
+    if x != x:
+        return NAN
+    if x == np.inf:
+        return POS_INF
+    if x == -np.inf:
+        return NEG_INF
+    return 0
+
+
+@njit(inline="always")
+def _scales(top):
+    t = -(W * (top - 2) + B0)
+    return math.ldexp(1.0, t // 2), math.ldexp(1.0, t - t // 2)
+
+
+@njit(inline="always")
+def _magnitudes(v):
+    """(the largest finite |x|'s bits, the largest |x|'s bits: at least INF_BITS where one is not finite) of v, in
+    integer lanes (vectorised: no float compare-and-select chain)."""
+    b = v.view(np.int64)
+    fin = np.int64(0)
+    top = np.int64(0)
+    for j in range(b.shape[0]):
+        a = b[j] & MAG
+        top = max(top, a)
+        fin = max(fin, a if a < INF_BITS else np.int64(0))
+    return fin, top
+
+
+@njit(inline="always")
+def _digit_sums(v, s1, s2, finite):
+    """The signed digit sums (positions P, P - 1, P - 2 of the scales s1 s2 = 2^-(W (P - 2) + B0)) of v's finite
+    values: |x| s1 s2 < 2^(3W), each digit its integer part (a truncation: the positions nest, whatever P)."""
+    t2 = np.int64(0)
+    t1 = np.int64(0)
+    t0 = np.int64(0)
+    s = s1 * s2
+    one = 0.0 < s < np.inf  # one power of two: |x| s is |x| s1 s2
+    for j in range(v.shape[0]):
+        x = v[j]
+        a = abs(x) * s if one else abs(x) * s1 * s2
+        if not finite:
+            a = a if abs(x) < np.inf else 0.0  # NaN and inf count nothing
+        n2 = np.int64(a * INV_2W)
+        r = a - np.float64(n2) * TWO_2W
+        n1 = np.int64(r * INV_W)
+        n0 = np.int64(r - np.float64(n1) * TWO_W)
+        neg = np.int64(x < 0)
+        t2 += (n2 ^ -neg) + neg
+        t1 += (n1 ^ -neg) + neg
+        t0 += (n0 ^ -neg) + neg
+    return t2, t1, t0
+
+
+@njit(inline="always")
+def _mean_segment(v, acc):
+    """Add the digits of v (a row's segment) to acc (NPOS + 1 int64: the sums, then the flags); returns the largest
+    finite |x|."""
+    fin, top = _magnitudes(v)
+    if top >= INF_BITS:
+        for j in range(v.shape[0]):
+            acc[NPOS] |= _flags(v[j])
+    if fin == 0:
+        return 0.0
+    amax = _as_float(fin)
+    p = _position(amax)
+    s1, s2 = _scales(p)
+    t2, t1, t0 = _digit_sums(v, s1, s2, top < INF_BITS)
+    acc[p] += t2
+    acc[p - 1] += t1
+    acc[p - 2] += t0
+    return amax
+
+
+@njit(inline="always")
+def _extreme_keys(v, largest, key, acc):
+    """max (largest) or min of v as an ordered key folded into `key`; a NaN sets acc[NPOS]'s NaN flag."""
+    b = v.view(np.int64)
+    top = np.int64(0)
+    for j in range(b.shape[0]):
+        k = _key(b[j])
+        key = max(key, k) if largest else min(key, k)
+        top = max(top, b[j] & MAG)
+    if top > INF_BITS:
+        acc[NPOS] |= NAN
+    return key
+
+
+def key_value(key: int) -> float:
+    """The double an ordered key stands for (the host's side of _key)."""
+    b = key ^ ((key >> 63) & int(MAG))
+    return float(np.array([b], dtype=np.int64).view(np.float64)[0])
+
+
+@njit(inline="always")
+def sample_row(pr, t, slot, i, dst, cl, c, d):
+    """A sampled level's row i of a tile owning columns [c, d), dst holding columns [cl, ...): its region probes'
+    statistics into the tile's accumulators, its captured points into the level's captures. pr: (lv, ent, rstart,
+    kinds, fac, iac, cent, cstart, capv) - lv[level] the slot of a sampled level (-1: not sampled), ent[e] = (probe,
+    column lo, column hi) of row entries rstart[i]:rstart[i + 1], cent[e] = (column, capture index) of the captures
+    cstart[i]:cstart[i + 1] (every index global and padded)."""
+    ent, rstart, kinds, fac, iac, cent, cstart, capv = pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8]
+    for e in range(rstart[i], rstart[i + 1]):
+        r = ent[e, 0]
+        lo = max(ent[e, 1], c)
+        hi = min(ent[e, 2], d)
+        if lo >= hi:
+            continue
+        k = kinds[r]
+        acc = iac[t, slot, r]
+        if k == 2:
+            a = _mean_segment(dst[lo - cl:hi - cl], acc)
+            if a > fac[t, slot, r]:
+                fac[t, slot, r] = a
+        else:
+            acc[0] = _extreme_keys(dst[lo - cl:hi - cl], k == 0, acc[0], acc)
+    for e in range(cstart[i], cstart[i + 1]):
+        j = cent[e, 0]
+        if c <= j < d:
+            capv[slot, cent[e, 1]] = dst[j - cl]
+
+
+@njit(parallel=True, cache=True)
+def masked_mean(v, mask):
+    """The mean's parts over v where mask (each row's masked values a group): (digit sums and flags: NPOS + 1 int64,
+    largest finite |x|)."""
+    n = v.shape[0]
+    per = np.zeros((n, NPOS + 1), dtype=np.int64)
+    amax = np.zeros(n)
+    for i in prange(n):
+        picked = v[i][mask[i]]  # (a copy: the row's masked values in order)
+        amax[i] = _mean_segment(picked, per[i])
+    acc = np.zeros(NPOS + 1, dtype=np.int64)
+    for i in range(n):
+        for p in range(NPOS):
+            acc[p] += per[i, p]
+        acc[NPOS] |= per[i, NPOS]
+    return acc, amax.max() if n else 0.0

@@ -1,7 +1,6 @@
-"""Reductions over a mask of a region of a host field (probes' max, min and mean: solver.io.probes), on threads.
-Each is exact (a comparison or a copy, no arithmetic), so every backend's field gives the same values as numpy's
-masked reductions would: max and min propagate NaN as numpy's do; `take` copies the masked values in row-major order
-(numpy's v[mask]) into rows' slots known in advance (the mask is fixed: each row's first slot is given)."""
+"""Max and min over a mask of a region of a host field (probes': solver.io.probes; the mean:
+numba_kernels.masked_mean), on threads. Each is exact (a comparison), so every backend's field gives the same values
+as numpy's masked reductions would: max and min propagate NaN as numpy's do."""
 
 import numpy as np
 from numba import njit, prange
@@ -32,14 +31,3 @@ def extreme(v, mask, largest):
         if (b > out) if largest else (b < out):
             out = b
     return out
-
-
-@njit(parallel=True, cache=True)
-def take(out, v, mask, first):
-    """out[first[i] + k] = the k-th masked value of row i (as float64)."""
-    for i in prange(v.shape[0]):
-        k = first[i]
-        for j in range(v.shape[1]):
-            if mask[i, j]:
-                out[k] = v[i, j]
-                k += 1

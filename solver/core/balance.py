@@ -186,14 +186,18 @@ class Balance:
         """c (ghost - first) at this rank's points along each physical side (or those of `sides`) of a one-layer
         field, float64 (times dx dy: the heat entering there per unit time; probes sum them exactly)."""
         out = {}
-        for side, c in self.c.items():
+        for side in self.c:
             if sides is not None and side not in sides:
                 continue
-            ghost, first = _rows(side, u.shape)
-            g = backend.get(u, ghost).astype(np.float64).reshape(-1)
-            f = backend.get(u, first).astype(np.float64).reshape(-1)
-            out[side] = c * (g - f)
+            ghost, first = wall_lines(side, u.shape)
+            out[side] = self.terms(side, backend.get(u, ghost), backend.get(u, first))
         return out
+
+    def terms(self, side: str, ghost, first) -> np.ndarray:
+        """wall_terms' c (ghost - first) along one side from its ghost and first lines (host arrays, any shape)."""
+        g = np.asarray(ghost).astype(np.float64).reshape(-1)
+        f = np.asarray(first).astype(np.float64).reshape(-1)
+        return self.c[side] * (g - f)
 
     def source_rate(self, terms) -> float:
         """sum(q) dx dy over the owned points for weighted terms (solver.core.sources.step_weights)."""
@@ -328,7 +332,7 @@ class Balance:
         return out
 
 
-def _rows(side: str, shape: tuple[int, int]):
+def wall_lines(side: str, shape: tuple[int, int]):
     """(ghost, first) regions of a one-layer field for a side (owned span only)."""
     ny, nx = shape[0] - 2, shape[1] - 2
     if side == "bottom":

@@ -111,8 +111,6 @@ class TimeLoop:
         self.layout, self.case, self.w = layout, layout.case, layout.w
         self.plan = layout.plan  # solver.core.events.Plan: the steps' times, the events they land on
         self.end = self.plan.steps if self.plan.steps is not None else MAX_STEPS  # adaptive: until t_end
-        self.marks = sorted({s for k in ("output", "checkpoint", "probe") for s in self.plan.marks(k)}) \
-            if self.plan.heat and not self.plan.adaptive else []
         self.data = data or Data(None)
         self.w_tiles = self.data.tiles if self.data.tiles is not None else self.w  # deep halos: on their deep fields
         self.backend, self.comm, self.ex = backend, comm, exchange
@@ -150,6 +148,15 @@ class TimeLoop:
         # sees every step's walls (no speed is lost: a batch would be the same steps)
         self.seen = (self.data.balance is not None and not getattr(backend, "on_gpu", False) and exchange.trivial
                      and iterate is None and backend.tile_steps(layout.block.padded) == 1)
+        # probes sampled inside the backend's batches (numba's time tiles: backend.samples_inside), which then end at
+        # no probe step; elsewhere each sampled step ends a batch and the field is read after it
+        self.inside = (bool(self.case.output.probes) and hooks is not None and exchange.trivial and iterate is None
+                       and not self.laplace and not self.plan.adaptive and self.data.fill_at is None and not self.seen
+                       and backend.samples_inside(layout.block.padded))
+        self.sampled = None  # inside: the last step sampled in a batch
+        kinds = ("output", "checkpoint") if self.inside else ("output", "checkpoint", "probe")
+        self.marks = sorted({s for k in kinds for s in self.plan.marks(k)}) \
+            if self.plan.heat and not self.plan.adaptive else []
         self.vote = None  # the stop vote of the last poll, in flight (several ranks: see _vote)
         self.state = None  # the run's LoopState (run())
 
@@ -230,9 +237,32 @@ class TimeLoop:
             s.u, s.u_new, values = self.backend.advance_checked(s.u, s.u_new, self.w, n, region, timer, keep_previous,
                                                                 checks)
             self.pending += [(first + c, v) for c, v in zip(checks, values)]
+        elif self.inside:
+            self._advance_sampled(s, n, timer, keep_previous)
         else:
             s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, region, timer, keep_previous)
         s.step += n
+
+    def _advance_sampled(self, s: LoopState, n: int, timer: Timer, keep_previous: bool) -> None:
+        """advance() with the batch's probe steps sampled as the backend computes them (a tap), each sample then
+        recorded (the host's share of it charged to io, the probes' seconds)."""
+        first = s.step
+        tap = self.hooks.tap([o for o in range(1, n + 1) if self._probe_due(first + o)])
+        s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
+                                                  keep_previous, tap=tap)
+        if tap is not None:
+            t = time.perf_counter()
+            for off, parts in tap.parts(self.backend, s.u):
+                self.hooks.record_probes(first + off, self.plan.time(first + off), parts)
+                self.sampled = first + off
+            self.probe_seconds += timer.add("io", t) - t
+
+    def _probe_due(self, step: int) -> bool:
+        """Whether the probes are sampled at this step of fixed steps: every probe_every steps, at a probe time, or the
+        last step."""
+        every = self._probe_every()
+        return bool((every and step % every == 0) or self.plan.due("probe", step, self.plan.time(step))
+                    or step == self.end)
 
     def _explicit_step(self, s: LoopState, timer: Timer) -> None:
         """One explicit step the iterate takes itself (k(T) and radiation at the old field): the energy balance sees
@@ -380,7 +410,7 @@ class TimeLoop:
 
     def _next_stop(self, step: int, end: int, warm_end: int | None) -> int:
         periods = [None if self.inner else self.check_every, self.poll_every, self.case.output.every, self.case.output.checkpoint_every,
-                   self.balancer.every if self.balancer else None, self._probe_every()]
+                   self.balancer.every if self.balancer else None, None if self.inside else self._probe_every()]
         stops = [end] + [(step // p + 1) * p for p in periods if p] + [c for c in self.data.changes if c > step][:1]
         stops += [m for m in self.marks[bisect.bisect_right(self.marks, step):][:1]]  # output, checkpoint, probe times
         if step < 1 and self.laplace and self.iterate is None:
@@ -413,7 +443,11 @@ class TimeLoop:
         self._resolve(timer, None if step == end else first)  # the checks of the batches before this one
         if self.hooks is None:
             return
-        if out.probes and (self._due("probe", self._probe_every(), s, end) or s.finished(end)):
+        if self.inside:  # sampled in the batch; an ending elsewhere (converged, steady, a stop) is sampled here
+            due = s.finished(end) and self.sampled != step
+        else:
+            due = out.probes and (self._due("probe", self._probe_every(), s, end) or s.finished(end))
+        if due:
             self._settle(timer)
             t = time.perf_counter()
             self.hooks.probe(s)

@@ -565,6 +565,17 @@ class Outputs:
                            f"sampling the probes at step {s.step}")
         self.progress_bar.exclude(time.perf_counter() - t0)
 
+    def tap(self, offsets):
+        """The probes of a batch's steps at these offsets, sampled inside the backend's sweeps (solver.io.probes.Tap;
+        None: no probes or no step of the batch sampled)."""
+        return self.probes.tap(offsets) if self.probes is not None and offsets else None
+
+    def record_probes(self, step: int, t: float, parts) -> None:
+        """A sample a tap took: this rank's parts of every probe at `step` (collective)."""
+        t0 = time.perf_counter()
+        self.collective_io(lambda: self.probes.record(step, t, parts), f"sampling the probes at step {step}")
+        self.progress_bar.exclude(time.perf_counter() - t0)
+
     def run_segments(self, step: int) -> list[dict]:
         """Every segment up to `step`: the checkpoint's earlier ones, then this one as it stands."""
         return [*self.segments, *([segment_at(self.current, step)] if self.current else [])]

@@ -6,19 +6,21 @@
                 the ghost layer stands in for the missing neighbours (the sides' rules: a Dirichlet wall's value,
                 a Neumann or convective mirror)
     max, min    over the grid points a rectangle or disk covers (edges included, as solver.core.materials)
-    mean        their sum over their count: numpy's sum of the values in global row-major order
+    mean        their sum over their count, the sum order-free (solver.core.exactsum: each value truncated at least
+                64 bits below the largest |u|, the integer sums exact, the quotient rounded once)
     heat_flow   the heat entering through a side per unit time: the energy balance's wall terms
                 (solver.core.balance.Balance.wall_terms) summed as its fluxes sums them (numpy's sum along the
                 side, in the side's order), times dx dy (negative: leaving)
 
 Every rank reads the points it owns (ghost points beyond a wall: the rank owning the point next to them) and
-sends rank 0 what it read: point values, a region's local max and min, its values and their global indices
-for a mean, a wall's terms and their indices along the side. Rank 0 puts the values in global order (the array a
-single process would have read) and sums them as one array, so a probe's value is the same bits on every rank
-count and decomposition (a sum's bits depend on its order: per-rank partial sums would not be). A first version
-summed exactly (integer mantissas by exponent): about 0.8 ms for a disk of 33,000 points on the 2-core VM, half a
-1024^2 step; numpy's sum of the same values about 15 us. When samples are taken: solver.core.loop (output.probe_every steps, every step by default, or at
-output.probe_interval's times, which steps land on).
+sends rank 0 what it read: point values, a region's local max and min, its mean's digit sums (exact integers) and
+largest |u|, a wall's terms and their indices along the side. Rank 0 puts the walls' terms in global order and sums
+them as one array, adds the digit sums, and so a probe's value is the same bits on every rank count and
+decomposition. When samples are taken: solver.core.loop (output.probe_every steps, every step by default, or at
+output.probe_interval's times, which steps land on). Where the backend fuses steps into time tiles (numba, one
+process: backend.samples_inside) the steps sampled do not end its sweeps: each tile reads the rows it owns at a
+sampled level as it computes them (a Tap: max, min and the mean's digits, the points and the walls' first lines
+captured), which gives the same bits as reading the field after the step (tests/test_probes.py).
 
 probes.csv: a header `step,time,NAME,...` then one line a sample, values as Python's repr writes them (the
 shortest text that reads back to the same bits). probes.h5: /step (n,) int64, /time (n,) float64 (a dimension scale), one (n,) float64
@@ -32,14 +34,18 @@ gap, no duplicate.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
+from ..core import exactsum
+from ..core.balance import wall_lines
 from ..core.boundary import periodic_axes
 from ..core.physics import spacing
 from ..core.probe_points import region_mask, stencil
 
+LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1  # the start of a max's and a min's ordered key (solver.backends.numba_kernels)
 FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
 CSV, H5 = "probes.csv", "probes.h5"
 
@@ -84,11 +90,8 @@ class Sampler:
                     self.reads.append(None)
                     continue
                 box = (rows[0] + 1, rows[-1] + 2, cols[0] + 1, cols[-1] + 2)
-                cut = mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-                where = ((r0 + rows[0] + np.arange(cut.shape[0]))[:, None] * nx
-                         + (c0 + cols[0] + np.arange(cut.shape[1]))[None, :])[cut]  # global row-major indices
-                first = np.concatenate([[0], np.cumsum(cut.sum(axis=1))[:-1]]).astype(np.int64)
-                self.reads.append((box, np.ascontiguousarray(cut), where, first))
+                cut = np.ascontiguousarray(mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
+                self.reads.append((box, cut, int(cut.sum())))
         self.sides = {p.side for p in case.output.probes if p.kind == "heat_flow"}
         self.balance = Balance(case, block, 0.0, 0) if self.sides else None
         self.along = {side: np.arange(*(block.cols if side in ("bottom", "top") else block.rows))
@@ -112,18 +115,134 @@ class Sampler:
         return out
 
 
-def _region(backend, u, kind: str, read):
-    """A region probe's part on this rank: (global indices, values) for a mean, the extreme for max and min. On the
-    host, one threaded pass over the mask's box (solver.backends.numba_masked: exact, numpy's values); a device's
-    box is copied to the host first."""
-    from ..backends import numba_masked
+    # inside the sweeps (a Tap) ----------------------------------------------------------------------------------
+    def plan(self) -> tuple:
+        """The arrays a sweep samples with (solver.backends.numba_kernels.sample_row), built once: region entries
+        (probe slot, column span) by row, captured points (a point probe's computed points, each side's first line) by
+        row, and the probes they serve."""
+        if getattr(self, "_plan", None) is None:
+            self._plan = _plan(self)
+        return self._plan
 
-    box, mask, where, first = read
+    def from_sweep(self, backend, u, fac, iac, capv) -> list:
+        """local()'s parts from a sweep's accumulators of one level (fac, iac: by tile) and its captures; ghost values
+        (constant in a sweep: every side fixed) from u."""
+        from ..backends import numba_kernels
+
+        regions, captures, _ = self.plan()[5:]
+        out, walls, r = [], {}, 0
+        for k, (p, read) in enumerate(zip(self.case.output.probes, self.reads)):
+            if p.kind == "point":
+                out.append([(n, float(capv[captures[(k, n)]]) if (k, n) in captures
+                              else float(_read(backend, u, (i, i + 1, j, j + 1))[0, 0])) for n, i, j in read])
+            elif p.kind == "heat_flow":
+                if read not in walls:
+                    ghost, first = wall_lines(read, u.shape)
+                    walls[read] = self.balance.terms(read, _read(backend, u, ghost), capv[captures[("wall", read)]])
+                out.append((self.along[read], walls[read]))
+            elif read is None:
+                out.append(None)
+            else:
+                flags = int(np.bitwise_or.reduce(iac[:, r, exactsum.NPOS]))
+                if p.kind == "mean":
+                    out.append((_digits(iac[:, r], flags), float(fac[:, r].max()), read[2]))
+                else:
+                    key = int(iac[:, r, 0].max() if p.kind == "max" else iac[:, r, 0].min())
+                    out.append(math.nan if flags & exactsum.NAN else numba_kernels.key_value(key))
+                r += 1
+        return out
+
+
+def _digits(per_tile, flags: int) -> np.ndarray:
+    """The tiles' digit sums added, the flags OR-ed (the last slot)."""
+    total = np.sum(per_tile[:, :exactsum.NPOS], axis=0, dtype=np.int64)
+    return np.append(total, np.int64(flags))
+
+
+def _plan(sampler) -> tuple:
+    """(ent, rstart, kinds, cent, cstart, regions, captures, init): see Sampler.plan; regions: the region probes'
+    kinds in order, captures: {(probe index, stencil index) or ("wall", side): capture index (a slice for a wall)},
+    init: the start of each region probe's iac[..., 0] (a max's or min's ordered key: solver.backends.numba_kernels._key)."""
+    ny, nx = sampler.block.padded
+    rows, spans, kinds, init = [], [], [], []
+    for p, read in zip(sampler.case.output.probes, sampler.reads):
+        if p.kind in ("point", "heat_flow") or read is None:
+            continue
+        (r0, r1, c0, c1), mask, _ = read
+        r = len(kinds)
+        kinds.append({"max": 0, "min": 1, "mean": 2}[p.kind])
+        init.append({"max": LOWEST, "min": HIGHEST, "mean": 0}[p.kind])
+        for k, line in enumerate(mask):
+            edges = np.flatnonzero(np.diff(np.concatenate([[0], line.view(np.int8), [0]])))
+            for lo, hi in zip(edges[::2], edges[1::2]):
+                rows.append(r0 + k)
+                spans.append((r, c0 + lo, c0 + hi))
+    order = np.argsort(np.array(rows, dtype=np.int64), kind="stable")
+    ent = np.array(spans, dtype=np.int64).reshape(-1, 3)[order]
+    rstart = np.searchsorted(np.array(rows, dtype=np.int64)[order], np.arange(ny + 1))
+    crow, cent, captures = [], [], {}
+    for k, (p, read) in enumerate(zip(sampler.case.output.probes, sampler.reads)):
+        if p.kind == "point":
+            for n, i, j in read:
+                if 1 <= i < ny - 1 and 1 <= j < nx - 1:
+                    captures[(k, n)] = len(cent)
+                    crow.append(i)
+                    cent.append((j, len(cent)))
+    for side in sorted(sampler.sides):
+        _, (r0, r1, c0, c1) = wall_lines(side, (ny, nx))
+        start = len(cent)
+        for i in range(r0, r1):
+            for j in range(c0, c1):
+                crow.append(i)
+                cent.append((j, len(cent)))
+        captures[("wall", side)] = slice(start, len(cent))
+    corder = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
+    cent_a = np.array(cent, dtype=np.int64).reshape(-1, 2)[corder]
+    cstart = np.searchsorted(np.array(crow, dtype=np.int64)[corder], np.arange(ny + 1))
+    return (ent, rstart.astype(np.int64), np.array(kinds, dtype=np.int64), cent_a, cstart.astype(np.int64),
+            kinds, captures, np.array(init, dtype=np.int64))
+
+
+class Tap:
+    """The probes of a batch's steps (offsets from its first, in (0, n]) as the backend computes them
+    (backend.samples_inside): sweep() gives a sweep the arrays to sample with, swept() keeps what it found, plain()
+    samples the field after a plain step; parts() then gives each offset's local() parts."""
+
+    def __init__(self, sampler, offsets):
+        self.sampler, self.offsets = sampler, frozenset(offsets)
+        self.found: dict[int, tuple] = {}  # offset -> ("sweep", fac, iac, capv) or ("field", parts)
+
+    def sweep(self, lv, slots: int, tiles: int) -> tuple:
+        ent, rstart, kinds, cent, cstart, _, _, init = self.sampler.plan()
+        fac = np.zeros((tiles, slots, len(kinds)))
+        iac = np.zeros((tiles, slots, len(kinds), exactsum.NPOS + 1), dtype=np.int64)
+        iac[..., 0] = init
+        return lv, ent, rstart, kinds, fac, iac, cent, cstart, np.empty((slots, len(cent)))
+
+    def swept(self, pr, taken) -> None:
+        for slot, off in enumerate(taken):
+            self.found[off] = ("sweep", pr[4][:, slot], pr[5][:, slot], pr[8][slot])
+
+    def plain(self, off: int, backend, u) -> None:
+        self.found[off] = ("field", self.sampler.local(backend, u))
+
+    def parts(self, backend, u) -> list[tuple[int, list]]:
+        """(offset, local parts) of every sampled step, in order; u: the field after the batch (its ghosts)."""
+        return [(off, f[1] if f[0] == "field" else self.sampler.from_sweep(backend, u, *f[1:]))
+                for off, f in sorted(self.found.items())]
+
+
+def _region(backend, u, kind: str, read):
+    """A region probe's part on this rank: the mean's (digit sums and flags, largest |u|, count), the extreme for max
+    and min. On the host, one threaded pass over the mask's box (solver.backends.numba_kernels, numba_masked: exact);
+    a device's box is copied to the host first."""
+    from ..backends import numba_kernels, numba_masked
+
+    box, mask, count = read
     v = _read(backend, u, box)
     if kind == "mean":
-        values = np.empty(where.size)
-        numba_masked.take(values, v, mask, first)
-        return where, values
+        digits, amax = numba_kernels.masked_mean(v, mask)
+        return digits, float(amax), count
     return float(numba_masked.extreme(v, mask, kind == "max"))
 
 
@@ -164,12 +283,13 @@ def combine(case, parts: list[list], stencils: list | None = None) -> list[float
         elif p.kind == "heat_flow":
             values.append(float(np.sum(in_order(mine))) * cell)
         elif p.kind == "max":
-            values.append(max(mine))
+            values.append(float(np.max(mine)))  # (a NaN wins, whichever rank saw it)
         elif p.kind == "min":
-            values.append(min(mine))
+            values.append(float(np.min(mine)))
         else:
-            v = in_order(mine)
-            values.append(float(np.sum(v)) / v.size)
+            digits = np.sum([d for d, _, _ in mine], axis=0, dtype=np.int64)
+            values.append(exactsum.value(digits[:exactsum.NPOS], max(a for _, a, _ in mine), sum(n for *_, n in mine),
+                                         int(np.bitwise_or.reduce([d[exactsum.NPOS] for d, _, _ in mine]))))
     return values
 
 
@@ -226,9 +346,19 @@ class Probes:
                 self._truncate(resume)
 
     def sample(self, backend, u, step: int, t: float) -> None:
+        self.record(step, t, self._sampler().local(backend, u))
+
+    def tap(self, offsets) -> Tap:
+        return Tap(self._sampler(), offsets)
+
+    def _sampler(self) -> Sampler:
         if self.sampler is None or self.sampler.block != self.layout.block:
             self.sampler = Sampler(self.case, self.layout.block)
-        parts = self.comm.gather(self.sampler.local(backend, u))
+        return self.sampler
+
+    def record(self, step: int, t: float, local: list) -> None:
+        """This rank's parts of every probe at `step` (collective): rank 0 combines and keeps them."""
+        parts = self.comm.gather(local)
         if self.comm.rank == 0:
             self.rows.append((step, t, combine(self.case, parts, self.stencils)))
             if len(self.rows) >= FLUSH_ROWS:
