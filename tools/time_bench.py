@@ -13,11 +13,16 @@ JSON line per run and a table at the end.
         warm-up and solve phases: every step, median of --repeats). The full case is --n 4096 (213 s a run on the 2-core VM for the fixed
         steps alone; --no-reference times it without errors, --quick leaves out the solves to 1e-6, --backend cupy
         runs it on a GPU). --out keeps reference_N.npy and initial_N.npy for tools/petsc_ts_peer.py.
-    python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5] [--every 1 10]
-        explicit steps (numba) with ten probes (six points, a max, a min, a mean, a side's heat flow) sampled every
-        step and every 10 steps against none: ms per step of the timed loop (median of --repeats, the runs
-        alternating), and the probes' own ms per sample (their seconds in the record). Sampling every step also
-        ends every batch of steps there (no time tiles): the first column counts that, the last two the sampling.
+    python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5] [--every 1 10] [--set mixed|points]
+        explicit steps (numba, one process) with ten probes sampled every --every steps (every step and every 10
+        unless given) against none: ms per step of the timed loop (median of --repeats, the runs alternating; each
+        run's figures in the JSON line's "runs"), and the probes' own ms per sample (their seconds in the record:
+        the host's share, reading the sweeps' sums and combining them). --set mixed (the default): six points, a
+        max over a rectangle (0.67M points at 4096^2), a min and a mean over disks (0.53M each), a side's heat flow;
+        --set points: eight points and two sides' heat flows, no regions. Numba samples the probes inside its
+        time tiles (a sampled step ends no batch), so the ratio to none is the sampling's whole cost in the loop:
+        the regions' statistics and the captured points read in the tiles, and the host's share (the probes' masks
+        are built before the loop, the files' last append after it: neither is counted).
 """
 
 from __future__ import annotations
@@ -109,11 +114,15 @@ PROBES = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.08 * k, 0.37]} for k
     {"name": "cold", "kind": "min", "region": {"kind": "disk", "center": [0.3, 0.7], "radius": 0.1}},
     {"name": "mean", "kind": "mean", "region": {"kind": "disk", "center": [0.7, 0.3], "radius": 0.1}},
     {"name": "top", "kind": "heat_flow", "side": "top"}]
+POINTS = [{"name": f"p{k}", "kind": "point", "at": [0.1 + 0.1 * k, 0.2 + 0.08 * k]} for k in range(8)] + [
+    {"name": "top", "kind": "heat_flow", "side": "top"}, {"name": "left", "kind": "heat_flow", "side": "left"}]
+PROBE_SETS = {"mixed": PROBES, "points": POINTS}  # time_bench.py probes --set
 
 
 def probes(args) -> None:
     """ms per step of the timed loop (its wall time over its steps, the probes' output included) with no probes and
-    ten probes every --every steps (1 and 10 unless given), runs alternating; and the probes' own seconds per sample."""
+    the ten probes of --set every --every steps (1 and 10 unless given), runs alternating; and the probes' own seconds
+    per sample."""
     from solver import api
 
     out = Path(tempfile.mkdtemp(prefix="time_bench_probes_"))
@@ -122,7 +131,8 @@ def probes(args) -> None:
             "backend": {"name": "numba"}, "output": {"dir": str(out), "vtk": False, "fields": False}}
     variants = {"none": base}
     for every in args.every:
-        variants[f"ten probes every {every} step(s)"] = {**base, "output": {**base["output"], "probes": PROBES,
+        variants[f"ten probes every {every} step(s)"] = {**base, "output": {**base["output"],
+                                                                          "probes": PROBE_SETS[args.set],
                                                                           "probe_every": every}}
     times = {k: [] for k in variants}
     per_sample = {k: [] for k in variants if k != "none"}
@@ -136,9 +146,10 @@ def probes(args) -> None:
                 per_sample[label].append(r.record["run"]["probe_seconds"] / (steps // every) * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     sample = {k: statistics.median(v) for k, v in per_sample.items()}
-    print(json.dumps({"n": args.n, "steps": args.steps, "ms_per_step": med, "ms_per_sample": sample, "runs": times}))
-    print(f"\n| {args.n}^2 explicit, numba, 2 threads | ms per step (median of {args.repeats}) | of none | "
-          "probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|")
+    print(json.dumps({"n": args.n, "steps": args.steps, "set": args.set, "ms_per_step": med, "ms_per_sample": sample,
+                      "runs": times}))
+    print(f"\n| {args.n}^2 explicit, numba, 2 threads, --set {args.set} | ms per step (median of {args.repeats}) | "
+          "of none | probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|")
     for k, v in med.items():
         own = f"{sample[k]:.3f} | {sample[k] / med['none']:.1%}" if k in sample else "- | -"
         print(f"| {k} | {v:.3f} | {v / med['none']:.2f} | {own} |")
@@ -162,6 +173,8 @@ def main() -> None:
     b.add_argument("--steps", type=int, default=400)
     b.add_argument("--repeats", type=int, default=5)
     b.add_argument("--every", type=int, nargs="+", default=[1, 10], help="probe_every values to time")
+    b.add_argument("--set", choices=sorted(PROBE_SETS), default="mixed",
+                   help="the ten probes: mixed (points, three regions, a heat flow) or points (points and heat flows)")
     args = ap.parse_args()
     implicit(args) if args.part == "implicit" else probes(args)
 

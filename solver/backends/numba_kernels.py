@@ -7,6 +7,7 @@ equal to the numpy backend for any thread count.
 """
 
 import math
+import struct
 
 import numpy as np
 from numba import njit, prange, types
@@ -326,7 +327,7 @@ def _extreme_keys(v, largest, key, acc):
 def key_value(key: int) -> float:
     """The double an ordered key stands for (the host's side of _key)."""
     b = key ^ ((key >> 63) & int(MAG))
-    return float(np.array([b], dtype=np.int64).view(np.float64)[0])
+    return struct.unpack("=d", struct.pack("=q", b))[0]  # b's bits as a double
 
 
 @njit(inline="always")

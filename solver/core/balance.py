@@ -195,8 +195,8 @@ class Balance:
 
     def terms(self, side: str, ghost, first) -> np.ndarray:
         """wall_terms' c (ghost - first) along one side from its ghost and first lines (host arrays, any shape)."""
-        g = np.asarray(ghost).astype(np.float64).reshape(-1)
-        f = np.asarray(first).astype(np.float64).reshape(-1)
+        g = np.asarray(ghost, dtype=np.float64).reshape(-1)  # (float64 lines as they are: no copy)
+        f = np.asarray(first, dtype=np.float64).reshape(-1)
         return self.c[side] * (g - f)
 
     def source_rate(self, terms) -> float:

@@ -45,7 +45,8 @@ def value(digits, amax: float, count: int, flags: int) -> float:
     if amax == 0.0:
         return 0.0
     lo = position(amax) - 2
-    num = sum(int(digits[p]) << (W * (p - lo)) for p in range(lo, NPOS))
+    kept = np.asarray(digits[lo:NPOS], dtype=np.int64).tolist()  # positions lo.. as Python ints
+    num = sum(d << (W * k) for k, d in enumerate(kept))
     e = W * lo + B0
     return (num << e) / count if e >= 0 else num / (count << -e)
 

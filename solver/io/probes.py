@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class Sampler:
 
 
     # inside the sweeps (a Tap) ----------------------------------------------------------------------------------
-    def plan(self) -> tuple:
+    def plan(self) -> Plan:
         """The arrays a sweep samples with (solver.backends.numba_kernels.sample_row), built once: region entries
         (probe slot, column span) by row, captured points (a point probe's computed points, each side's first line) by
         row, and the probes they serve."""
@@ -124,45 +125,68 @@ class Sampler:
             self._plan = _plan(self)
         return self._plan
 
-    def from_sweep(self, backend, u, fac, iac, capv) -> list:
-        """local()'s parts from a sweep's accumulators of one level (fac, iac: by tile) and its captures; ghost values
-        (constant in a sweep: every side fixed) from u."""
-        from ..backends import numba_kernels
+    def ghost_lines(self, backend, u) -> dict:
+        """The ghost line of each side a heat flow reads, contiguous on the host (read once a batch: constant in it,
+        every side fixed)."""
+        return {side: np.ascontiguousarray(_read(backend, u, wall_lines(side, u.shape)[0]), dtype=np.float64)
+                for side in self.sides}
 
-        regions, captures, _ = self.plan()[5:]
+    def from_sweep(self, backend, u, ghosts, fac, iac, capv) -> list:
+        """local()'s parts from a sweep's accumulators of one level (fac, iac: by tile) and its captures; ghost values
+        (constant in a sweep: every side fixed) from u, the heat flows' from ghosts (ghost_lines)."""
+        from ..backends.numba_kernels import key_value
+
+        plan = self.plan()
+        points = capv[:plan.points].tolist()  # the point probes' captured values
+        stats = _over_tiles(fac, iac) if plan.regions else None
         out, walls, r = [], {}, 0
         for k, (p, read) in enumerate(zip(self.case.output.probes, self.reads)):
             if p.kind == "point":
-                out.append([(n, float(capv[captures[(k, n)]]) if (k, n) in captures
-                              else float(_read(backend, u, (i, i + 1, j, j + 1))[0, 0])) for n, i, j in read])
+                out.append([(n, points[plan.captures[(k, n)]] if (k, n) in plan.captures else _value(backend, u, i, j))
+                            for n, i, j in read])
             elif p.kind == "heat_flow":
                 if read not in walls:
-                    ghost, first = wall_lines(read, u.shape)
-                    walls[read] = self.balance.terms(read, _read(backend, u, ghost), capv[captures[("wall", read)]])
+                    walls[read] = self.balance.terms(read, ghosts[read], capv[plan.captures[("wall", read)]])
                 out.append((self.along[read], walls[read]))
             elif read is None:
                 out.append(None)
-            else:
-                flags = int(np.bitwise_or.reduce(iac[:, r, exactsum.NPOS]))
+            else:  # the r-th region
                 if p.kind == "mean":
-                    out.append((_digits(iac[:, r], flags), float(fac[:, r].max()), read[2]))
+                    out.append((stats["digits"][r], stats["amax"][r], read[2]))
                 else:
-                    key = int(iac[:, r, 0].max() if p.kind == "max" else iac[:, r, 0].min())
-                    out.append(math.nan if flags & exactsum.NAN else numba_kernels.key_value(key))
+                    out.append(math.nan if stats["flags"][r] & exactsum.NAN else key_value(stats[p.kind][r]))
                 r += 1
         return out
 
 
-def _digits(per_tile, flags: int) -> np.ndarray:
-    """The tiles' digit sums added, the flags OR-ed (the last slot)."""
-    total = np.sum(per_tile[:, :exactsum.NPOS], axis=0, dtype=np.int64)
-    return np.append(total, np.int64(flags))
+def _over_tiles(fac, iac) -> dict:
+    """Every region's accumulators of one level added over the tiles: "digits" (regions, NPOS + 1: the digit sums,
+    then the flags OR-ed), "amax" (largest |u|), "max" and "min" (the largest and least ordered keys), "flags"."""
+    flags = np.bitwise_or.reduce(iac[:, :, exactsum.NPOS], axis=0)
+    digits = np.sum(iac, axis=0, dtype=np.int64)
+    digits[:, exactsum.NPOS] = flags  # (the last slot's sum replaced: flags are OR-ed)
+    return {"digits": digits, "amax": fac.max(axis=0).tolist(), "max": iac[:, :, 0].max(axis=0).tolist(),
+            "min": iac[:, :, 0].min(axis=0).tolist(), "flags": flags.tolist()}
 
 
-def _plan(sampler) -> tuple:
-    """(ent, rstart, kinds, cent, cstart, regions, captures, init): see Sampler.plan; regions: the region probes'
-    kinds in order, captures: {(probe index, stencil index) or ("wall", side): capture index (a slice for a wall)},
-    init: the start of each region probe's iac[..., 0] (a max's or min's ordered key: solver.backends.numba_kernels._key)."""
+class Plan(NamedTuple):
+    """Sampler.plan: the sweep's arrays (ent, rstart, kinds, cent, cstart: solver.backends.numba_kernels.sample_row),
+    regions: the region probes' kinds in order, captures: {(probe index, stencil index) or ("wall", side): capture
+    index (a slice for a wall)}, init: the start of each region probe's iac[..., 0] (a max's or min's ordered key:
+    solver.backends.numba_kernels._key), points: the number of point captures (the first ones; the walls' follow)."""
+    ent: np.ndarray
+    rstart: np.ndarray
+    kinds: np.ndarray
+    cent: np.ndarray
+    cstart: np.ndarray
+    regions: list
+    captures: dict
+    init: np.ndarray
+    points: int
+
+
+def _plan(sampler) -> Plan:
+    """Sampler.plan's arrays, built from its reads."""
     ny, nx = sampler.block.padded
     rows, spans, kinds, init = [], [], [], []
     for p, read in zip(sampler.case.output.probes, sampler.reads):
@@ -172,14 +196,13 @@ def _plan(sampler) -> tuple:
         r = len(kinds)
         kinds.append({"max": 0, "min": 1, "mean": 2}[p.kind])
         init.append({"max": LOWEST, "min": HIGHEST, "mean": 0}[p.kind])
-        for k, line in enumerate(mask):
-            edges = np.flatnonzero(np.diff(np.concatenate([[0], line.view(np.int8), [0]])))
-            for lo, hi in zip(edges[::2], edges[1::2]):
-                rows.append(r0 + k)
-                spans.append((r, c0 + lo, c0 + hi))
-    order = np.argsort(np.array(rows, dtype=np.int64), kind="stable")
-    ent = np.array(spans, dtype=np.int64).reshape(-1, 3)[order]
-    rstart = np.searchsorted(np.array(rows, dtype=np.int64)[order], np.arange(ny + 1))
+        line, lo, hi = _runs(mask)
+        rows.append(r0 + line)
+        spans.append(np.stack([np.full(line.size, r), c0 + lo, c0 + hi], axis=1))
+    rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
+    order = np.argsort(rows, kind="stable")
+    ent = np.concatenate([np.zeros((0, 3), dtype=np.int64), *spans])[order]
+    rstart = np.searchsorted(rows[order], np.arange(ny + 1))
     crow, cent, captures = [], [], {}
     for k, (p, read) in enumerate(zip(sampler.case.output.probes, sampler.reads)):
         if p.kind == "point":
@@ -188,6 +211,7 @@ def _plan(sampler) -> tuple:
                     captures[(k, n)] = len(cent)
                     crow.append(i)
                     cent.append((j, len(cent)))
+    points = len(cent)
     for side in sorted(sampler.sides):
         _, (r0, r1, c0, c1) = wall_lines(side, (ny, nx))
         start = len(cent)
@@ -199,8 +223,16 @@ def _plan(sampler) -> tuple:
     corder = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
     cent_a = np.array(cent, dtype=np.int64).reshape(-1, 2)[corder]
     cstart = np.searchsorted(np.array(crow, dtype=np.int64)[corder], np.arange(ny + 1))
-    return (ent, rstart.astype(np.int64), np.array(kinds, dtype=np.int64), cent_a, cstart.astype(np.int64),
-            kinds, captures, np.array(init, dtype=np.int64))
+    return Plan(ent, rstart.astype(np.int64), np.array(kinds, dtype=np.int64), cent_a, cstart.astype(np.int64),
+                kinds, captures, np.array(init, dtype=np.int64), points)
+
+
+def _runs(mask) -> tuple:
+    """The runs of True along each line of a 2-D mask, in row-major order: (line, first column, column after the
+    last), int64 arrays."""
+    edges = np.diff(np.pad(mask.view(np.int8), ((0, 0), (1, 1))), axis=1)  # 1: a run starts, -1: it ended
+    line, col = np.nonzero(edges)  # along each line a start, its end, the next start, ...
+    return line[0::2].astype(np.int64), col[0::2].astype(np.int64), col[1::2].astype(np.int64)
 
 
 class Tap:
@@ -213,11 +245,12 @@ class Tap:
         self.found: dict[int, tuple] = {}  # offset -> ("sweep", fac, iac, capv) or ("field", parts)
 
     def sweep(self, lv, slots: int, tiles: int) -> tuple:
-        ent, rstart, kinds, cent, cstart, _, _, init = self.sampler.plan()
-        fac = np.zeros((tiles, slots, len(kinds)))
-        iac = np.zeros((tiles, slots, len(kinds), exactsum.NPOS + 1), dtype=np.int64)
-        iac[..., 0] = init
-        return lv, ent, rstart, kinds, fac, iac, cent, cstart, np.empty((slots, len(cent)))
+        plan = self.sampler.plan()
+        fac = np.zeros((tiles, slots, len(plan.kinds)))
+        iac = np.zeros((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64)
+        iac[..., 0] = plan.init
+        capv = np.empty((slots, len(plan.cent)))
+        return lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv
 
     def swept(self, pr, taken) -> None:
         for slot, off in enumerate(taken):
@@ -228,7 +261,8 @@ class Tap:
 
     def parts(self, backend, u) -> list[tuple[int, list]]:
         """(offset, local parts) of every sampled step, in order; u: the field after the batch (its ghosts)."""
-        return [(off, f[1] if f[0] == "field" else self.sampler.from_sweep(backend, u, *f[1:]))
+        ghosts = self.sampler.ghost_lines(backend, u)
+        return [(off, f[1] if f[0] == "field" else self.sampler.from_sweep(backend, u, ghosts, *f[1:]))
                 for off, f in sorted(self.found.items())]
 
 
@@ -254,6 +288,11 @@ def _read(backend, u, box):
     return np.asarray(u[r0:r1, c0:c1])
 
 
+def _value(backend, u, i: int, j: int) -> float:
+    """u[i, j] on the host."""
+    return float(_read(backend, u, (i, i + 1, j, j + 1))[0, 0])
+
+
 def _points(backend, u, read) -> list:
     """(stencil index, value) of the points this rank reads for a point probe: one read of their bounding box."""
     if not read:
@@ -264,13 +303,10 @@ def _points(backend, u, read) -> list:
     return [(n, float(box[r - r0, c - c0])) for n, r, c in read]
 
 
-def combine(case, parts: list[list], stencils: list | None = None) -> list[float]:
+def combine(case, parts: list[list], stencils: list | None = None, cell: float | None = None) -> list[float]:
     """Every probe's value from every rank's part (rank 0), in a fixed order; stencils: each probe's stencil()
-    (None for the others), computed once by the caller."""
-    from ..core.medium import medium
-
-    (dx, dy), med = spacing(case), medium(case)
-    cell = dx * dy * med.c0 * med.depth  # as the energy balance's (solver.core.balance): W in the material form
+    (None for the others) and cell: heat_cell(case), computed once by the caller."""
+    cell = heat_cell(case) if cell is None else cell
     stencils = stencils or [stencil(case, p.at) if p.kind == "point" else None for p in case.output.probes]
     values = []
     for k, p in enumerate(case.output.probes):
@@ -282,15 +318,37 @@ def combine(case, parts: list[list], stencils: list | None = None) -> list[float
                           else read[0])
         elif p.kind == "heat_flow":
             values.append(float(np.sum(in_order(mine))) * cell)
-        elif p.kind == "max":
-            values.append(float(np.max(mine)))  # (a NaN wins, whichever rank saw it)
-        elif p.kind == "min":
-            values.append(float(np.min(mine)))
+        elif p.kind in ("max", "min"):
+            values.append(_extreme(mine, p.kind))
         else:
-            digits = np.sum([d for d, _, _ in mine], axis=0, dtype=np.int64)
-            values.append(exactsum.value(digits[:exactsum.NPOS], max(a for _, a, _ in mine), sum(n for *_, n in mine),
-                                         int(np.bitwise_or.reduce([d[exactsum.NPOS] for d, _, _ in mine]))))
+            values.append(_mean(mine))
     return values
+
+
+def heat_cell(case) -> float:
+    """dx dy C0 depth: what a sum of wall terms is multiplied by, as the energy balance's (solver.core.balance): W in
+    the material form."""
+    from ..core.medium import medium
+
+    (dx, dy), med = spacing(case), medium(case)
+    return dx * dy * med.c0 * med.depth
+
+
+def _extreme(mine: list, kind: str) -> float:
+    """A max or min over the ranks' extremes (a NaN wins, whichever rank saw it); one rank's as it is."""
+    if len(mine) == 1:
+        return mine[0]
+    return float(np.max(mine) if kind == "max" else np.min(mine))
+
+
+def _mean(mine: list) -> float:
+    """A mean from the ranks' parts (digit sums then flags, largest |u|, count): the digit sums added, the flags
+    OR-ed (solver.core.exactsum.value)."""
+    digits = mine[0][0] if len(mine) == 1 else np.sum([d for d, _, _ in mine], axis=0, dtype=np.int64)
+    flags = 0
+    for d, _, _ in mine:
+        flags |= int(d[exactsum.NPOS])
+    return exactsum.value(digits[:exactsum.NPOS], max(a for _, a, _ in mine), sum(n for *_, n in mine), flags)
 
 
 def in_order(parts: list) -> np.ndarray:
@@ -336,7 +394,8 @@ class Probes:
         self.case = layout.case
         self.names = [p.name for p in self.case.output.probes]
         self.stencils = [stencil(self.case, p.at) if p.kind == "point" else None for p in self.case.output.probes]
-        self.sampler = None
+        self.cell = heat_cell(self.case)
+        self.sampler = Sampler(self.case, layout.block)  # before the loop (a region's mask: a pass over the block)
         self.rows: list[tuple] = []  # (step, time, values) not yet written
         self.dir = Path(layout.outdir)
         if comm.rank == 0:
@@ -352,7 +411,7 @@ class Probes:
         return Tap(self._sampler(), offsets)
 
     def _sampler(self) -> Sampler:
-        if self.sampler is None or self.sampler.block != self.layout.block:
+        if self.sampler.block != self.layout.block:  # moved (dynamic balance)
             self.sampler = Sampler(self.case, self.layout.block)
         return self.sampler
 
@@ -360,7 +419,7 @@ class Probes:
         """This rank's parts of every probe at `step` (collective): rank 0 combines and keeps them."""
         parts = self.comm.gather(local)
         if self.comm.rank == 0:
-            self.rows.append((step, t, combine(self.case, parts, self.stencils)))
+            self.rows.append((step, t, combine(self.case, parts, self.stencils, self.cell)))
             if len(self.rows) >= FLUSH_ROWS:
                 self.flush()
 
