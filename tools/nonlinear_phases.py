@@ -1,13 +1,15 @@
 """Where a Newton solve's time goes, phase by phase, on any backend (issue 45's GPU figures).
 
-    python tools/nonlinear_phases.py N [--backend cupy] [--out DIR]
+    python tools/nonlinear_phases.py N [--backend cupy] [--out DIR] [--fine]
 
 Runs tools/nonlinear_bench.py's plate (k(T), a radiating and convecting top side) at N x N once, and times each of
 Newton's phases with the device synchronised before and after it (so a phase's time is its kernels', not the time of
 whichever call waits for them): the linearisation (the fused sweeps, and the levels' diagonal rebuilt: set_sigma
 beside it), the Jacobian products, the preconditioner's cycles, the residuals, the line search and the norms.
 Inclusive times (set_sigma is inside the linearisation); GMRES's own work is its solve less its products and cycles.
-The synchronisations cost a little: the solve here is slower than the bench's, which has none.
+The synchronisations cost a little: the solve here is slower than the bench's, which has none. --fine adds the
+pieces inside the phases (the operator's kappa, films, trial, residual and linearisation; the fused kernels; the
+multigrid's cycle), each inclusive.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main() -> None:
     ap.add_argument("n", type=int)
     ap.add_argument("--backend", default="numba")
     ap.add_argument("--out", default="/tmp/stencil-nonlin-phases")
+    ap.add_argument("--fine", action="store_true", help="also the operator's pieces, the fused kernels and the films")
     a = ap.parse_args()
     from solver.case import validate_case
     from solver.parallel.comm import Comm
@@ -59,6 +62,19 @@ def main() -> None:
     wrap(newton.mg, "set_sigma", "set_sigma (in linearise)")
     wrap(newton.gmres, "solve", "gmres.solve (all)")
     wrap(newton, "cycle", "newton iteration (all)")
+    if a.fine:  # inside the phases: the operator's pieces, the fused kernels, the cycle and the host's films
+        op = newton.op
+        for name in ("kappa", "_film", "_face_loss", "trial", "sigma", "moved", "unscale", "residual", "linearise",
+                     "apply"):
+            wrap(op, name, f"op.{name.lstrip('_')}")
+        fused = r.backend.nonlinear_kernels(op.owned)
+        if fused is not None:
+            for name in ("residual", "faces", "diagonal", "apply", "power"):
+                if hasattr(fused, name):
+                    wrap(fused, name, f"fused.{name}")
+        wrap(newton.mg, "precondition", "mg.precondition")
+        for name in ("max_abs", "fill"):
+            wrap(r.backend, name, f"backend.{name}")
     rec = r.execute()
     rows = {k: {"s": round(v, 4), "calls": calls[k]} for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
     print(json.dumps({"n": a.n, "backend": a.backend, "solve_s": rec["times"]["solve"],

@@ -116,6 +116,12 @@ class Multigrid:
         self.faces, self.held = (coefficients.faces_and_held(case, self.levels) if fielded
                                  else (None, None))  # per level, global; held: where the plate has shapes
         self.rims = coefficients.rim_levels(case, self.levels, self.held)  # per level, global: the transfers' rims
+        # transfers that follow the coefficients where the faces vary or rims cut them; where only a diagonal makes
+        # the levels fields (Newton's sigma on a plate of one constant reference k) the faces are uniform, opdep's
+        # weights would be the linear ones (opdep.py), and the plain transfers read no weight fields
+        self.opdep = self.faces is not None and (self.held is not None or self.rims is not None
+                                                 or not all(_constant(k) for k in self.faces[0])
+                                                 or os.environ.get("STENCIL_MG_OPDEP") == "1")  # (A/B: forced)
         self.own_sigmas = sigma is None  # (the case's: retime rebuilds them for a step of another length)
         self.sigma_dt = case_dt(case) if case.implicit else None  # the step length the sigmas were made for
         self.sigmas = (coefficients.sigmas(case, self.levels, self.held, theta=self.theta) if sigma is None else
@@ -248,7 +254,7 @@ class Multigrid:
                          be.table(d.xw, True), self.dtype.type(scale))
             u = up_tables(fine.place.block, coarse.place.block, coarse.place.level)
             fine.up = (be.table(u.ys), be.table(u.yw, True), be.table(u.xs), be.table(u.xw, True))
-            if self.faces is not None:  # transfers that follow the coefficients (opdep.py)
+            if self.opdep:  # transfers that follow the coefficients (opdep.py)
                 self._op_tables(fine, coarse, target, d, u)
             if coarse.place.gather:
                 fine.part = DeepLayout(target, DEPTH, physical=DEPTH)
@@ -460,7 +466,7 @@ class Multigrid:
             _exchange(grid.ex_r, grid.r)
         if grid.zero_fill.rules and not grid.zero_fill.constant:
             be.timed(timer, lambda: be.fill(grid.r, grid.zero_fill))
-        restrict = be.restrict_op if self.faces is not None else be.restrict
+        restrict = be.restrict_op if self.opdep else be.restrict
         if grid.part is not None:  # restrict this rank's part, then gather the level onto every rank
             be.timed(timer, lambda: restrict(grid.part_field, grid.r, grid.part.owned, grid.down))
             self._gather(grid, coarse, timer)
@@ -499,7 +505,7 @@ class Multigrid:
         grid = self._at(i, timer)
         if grid.post and self._tiled(grid):  # the first post-sweep's pass corrects u as it loads (plain weights only)
             return coarse.u, grid.up
-        prolong = be.prolong_op if self.faces is not None else be.prolong
+        prolong = be.prolong_op if self.opdep else be.prolong
         be.timed(timer, lambda: prolong(grid.u, coarse.u, grid.owned, grid.up))
         if grid.fill.rules and not grid.fill.constant:
             be.timed(timer, lambda: be.fill(grid.u, grid.fill))
@@ -828,6 +834,12 @@ def _plain(grid: Grid) -> bool:
     """Whether the level's sweeps need nothing between them: nothing to exchange (one process or a shared level), no
     ghost to refill (constant rules), plain weights (no coefficient fields)."""
     return (grid.ex is None or grid.ex.trivial) and not grid.w.fields and not (grid.fill.rules and not grid.fill.constant)
+
+
+def _constant(a) -> bool:
+    """Whether a global array holds one value."""
+    a = np.asarray(a)
+    return a.size == 0 or bool(np.all(a == a.flat[0]))
 
 
 def _ids(fields) -> tuple:
