@@ -76,7 +76,7 @@
 #           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it; NONLIN_PROFILE: N for a
 #           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
 #   nlphases issue 45: tools/nonlinear_phases.py at NLPHASES_N (8192; a list runs each) on the GPU: Newton's phases,
-#           each timed between device synchronisations (not in all).
+#           each timed between device synchronisations (not in all); NLPHASES_FINE=1: the pieces inside them too.
 #   timegpu issue 44 on one GPU: tools/time_bench.py implicit --n TIMEGPU_N (4096: cases/heat_implicit.yaml itself)
 #           --backend cupy --tols TIMEGPU_TOLS (5e-4 1e-3) --quick: the fine reference, the shipped 200 backward-Euler
 #           steps and adaptive steps, errors at t = 0.1, solves and seconds (not in all).
@@ -366,7 +366,8 @@ fi
 
 if [[ $SECTIONS == *" nlphases "* ]]; then  # issue 45: Newton's phases on one GPU, each timed between synchronisations
   for n in ${NLPHASES_N:-8192}; do
-    step "nlphases_$n" ${NLPHASES_S:-120} $PY tools/nonlinear_phases.py $n --backend cupy --out /tmp/stencil-nlphases
+    step "nlphases_$n" ${NLPHASES_S:-120} $PY tools/nonlinear_phases.py $n --backend cupy --out /tmp/stencil-nlphases \
+      ${NLPHASES_FINE:+--fine}
   done
 fi
 
