@@ -16,19 +16,21 @@ JSON line per run and a table at the end.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5] [--every 1 10] [--set mixed|points]
         explicit steps (numba, one process) with ten probes sampled every --every steps (every step and every 10
         unless given) against none: ms per step of the timed loop (median of --repeats, the runs alternating; each
-        run's figures in the JSON line's "runs"), and the probes' own ms per sample (their seconds in the record:
-        the host's share, reading the sweeps' sums and combining them). --set mixed (the default): six points, a
-        max over a rectangle (0.67M points at 4096^2), a min and a mean over disks (0.53M each), a side's heat flow;
-        --set points: eight points and two sides' heat flows, no regions. Numba samples the probes inside its
-        time tiles (a sampled step ends no batch), so the ratio to none is the sampling's whole cost in the loop:
-        the regions' statistics and the captured points read in the tiles, and the host's share (the probes' masks
-        are built before the loop, the files' last append after it: neither is counted).
+        run's figures in the JSON line's "runs"), and the probes' own ms per sample (their seconds in the record over
+        the loop's samples: the host's share, reading the sweeps' sums and combining them). --set mixed (the default):
+        six points, a max over a rectangle (0.67M points at 4096^2), a min and a mean over disks (0.53M each), a
+        side's heat flow; --set points: eight points and two sides' heat flows, no regions. Numba samples the probes
+        inside its time tiles (a sampled step ends no batch), so the ratio to none is the sampling's whole cost in the
+        loop: the regions' statistics and the captured points read in the tiles, the sweeps' plan (built at the first
+        sample) and the host's share; the probes' masks are built before the loop and the files' last append comes
+        after it, neither counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -143,7 +145,8 @@ def probes(args) -> None:
             times[label].append((loop if isinstance(loop, float) else loop["max"]) / steps * 1e3)
             if label != "none":
                 every = data["output"]["probe_every"]
-                per_sample[label].append(r.record["run"]["probe_seconds"] / (steps // every) * 1e3)
+                samples = math.ceil(args.steps / every)  # the loop's samples (the warm-up's and the last step included)
+                per_sample[label].append(r.record["run"]["probe_seconds"] / samples * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     sample = {k: statistics.median(v) for k, v in per_sample.items()}
     print(json.dumps({"n": args.n, "steps": args.steps, "set": args.set, "ms_per_step": med, "ms_per_sample": sample,
