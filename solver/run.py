@@ -477,8 +477,8 @@ class Run:
                         "segments": self.outputs.run_segments(s.step), **self.time_facts()}}
 
     def time_facts(self) -> dict:
-        """The run's time (solver.core.events): where it ended, its plan, why it stopped early (steady), the probes'
-        share of the loop, and with adaptive steps every step tried: [step, t, dt, error / tolerance, kept, the
+        """The run's time (solver.core.events): where it ended, its plan, why it stopped early (steady), the host's share
+        of the loop spent sampling probes (inside numba's time tiles their statistics are the sweep's: compute), and with adaptive steps every step tried: [step, t, dt, error / tolerance, kept, the
         stages' cycles] (solver.core.controller)."""
         s, plan = self.state, self.layout.plan
         if not plan.heat:

@@ -130,7 +130,8 @@ class TimeLoop:
         self.poll_every = poll_every or -(-poll // tile) * tile
         self.poll_fitted = poll_every is not None  # a period asked for is kept
         self.loop_seconds = 0.0  # wall time of the timed (post-warm-up) steps, measured apart from the sections
-        self.probe_seconds = 0.0  # of which sampling probes (charged to io, with the snapshots)
+        self.probe_seconds = 0.0  # of which the host's share of sampling probes (charged to io, with the snapshots;
+        # inside numba's time tiles the statistics run in the sweep: compute)
         self.warm_seconds = 0.0
         self.timed_steps = 0  # steps taken after warm-up
         self.updates = 0  # points this rank updated in the timed steps (its block may change: balance)
