@@ -173,7 +173,9 @@ class Plan(NamedTuple):
     """Sampler.plan: the sweep's arrays (ent, rstart, kinds, cent, cstart: solver.backends.numba_kernels.sample_row),
     regions: the region probes' kinds in order, captures: {(probe index, stencil index) or ("wall", side): capture
     index (a slice for a wall)}, init: the start of each region probe's iac[..., 0] (a max's or min's ordered key:
-    solver.backends.numba_kernels._key), points: the number of point captures (the first ones; the walls' follow)."""
+    solver.backends.numba_kernels._key), points: the number of point captures (the first ones; the walls' follow),
+    count: all captures, todo: per row whether it has entries or captures, cols: (column, capture index less the row)
+    of each side's first column (captured in every row)."""
     ent: np.ndarray
     rstart: np.ndarray
     kinds: np.ndarray
@@ -183,6 +185,9 @@ class Plan(NamedTuple):
     captures: dict
     init: np.ndarray
     points: int
+    count: int
+    todo: np.ndarray
+    cols: np.ndarray
 
 
 def _plan(sampler) -> Plan:
@@ -212,19 +217,24 @@ def _plan(sampler) -> Plan:
                     crow.append(i)
                     cent.append((j, len(cent)))
     points = len(cent)
+    cols, count = [], len(cent)  # captures: the points', then each side's first line (a row's in cent, a column's here)
     for side in sorted(sampler.sides):
         _, (r0, r1, c0, c1) = wall_lines(side, (ny, nx))
-        start = len(cent)
-        for i in range(r0, r1):
+        if r1 - r0 == 1:
             for j in range(c0, c1):
-                crow.append(i)
-                cent.append((j, len(cent)))
-        captures[("wall", side)] = slice(start, len(cent))
+                crow.append(r0)
+                cent.append((j, count + j - c0))
+        else:
+            cols.append((c0, count - r0))  # row i's value goes to capture count + i - r0
+        captures[("wall", side)] = slice(count, count + (r1 - r0) * (c1 - c0))
+        count += (r1 - r0) * (c1 - c0)
     corder = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
     cent_a = np.array(cent, dtype=np.int64).reshape(-1, 2)[corder]
-    cstart = np.searchsorted(np.array(crow, dtype=np.int64)[corder], np.arange(ny + 1))
-    return Plan(ent, rstart.astype(np.int64), np.array(kinds, dtype=np.int64), cent_a, cstart.astype(np.int64),
-                kinds, captures, np.array(init, dtype=np.int64), points)
+    cstart = np.searchsorted(np.array(crow, dtype=np.int64)[corder], np.arange(ny + 1)).astype(np.int64)
+    rstart = rstart.astype(np.int64)
+    todo = ((rstart[1:] > rstart[:-1]) | (cstart[1:] > cstart[:-1])).astype(np.int8)
+    return Plan(ent, rstart, np.array(kinds, dtype=np.int64), cent_a, cstart, kinds, captures,
+                np.array(init, dtype=np.int64), points, count, todo, np.array(cols, dtype=np.int64).reshape(-1, 2))
 
 
 def _runs(mask) -> tuple:
@@ -249,12 +259,12 @@ class Tap:
         fac = np.zeros((tiles, slots, len(plan.kinds)))
         iac = np.zeros((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64)
         iac[..., 0] = plan.init
-        capv = np.empty((slots, len(plan.cent)))
-        return lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv
+        capv = np.empty((plan.count, slots))  # (numba_kernels.sample_row: a capture's levels side by side)
+        return lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv, plan.todo, plan.cols
 
     def swept(self, pr, taken) -> None:
         for slot, off in enumerate(taken):
-            self.found[off] = ("sweep", pr[4][:, slot], pr[5][:, slot], pr[8][slot])
+            self.found[off] = ("sweep", pr[4][:, slot], pr[5][:, slot], pr[8][:, slot])
 
     def plain(self, off: int, backend, u) -> None:
         self.found[off] = ("field", self.sampler.local(backend, u))
