@@ -24,6 +24,12 @@ JSON line per run and a table at the end.
         loop: the regions' statistics and the captured points read in the tiles, the sweeps' plan (built at the first
         sample) and the host's share; the probes' masks are built before the loop and the files' last append comes
         after it, neither counted.
+    python tools/time_bench.py sweep [--n 4096] [--k 8] [--repeats 20]
+        numba's fused sweep alone (numba_kernels.fused, k steps, 2 threads, the field in memory) with each probe set
+        (and each of their kinds alone) sampled at every level against none and against the sampling arrays given with
+        no level sampled ("idle": the kernel's own cost of taking them), the variants interleaved, median ms a step of
+        --repeats: what the tiles' sampling costs without the loop's noise (the sweeps' accumulators are made outside
+        the timing; the host's share is the loop's probe seconds).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import math
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +165,52 @@ def probes(args) -> None:
         print(f"| {k} | {v:.3f} | {v / med['none']:.2f} | {own} |")
 
 
+def sweep(args) -> None:
+    """The fused sweep alone with probes sampled at every level, interleaved variants (module docstring)."""
+    import numba
+
+    from solver.backends import numba_kernels
+    from solver.case import validate_case
+    from solver.io.probes import Sampler, Tap
+    from solver.parallel.comm import Comm
+    from solver.run import Options, Run
+
+    n, k = args.n, args.k
+    sets = {**PROBE_SETS, "points alone": [p for p in POINTS if p["kind"] == "point"], "the top's heat flow": POINTS[-2:-1],
+            "the left's heat flow": POINTS[-1:], **{kind: [p for p in PROBES if p["kind"] == kind] for kind in ("max", "min",
+                                                                                                        "mean")}}
+    taps, w = {}, None
+    out = Path(tempfile.mkdtemp(prefix="time_bench_sweep_"))
+    for m, (name, chosen) in enumerate(sets.items()):
+        data = {"name": "sweep", "grid": {"nx": n, "ny": n}, "boundary": {"top": 1.0, "left": 0.5}, "run": {"steps": 1},
+                "backend": {"name": "numba"}, "output": {"dir": str(out / str(m)), "vtk": False, "fields": False,
+                                                         "probes": chosen}}
+        r = Run(validate_case(data), Comm(), Options(ceiling=False, quiet=True, overwrite=True))
+        r.setup()
+        taps[name], w = Tap(Sampler(r.case, r.layout.block), range(1, k + 1)), r.layout.w
+    numba.set_num_threads(2)  # (after the set-ups: a run's compile on a tiny array leaves one thread set)
+    u = np.random.default_rng(1).random((n + 2, n + 2))
+    dst = u.copy()
+    cb = max(1, -(-n // max(8 * k, (1 << 20) // (3 * k * 8))))  # numba_backend.column_blocks's default
+    every = np.arange(-1, k, dtype=np.int64)  # level L's slot L - 1 (level 0 unused)
+    never = np.full(k + 1, -1, dtype=np.int64)
+    times = {label: [] for label in ("none", "idle", *sets)}
+    for rep in range(args.repeats + 2):  # (the first two compile and warm)
+        for label in times:
+            pr = None if label == "none" else taps["points" if label == "idle" else label].sweep(
+                never if label == "idle" else every, k, 2 * cb)
+            t = time.perf_counter()
+            numba_kernels.fused(dst, u, w.wc, w.wx, w.wy, k, 2, cb, None, None, None, None, None, pr)
+            if rep >= 2:
+                times[label].append(time.perf_counter() - t)
+    med = {label: statistics.median(v) * 1e3 / k for label, v in times.items()}
+    print(json.dumps({"n": n, "k": k, "ms_per_step": med}))
+    print(f"\n| {n}^2 fused sweep of {k} steps, numba, 2 threads | ms a step (median of {args.repeats}) | of none |\n"
+          "|---|---|---|")
+    for label, v in med.items():
+        print(f"| {label} | {v:.3f} | {v / med['none']:.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="part", required=True)
@@ -178,8 +231,12 @@ def main() -> None:
     b.add_argument("--every", type=int, nargs="+", default=[1, 10], help="probe_every values to time")
     b.add_argument("--set", choices=sorted(PROBE_SETS), default="mixed",
                    help="the ten probes: mixed (points, three regions, a heat flow) or points (points and heat flows)")
+    c = sub.add_parser("sweep")
+    c.add_argument("--n", type=int, default=4096)
+    c.add_argument("--k", type=int, default=8)
+    c.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args()
-    implicit(args) if args.part == "implicit" else probes(args)
+    {"implicit": implicit, "probes": probes, "sweep": sweep}[args.part](args)
 
 
 if __name__ == "__main__":
