@@ -1,4 +1,4 @@
-"""Scratch probe (issue 45): the linear solve's multigrid cycle against Newton's preconditioner cycle on one backend:
+"""Issue 45: the linear solve's multigrid cycle against Newton's preconditioner cycle on one backend:
 each hierarchy's facts (graphs, tiles, plain levels, coefficient fields, fills) and a cycle's time (median of 9, the
 device synchronised around each).
 
