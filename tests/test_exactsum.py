@@ -1,6 +1,7 @@
-"""The probes' order-free mean (solver.core.exactsum): the kernels' digit sums give the definition's bits (exact
-rational arithmetic) whatever the grouping of the values into rows and segments and whatever their order, for values
-of every sign and scale, zeros, NaN and infinities; and the mean is within 2^-64 of the largest |x| of the exact mean."""
+"""The probes' order-free statistics. The mean (solver.core.exactsum): the kernels' digit sums give the definition's
+bits (exact rational arithmetic) whatever the grouping of the values into rows and segments and whatever their order,
+for values of every sign and scale, zeros, NaN and infinities, within 2^-64 of the largest |x| of the exact mean. The
+max and min: signed zeros and NaN alike in every order."""
 
 import math
 from fractions import Fraction
@@ -71,3 +72,22 @@ def test_nan_and_infinities_follow_numpys_sum():
     v[0, 1] = -np.inf
     v[1, 1] = 0.0
     assert kernel_mean(v, mask) == -np.inf == exactsum.reference(v)
+
+
+def test_max_and_min_of_signed_zeros_do_not_depend_on_the_order():
+    """A region's max and min (the field's pass, the ranks' combination, the sweep's ordered keys) put -0.0 below +0.0
+    (IEEE 754's maximum and minimum), whichever comes first; a NaN wins."""
+    from solver.io.probes import _extreme
+
+    for row in ([-0.0, 0.0, -0.0], [0.0, -0.0, -0.0]):
+        v = np.array([row])
+        mask = np.ones(v.shape, bool)
+        top, low = numba_kernels.masked_extreme(v, mask, True), numba_kernels.masked_extreme(v, mask, False)
+        assert top == 0.0 and math.copysign(1.0, top) == 1.0, row
+        assert low == 0.0 and math.copysign(1.0, low) == -1.0, row
+        assert math.copysign(1.0, _extreme(row, "max")) == 1.0 and math.copysign(1.0, _extreme(row, "min")) == -1.0
+    v = np.array([[1.0, np.nan, 3.0], [-2.0, 5.0, 0.0]])
+    assert math.isnan(numba_kernels.masked_extreme(v, np.ones(v.shape, bool), True))
+    assert numba_kernels.masked_extreme(v, np.array([[1, 0, 1], [1, 1, 1]], bool), True) == 5.0
+    assert numba_kernels.masked_extreme(v, np.array([[1, 0, 1], [1, 0, 0]], bool), False) == -2.0
+    assert math.isnan(_extreme([1.0, math.nan, 2.0], "min"))

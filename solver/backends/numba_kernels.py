@@ -392,3 +392,20 @@ def masked_mean(v, mask):
             acc[p] += per[i, p]
         acc[NPOS] |= per[i, NPOS]
     return acc, amax.max() if n else 0.0
+
+
+@njit(parallel=True, cache=True)
+def masked_extreme(v, mask, largest):
+    """max (largest) or min of v where mask (at least one point), in the sweep's order (ordered keys: -0.0 below
+    +0.0, as IEEE 754's maximum and minimum; the same bits as sample_row's in any order); NaN if any of them is NaN."""
+    n = v.shape[0]
+    keys = np.empty(n, dtype=np.int64)
+    nan = np.zeros(n, dtype=np.int64)
+    for i in prange(n):
+        acc = np.zeros(NPOS + 1, dtype=np.int64)
+        picked = v[i][mask[i]]
+        keys[i] = _extreme_keys(picked, largest, LOWEST if largest else HIGHEST, acc)
+        nan[i] = acc[NPOS]
+    if nan.max() if n else 0:
+        return np.nan
+    return _as_float(_key(keys.max() if largest else keys.min()))

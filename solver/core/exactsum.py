@@ -9,7 +9,7 @@ takes its digits relative to its own largest |x|, whose position is at most P, s
 same exact number whichever groups added it (positions below P - 2 are dropped at the end). The mean is that exact
 sum over the count, rounded once (Python's int division is correctly rounded).
 
-Kernels add the digits (solver.backends.numba_kernels, solver.backends.numba_masked); this module holds the grid and
+Kernels add the digits (solver.backends.numba_kernels: sample_row, masked_mean); this module holds the grid and
 turns the sums into the value. `reference` is the definition written plainly, for tests.
 """
 

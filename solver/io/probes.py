@@ -278,16 +278,17 @@ class Tap:
 
 def _region(backend, u, kind: str, read):
     """A region probe's part on this rank: the mean's (digit sums and flags, largest |u|, count), the extreme for max
-    and min. On the host, one threaded pass over the mask's box (solver.backends.numba_kernels, numba_masked: exact);
+    and min. On the host, one threaded pass over the mask's box (solver.backends.numba_kernels: exact, the sweep's
+    rules);
     a device's box is copied to the host first."""
-    from ..backends import numba_kernels, numba_masked
+    from ..backends import numba_kernels
 
     box, mask, count = read
     v = _read(backend, u, box)
     if kind == "mean":
         digits, amax = numba_kernels.masked_mean(v, mask)
         return digits, float(amax), count
-    return float(numba_masked.extreme(v, mask, kind == "max"))
+    return float(numba_kernels.masked_extreme(v, mask, kind == "max"))
 
 
 def _read(backend, u, box):
@@ -345,10 +346,14 @@ def heat_cell(case) -> float:
 
 
 def _extreme(mine: list, kind: str) -> float:
-    """A max or min over the ranks' extremes (a NaN wins, whichever rank saw it); one rank's as it is."""
+    """A max or min over the ranks' extremes (a NaN wins, whichever rank saw it; -0.0 below +0.0, as the kernels'
+    ordered keys); one rank's as it is."""
     if len(mine) == 1:
         return mine[0]
-    return float(np.max(mine) if kind == "max" else np.min(mine))
+    if any(v != v for v in mine):
+        return math.nan
+    order = lambda v: (v, math.copysign(1.0, v))  # noqa: E731
+    return float(max(mine, key=order) if kind == "max" else min(mine, key=order))
 
 
 def _mean(mine: list) -> float:
