@@ -115,7 +115,6 @@ class Sampler:
                 out.append(_region(backend, u, p.kind, read))
         return out
 
-
     # inside the sweeps (a Tap) ----------------------------------------------------------------------------------
     def plan(self) -> Plan:
         """The arrays a sweep samples with (solver.backends.numba_kernels.sample_row), built once: region entries
