@@ -58,6 +58,7 @@ def test_column_runs_give_the_per_point_restrictions_bits_in_a_newton_run(tmp_pa
     for name in ("restrict_sep_runs", "restrict_op_runs"):
         monkeypatch.setattr(numba_mg, name, counted(name))
     monkeypatch.setattr(NumbaBackend, "restrict_op", checked)
+    monkeypatch.setenv("STENCIL_MG_OPDEP", "1")  # (the die's faces are uniform: it would take the plain transfers)
     record = Run(die(tmp_path, n, dtype=dtype), Comm(), Options(ceiling=False, quiet=True)).execute()
     assert record["solver"]["converged"] or "rounding floor" in record["solver"]["ended"], record["solver"]["ended"]
     assert calls["checked"] > 10, calls
@@ -110,6 +111,7 @@ def test_prolongations_over_parity_runs_give_mg_ops_bits(tmp_path, monkeypatch, 
 
     for name in calls:
         monkeypatch.setattr(NumbaBackend, name, checked(name))
+    monkeypatch.setenv("STENCIL_MG_OPDEP", "1")  # (Newton's levels on uniform faces: the operator-dependent ones forced)
     record = Run(die(tmp_path, 97, linear=linear), Comm(), Options(ceiling=False, quiet=True)).execute()
     assert record["solver"]["converged"], record["solver"]["ended"]
     assert calls["prolong" if linear else "prolong_op"] > 10, calls
@@ -135,3 +137,21 @@ def test_runs_break_at_a_seam_and_leave_the_ends_and_the_seam_to_the_per_point_l
     shape[3] = [4, 2, 1, 1]  # a column of another shape inside a run splits it
     odd, runs, _ = _column_runs(xs, shape)
     assert list(odd) == [0, 3, 5, 8] and runs.tolist() == [[1, 3, 3], [4, 5, 9], [6, 8, 14]]
+
+
+def test_newtons_levels_on_uniform_faces_take_the_plain_transfers_and_solve_alike(tmp_path, monkeypatch):
+    """The die's reference faces are uniform, so only Newton's diagonal makes its levels fields: the plain transfers
+    run (Multigrid.opdep false; the operator-dependent weights would be the linear ones to rounding), with the same
+    Newton iterations and cycles as the operator-dependent transfers and the same temperatures to rounding."""
+    from solver.io.fields import owned
+
+    runs = {}
+    for forced in ("0", "1"):
+        monkeypatch.setenv("STENCIL_MG_OPDEP", forced)
+        r = Run(die(tmp_path / forced, 63), Comm(), Options(ceiling=False, quiet=True))
+        record = r.execute()
+        runs[forced] = (r.mg.mg.opdep, record["solver"]["iterations"], record["solver"].get("cycles_per_iteration"),
+                        np.array(owned(r.backend, r.state.u)))
+    assert runs["0"][0] is False and runs["1"][0] is True
+    assert runs["0"][1:3] == runs["1"][1:3]
+    np.testing.assert_allclose(runs["0"][3], runs["1"][3], rtol=1e-11)
