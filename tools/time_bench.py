@@ -197,10 +197,11 @@ def sweep(args) -> None:
     times = {label: [] for label in ("none", "idle", *sets)}
     for rep in range(args.repeats + 2):  # (the first two compile and warm)
         for label in times:
-            pr = None if label == "none" else taps["points" if label == "idle" else label].sweep(
-                never if label == "idle" else every, k, 2 * cb)
+            tap = taps["points" if label == "idle" else label] if label != "none" else None
+            rb = 2 * (tap.bands if tap is not None else 1)  # (as numba_backend.advance: a tap's bands a thread)
+            pr = None if tap is None else tap.sweep(never if label == "idle" else every, k, rb * cb, 2)
             t = time.perf_counter()
-            numba_kernels.fused(dst, u, w.wc, w.wx, w.wy, k, 2, cb, None, None, None, None, None, pr)
+            numba_kernels.fused(dst, u, w.wc, w.wx, w.wy, k, rb, cb, None, None, None, None, None, pr)
             if rep >= 2:
                 times[label].append(time.perf_counter() - t)
     med = {label: statistics.median(v) * 1e3 / k for label, v in times.items()}

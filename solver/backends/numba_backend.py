@@ -156,8 +156,10 @@ class NumbaBackend(Backend):
         done = 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
             cb = self.column_blocks(u.shape[1] - 2, d)
-            pr, taken = _levels(tap, done, d, self.threads * cb)
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, self.threads, cb, w.s, w.ax, w.ay, w.m, w.cw, pr)
+            rb = self.threads * (tap.bands if tap is not None else 1)  # (a tap's bands: its regions' work split)
+            pr, taken = _levels(tap, done, d, rb * cb, self.threads)
+            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, rb if pr is not None else self.threads, cb, w.s, w.ax, w.ay,
+                         w.m, w.cw, pr)
             u, u_new = u_new, u
             if pr is not None:
                 tap.swept(pr, taken)
@@ -380,7 +382,7 @@ class NumbaBackend(Backend):
         return 2 * a.nbytes / float(np.median(times))
 
 
-def _levels(tap, done: int, d: int, tiles: int):
+def _levels(tap, done: int, d: int, tiles: int, threads: int):
     """A sweep's probe arrays (tap.sweep) for the levels 1..d after step offset `done` that the tap samples, and
     those offsets by slot; (None, []) where none is sampled."""
     if tap is None:
@@ -389,7 +391,7 @@ def _levels(tap, done: int, d: int, tiles: int):
     taken = [done + level for level in range(1, d + 1) if done + level in tap.offsets]
     for slot, off in enumerate(taken):
         lv[off - done] = slot
-    return (tap.sweep(lv, len(taken), tiles) if taken else None), taken
+    return (tap.sweep(lv, len(taken), tiles, threads) if taken else None), taken
 
 
 def _separable_tables(w, region, down):

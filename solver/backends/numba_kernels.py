@@ -78,13 +78,17 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
 
     pr (probes sampled inside the sweep, or None: compiled out): at each level pr[0] marks, each tile passes the rows
     it owns, as it computes them, to sample_row (its statistics, captured points), with its own
-    accumulators (indexed by tile): no tile waits for another and no level is stored.
+    accumulators (indexed by tile): no tile waits for another and no level is stored. With pr the row bands are
+    interleaved (_interleaved): the caller gives more bands than threads where regions are read.
     """
     nrows = t1 - t0
     ncols = s1 - s0
     for t in prange(rblocks * cblocks):
-        a = t0 + ((t // cblocks) * nrows) // rblocks
-        b = t0 + ((t // cblocks + 1) * nrows) // rblocks
+        band = t // cblocks
+        if pr is not None:  # bands interleaved: each thread's share of the tiles reaches across the plate
+            band = _interleaved(band, rblocks, pr[11][0])
+        a = t0 + (band * nrows) // rblocks
+        b = t0 + ((band + 1) * nrows) // rblocks
         c = s0 + ((t % cblocks) * ncols) // cblocks
         d = s0 + ((t % cblocks + 1) * ncols) // cblocks
         if a >= b or c >= d:
@@ -138,6 +142,19 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
                     if fe and ch == xhi:
                         ring[level, i % 3, xhi - base] = u[i, xhi]
+
+
+@njit(inline="always")
+def _interleaved(band, bands, threads):
+    """A permutation of the row bands, round robin over the threads: where each of the threads takes a contiguous share
+    of the tile indices (bands / threads consecutive bands; prange's static shares), thread h gets bands h, h +
+    threads, h + 2 threads, ... spread over the plate, so that a region's statistics in one part of it (sample_row)
+    fall to every thread. The identity where bands is not a multiple of threads. (threads comes from the caller: a
+    call to numba.get_num_threads here would keep numba from caching the kernel.)"""
+    if threads < 1 or bands % threads != 0:
+        return band
+    per = bands // threads
+    return (band % per) * threads + band // per
 
 
 @njit(inline="always")
@@ -352,7 +369,8 @@ def sample_row(pr, t, slot, i, dst, cl, c, d):
     kinds, fac, iac, cent, cstart, capv, todo, cols) - lv[level] the slot of a sampled level (-1: not sampled), ent[e]
     = (probe, column lo, column hi) of row entries rstart[i]:rstart[i + 1], cent[e] = (column, capture index) of the
     captures cstart[i]:cstart[i + 1] (every index global and padded); todo[i]: whether row i has any (tiled calls this
-    only then); cols: columns captured in every row (a side's first column: _columns). capv[capture, slot]: a row's
+    only then); cols: columns captured in every row (a side's first column: _columns); pr[11][0]: the threads the
+    sweep's bands are dealt to (_interleaved). capv[capture, slot]: a row's
     levels side by side (as [slot, capture] the levels' rows lay whole pages apart, and a front's stores to them,
     all in one cache set, cost 4% of the sweep with a side's column captured)."""
     ent, rstart, kinds, fac, iac, cent, cstart, capv = pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8]

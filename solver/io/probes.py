@@ -47,6 +47,7 @@ from ..core.physics import spacing
 from ..core.probe_points import region_mask, stencil
 
 LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1  # the start of a max's and a min's ordered key (solver.backends.numba_kernels)
+BANDS = 2  # row bands a thread in a sweep that reads regions (a band's edge recomputes k(k - 1) row updates)
 FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
 CSV, H5 = "probes.csv", "probes.h5"
 
@@ -251,15 +252,21 @@ class Tap:
 
     def __init__(self, sampler, offsets):
         self.sampler, self.offsets = sampler, frozenset(offsets)
+        # row bands a thread for a sweep that samples: BANDS where regions are read, so that a region in one part of
+        # the plate is not one thread's work alone (numba_kernels._interleaved)
+        self.bands = BANDS if sampler.plan().kinds.size else 1
         self.found: dict[int, tuple] = {}  # offset -> ("sweep", fac, iac, capv) or ("field", parts)
 
-    def sweep(self, lv, slots: int, tiles: int) -> tuple:
+    def sweep(self, lv, slots: int, tiles: int, threads: int = 1) -> tuple:
+        """The arrays of a sweep of `tiles` tiles whose levels lv marks (numba_kernels.sample_row's pr); threads: those
+        its row bands are dealt to."""
         plan = self.sampler.plan()
         fac = np.zeros((tiles, slots, len(plan.kinds)))
         iac = np.zeros((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64)
         iac[..., 0] = plan.init
         capv = np.empty((plan.count, slots))  # (numba_kernels.sample_row: a capture's levels side by side)
-        return lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv, plan.todo, plan.cols
+        return (lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv, plan.todo, plan.cols,
+                np.array([threads], dtype=np.int64))
 
     def swept(self, pr, taken) -> None:
         for slot, off in enumerate(taken):
