@@ -101,10 +101,18 @@ def test_three_and_two_ranks_write_the_probes_of_one_bitwise(tmp_path):
         assert probes_csv(out) == probes_csv(one), n
 
 
-def test_a_restart_continues_the_series_without_gap_or_duplicate(tmp_path, monkeypatch):
-    """Stopped by SIGTERM at the first poll from step 50 (a checkpoint there), restarted in place: probes.csv and probes.h5 are
-    those of the run that never stopped."""
-    path = probe_case(tmp_path, "s", run={"steps": 120})
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_restart_continues_the_series_without_gap_or_duplicate(tmp_path, monkeypatch, inside):
+    """Stopped by SIGTERM at the first poll from step 50 (a checkpoint there), restarted in place: probes.csv and
+    probes.h5 are those of the run that never stopped; numpy's steps read the field, and (inside) numba's time tiles
+    sample inside their sweeps."""
+    from solver.io import probes as probes_io
+
+    extra = {"backend": {"name": "numba", "threads": 2, "time_tile": 4}, "boundary": {"right": 0.0}} if inside else {}
+    path = probe_case(tmp_path, "s", run={"steps": 120}, **extra)
+    sweeps = []
+    sweep = probes_io.Tap.sweep
+    monkeypatch.setattr(probes_io.Tap, "sweep", lambda self, *a: sweeps.append(1) or sweep(self, *a))
     ref = tmp_path / "ref"
     Run(load_case(path, {"--output": str(ref)}), options=Options(ceiling=False, quiet=True)).execute()
     progress = Outputs.progress
@@ -129,6 +137,7 @@ def test_a_restart_continues_the_series_without_gap_or_duplicate(tmp_path, monke
     with h5py.File(out / "probes.h5") as a, h5py.File(ref / "probes.h5") as b:
         for name in ("step", "time", *(p["name"] for p in PROBES)):
             assert np.array_equal(a[name][()], b[name][()]), name
+    assert bool(sweeps) == inside
 
 
 def test_probes_at_times_with_adaptive_steps_and_the_report_draws_them(tmp_path):
