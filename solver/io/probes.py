@@ -193,6 +193,16 @@ class Plan(NamedTuple):
 def _plan(sampler) -> Plan:
     """Sampler.plan's arrays, built from its reads."""
     ny, nx = sampler.block.padded
+    ent, rstart, kinds, init = _region_entries(sampler, ny)
+    cent, cstart, captures, points, count, cols = _captures(sampler, ny, nx)
+    todo = ((rstart[1:] > rstart[:-1]) | (cstart[1:] > cstart[:-1])).astype(np.int8)
+    return Plan(ent, rstart, np.array(kinds, dtype=np.int64), cent, cstart, kinds, captures,
+                np.array(init, dtype=np.int64), points, count, todo, cols)
+
+
+def _region_entries(sampler, ny: int) -> tuple:
+    """(ent, rstart, kinds, init): each region probe's runs of points by row (probe slot, first column, column after
+    the last), where each padded row's start in them, and the region probes' kinds and first keys."""
     rows, spans, kinds, init = [], [], [], []
     for p, read in zip(sampler.case.output.probes, sampler.reads):
         if p.kind in ("point", "heat_flow") or read is None:
@@ -207,7 +217,13 @@ def _plan(sampler) -> Plan:
     rows = np.concatenate([np.zeros(0, dtype=np.int64), *rows])
     order = np.argsort(rows, kind="stable")
     ent = np.concatenate([np.zeros((0, 3), dtype=np.int64), *spans])[order]
-    rstart = np.searchsorted(rows[order], np.arange(ny + 1))
+    return ent, np.searchsorted(rows[order], np.arange(ny + 1)).astype(np.int64), kinds, init
+
+
+def _captures(sampler, ny: int, nx: int) -> tuple:
+    """(cent, cstart, captures, points, count, cols): the grid values a sweep copies out, the point probes' computed
+    points first and then each heat flow side's first line: a row's points as (column, capture index) entries by row,
+    a side's column as one (column, capture index less the row) pair (captured in every row)."""
     crow, cent, captures = [], [], {}
     for k, (p, read) in enumerate(zip(sampler.case.output.probes, sampler.reads)):
         if p.kind == "point":
@@ -216,8 +232,8 @@ def _plan(sampler) -> Plan:
                     captures[(k, n)] = len(cent)
                     crow.append(i)
                     cent.append((j, len(cent)))
-    points = len(cent)
-    cols, count = [], len(cent)  # captures: the points', then each side's first line (a row's in cent, a column's here)
+    points = count = len(cent)
+    cols = []
     for side in sorted(sampler.sides):
         _, (r0, r1, c0, c1) = wall_lines(side, (ny, nx))
         if r1 - r0 == 1:
@@ -228,13 +244,10 @@ def _plan(sampler) -> Plan:
             cols.append((c0, count - r0))  # row i's value goes to capture count + i - r0
         captures[("wall", side)] = slice(count, count + (r1 - r0) * (c1 - c0))
         count += (r1 - r0) * (c1 - c0)
-    corder = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
-    cent_a = np.array(cent, dtype=np.int64).reshape(-1, 2)[corder]
-    cstart = np.searchsorted(np.array(crow, dtype=np.int64)[corder], np.arange(ny + 1)).astype(np.int64)
-    rstart = rstart.astype(np.int64)
-    todo = ((rstart[1:] > rstart[:-1]) | (cstart[1:] > cstart[:-1])).astype(np.int8)
-    return Plan(ent, rstart, np.array(kinds, dtype=np.int64), cent_a, cstart, kinds, captures,
-                np.array(init, dtype=np.int64), points, count, todo, np.array(cols, dtype=np.int64).reshape(-1, 2))
+    order = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
+    cstart = np.searchsorted(np.array(crow, dtype=np.int64)[order], np.arange(ny + 1)).astype(np.int64)
+    return (np.array(cent, dtype=np.int64).reshape(-1, 2)[order], cstart, captures, points, count,
+            np.array(cols, dtype=np.int64).reshape(-1, 2))
 
 
 def _runs(mask) -> tuple:
