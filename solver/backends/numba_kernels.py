@@ -3,7 +3,8 @@
 Each row is taken as 1-D slices starting at column 0 of the range, so the inner loop index is a
 non-negative range() variable: numba then emits no negative-index wraparound and LLVM vectorises it.
 The term order matches physics.py exactly (no fastmath, no FMA contraction), so results are bitwise
-equal to the numpy backend for any thread count.
+equal to the numpy backend for any thread count. The probes' statistics (sampled inside tiled's sweeps, or over a
+masked box) are at the end.
 """
 
 import math
@@ -213,17 +214,17 @@ def fused(out, u, wc, wx, wy, k, rblocks, cblocks=1, q=None, ax=None, ay=None, m
 
 
 # probes: a region's statistics and captured points, inside the sweep or over a masked box -----------------------
-# Probes' statistics on host rows (solver.io.probes): a region's max, min and the
-# digits of its order-free mean (solver.core.exactsum), over a row's segment inside a time tile (tiled:
-# each sampled level's rows as the tile computes them, in cache) or over a masked box of a field (a sample read from
-# the field). Max and min are exact in any order; the mean's digits are integer sums, so tiles, threads and ranks
-# may add them in any order and get the same bits.
-# 
-# Accumulators of a sweep (per tile t, sampled level `slot`, region probe r): for a mean (kind 2) fac[t, slot, r] the
+# A region's max, min and the digits of its order-free mean (solver.core.exactsum), taken over a row's segment inside
+# a time tile (tiled: each sampled level's rows as the tile computes them, in cache) or over a masked box of a field
+# (solver.io.probes: a sample read from the field). Max and min are exact in any order; the mean's digits are integer
+# sums, so tiles, threads and ranks may add them in any order and get the same bits.
+#
+# A sweep's accumulators (per tile t, sampled level `slot`, region probe r): for a mean (kind 2) fac[t, slot, r] the
 # largest finite |x| and iac[t, slot, r, :NPOS] the digit sums by position; for a max (kind 0) or min (kind 1)
 # iac[t, slot, r, 0] the extreme as an ordered integer key (_key: compared in integer lanes, which vectorise where a
 # float compare-and-select chain does not); iac[t, slot, r, NPOS] the flags (solver.core.exactsum: NaN, +inf, -inf).
-# (Here, beside tiled: numba's cache of a kernel is kept by its own file's stamp, so what tiled calls lives in this file.)
+# They live here, beside tiled: numba keeps a kernel's cache by its own file's stamp, so what tiled calls must change
+# this file when it changes.
 
 TWO_W = float(2 ** W)
 TWO_2W = float(2 ** (2 * W))
