@@ -1,4 +1,4 @@
-"""Compiled kernels for the numba backend (imported only when that backend is used).
+"""Compiled kernels for the numba backend (imported where it runs, and for the probes' statistics on any backend).
 
 Each row is taken as 1-D slices starting at column 0 of the range, so the inner loop index is a
 non-negative range() variable: numba then emits no negative-index wraparound and LLVM vectorises it.
