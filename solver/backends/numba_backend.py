@@ -162,7 +162,7 @@ class NumbaBackend(Backend):
                          w.m, w.cw, pr)
             u, u_new = u_new, u
             if pr is not None:
-                tap.swept(pr, taken)
+                tap.swept(pr, taken, self, u)
             done += d
         return super().advance(u, u_new, w, n - done, region, tap=tap, first=done)
 

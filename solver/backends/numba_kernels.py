@@ -8,7 +8,6 @@ masked box) are at the end.
 """
 
 import math
-import struct
 
 import numpy as np
 from numba import njit, prange, types
@@ -346,12 +345,6 @@ def _extreme_keys(v, largest, key, acc):
     if top > INF_BITS:
         acc[NPOS] |= NAN
     return key
-
-
-def key_value(key: int) -> float:
-    """The double an ordered key stands for (the host's side of _key)."""
-    b = key ^ ((key >> 63) & int(MAG))
-    return struct.unpack("=d", struct.pack("=q", b))[0]  # b's bits as a double
 
 
 @njit(inline="always")

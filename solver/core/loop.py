@@ -253,9 +253,10 @@ class TimeLoop:
                                                   keep_previous, tap=tap)
         if tap is not None:
             t = time.perf_counter()
-            for off, parts in tap.parts(self.backend, s.u):
-                self.hooks.record_probes(first + off, self.plan.time(first + off), parts)
-                self.sampled = first + off
+            for offs, parts in tap.parts():  # (a sweep's levels at once)
+                steps = [first + o for o in offs]
+                self.hooks.record_probes(steps, [self.plan.time(k) for k in steps], parts)
+                self.sampled = steps[-1]
             self.probe_seconds += timer.add("io", t) - t
 
     def _probe_due(self, step: int) -> bool:

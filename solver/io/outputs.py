@@ -570,10 +570,11 @@ class Outputs:
         None: no probes or no step of the batch sampled)."""
         return self.probes.tap(offsets) if self.probes is not None and offsets else None
 
-    def record_probes(self, step: int, t: float, parts) -> None:
-        """A sample a tap took: this rank's parts of every probe at `step` (collective)."""
+    def record_probes(self, steps: list[int], times: list[float], parts) -> None:
+        """Samples a tap took: this rank's parts of every probe at `steps` (collective; their times)."""
         t0 = time.perf_counter()
-        self.collective_io(lambda: self.probes.record(step, t, parts), f"sampling the probes at step {step}")
+        what = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+        self.collective_io(lambda: self.probes.record(steps, times, parts), f"sampling the probes at {what}")
         self.progress_bar.exclude(time.perf_counter() - t0)
 
     def run_segments(self, step: int) -> list[dict]:

@@ -94,22 +94,24 @@ class Sampler:
                 box = (rows[0] + 1, rows[-1] + 2, cols[0] + 1, cols[-1] + 2)
                 cut = np.ascontiguousarray(mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
                 self.reads.append((box, cut, int(cut.sum())))
+        self.arrays = {}  # (levels, tiles) -> a sweep's accumulators and captures (Tap.sweep: used again)
         self.sides = {p.side for p in case.output.probes if p.kind == "heat_flow"}
         self.balance = Balance(case, block, 0.0, 0) if self.sides else None
         self.along = {side: np.arange(*(block.cols if side in ("bottom", "top") else block.rows))
                       for side in self.sides}  # this rank's points along each side, in the side's order
 
     def local(self, backend, u) -> list:
-        """This rank's part of every probe (plain data for rank 0: combine)."""
+        """This rank's part of every probe at one sample (plain data for rank 0: combine), as a batch of one (the
+        parts' forms: Tap.parts)."""
         walls = None
         out = []
         for p, read in zip(self.case.output.probes, self.reads):
             if p.kind == "point":
-                out.append(_points(backend, u, read))
+                out.append([(n, np.array([v])) for n, v in _points(backend, u, read)])
             elif p.kind == "heat_flow":
                 if walls is None:
                     walls = self.balance.wall_terms(backend, u, self.sides) if self.balance is not None else {}
-                out.append((self.along[read], walls[read]) if read in walls else None)
+                out.append((self.along[read], [walls[read]]) if read in walls else None)
             elif read is None:
                 out.append(None)
             else:
@@ -132,41 +134,57 @@ class Sampler:
                 for side in self.sides}
 
     def from_sweep(self, backend, u, ghosts, fac, iac, capv) -> list:
-        """local()'s parts from a sweep's accumulators of one level (fac, iac: by tile) and its captures; ghost values
-        (constant in a sweep: every side fixed) from u, the heat flows' from ghosts (ghost_lines)."""
-        from ..backends.numba_kernels import key_value
-
+        """local()'s parts for the S levels a sweep sampled, from its accumulators (fac, iac: [tile, level, ...]) and
+        captures (capv: [capture, level]); ghost values (constant in a sweep: every side fixed) from u, the heat flows'
+        from ghosts (ghost_lines)."""
         plan = self.plan()
-        points = capv[:plan.points].tolist()  # the point probes' captured values
+        levels = capv.shape[1]
         stats = _over_tiles(fac, iac) if plan.regions else None
         out, walls, r = [], {}, 0
         for k, (p, read) in enumerate(zip(self.case.output.probes, self.reads)):
-            if p.kind == "point":
-                out.append([(n, points[plan.captures[(k, n)]] if (k, n) in plan.captures else _value(backend, u, i, j))
-                            for n, i, j in read])
+            if p.kind == "point":  # (copies: the sweep's arrays are used again)
+                out.append([(n, capv[plan.captures[(k, n)]].copy() if (k, n) in plan.captures
+                             else np.full(levels, _value(backend, u, i, j))) for n, i, j in read])
             elif p.kind == "heat_flow":
                 if read not in walls:
-                    walls[read] = self.balance.terms(read, ghosts[read], capv[plan.captures[("wall", read)]])
+                    first = capv[plan.captures[("wall", read)]]  # [point along the side, level]
+                    walls[read] = [self.balance.terms(read, ghosts[read], first[:, s]) for s in range(levels)]
                 out.append((self.along[read], walls[read]))
             elif read is None:
                 out.append(None)
             else:  # the r-th region
                 if p.kind == "mean":
-                    out.append((stats["digits"][r], stats["amax"][r], read[2]))
+                    out.append((stats["digits"][:, r], stats["amax"][:, r], read[2]))
                 else:
-                    out.append(math.nan if stats["flags"][r] & exactsum.NAN else key_value(stats[p.kind][r]))
+                    out.append(np.where(stats["flags"][:, r] & exactsum.NAN, math.nan, key_values(stats[p.kind][:, r])))
                 r += 1
         return out
 
 
 def _over_tiles(fac, iac) -> dict:
-    """Every region's accumulators of one level added over the tiles: "digits" (regions, NPOS + 1: the digit sums,
-    then the flags OR-ed), "amax" (largest |u|), "max" and "min" (the largest and least ordered keys), "flags"."""
-    flags = np.bitwise_or.reduce(iac[:, :, exactsum.NPOS], axis=0)
+    """Every region's accumulators at each sampled level added over the tiles ([tile, level, region, ...]):
+    "digits" ([level, region, NPOS + 1]: the digit sums, then the flags OR-ed), "amax" (largest |u|), "max" and
+    "min" (the largest and least ordered keys), "flags" ([level, region])."""
+    flags = np.bitwise_or.reduce(iac[..., exactsum.NPOS], axis=0)
     digits = np.sum(iac, axis=0, dtype=np.int64)
-    digits[:, exactsum.NPOS] = flags  # (the last slot's sum replaced: flags are OR-ed)
-    return {"digits": digits, "amax": fac.max(axis=0).tolist(), "max": iac[:, :, 0].max(axis=0).tolist(),
-            "min": iac[:, :, 0].min(axis=0).tolist(), "flags": flags.tolist()}
+    digits[..., exactsum.NPOS] = flags  # (the last slot's sum replaced: flags are OR-ed)
+    return {"digits": digits, "amax": fac.max(axis=0), "max": iac[..., 0].max(axis=0),
+            "min": iac[..., 0].min(axis=0), "flags": flags}
+
+
+def _flip(b: np.ndarray) -> np.ndarray:
+    """A double's bits to its ordered int64 key and back (solver.backends.numba_kernels._key: an involution)."""
+    return b ^ ((b >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def key_values(keys) -> np.ndarray:
+    """The doubles ordered int64 keys stand for, elementwise."""
+    return _flip(np.asarray(keys, dtype=np.int64)).view(np.float64)
+
+
+def keys_of(values) -> np.ndarray:
+    """The ordered int64 keys of doubles: -0.0 below +0.0, NaNs beyond the infinities."""
+    return _flip(np.ascontiguousarray(values, dtype=np.float64).view(np.int64))
 
 
 class Plan(NamedTuple):
@@ -261,38 +279,47 @@ def _runs(mask) -> tuple:
 class Tap:
     """The probes of a batch's steps (offsets from its first, in (0, n]) as the backend computes them
     (backend.samples_inside): sweep() gives a sweep the arrays to sample with, swept() keeps what it found, plain()
-    samples the field after a plain step; parts() then gives each offset's local() parts."""
+    samples the field after a plain step; parts() then gives local()'s parts, a sweep's levels or a plain step at a
+    time."""
 
     def __init__(self, sampler, offsets):
         self.sampler, self.offsets = sampler, frozenset(offsets)
         # row bands a thread for a sweep that samples: BANDS where regions are read, so that a region in one part of
         # the plate is not one thread's work alone (numba_kernels._interleaved)
         self.bands = BANDS if sampler.plan().kinds.size else 1
-        self.found: dict[int, tuple] = {}  # offset -> ("sweep", fac, iac, capv) or ("field", parts)
+        self.found: dict[tuple, list] = {}  # offsets -> local parts at them
+        self.ghosts = None  # the heat flows' ghost lines (Sampler.ghost_lines: read at the batch's first sweep)
 
     def sweep(self, lv, slots: int, tiles: int, threads: int = 1) -> tuple:
         """The arrays of a sweep of `tiles` tiles whose levels lv marks (numba_kernels.sample_row's pr); threads: those
-        its row bands are dealt to."""
+        its row bands are dealt to. The sampler's own arrays, set afresh (a new array's pages would fault in the
+        sweep): swept() reads them before the next sweep."""
         plan = self.sampler.plan()
-        fac = np.zeros((tiles, slots, len(plan.kinds)))
-        iac = np.zeros((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64)
+        key = (slots, tiles)
+        if key not in self.sampler.arrays:  # (a batch's sweeps take one or two shapes)
+            self.sampler.arrays[key] = (np.empty((tiles, slots, len(plan.kinds))),
+                                        np.empty((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64),
+                                        np.empty((plan.count, slots)))  # (capv: a capture's levels side by side)
+        fac, iac, capv = self.sampler.arrays[key]
+        fac[...] = 0.0
+        iac[...] = 0
         iac[..., 0] = plan.init
-        capv = np.empty((plan.count, slots))  # (numba_kernels.sample_row: a capture's levels side by side)
         return (lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv, plan.todo, plan.cols,
                 np.array([threads], dtype=np.int64))
 
-    def swept(self, pr, taken) -> None:
-        for slot, off in enumerate(taken):
-            self.found[off] = ("sweep", pr[4][:, slot], pr[5][:, slot], pr[8][:, slot])
+    def swept(self, pr, taken, backend, u) -> None:
+        """A sweep's samples (pr: sweep()'s arrays, their slots the offsets `taken`, in order; u: a field with the
+        batch's ghost values)."""
+        if self.ghosts is None:
+            self.ghosts = self.sampler.ghost_lines(backend, u)
+        self.found[tuple(taken)] = self.sampler.from_sweep(backend, u, self.ghosts, pr[4], pr[5], pr[8])
 
     def plain(self, off: int, backend, u) -> None:
-        self.found[off] = ("field", self.sampler.local(backend, u))
+        self.found[(off,)] = self.sampler.local(backend, u)
 
-    def parts(self, backend, u) -> list[tuple[int, list]]:
-        """(offset, local parts) of every sampled step, in order; u: the field after the batch (its ghosts)."""
-        ghosts = self.sampler.ghost_lines(backend, u)
-        return [(off, f[1] if f[0] == "field" else self.sampler.from_sweep(backend, u, ghosts, *f[1:]))
-                for off, f in sorted(self.found.items())]
+    def parts(self) -> list[tuple[tuple, list]]:
+        """(offsets, local parts at them) of every sweep or plain step that sampled, in order."""
+        return sorted(self.found.items())
 
 
 def _region(backend, u, kind: str, read):
@@ -306,8 +333,8 @@ def _region(backend, u, kind: str, read):
     v = _read(backend, u, box)
     if kind == "mean":
         digits, amax = numba_kernels.masked_mean(v, mask)
-        return digits, float(amax), count
-    return float(numba_kernels.masked_extreme(v, mask, kind == "max"))
+        return digits[None, :], np.array([amax]), count
+    return np.array([numba_kernels.masked_extreme(v, mask, kind == "max")])
 
 
 def _read(backend, u, box):
@@ -333,26 +360,27 @@ def _points(backend, u, read) -> list:
     return [(n, float(box[r - r0, c - c0])) for n, r, c in read]
 
 
-def combine(case, parts: list[list], stencils: list | None = None, cell: float | None = None) -> list[float]:
-    """Every probe's value from every rank's part (rank 0), in a fixed order; stencils: each probe's stencil()
-    (None for the others) and cell: heat_cell(case), computed once by the caller."""
+def combine(case, parts: list[list], stencils: list | None = None, cell: float | None = None) -> np.ndarray:
+    """Every probe's values at a batch's S samples from every rank's parts (rank 0), in a fixed order: [sample,
+    probe]; stencils: each probe's stencil() (None for the others) and cell: heat_cell(case), computed once by the
+    caller. Each sample's values are those of a batch of one: elementwise arithmetic, each sample's sums over its own
+    row."""
     cell = heat_cell(case) if cell is None else cell
     stencils = stencils or [stencil(case, p.at) if p.kind == "point" else None for p in case.output.probes]
-    values = []
+    columns = []
     for k, p in enumerate(case.output.probes):
         mine = [part[k] for part in parts if part[k] is not None]
         if p.kind == "point":
             read = dict(pair for part in mine for pair in part)
             weights = stencils[k]
-            values.append(sum(w * read[n] for n, (_, _, w) in enumerate(weights)) if len(weights) > 1
-                          else read[0])
-        elif p.kind == "heat_flow":
-            values.append(float(np.sum(in_order(mine))) * cell)
+            columns.append(sum(w * read[n] for n, (_, _, w) in enumerate(weights)) if len(weights) > 1 else read[0])
+        elif p.kind == "heat_flow":  # (a sample's terms a line apiece: no array of a batch's lines to fault in)
+            columns.append([float(np.sum(in_order([(w, v[s]) for w, v in mine]))) * cell for s in range(len(mine[0][1]))])
         elif p.kind in ("max", "min"):
-            values.append(_extreme(mine, p.kind))
+            columns.append(_extreme(mine, p.kind))
         else:
-            values.append(_mean(mine))
-    return values
+            columns.append(_mean(mine))
+    return np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
 
 
 def heat_cell(case) -> float:
@@ -364,25 +392,25 @@ def heat_cell(case) -> float:
     return dx * dy * med.c0 * med.depth
 
 
-def _extreme(mine: list, kind: str) -> float:
-    """A max or min over the ranks' extremes (a NaN wins, whichever rank saw it; -0.0 below +0.0, as the kernels'
-    ordered keys); one rank's as it is."""
+def _extreme(mine: list, kind: str) -> np.ndarray:
+    """A max or min over the ranks' extremes, elementwise (a NaN wins, whichever rank saw it; -0.0 below +0.0, as
+    the kernels' ordered keys); one rank's as they are."""
     if len(mine) == 1:
-        return mine[0]
-    if any(v != v for v in mine):
-        return math.nan
-    order = lambda v: (v, math.copysign(1.0, v))  # noqa: E731
-    return float(max(mine, key=order) if kind == "max" else min(mine, key=order))
+        return np.asarray(mine[0], dtype=np.float64)
+    v = np.asarray(mine, dtype=np.float64)  # [rank, sample]
+    keys = keys_of(v)
+    best = key_values(keys.max(axis=0) if kind == "max" else keys.min(axis=0))
+    return np.where(np.isnan(v).any(axis=0), math.nan, best)
 
 
-def _mean(mine: list) -> float:
-    """A mean from the ranks' parts (digit sums then flags, largest |u|, count): the digit sums added, the flags
-    OR-ed (solver.core.exactsum.value)."""
+def _mean(mine: list) -> list[float]:
+    """Means from the ranks' parts (digit sums then flags [sample, NPOS + 1], largest |u| [sample], count): the digit
+    sums added, the flags OR-ed (solver.core.exactsum.value), a sample at a time."""
     digits = mine[0][0] if len(mine) == 1 else np.sum([d for d, _, _ in mine], axis=0, dtype=np.int64)
-    flags = 0
-    for d, _, _ in mine:
-        flags |= int(d[exactsum.NPOS])
-    return exactsum.value(digits[:exactsum.NPOS], max(a for _, a, _ in mine), sum(n for *_, n in mine), flags)
+    flags = np.bitwise_or.reduce([d[:, exactsum.NPOS] for d, _, _ in mine], axis=0).tolist()
+    amax = np.max([a for _, a, _ in mine], axis=0).tolist()
+    count = sum(n for *_, n in mine)
+    return [exactsum.value(digits[s, :exactsum.NPOS], amax[s], count, flags[s]) for s in range(len(amax))]
 
 
 def in_order(parts: list) -> np.ndarray:
@@ -439,7 +467,7 @@ class Probes:
                 self._truncate(resume)
 
     def sample(self, backend, u, step: int, t: float) -> None:
-        self.record(step, t, self._sampler().local(backend, u))
+        self.record([step], [t], self._sampler().local(backend, u))
 
     def tap(self, offsets) -> Tap:
         return Tap(self._sampler(), offsets)
@@ -449,11 +477,12 @@ class Probes:
             self.sampler = Sampler(self.case, self.layout.block)
         return self.sampler
 
-    def record(self, step: int, t: float, local: list) -> None:
-        """This rank's parts of every probe at `step` (collective): rank 0 combines and keeps them."""
+    def record(self, steps: list[int], times: list[float], local: list) -> None:
+        """This rank's parts of every probe at `steps` (collective; their times): rank 0 combines and keeps them."""
         parts = self.comm.gather(local)
         if self.comm.rank == 0:
-            self.rows.append((step, t, combine(self.case, parts, self.stencils, self.cell)))
+            values = combine(self.case, parts, self.stencils, self.cell).tolist()
+            self.rows.extend(zip(steps, times, values))
             if len(self.rows) >= FLUSH_ROWS:
                 self.flush()
 
