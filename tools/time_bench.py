@@ -16,7 +16,8 @@ JSON line per run and a table at the end.
     python tools/time_bench.py probes [--n 1024] [--steps 400] [--repeats 5] [--every 1 10] [--set mixed|points]
         explicit steps (numba, one process) with ten probes sampled every --every steps (every step and every 10
         unless given) against none: ms per step of the timed loop (median of --repeats, the runs alternating; each
-        run's figures in the JSON line's "runs"), and the probes' own ms per sample (their seconds in the record over
+        run's figures in the JSON line's "runs"; "paired": each run over the none run just before it, median and
+        range, which cancels the VM's drift over seconds), and the probes' own ms per sample (their seconds in the record over
         the loop's samples: the host's share, reading the sweeps' sums and combining them). --set mixed (the default):
         six points, a max over a rectangle (0.67M points at 4096^2), a min and a mean over disks (0.53M each), a
         side's heat flow; --set points: eight points and two sides' heat flows, no regions. Numba samples the probes
@@ -156,13 +157,16 @@ def probes(args) -> None:
                 per_sample[label].append(r.record["run"]["probe_seconds"] / samples * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     sample = {k: statistics.median(v) for k, v in per_sample.items()}
+    # each run against the none run just before it (the VM's speed drifts over seconds: a pair shares its drift)
+    paired = {k: sorted(a / b for a, b in zip(v, times["none"])) for k, v in times.items() if k != "none"}
     print(json.dumps({"n": args.n, "steps": args.steps, "set": args.set, "ms_per_step": med, "ms_per_sample": sample,
-                      "runs": times}))
+                      "runs": times, "paired": paired}))
     print(f"\n| {args.n}^2 explicit, numba, 2 threads, --set {args.set} | ms per step (median of {args.repeats}) | "
-          "of none | probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|")
+          "of none | paired: median (range) | probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|---|")
     for k, v in med.items():
         own = f"{sample[k]:.3f} | {sample[k] / med['none']:.1%}" if k in sample else "- | -"
-        print(f"| {k} | {v:.3f} | {v / med['none']:.2f} | {own} |")
+        pair = f"{statistics.median(paired[k]):.3f} ({paired[k][0]:.2f}-{paired[k][-1]:.2f})" if k in paired else "-"
+        print(f"| {k} | {v:.3f} | {v / med['none']:.3f} | {pair} | {own} |")
 
 
 def sweep(args) -> None:

@@ -285,27 +285,35 @@ def _magnitudes(v):
 
 
 @njit(inline="always")
+def _digits(y, t2, t1, t0):
+    """The sums t2 t1 t0 with y's digits added: y's integer part (|y| < 2^(3W)) in base 2^W, each digit truncated
+    towards zero and signed as y (an int64 conversion truncates towards zero, and the remainders keep y's sign)."""
+    n2 = np.int64(y * INV_2W)
+    r = y - np.float64(n2) * TWO_2W
+    n1 = np.int64(r * INV_W)
+    n0 = np.int64(r - np.float64(n1) * TWO_W)
+    return t2 + n2, t1 + n1, t0 + n0
+
+
+@njit(inline="always")
 def _digit_sums(v, s1, s2, finite):
     """The signed digit sums (positions P, P - 1, P - 2 of the scales s1 s2 = 2^-(W (P - 2) + B0)) of v's finite
-    values: |x| s1 s2 < 2^(3W), each digit its integer part (a truncation: the positions nest, whatever P)."""
+    values: |x| s1 s2 < 2^(3W), each digit of |x| s1 s2's integer part signed as x (a truncation: the positions nest,
+    whatever P). No sign handling, no abs: about 15 vector operations a value (24 with them)."""
     t2 = np.int64(0)
     t1 = np.int64(0)
     t0 = np.int64(0)
     s = s1 * s2
-    one = 0.0 < s < np.inf  # one power of two: |x| s is |x| s1 s2
-    for j in range(v.shape[0]):
-        x = v[j]
-        a = abs(x) * s if one else abs(x) * s1 * s2
-        if not finite:
-            a = a if abs(x) < np.inf else 0.0  # NaN and inf count nothing
-        n2 = np.int64(a * INV_2W)
-        r = a - np.float64(n2) * TWO_2W
-        n1 = np.int64(r * INV_W)
-        n0 = np.int64(r - np.float64(n1) * TWO_W)
-        neg = np.int64(x < 0)
-        t2 += (n2 ^ -neg) + neg
-        t1 += (n1 ^ -neg) + neg
-        t0 += (n0 ^ -neg) + neg
+    if finite and 0.0 < s < np.inf:  # one power of two: x s is x s1 s2
+        for j in range(v.shape[0]):
+            t2, t1, t0 = _digits(v[j] * s, t2, t1, t0)
+    else:
+        for j in range(v.shape[0]):
+            x = v[j]
+            y = x * s1 * s2
+            if not finite:
+                y = y if abs(x) < np.inf else 0.0  # NaN and inf count nothing
+            t2, t1, t0 = _digits(y, t2, t1, t0)
     return t2, t1, t0
 
 
