@@ -273,13 +273,17 @@ def _scales(top):
 @njit(inline="always")
 def _magnitudes(v):
     """(the largest finite |x|'s bits, the largest |x|'s bits: at least INF_BITS where one is not finite) of v, in
-    integer lanes (vectorised: no float compare-and-select chain)."""
+    integer lanes (vectorised: no float compare-and-select chain); the finite one in a second pass only where a value
+    is not finite."""
     b = v.view(np.int64)
-    fin = np.int64(0)
     top = np.int64(0)
     for j in range(b.shape[0]):
+        top = max(top, b[j] & MAG)
+    if top < INF_BITS:
+        return top, top
+    fin = np.int64(0)
+    for j in range(b.shape[0]):
         a = b[j] & MAG
-        top = max(top, a)
         fin = max(fin, a if a < INF_BITS else np.int64(0))
     return fin, top
 
