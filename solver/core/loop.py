@@ -245,19 +245,20 @@ class TimeLoop:
         s.step += n
 
     def _advance_sampled(self, s: LoopState, n: int, timer: Timer, keep_previous: bool) -> None:
-        """advance() with the batch's probe steps sampled as the backend computes them (a tap), each sample then
-        recorded (the host's share of it charged to io, the probes' seconds)."""
+        """advance() with the batch's probe steps sampled as the backend computes them (a tap), the samples then
+        recorded (the host's share, the tap's own inside the advance included, charged to io: the probes' seconds)."""
         first = s.step
         tap = self.hooks.tap([o for o in range(1, n + 1) if self._probe_due(first + o)])
         s.u, s.u_new = self.backend.advance_timed(s.u, s.u_new, self.w, n, self.layout.block.everything(), timer,
                                                   keep_previous, tap=tap)
         if tap is not None:
+            timer.move("compute", "io", tap.seconds)
             t = time.perf_counter()
-            for offs, parts in tap.parts():  # (a sweep's levels at once)
-                steps = [first + o for o in offs]
-                self.hooks.record_probes(steps, [self.plan.time(k) for k in steps], parts)
-                self.sampled = steps[-1]
-            self.probe_seconds += timer.add("io", t) - t
+            offsets, parts = tap.parts()  # (the batch's samples at once)
+            steps = [first + o for o in offsets]
+            self.hooks.record_probes(steps, [self.plan.time(k) for k in steps], parts)
+            self.sampled = steps[-1]
+            self.probe_seconds += tap.seconds + timer.add("io", t) - t
 
     def _probe_due(self, step: int) -> bool:
         """Whether the probes are sampled at this step of fixed steps: every probe_every steps, at a probe time, or the

@@ -57,6 +57,12 @@ class Timer:
         if level is not None:
             self._tally(level, section, seconds)
 
+    def move(self, source: str, target: str, seconds: float) -> None:
+        """Recharge seconds already charged to `source` to `target` (host work done inside a section's interval, as a
+        tap's inside a sweep's; a trace keeps the interval whole)."""
+        self.seconds[source] -= seconds
+        self.seconds[target] += seconds
+
     def charger(self):
         """charge() bound to the level being worked on now (GPU events resolve later)."""
         level = self.level

@@ -35,6 +35,7 @@ gap, no duplicate.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -289,6 +290,7 @@ class Tap:
         self.bands = BANDS if sampler.plan().kinds.size else 1
         self.found: dict[tuple, list] = {}  # offsets -> local parts at them
         self.ghosts = None  # the heat flows' ghost lines (Sampler.ghost_lines: read at the batch's first sweep)
+        self.seconds = 0.0  # the host's time in swept() and plain(), inside the backend's advance
 
     def sweep(self, lv, slots: int, tiles: int, threads: int = 1) -> tuple:
         """The arrays of a sweep of `tiles` tiles whose levels lv marks (numba_kernels.sample_row's pr); threads: those
@@ -310,16 +312,42 @@ class Tap:
     def swept(self, pr, taken, backend, u) -> None:
         """A sweep's samples (pr: sweep()'s arrays, their slots the offsets `taken`, in order; u: a field with the
         batch's ghost values)."""
+        t = time.perf_counter()
         if self.ghosts is None:
             self.ghosts = self.sampler.ghost_lines(backend, u)
         self.found[tuple(taken)] = self.sampler.from_sweep(backend, u, self.ghosts, pr[4], pr[5], pr[8])
+        self.seconds += time.perf_counter() - t
 
     def plain(self, off: int, backend, u) -> None:
+        t = time.perf_counter()
         self.found[(off,)] = self.sampler.local(backend, u)
+        self.seconds += time.perf_counter() - t
 
-    def parts(self) -> list[tuple[tuple, list]]:
-        """(offsets, local parts at them) of every sweep or plain step that sampled, in order."""
-        return sorted(self.found.items())
+    def parts(self) -> tuple[list, list]:
+        """(offsets, local parts at them) of every step sampled in the batch, in order: its sweeps' and plain steps'
+        parts joined (one record a batch)."""
+        groups = sorted(self.found.items())
+        offsets = [o for offs, _ in groups for o in offs]
+        return offsets, (groups[0][1] if len(groups) == 1 else joined(self.sampler.case, [g for _, g in groups]))
+
+
+def joined(case, batches: list[list]) -> list:
+    """One rank's parts of several batches (local()'s forms, in order) as the parts of one batch of all their
+    samples."""
+    out = []
+    for k, p in enumerate(case.output.probes):
+        mine = [b[k] for b in batches]
+        if mine[0] is None:
+            out.append(None)
+        elif p.kind == "point":
+            out.append([(n, np.concatenate([m[i][1] for m in mine])) for i, (n, _) in enumerate(mine[0])])
+        elif p.kind == "heat_flow":
+            out.append((mine[0][0], [line for m in mine for line in m[1]]))
+        elif p.kind == "mean":
+            out.append((np.concatenate([m[0] for m in mine]), np.concatenate([m[1] for m in mine]), mine[0][2]))
+        else:
+            out.append(np.concatenate(mine))
+    return out
 
 
 def _region(backend, u, kind: str, read):
