@@ -193,11 +193,15 @@ class Balance:
             out[side] = self.terms(side, backend.get(u, ghost), backend.get(u, first))
         return out
 
-    def terms(self, side: str, ghost, first) -> np.ndarray:
-        """wall_terms' c (ghost - first) along one side from its ghost and first lines (host arrays, any shape)."""
+    def terms(self, side: str, ghost, first, out=None) -> np.ndarray:
+        """wall_terms' c (ghost - first) along one side from its ghost and first lines (host arrays, any shape); with
+        `out` ([line, point], float64), first holds several first lines ([line, point], any strides), the ghost line
+        the same for each, and the terms go to out."""
         g = np.asarray(ghost, dtype=np.float64).reshape(-1)  # (float64 lines as they are: no copy)
-        f = np.asarray(first, dtype=np.float64).reshape(-1)
-        return self.c[side] * (g - f)
+        if out is None:
+            return self.c[side] * (g - np.asarray(first, dtype=np.float64).reshape(-1))
+        np.subtract(g, first, out=out)
+        return np.multiply(self.c[side], out, out=out)
 
     def source_rate(self, terms) -> float:
         """sum(q) dx dy over the owned points for weighted terms (solver.core.sources.step_weights)."""

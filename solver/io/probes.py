@@ -100,6 +100,8 @@ class Sampler:
         self.balance = Balance(case, block, 0.0, 0) if self.sides else None
         self.along = {side: np.arange(*(block.cols if side in ("bottom", "top") else block.rows))
                       for side in self.sides}  # this rank's points along each side, in the side's order
+        self.whole = {side: self.along[side].size == (nx if side in ("bottom", "top") else ny) for side in self.sides}
+        self.lines = {}  # (side, levels) -> a sweep's terms along the side (from_sweep: used again)
 
     def local(self, backend, u) -> list:
         """This rank's part of every probe at one sample (plain data for rank 0: combine), as a batch of one (the
@@ -112,7 +114,7 @@ class Sampler:
             elif p.kind == "heat_flow":
                 if walls is None:
                     walls = self.balance.wall_terms(backend, u, self.sides) if self.balance is not None else {}
-                out.append((self.along[read], [walls[read]]) if read in walls else None)
+                out.append(self._wall(read, walls[read][None, :]) if read in walls else None)
             elif read is None:
                 out.append(None)
             else:
@@ -134,6 +136,13 @@ class Sampler:
         return {side: np.ascontiguousarray(_read(backend, u, wall_lines(side, u.shape)[0]), dtype=np.float64)
                 for side in self.sides}
 
+    def _wall(self, side: str, lines: np.ndarray) -> Wall:
+        """A heat flow's part from its terms at each sample (lines: [sample, point along the side], C-contiguous):
+        their sums where this rank holds the whole side, else the lines (copies: `lines` may be used again)."""
+        if self.whole[side]:
+            return Wall(self.along[side], None, np.sum(lines, axis=1).tolist())  # (each row: numpy's sum of it)
+        return Wall(self.along[side], [line.copy() for line in lines], None)
+
     def from_sweep(self, backend, u, ghosts, fac, iac, capv) -> list:
         """local()'s parts for the S levels a sweep sampled, from its accumulators (fac, iac: [tile, level, ...]) and
         captures (capv: [capture, level]); ghost values (constant in a sweep: every side fixed) from u, the heat flows'
@@ -141,16 +150,20 @@ class Sampler:
         plan = self.plan()
         levels = capv.shape[1]
         stats = _over_tiles(fac, iac) if plan.regions else None
+        points = capv[:plan.points].copy()  # the point probes' captures (a copy: the sweep's arrays are used again)
         out, walls, r = [], {}, 0
         for k, (p, read) in enumerate(zip(self.case.output.probes, self.reads)):
-            if p.kind == "point":  # (copies: the sweep's arrays are used again)
-                out.append([(n, capv[plan.captures[(k, n)]].copy() if (k, n) in plan.captures
+            if p.kind == "point":
+                out.append([(n, points[plan.captures[(k, n)]] if (k, n) in plan.captures
                              else np.full(levels, _value(backend, u, i, j))) for n, i, j in read])
             elif p.kind == "heat_flow":
                 if read not in walls:
-                    first = capv[plan.captures[("wall", read)]]  # [point along the side, level]
-                    walls[read] = [self.balance.terms(read, ghosts[read], first[:, s]) for s in range(levels)]
-                out.append((self.along[read], walls[read]))
+                    first = capv[plan.captures[("wall", read)]].T  # [level, point along the side]
+                    lines = self.lines.get((read, levels))
+                    if lines is None:
+                        lines = self.lines[(read, levels)] = np.empty(first.shape)
+                    walls[read] = self._wall(read, self.balance.terms(read, ghosts[read], first, lines))
+                out.append(walls[read])
             elif read is None:
                 out.append(None)
             else:  # the r-th region
@@ -186,6 +199,15 @@ def key_values(keys) -> np.ndarray:
 def keys_of(values) -> np.ndarray:
     """The ordered int64 keys of doubles: -0.0 below +0.0, NaNs beyond the infinities."""
     return _flip(np.ascontiguousarray(values, dtype=np.float64).view(np.int64))
+
+
+class Wall(NamedTuple):
+    """A rank's part of a heat flow at a batch's samples: its points' indices along the side, and each sample's terms
+    there (lines: an array a sample) or, where the rank holds the whole side, their sums (sums: numpy's sum of each
+    sample's line, as combine takes it; lines None)."""
+    along: np.ndarray
+    lines: list | None
+    sums: list | None
 
 
 class Plan(NamedTuple):
@@ -342,7 +364,9 @@ def joined(case, batches: list[list]) -> list:
         elif p.kind == "point":
             out.append([(n, np.concatenate([m[i][1] for m in mine])) for i, (n, _) in enumerate(mine[0])])
         elif p.kind == "heat_flow":
-            out.append((mine[0][0], [line for m in mine for line in m[1]]))
+            whole = mine[0].sums is not None
+            out.append(Wall(mine[0].along, None if whole else [line for m in mine for line in m.lines],
+                            [x for m in mine for x in m.sums] if whole else None))
         elif p.kind == "mean":
             out.append((np.concatenate([m[0] for m in mine]), np.concatenate([m[1] for m in mine]), mine[0][2]))
         else:
@@ -402,8 +426,8 @@ def combine(case, parts: list[list], stencils: list | None = None, cell: float |
             read = dict(pair for part in mine for pair in part)
             weights = stencils[k]
             columns.append(sum(w * read[n] for n, (_, _, w) in enumerate(weights)) if len(weights) > 1 else read[0])
-        elif p.kind == "heat_flow":  # (a sample's terms a line apiece: no array of a batch's lines to fault in)
-            columns.append([float(np.sum(in_order([(w, v[s]) for w, v in mine]))) * cell for s in range(len(mine[0][1]))])
+        elif p.kind == "heat_flow":
+            columns.append([x * cell for x in _side_sums(mine)])
         elif p.kind in ("max", "min"):
             columns.append(_extreme(mine, p.kind))
         else:
@@ -418,6 +442,14 @@ def heat_cell(case) -> float:
 
     (dx, dy), med = spacing(case), medium(case)
     return dx * dy * med.c0 * med.depth
+
+
+def _side_sums(mine: list) -> list[float]:
+    """A heat flow's sum of its terms along the whole side at each sample, from the ranks' Wall parts: numpy's sum of
+    the side's terms in the side's order (a rank holding the whole side has taken it: Sampler._wall)."""
+    if len(mine) == 1 and mine[0].sums is not None:
+        return mine[0].sums
+    return [float(np.sum(in_order([(m.along, m.lines[s]) for m in mine]))) for s in range(len(mine[0].lines))]
 
 
 def _extreme(mine: list, kind: str) -> np.ndarray:
