@@ -170,8 +170,8 @@ def test_probe_input_errors_name_the_field(tmp_path):
 
 def test_probes_sampled_inside_time_tiles_equal_the_fields(tmp_path, monkeypatch):
     """numba's time tiles sample the steps' probes as they compute them (no batch ends there: solver.io.probes.Tap):
-    every probe the same bits as numpy's steps sampled from the field, for steps inside a tile, at a tile's end, after
-    a plain step, by count and at times; on two threads and one, with tiles of 4 and 3 steps (and shorter ones)."""
+    every probe the same bits as numpy's steps sampled from the field, for steps inside a tile, at a tile's end, in
+    the sweeps of one step that take a batch's sampled last steps, by count and at times; on two threads and one, with tiles of 4 and 3 steps (and shorter ones)."""
     from solver.io import probes as probes_io
 
     sweeps = []

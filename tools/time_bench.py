@@ -203,17 +203,18 @@ def sweep(args) -> None:
         for label in times:
             tap = taps["points" if label == "idle" else label] if label != "none" else None
             rb = 2 * (tap.bands if tap is not None else 1)  # (as numba_backend.advance: a tap's bands a thread)
-            pr = None if tap is None else tap.sweep(never if label == "idle" else every, k, rb * cb, 2)
+            pr = None if tap is None else tap.sweep(never if label == "idle" else every, rb * cb, 2)
             t = time.perf_counter()
             numba_kernels.fused(dst, u, w.wc, w.wx, w.wy, k, rb, cb, None, None, None, None, None, pr)
             if rep >= 2:
                 times[label].append(time.perf_counter() - t)
     med = {label: statistics.median(v) * 1e3 / k for label, v in times.items()}
-    print(json.dumps({"n": n, "k": k, "ms_per_step": med}))
-    print(f"\n| {n}^2 fused sweep of {k} steps, numba, 2 threads | ms a step (median of {args.repeats}) | of none |\n"
-          "|---|---|---|")
+    paired = {label: statistics.median(a / b for a, b in zip(v, times["none"])) for label, v in times.items()}
+    print(json.dumps({"n": n, "k": k, "ms_per_step": med, "paired": paired}))
+    print(f"\n| {n}^2 fused sweep of {k} steps, numba, 2 threads | ms a step (median of {args.repeats}) | of none | "
+          "paired (each over the none sweep of its round, median) |\n|---|---|---|---|")
     for label, v in med.items():
-        print(f"| {label} | {v:.3f} | {v / med['none']:.3f} |")
+        print(f"| {label} | {v:.3f} | {v / med['none']:.3f} | {paired[label]:.3f} |")
 
 
 def main() -> None:

@@ -145,8 +145,8 @@ class NumbaBackend(Backend):
         that `u_new` holds the previous field (for the checks that follow). The fused kernel keeps ghost
         layers constant, so sides whose ghosts change between steps (Neumann, periodic: `refills`) take
         plain steps with a boundary fill after each. tap (solver.io.probes.Tap, or None): the steps of the
-        batch whose probes are sampled - inside the sweeps (numba_kernels.tiled's pr), after a plain step from
-        the field."""
+        batch whose probes are sampled inside the sweeps (numba_kernels.tiled's pr; a sampled step of the rest
+        is a sweep of one step, which gives a plain step's bits)."""
         k = self._tile(max(1, (u.shape[0] - 2) // self.threads))
         full = region == (1, u.shape[0] - 1, 1, u.shape[1] - 1)
         m = n - previous if (k > 1 and full and n > 1 and not self.refills and not w.jacobi) else 0
@@ -155,16 +155,28 @@ class NumbaBackend(Backend):
         self.fit(region)
         done = 0
         for d in [k] * (m // k) + ([m % k] if m % k > 1 else []):
-            cb = self.column_blocks(u.shape[1] - 2, d)
-            rb = self.threads * (tap.bands if tap is not None else 1)  # (a tap's bands: its regions' work split)
-            pr, taken = _levels(tap, done, d, rb * cb, self.threads)
-            self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, rb if pr is not None else self.threads, cb, w.s, w.ax, w.ay,
-                         w.m, w.cw, pr)
-            u, u_new = u_new, u
-            if pr is not None:
-                tap.swept(pr, taken, self, u)
+            u, u_new = self._sweep(u, u_new, w, d, done, tap)
             done += d
+        if tap is not None and k > 1 and full and not self.refills and not w.jacobi:
+            for j in range(done, n):  # the rest's sampled steps swept one at a time (tiled: a plain step's bits)
+                if j + 1 in tap.offsets:
+                    u, u_new = self._sweep(u, u_new, w, 1, j, tap)
+                else:
+                    u, u_new = super().advance(u, u_new, w, 1, region, first=j)
+            return u, u_new
         return super().advance(u, u_new, w, n - done, region, tap=tap, first=done)
+
+    def _sweep(self, u, u_new, w, d: int, done: int, tap):
+        """A fused sweep of d steps after step offset `done`, sampling the tap's steps among them; returns (current,
+        previous)."""
+        cb = self.column_blocks(u.shape[1] - 2, d)
+        rb = self.threads * (tap.bands if tap is not None else 1)  # (a tap's bands: its regions' work split)
+        pr, taken = _levels(tap, done, d, rb * cb, self.threads)
+        self.k.fused(u_new, u, w.wc, w.wx, w.wy, d, rb if pr is not None else self.threads, cb, w.s, w.ax, w.ay,
+                     w.m, w.cw, pr)
+        if pr is not None:
+            tap.swept(taken, self, u_new)
+        return u_new, u
 
     def samples_inside(self, shape) -> bool:
         """Whether advance() samples probes inside its time tiles (tap): where it fuses steps at all."""
@@ -389,9 +401,9 @@ def _levels(tap, done: int, d: int, tiles: int, threads: int):
         return None, []
     lv = np.full(d + 1, -1, dtype=np.int64)
     taken = [done + level for level in range(1, d + 1) if done + level in tap.offsets]
-    for slot, off in enumerate(taken):
-        lv[off - done] = slot
-    return (tap.sweep(lv, len(taken), tiles, threads) if taken else None), taken
+    for off in taken:
+        lv[off - done] = tap.slots[off]
+    return (tap.sweep(lv, tiles, threads) if taken else None), taken
 
 
 def _separable_tables(w, region, down):

@@ -136,7 +136,7 @@ def tiled(out, u, wc, wx, wy, k, t0, t1, s0, s1, ylo, yhi, xlo, xhi, fs, fn, fw,
                     if pr[0][level] >= 0 and a <= i < b:
                         if pr[9][i]:
                             sample_row(pr, t, pr[0][level], i, dst, cl, c, d)
-                        _columns(pr[10], pr[8], pr[0][level], i, dst, cl, c, d)
+                        _walls(pr[10], pr[12], pr[13], pr[0][level], i, dst, cl, c, d)
                 if level < k:
                     if fw and cl == xlo:
                         ring[level, i % 3, xlo - 1 - base] = u[i, xlo - 1]
@@ -360,25 +360,34 @@ def _extreme_keys(v, largest, key, acc):
 
 
 @njit(inline="always")
-def _columns(cols, capv, slot, i, dst, cl, c, d):
-    """A sampled level's row i: the captured columns' values (cols[q] = (column, capture index less the row))."""
+def _walls(cols, wrows, wv, slot, i, dst, cl, c, d):
+    """A sampled level's row i: the walls' first lines into wv[slot, :] (each side's points along it in order): a
+    side's first column from every row (cols[q] = (column, wv index less the row)), a side's first row copied whole
+    (wrows[q] = (row, first column, column after the last, wv index of the first)). wv's rows are padded off a
+    whole number of pages (the sampler's), so that a front's stores to its levels' rows fall in different cache
+    sets."""
     for q in range(cols.shape[0]):
         j = cols[q, 0]
         if c <= j < d:
-            capv[cols[q, 1] + i, slot] = dst[j - cl]
+            wv[slot, cols[q, 1] + i] = dst[j - cl]
+    for q in range(wrows.shape[0]):
+        if wrows[q, 0] == i:
+            lo = max(wrows[q, 1], c)
+            hi = min(wrows[q, 2], d)
+            base = wrows[q, 3] - wrows[q, 1]
+            for j in range(lo, hi):
+                wv[slot, base + j] = dst[j - cl]
 
 
 @njit(inline="always")
 def sample_row(pr, t, slot, i, dst, cl, c, d):
     """A sampled level's row i of a tile owning columns [c, d), dst holding columns [cl, ...): its region probes'
     statistics into the tile's accumulators, its captured points into the level's captures. pr: (lv, ent, rstart,
-    kinds, fac, iac, cent, cstart, capv, todo, cols) - lv[level] the slot of a sampled level (-1: not sampled), ent[e]
-    = (probe, column lo, column hi) of row entries rstart[i]:rstart[i + 1], cent[e] = (column, capture index) of the
-    captures cstart[i]:cstart[i + 1] (every index global and padded); todo[i]: whether row i has any (tiled calls this
-    only then); cols: columns captured in every row (a side's first column: _columns); pr[11][0]: the threads the
-    sweep's bands are dealt to (_interleaved). capv[capture, slot]: a row's
-    levels side by side (as [slot, capture] the levels' rows lay whole pages apart, and a front's stores to them,
-    all in one cache set, cost 4% of the sweep with a side's column captured)."""
+    kinds, fac, iac, cent, cstart, capv, todo, cols, threads, wrows, wv) - lv[level] the slot of a sampled level (-1:
+    not sampled), ent[e] = (probe, column lo, column hi) of row entries rstart[i]:rstart[i + 1], cent[e] = (column,
+    capture index) of the point captures cstart[i]:cstart[i + 1] (every index global and padded); todo[i]: whether row
+    i has any (tiled calls this only then); cols, wrows, wv: the walls' first lines (_walls); pr[11][0]: the threads
+    the sweep's bands are dealt to (_interleaved). capv[capture, slot]: a point's levels side by side."""
     ent, rstart, kinds, fac, iac, cent, cstart, capv = pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8]
     for e in range(rstart[i], rstart[i + 1]):
         r = ent[e, 0]

@@ -49,6 +49,7 @@ from ..core.probe_points import region_mask, stencil
 
 LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1  # the start of a max's and a min's ordered key (solver.backends.numba_kernels)
 BANDS = 2  # row bands a thread in a sweep that reads regions (a band's edge recomputes k(k - 1) row updates)
+KEPT = 8  # a sampler's arrays kept for batches (Sampler._kept: by shape)
 FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
 CSV, H5 = "probes.csv", "probes.h5"
 
@@ -95,13 +96,12 @@ class Sampler:
                 box = (rows[0] + 1, rows[-1] + 2, cols[0] + 1, cols[-1] + 2)
                 cut = np.ascontiguousarray(mask[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
                 self.reads.append((box, cut, int(cut.sum())))
-        self.arrays = {}  # (levels, tiles) -> a sweep's accumulators and captures (Tap.sweep: used again)
+        self.arrays = {}  # a batch's accumulators and captures by shape (accumulators(), captures(): used again)
         self.sides = {p.side for p in case.output.probes if p.kind == "heat_flow"}
         self.balance = Balance(case, block, 0.0, 0) if self.sides else None
         self.along = {side: np.arange(*(block.cols if side in ("bottom", "top") else block.rows))
                       for side in self.sides}  # this rank's points along each side, in the side's order
         self.whole = {side: self.along[side].size == (nx if side in ("bottom", "top") else ny) for side in self.sides}
-        self.lines = {}  # (side, levels) -> a sweep's terms along the side (from_sweep: used again)
 
     def local(self, backend, u) -> list:
         """This rank's part of every probe at one sample (plain data for rank 0: combine), as a batch of one (the
@@ -130,6 +130,33 @@ class Sampler:
             self._plan = _plan(self)
         return self._plan
 
+    def accumulators(self, tiles: int, slots: int) -> tuple:
+        """A batch's region accumulators (numba_kernels.sample_row's fac and iac), the sampler's own (a new array's
+        pages would fault in the sweep), set afresh: zeros, a max's and min's first keys."""
+        plan = self.plan()
+        fac, iac = self._kept(("acc", tiles, slots), lambda: (
+            np.empty((tiles, slots, len(plan.kinds))),
+            np.empty((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64)))
+        fac[...] = 0.0
+        iac[...] = 0
+        iac[..., 0] = plan.init
+        return fac, iac
+
+    def captures(self, slots: int) -> tuple:
+        """A batch's point captures [capture, slot] (a capture's levels side by side) and walls' first lines [slot,
+        point along the sides] (each slot's row padded to a whole number of pages and a cache line, so that a
+        front's stores to its levels' rows fall in different cache sets), the sampler's own."""
+        plan = self.plan()
+        stride = -(-plan.wall_points // 512) * 512 + 8  # (doubles: 4096 bytes a 512)
+        return self._kept(("cap", slots), lambda: (np.empty((plan.points, slots)), np.empty((slots, stride))))
+
+    def _kept(self, key, make):
+        if key not in self.arrays:
+            if len(self.arrays) >= KEPT:  # (batches of many lengths: the oldest let go)
+                del self.arrays[next(iter(self.arrays))]
+            self.arrays[key] = make()
+        return self.arrays[key]
+
     def ghost_lines(self, backend, u) -> dict:
         """The ghost line of each side a heat flow reads, contiguous on the host (read once a batch: constant in it,
         every side fixed)."""
@@ -137,16 +164,17 @@ class Sampler:
                 for side in self.sides}
 
     def _wall(self, side: str, lines: np.ndarray) -> Wall:
-        """A heat flow's part from its terms at each sample (lines: [sample, point along the side], C-contiguous):
+        """A heat flow's part from its terms at each sample (lines: [sample, point along the side], each row
+        contiguous):
         their sums where this rank holds the whole side, else the lines (copies: `lines` may be used again)."""
         if self.whole[side]:
             return Wall(self.along[side], None, np.sum(lines, axis=1).tolist())  # (each row: numpy's sum of it)
         return Wall(self.along[side], [line.copy() for line in lines], None)
 
-    def from_sweep(self, backend, u, ghosts, fac, iac, capv) -> list:
-        """local()'s parts for the S levels a sweep sampled, from its accumulators (fac, iac: [tile, level, ...]) and
-        captures (capv: [capture, level]); ghost values (constant in a sweep: every side fixed) from u, the heat flows'
-        from ghosts (ghost_lines)."""
+    def from_sweep(self, backend, u, ghosts, fac, iac, capv, wv) -> list:
+        """local()'s parts for the S levels sweeps sampled, from their accumulators (fac, iac: [tile, level, ...]),
+        point captures (capv: [capture, level]) and walls' first lines (wv: [level, point along the sides]); ghost
+        values (constant in a batch: every side fixed) from u, the heat flows' from ghosts (ghost_lines)."""
         plan = self.plan()
         levels = capv.shape[1]
         stats = _over_tiles(fac, iac) if plan.regions else None
@@ -158,11 +186,9 @@ class Sampler:
                              else np.full(levels, _value(backend, u, i, j))) for n, i, j in read])
             elif p.kind == "heat_flow":
                 if read not in walls:
-                    first = capv[plan.captures[("wall", read)]].T  # [level, point along the side]
-                    lines = self.lines.get((read, levels))
-                    if lines is None:
-                        lines = self.lines[(read, levels)] = np.empty(first.shape)
-                    walls[read] = self._wall(read, self.balance.terms(read, ghosts[read], first, lines))
+                    first = wv[:, plan.captures[("wall", read)]]  # [level, point along the side]
+                    # (the terms in place of the first lines: wv is the batch's, read once)
+                    walls[read] = self._wall(read, self.balance.terms(read, ghosts[read], first, first))
                 out.append(walls[read])
             elif read is None:
                 out.append(None)
@@ -212,11 +238,11 @@ class Wall(NamedTuple):
 
 class Plan(NamedTuple):
     """Sampler.plan: the sweep's arrays (ent, rstart, kinds, cent, cstart: solver.backends.numba_kernels.sample_row),
-    regions: the region probes' kinds in order, captures: {(probe index, stencil index) or ("wall", side): capture
-    index (a slice for a wall)}, init: the start of each region probe's iac[..., 0] (a max's or min's ordered key:
-    solver.backends.numba_kernels._key), points: the number of point captures (the first ones; the walls' follow),
-    count: all captures, todo: per row whether it has entries or captures, cols: (column, capture index less the row)
-    of each side's first column (captured in every row)."""
+    regions: the region probes' kinds in order, captures: {(probe index, stencil index): capture index, ("wall",
+    side): its slice of the walls' array}, init: the start of each region probe's iac[..., 0] (a max's or min's
+    ordered key: solver.backends.numba_kernels._key), points: the number of point captures, todo: per row whether it
+    has entries or point captures, cols and wrows: the walls' first columns and rows (numba_kernels._walls),
+    wall_points: the walls' points in all."""
     ent: np.ndarray
     rstart: np.ndarray
     kinds: np.ndarray
@@ -226,19 +252,20 @@ class Plan(NamedTuple):
     captures: dict
     init: np.ndarray
     points: int
-    count: int
     todo: np.ndarray
     cols: np.ndarray
+    wrows: np.ndarray
+    wall_points: int
 
 
 def _plan(sampler) -> Plan:
     """Sampler.plan's arrays, built from its reads."""
     ny, nx = sampler.block.padded
     ent, rstart, kinds, init = _region_entries(sampler, ny)
-    cent, cstart, captures, points, count, cols = _captures(sampler, ny, nx)
+    cent, cstart, captures, points, cols, wrows, wall_points = _captures(sampler, ny, nx)
     todo = ((rstart[1:] > rstart[:-1]) | (cstart[1:] > cstart[:-1])).astype(np.int8)
     return Plan(ent, rstart, np.array(kinds, dtype=np.int64), cent, cstart, kinds, captures,
-                np.array(init, dtype=np.int64), points, count, todo, cols)
+                np.array(init, dtype=np.int64), points, todo, cols, wrows, wall_points)
 
 
 def _region_entries(sampler, ny: int) -> tuple:
@@ -262,9 +289,10 @@ def _region_entries(sampler, ny: int) -> tuple:
 
 
 def _captures(sampler, ny: int, nx: int) -> tuple:
-    """(cent, cstart, captures, points, count, cols): the grid values a sweep copies out, the point probes' computed
-    points first and then each heat flow side's first line: a row's points as (column, capture index) entries by row,
-    a side's column as one (column, capture index less the row) pair (captured in every row)."""
+    """(cent, cstart, captures, points, cols, wrows, wall_points): the grid values a sweep copies out. The point
+    probes' computed points, as (column, capture index) entries by row; each heat flow side's first line into the
+    walls' array (numba_kernels._walls), the sides one after another: a side's column as (column, index less the row),
+    a side's row as (row, first column, column after the last, index of the first)."""
     crow, cent, captures = [], [], {}
     for k, (p, read) in enumerate(zip(sampler.case.output.probes, sampler.reads)):
         if p.kind == "point":
@@ -273,22 +301,19 @@ def _captures(sampler, ny: int, nx: int) -> tuple:
                     captures[(k, n)] = len(cent)
                     crow.append(i)
                     cent.append((j, len(cent)))
-    points = count = len(cent)
-    cols = []
+    cols, wrows, at = [], [], 0
     for side in sorted(sampler.sides):
         _, (r0, r1, c0, c1) = wall_lines(side, (ny, nx))
         if r1 - r0 == 1:
-            for j in range(c0, c1):
-                crow.append(r0)
-                cent.append((j, count + j - c0))
+            wrows.append((r0, c0, c1, at))
         else:
-            cols.append((c0, count - r0))  # row i's value goes to capture count + i - r0
-        captures[("wall", side)] = slice(count, count + (r1 - r0) * (c1 - c0))
-        count += (r1 - r0) * (c1 - c0)
+            cols.append((c0, at - r0))  # row i's value goes to index at + i - r0
+        captures[("wall", side)] = slice(at, at + (r1 - r0) * (c1 - c0))
+        at += (r1 - r0) * (c1 - c0)
     order = np.argsort(np.array(crow, dtype=np.int64), kind="stable")
     cstart = np.searchsorted(np.array(crow, dtype=np.int64)[order], np.arange(ny + 1)).astype(np.int64)
-    return (np.array(cent, dtype=np.int64).reshape(-1, 2)[order], cstart, captures, points, count,
-            np.array(cols, dtype=np.int64).reshape(-1, 2))
+    return (np.array(cent, dtype=np.int64).reshape(-1, 2)[order], cstart, captures, len(cent),
+            np.array(cols, dtype=np.int64).reshape(-1, 2), np.array(wrows, dtype=np.int64).reshape(-1, 4), at)
 
 
 def _runs(mask) -> tuple:
@@ -301,55 +326,69 @@ def _runs(mask) -> tuple:
 
 class Tap:
     """The probes of a batch's steps (offsets from its first, in (0, n]) as the backend computes them
-    (backend.samples_inside): sweep() gives a sweep the arrays to sample with, swept() keeps what it found, plain()
-    samples the field after a plain step; parts() then gives local()'s parts, a sweep's levels or a plain step at a
-    time."""
+    (backend.samples_inside): sweep() gives a sweep the batch's arrays to sample with (each sampled offset its slot),
+    swept() notes the offsets it sampled, plain() samples the field after a plain step; parts() then turns the
+    sweeps' sums and captures into local()'s parts, all at once (once a batch: the host's fixed cost of a sample, cold
+    after a sweep through the field, is paid once), joined with the plain steps'."""
 
     def __init__(self, sampler, offsets):
         self.sampler, self.offsets = sampler, frozenset(offsets)
+        self.slots = {o: s for s, o in enumerate(sorted(self.offsets))}  # each sampled offset's slot in the arrays
         # row bands a thread for a sweep that samples: BANDS where regions are read, so that a region in one part of
         # the plate is not one thread's work alone (numba_kernels._interleaved)
         self.bands = BANDS if sampler.plan().kinds.size else 1
-        self.found: dict[tuple, list] = {}  # offsets -> local parts at them
+        self.arrays = None  # (fac, iac, capv) of the batch: the sampler's own, set afresh at its first sweep
+        self.swept_offsets: list[int] = []  # the offsets sampled inside sweeps, in order
+        self.fields: dict[int, list] = {}  # offset -> local parts of a plain step
+        self.where = None  # (backend, a field with the batch's ghost values) of the sweeps
         self.ghosts = None  # the heat flows' ghost lines (Sampler.ghost_lines: read at the batch's first sweep)
         self.seconds = 0.0  # the host's time in swept() and plain(), inside the backend's advance
 
-    def sweep(self, lv, slots: int, tiles: int, threads: int = 1) -> tuple:
-        """The arrays of a sweep of `tiles` tiles whose levels lv marks (numba_kernels.sample_row's pr); threads: those
-        its row bands are dealt to. The sampler's own arrays, set afresh (a new array's pages would fault in the
-        sweep): swept() reads them before the next sweep."""
+    def sweep(self, lv, tiles: int, threads: int = 1) -> tuple:
+        """The arrays of a sweep of `tiles` tiles whose levels lv maps to the batch's slots (numba_kernels.sample_row's
+        pr); threads: those its row bands are dealt to."""
         plan = self.sampler.plan()
-        key = (slots, tiles)
-        if key not in self.sampler.arrays:  # (a batch's sweeps take one or two shapes)
-            self.sampler.arrays[key] = (np.empty((tiles, slots, len(plan.kinds))),
-                                        np.empty((tiles, slots, len(plan.kinds), exactsum.NPOS + 1), dtype=np.int64),
-                                        np.empty((plan.count, slots)))  # (capv: a capture's levels side by side)
-        fac, iac, capv = self.sampler.arrays[key]
-        fac[...] = 0.0
-        iac[...] = 0
-        iac[..., 0] = plan.init
+        if self.arrays is None or self.arrays[0].shape[0] < tiles:
+            fac, iac = self.sampler.accumulators(tiles, len(self.slots))
+            if self.arrays is None:
+                capv, wv = self.sampler.captures(len(self.slots))
+            else:  # (a sweep with more tiles than the batch's first: the sums so far carried over)
+                old, capv, wv = self.arrays[0].shape[0], self.arrays[2], self.arrays[3]
+                fac[:old], iac[:old] = self.arrays[0], self.arrays[1]
+            self.arrays = (fac, iac, capv, wv)
+        fac, iac, capv, wv = self.arrays
         return (lv, plan.ent, plan.rstart, plan.kinds, fac, iac, plan.cent, plan.cstart, capv, plan.todo, plan.cols,
-                np.array([threads], dtype=np.int64))
+                np.array([threads], dtype=np.int64), plan.wrows, wv)
 
-    def swept(self, pr, taken, backend, u) -> None:
-        """A sweep's samples (pr: sweep()'s arrays, their slots the offsets `taken`, in order; u: a field with the
-        batch's ghost values)."""
+    def swept(self, taken, backend, u) -> None:
+        """The offsets a sweep sampled (in order); u: a field with the batch's ghost values."""
         t = time.perf_counter()
         if self.ghosts is None:
             self.ghosts = self.sampler.ghost_lines(backend, u)
-        self.found[tuple(taken)] = self.sampler.from_sweep(backend, u, self.ghosts, pr[4], pr[5], pr[8])
+            self.where = (backend, u)
+        self.swept_offsets += taken
         self.seconds += time.perf_counter() - t
 
     def plain(self, off: int, backend, u) -> None:
         t = time.perf_counter()
-        self.found[(off,)] = self.sampler.local(backend, u)
+        self.fields[off] = self.sampler.local(backend, u)
         self.seconds += time.perf_counter() - t
 
     def parts(self) -> tuple[list, list]:
-        """(offsets, local parts at them) of every step sampled in the batch, in order: its sweeps' and plain steps'
-        parts joined (one record a batch)."""
-        groups = sorted(self.found.items())
+        """(offsets, local parts at them) of every step sampled in the batch, in order: the sweeps' samples turned into
+        parts at once, joined with the plain steps'."""
+        groups = [((o,), parts) for o, parts in self.fields.items()]
+        if self.swept_offsets:
+            fac, iac, capv, wv = self.arrays
+            sel = [self.slots[o] for o in self.swept_offsets]
+            if sel != list(range(capv.shape[1])):  # (a plain step's slot left unused)
+                fac, iac, capv, wv = fac[:, sel], iac[:, sel], capv[:, sel], wv[sel]
+            groups.append((tuple(self.swept_offsets),
+                           self.sampler.from_sweep(*self.where, self.ghosts, fac, iac, capv, wv)))
+        groups.sort()
         offsets = [o for offs, _ in groups for o in offs]
+        if offsets != sorted(offsets):  # (a batch's plain steps follow its sweeps: numba_backend.advance)
+            raise RuntimeError(f"probes: a batch's samples out of order ({offsets})")
         return offsets, (groups[0][1] if len(groups) == 1 else joined(self.sampler.case, [g for _, g in groups]))
 
 
