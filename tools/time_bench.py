@@ -162,9 +162,11 @@ def probes(args) -> None:
     print(json.dumps({"n": args.n, "steps": args.steps, "set": args.set, "ms_per_step": med, "ms_per_sample": sample,
                       "runs": times, "paired": paired}))
     print(f"\n| {args.n}^2 explicit, numba, 2 threads, --set {args.set} | ms per step (median of {args.repeats}) | "
-          "of none | paired: median (range) | probes' own ms per sample | of a step (none) |\n|---|---|---|---|---|---|")
-    for k, v in med.items():
-        own = f"{sample[k]:.3f} | {sample[k] / med['none']:.1%}" if k in sample else "- | -"
+          "of none | paired: median (range) | probes' own ms per sample | their share of a step (none) |\n"
+          "|---|---|---|---|---|---|")
+    for k, v in med.items():  # (the share: ms a sample over the steps between samples)
+        every = int(k.split()[3]) if k in sample else 1
+        own = f"{sample[k]:.3f} | {sample[k] / every / med['none']:.2%}" if k in sample else "- | -"
         pair = f"{statistics.median(paired[k]):.3f} ({paired[k][0]:.2f}-{paired[k][-1]:.2f})" if k in paired else "-"
         print(f"| {k} | {v:.3f} | {v / med['none']:.3f} | {pair} | {own} |")
 
