@@ -165,8 +165,8 @@ class Sampler:
 
     def _wall(self, side: str, lines: np.ndarray) -> Wall:
         """A heat flow's part from its terms at each sample (lines: [sample, point along the side], each row
-        contiguous):
-        their sums where this rank holds the whole side, else the lines (copies: `lines` may be used again)."""
+        contiguous): their sums where this rank holds the whole side, else the lines (copies: `lines` may be used
+        again)."""
         if self.whole[side]:
             return Wall(self.along[side], None, np.sum(lines, axis=1).tolist())  # (each row: numpy's sum of it)
         return Wall(self.along[side], [line.copy() for line in lines], None)
