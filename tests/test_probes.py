@@ -181,6 +181,8 @@ def test_probes_sampled_inside_time_tiles_equal_the_fields(tmp_path, monkeypatch
             "boundary": {"top": 1.0, "left": 0.5, "bottom": -0.25}, "run": {"steps": 47, "check_every": 10},
             "output": {"vtk": False, "fields": False, "probes": PROBES + [
                 {"name": "corner", "kind": "point", "at": [0.999, 0.001]},
+                {"name": "into_bottom", "kind": "heat_flow", "side": "bottom"},  # (a row side at the first row,
+                {"name": "into_right", "kind": "heat_flow", "side": "right"},  # a column side in the last column tile)
                 {"name": "low", "kind": "mean", "region": {"kind": "rectangle", "lower": [0.0, 0.0],
                                                           "upper": [1.0, 0.3]}}]}}
     runs = {"numpy": {"backend": {"name": "numpy"}},
