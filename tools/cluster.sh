@@ -59,11 +59,13 @@ check() {  # why namespaces cannot be made here (nothing printed: they can)
   if ! err=$(ip netns exec "$probe" unshare --uts true 2>&1); then
     ip netns del "$probe"; echo "unshare --uts failed: $err"; return
   fi
-  if ! err=$(ip link add "${P}probe" type veth peer name "${P}probp" 2>&1); then
+  # (links named by this process too: two checks at once, as pytest's workers collecting tests/test_cluster.py make,
+  # would otherwise race for one name, and the loser would report that namespaces cannot be made here)
+  if ! err=$(ip link add "${P}v$$" type veth peer name "${P}w$$" 2>&1); then
     ip netns del "$probe"; echo "ip link add (veth) failed: $err"; return
   fi
-  ip link del "${P}probe"; ip netns del "$probe"
-  ip link add "${P}probb" type bridge 2>/dev/null && ip link del "${P}probb" || echo "ip link add (bridge) failed"
+  ip link del "${P}v$$"; ip netns del "$probe"
+  ip link add "${P}b$$" type bridge 2>/dev/null && ip link del "${P}b$$" || echo "ip link add (bridge) failed"
 }
 
 cores_of() {  # cores_of NODE NODES: this node's share of the machine's cores, as a taskset list
