@@ -202,3 +202,32 @@ def test_probes_sampled_inside_time_tiles_equal_the_fields(tmp_path, monkeypatch
         assert len(steps) > 5 and steps[-1] >= 47, how  # (steps landing on probe times add steps)
         for label in runs:
             assert csv[label] == csv["numpy"], (label, how)
+
+
+def test_a_backend_that_samples_no_probes_inside_its_steps_refuses_a_tap(tmp_path):
+    """Only numba's time tiles sample inside a batch (samples_inside); elsewhere the loop ends a batch at each probe
+    step, and a tap handed to advance() anyway is refused, not ignored: numpy, and numba where a side refills its
+    ghosts (plain steps)."""
+    from solver.backends import registry
+    from solver.core.boundary import make_fill
+    from solver.core.decomp import decompose
+    from solver.core.field import padded_field
+    from solver.core.initial import initial_block
+    from solver.core.physics import weights
+    from solver.io.probes import Sampler, Tap
+
+    neumann = {"kind": "neumann", "flux": 0.3}
+    for name, backend, boundary in (("numpy", {}, {}), ("numba", {"time_tile": 4}, {"right": neumann})):
+        case = load_case(probe_case(tmp_path, name, backend={"name": name, **backend}, boundary=boundary))
+        be = registry()[name](case.backend, case.numerics.dtype, 1)
+        block = decompose(case.shape, (1, 1), 0)
+        be.boundary = make_fill(case, block)
+        u = be.asarray(padded_field(case, block, initial_block(case, block)))
+        w = weights(case).cast(case.numerics.dtype)
+        be.prepare(u, u.copy(), w)
+        assert not be.samples_inside(block.padded), name
+        tap = Tap(Sampler(case, block), [1, 2])
+        with pytest.raises(RuntimeError, match="samples no probes inside"):
+            be.advance(u, u.copy(), w, 2, block.everything(), tap=tap)
+        a, _ = be.advance(u.copy(), u.copy(), w, 2, block.everything())
+        assert np.isfinite(be.to_host(a)).all(), name

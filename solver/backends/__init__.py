@@ -138,15 +138,16 @@ class Backend:
             u, u_new = self.advance_timed(u, u_new, w, n - done, region, timer, previous)
         return u, u_new, values
 
-    def advance(self, u, u_new, w, n: int, region: Region, tap=None, first: int = 0):
-        """n steps with no halo exchange (one process); returns (current, previous). tap (solver.io.probes.Tap): the
-        probes of the steps it lists sampled from the field after them (step offsets counted from `first`)."""
-        for j in range(n):
+    def advance(self, u, u_new, w, n: int, region: Region, tap=None):
+        """n steps with no halo exchange (one process); returns (current, previous). tap: refused (probes are sampled
+        inside a batch only where samples_inside; here the loop ends a batch at each probe step and reads the
+        field after it)."""
+        if tap is not None:
+            raise RuntimeError(f"{self.name}: advance() samples no probes inside its steps (samples_inside is False)")
+        for _ in range(n):
             self.step(u_new, u, w, region)
             self.fill_boundary(u_new)
             u, u_new = u_new, u
-            if tap is not None and first + j + 1 in tap.offsets:
-                tap.plain(first + j + 1, self, u)
         return u, u_new
 
     def samples_inside(self, shape) -> bool:

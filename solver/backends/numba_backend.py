@@ -162,9 +162,9 @@ class NumbaBackend(Backend):
                 if j + 1 in tap.offsets:
                     u, u_new = self._sweep(u, u_new, w, 1, j, tap)
                 else:
-                    u, u_new = super().advance(u, u_new, w, 1, region, first=j)
+                    u, u_new = super().advance(u, u_new, w, 1, region)
             return u, u_new
-        return super().advance(u, u_new, w, n - done, region, tap=tap, first=done)
+        return super().advance(u, u_new, w, n - done, region, tap=tap)  # (a tap left here: refused)
 
     def _sweep(self, u, u_new, w, d: int, done: int, tap):
         """A fused sweep of d steps after step offset `done`, sampling the tap's steps among them; returns (current,

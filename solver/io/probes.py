@@ -327,9 +327,10 @@ def _runs(mask) -> tuple:
 class Tap:
     """The probes of a batch's steps (offsets from its first, in (0, n]) as the backend computes them
     (backend.samples_inside): sweep() gives a sweep the batch's arrays to sample with (each sampled offset its slot),
-    swept() notes the offsets it sampled, plain() samples the field after a plain step; parts() then turns the
-    sweeps' sums and captures into local()'s parts, all at once (once a batch: the host's fixed cost of a sample, cold
-    after a sweep through the field, is paid once), joined with the plain steps'."""
+    swept() notes the offsets it sampled (every one is sampled in a sweep: numba_backend.advance takes a sampled step
+    outside the time tiles as a sweep of one step); parts() then turns the sweeps' sums and captures into local()'s
+    parts, all at once (once a batch: the host's fixed cost of a sample, cold after a sweep through the field, is
+    paid once)."""
 
     def __init__(self, sampler, offsets):
         self.sampler, self.offsets = sampler, frozenset(offsets)
@@ -339,10 +340,9 @@ class Tap:
         self.bands = BANDS if sampler.plan().kinds.size else 1
         self.arrays = None  # (fac, iac, capv) of the batch: the sampler's own, set afresh at its first sweep
         self.swept_offsets: list[int] = []  # the offsets sampled inside sweeps, in order
-        self.fields: dict[int, list] = {}  # offset -> local parts of a plain step
         self.where = None  # (backend, a field with the batch's ghost values) of the sweeps
         self.ghosts = None  # the heat flows' ghost lines (Sampler.ghost_lines: read at the batch's first sweep)
-        self.seconds = 0.0  # the host's time in swept() and plain(), inside the backend's advance
+        self.seconds = 0.0  # the host's time in swept(), inside the backend's advance
 
     def sweep(self, lv, tiles: int, threads: int = 1) -> tuple:
         """The arrays of a sweep of `tiles` tiles whose levels lv maps to the batch's slots (numba_kernels.sample_row's
@@ -369,48 +369,13 @@ class Tap:
         self.swept_offsets += taken
         self.seconds += time.perf_counter() - t
 
-    def plain(self, off: int, backend, u) -> None:
-        t = time.perf_counter()
-        self.fields[off] = self.sampler.local(backend, u)
-        self.seconds += time.perf_counter() - t
-
     def parts(self) -> tuple[list, list]:
         """(offsets, local parts at them) of every step sampled in the batch, in order: the sweeps' samples turned into
-        parts at once, joined with the plain steps'."""
-        groups = [((o,), parts) for o, parts in self.fields.items()]
-        if self.swept_offsets:
-            fac, iac, capv, wv = self.arrays
-            sel = [self.slots[o] for o in self.swept_offsets]
-            if sel != list(range(capv.shape[1])):  # (a plain step's slot left unused)
-                fac, iac, capv, wv = fac[:, sel], iac[:, sel], capv[:, sel], wv[sel]
-            groups.append((tuple(self.swept_offsets),
-                           self.sampler.from_sweep(*self.where, self.ghosts, fac, iac, capv, wv)))
-        groups.sort()
-        offsets = [o for offs, _ in groups for o in offs]
-        if offsets != sorted(offsets):  # (a batch's plain steps follow its sweeps: numba_backend.advance)
-            raise RuntimeError(f"probes: a batch's samples out of order ({offsets})")
-        return offsets, (groups[0][1] if len(groups) == 1 else joined(self.sampler.case, [g for _, g in groups]))
-
-
-def joined(case, batches: list[list]) -> list:
-    """One rank's parts of several batches (local()'s forms, in order) as the parts of one batch of all their
-    samples."""
-    out = []
-    for k, p in enumerate(case.output.probes):
-        mine = [b[k] for b in batches]
-        if mine[0] is None:
-            out.append(None)
-        elif p.kind == "point":
-            out.append([(n, np.concatenate([m[i][1] for m in mine])) for i, (n, _) in enumerate(mine[0])])
-        elif p.kind == "heat_flow":
-            whole = mine[0].sums is not None
-            out.append(Wall(mine[0].along, None if whole else [line for m in mine for line in m.lines],
-                            [x for m in mine for x in m.sums] if whole else None))
-        elif p.kind == "mean":
-            out.append((np.concatenate([m[0] for m in mine]), np.concatenate([m[1] for m in mine]), mine[0][2]))
-        else:
-            out.append(np.concatenate(mine))
-    return out
+        parts at once (each offset's slot: its place in order, so the arrays are taken whole)."""
+        offsets = sorted(self.offsets)
+        if self.swept_offsets != offsets:  # (every sampled step is swept, in order: numba_backend.advance)
+            raise RuntimeError(f"probes: a batch's samples not all swept in order ({self.swept_offsets}, not {offsets})")
+        return offsets, self.sampler.from_sweep(*self.where, self.ghosts, *self.arrays)
 
 
 def _region(backend, u, kind: str, read):
