@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from ..core.exactsum import B0, NAN, NEG_INF, NPOS, POS_INF, W
+from ..core.exactsum import B0, HIGHEST, LOWEST, MAG, NAN, NEG_INF, NPOS, POS_INF, W
 
 
 
@@ -229,9 +229,7 @@ TWO_W = float(2 ** W)
 TWO_2W = float(2 ** (2 * W))
 INV_W = 1.0 / TWO_W
 INV_2W = 1.0 / TWO_2W
-MAG = np.int64(0x7FFFFFFFFFFFFFFF)  # a double's bits less its sign
 INF_BITS = np.int64(0x7FF0000000000000)  # +inf's bits: finite magnitudes are below
-LOWEST, HIGHEST = np.int64(-(2 ** 63)), np.int64(2 ** 63 - 1)
 
 
 @intrinsic

@@ -24,6 +24,10 @@ W = 32  # bits a digit
 B0 = -1152  # the weight 2^B0 of position 0's lowest bit: the least subnormal's position is 2 (-1074 - B0 = 78 = 2 W + 14)
 NPOS = 68  # positions 0..67: the largest double's is (1023 - B0) // W = 67
 NAN, POS_INF, NEG_INF = 1, 2, 4  # flags: a NaN, +inf or -inf among the values
+# max and min compare doubles as ordered int64 keys, bits ^ ((bits >> 63) & MAG) (an involution; -0.0 below +0.0,
+# NaNs beyond the infinities): solver.backends.numba_kernels._key in the kernels, solver.io.probes._flip on the host
+MAG = np.int64(0x7FFFFFFFFFFFFFFF)  # a double's bits less its sign
+LOWEST, HIGHEST = np.int64(-(2 ** 63)), np.int64(2 ** 63 - 1)  # the least and largest key: a max's and a min's start
 
 
 def position(a: float) -> int:

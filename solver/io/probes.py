@@ -47,7 +47,6 @@ from ..core.boundary import periodic_axes
 from ..core.physics import spacing
 from ..core.probe_points import region_mask, stencil
 
-LOWEST, HIGHEST = -(2 ** 63), 2 ** 63 - 1  # the start of a max's and a min's ordered key (solver.backends.numba_kernels)
 BANDS = 2  # row bands a thread in a sweep that reads regions (a band's edge recomputes k(k - 1) row updates)
 KEPT = 8  # a sampler's arrays kept for batches (Sampler._kept: by shape)
 FLUSH_ROWS = 1000  # samples rank 0 keeps before appending them to the files
@@ -213,8 +212,9 @@ def _over_tiles(fac, iac) -> dict:
 
 
 def _flip(b: np.ndarray) -> np.ndarray:
-    """A double's bits to its ordered int64 key and back (solver.backends.numba_kernels._key: an involution)."""
-    return b ^ ((b >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+    """A double's bits to its ordered int64 key and back (solver.core.exactsum.MAG; solver.backends.numba_kernels._key:
+    an involution)."""
+    return b ^ ((b >> 63) & exactsum.MAG)
 
 
 def key_values(keys) -> np.ndarray:
@@ -278,7 +278,7 @@ def _region_entries(sampler, ny: int) -> tuple:
         (r0, r1, c0, c1), mask, _ = read
         r = len(kinds)
         kinds.append({"max": 0, "min": 1, "mean": 2}[p.kind])
-        init.append({"max": LOWEST, "min": HIGHEST, "mean": 0}[p.kind])
+        init.append({"max": exactsum.LOWEST, "min": exactsum.HIGHEST, "mean": 0}[p.kind])
         line, lo, hi = _runs(mask)
         rows.append(r0 + line)
         spans.append(np.stack([np.full(line.size, r), c0 + lo, c0 + hi], axis=1))
