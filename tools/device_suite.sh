@@ -74,7 +74,8 @@
 #   nonlin  issue 45 on one GPU: tools/nonlinear_bench.py stencil NONLIN_N (16384) --backend cupy (Newton's steady
 #           k(T) + radiation plate to 1e-10 against the same grid's linear solve), NONLIN_REPEATS (1); NONLIN_CPU: N for
 #           the same on the CPU cores under mpirun -n 2 (the issue's 2-core figure) beside it; NONLIN_PROFILE: N for a
-#           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time).
+#           cProfile of one Newton run on the GPU (the top 45 functions by own and cumulative time); NONLIN_BASE=1: the
+#           same bench of the tree in .bench_base (carried: `git archive <commit> solver tools`) right after.
 #   nlphases issue 45: tools/nonlinear_phases.py at NLPHASES_N (8192; a list runs each) on the GPU: Newton's phases,
 #           each timed between device synchronisations (not in all); NLPHASES_FINE=1: the pieces inside them too.
 #   timegpu issue 44 on one GPU: tools/time_bench.py implicit --n TIMEGPU_N (4096: cases/heat_implicit.yaml itself)
@@ -390,6 +391,9 @@ fi
 if [[ $SECTIONS == *" nonlin "* ]]; then  # issue 45: Newton against the linear solve, one GPU (and 2 CPU ranks)
   step nonlin_gpu ${NONLIN_S:-200} $PY tools/nonlinear_bench.py stencil ${NONLIN_N:-16384} --backend cupy \
     --repeats ${NONLIN_REPEATS:-1} --out /tmp/stencil-nonlin
+  [[ -n ${NONLIN_BASE:-} && -d .bench_base ]] && step nonlin_gpu_base ${NONLIN_S:-200} \
+    env PYTHONPATH="$ROOT/.bench_base${PYTHONPATH:+:$PYTHONPATH}" $PY .bench_base/tools/nonlinear_bench.py stencil \
+    ${NONLIN_N:-16384} --backend cupy --repeats ${NONLIN_REPEATS:-1} --out /tmp/stencil-nonlin-base
   [[ -n ${NONLIN_PROFILE:-} ]] && step nonlin_profile ${NONLIN_PROFILE_S:-200} $PY tools/nonlinear_bench.py stencil \
     $NONLIN_PROFILE --backend cupy --repeats 1 --out /tmp/stencil-nonlin-prof --profile 45
   [[ -n ${NONLIN_CPU:-} ]] && step nonlin_cpu ${NONLIN_CPU_S:-200} mpirun -n 2 $PY tools/nonlinear_bench.py stencil \

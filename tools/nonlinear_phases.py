@@ -6,7 +6,9 @@ Runs tools/nonlinear_bench.py's plate (k(T), a radiating and convecting top side
 Newton's phases with the device synchronised before and after it (so a phase's time is its kernels', not the time of
 whichever call waits for them): the linearisation (the fused sweeps, and the levels' diagonal rebuilt: set_sigma
 beside it), the Jacobian products, the preconditioner's cycles, the residuals, the line search and the norms.
-Inclusive times (set_sigma is inside the linearisation); GMRES's own work is its solve less its products and cycles.
+Inclusive times (set_sigma is inside the linearisation), with each phase's first call and its median call in ms (a
+first call far above the median compiles something inside the timed solve); GMRES's own work is its solve less its
+products and cycles.
 The synchronisations cost a little: the solve here is slower than the bench's, which has none. --fine adds the
 pieces inside the phases (the operator's kappa, films, trial, residual and linearisation; the fused kernels; the
 multigrid's cycle), each inclusive.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -40,7 +43,7 @@ def main() -> None:
     c = validate_case(nonlinear_bench.case_data(a.n, a.backend, a.out, False))
     r = nonlinear_bench.prepared(Run(c, Comm(), Options(ceiling=False, quiet=True, overwrite=True)))
     sync = r.backend.synchronize
-    spent, calls = defaultdict(float), defaultdict(int)
+    spent, calls, each = defaultdict(float), defaultdict(int), defaultdict(list)
 
     def wrap(obj, name, label):
         orig = getattr(obj, name)
@@ -50,8 +53,10 @@ def main() -> None:
             t = time.perf_counter()
             out = orig(*args, **kwargs)
             sync()
-            spent[label] += time.perf_counter() - t
+            dt = time.perf_counter() - t
+            spent[label] += dt
             calls[label] += 1
+            each[label].append(dt)
             return out
 
         setattr(obj, name, timed)
@@ -76,7 +81,9 @@ def main() -> None:
         for name in ("max_abs", "fill"):
             wrap(r.backend, name, f"backend.{name}")
     rec = r.execute()
-    rows = {k: {"s": round(v, 4), "calls": calls[k]} for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
+    rows = {k: {"s": round(v, 4), "calls": calls[k], "first_ms": round(1e3 * each[k][0], 3),
+                "median_ms": round(1e3 * statistics.median(each[k]), 3)}
+            for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
     print(json.dumps({"n": a.n, "backend": a.backend, "solve_s": rec["times"]["solve"],
                       "iterations": rec["solver"]["iterations"], "phases": rows}, indent=1))
 

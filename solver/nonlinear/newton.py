@@ -142,10 +142,15 @@ class Newton:
     def warm_up(self) -> None:
         """Compile the kernels one cycle uses (numba's JIT, CUDA modules) before the timed loop: one preconditioning
         cycle from a zero right-hand side (it leaves the field alone)."""
-        be = self.backend
-        self._linearise(self.mg.grids[0].u, Timer())  # (the levels' diagonal: held points' own, not zero)
+        be, u = self.backend, self.mg.grids[0].u
+        self._linearise(u, Timer())  # (the levels' diagonal: held points' own, not zero)
         be.clear(self.pz)
         be.clear(self.spare)
+        self._residual(self.Rt, u, Timer(), self.KRt)  # (and the verbs of an iteration: residual, product, trial,
+        self._apply(self.Rt, self.spare, Timer())  # the lag's test; what they write is scratch, written again later)
+        self.op.trial(self.Rt, u, self.dtype.type(0.0), self.spare)
+        if self.sent is not None:
+            self.op.moved(self.sent, self.sent)
         zero = self.Rt
         be.clear(zero)
         self.pz, self.spare = self.mg.precondition(self.pz, self.spare, zero, Timer())
