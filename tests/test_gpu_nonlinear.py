@@ -70,3 +70,78 @@ def test_the_fused_power_law_gives_the_bits_of_cupys_expressions(dtype):
     k, dk = law.evaluate(u, cp)
     assert cp.array_equal(kap, k / kref) and cp.array_equal(dkap, dk / kref)
     assert kap.dtype == dkap.dtype == np.dtype(dtype)
+
+
+def _films(cp, dtype, radiates: bool, laws: int):
+    """A film of 700 points on a random padded field (every point's data drawn), its power laws (codes 0..laws: 0 is
+    constant k), on the device."""
+    from solver.core.conductivity import Law
+    from solver.nonlinear.films import Film
+
+    rng = np.random.default_rng(11 + laws + 2 * radiates)
+    n = 700
+    field = rng.uniform(20.0, 900.0, (40, 50))
+    rows, cols = rng.integers(1, 39, n), rng.integers(1, 49, n)
+    law_list = [Law("power", k0=148.0, t0=300.0, b=-1.3, offset=273.15),
+                Law("power", k0=30.0, t0=350.0, b=0.4, offset=273.15)][:laws]
+    kref = [law.reference() for law in law_list]
+    host = Film("top", rows, cols, rng.uniform(0.5, 2.0, n), rng.uniform(0.01, 0.1, n), rng.uniform(1.0, 50.0, n),
+                rng.integers(0, laws + 1, n), rng.uniform(1.0, 40.0, n), rng.uniform(0.0, 60.0, n),
+                0.8 * 5.67e-8 if radiates else 0.0, (rng.uniform(-20.0, 30.0, n) + 273.15) ** 4, 273.15)
+    return host, cp.asarray(field.astype(dtype)), law_list, kref
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("radiates", [True, False])
+@pytest.mark.parametrize("laws", [0, 1, 2])
+def test_the_film_kernel_gives_the_bits_of_cupys_expressions(dtype, radiates, laws):
+    """solver.backends.cupy_nl.film (a thread a point) against films.wall_flux's CuPy expressions with the operator's
+    kappa (Law.evaluate by each point's code, divided by k_ref): Q, dQ/du (Newton's and Picard's) and the radiated part
+    bitwise, points of constant k (code 0) among them."""
+    import cupy as cp
+
+    from solver.backends.cupy_nl import CupyNonlinear
+    from solver.nonlinear import films
+
+    host, u, law_list, kref = _films(cp, dtype, radiates, laws)
+    f = host.on(type("B", (), {"xp": cp})(), dtype)
+
+    def at(t):
+        kap, dkap = cp.ones(t.shape, dtype=dtype), cp.zeros(t.shape, dtype=dtype)
+        for m, (law, kr) in enumerate(zip(law_list, kref)):
+            k, dk = law.evaluate(t, cp)
+            kap, dkap = cp.where(f.code == m + 1, k / kr, kap), cp.where(f.code == m + 1, dk / kr, dkap)
+        return kap, dkap
+
+    params = tuple((law.offset, law.t0, law.b, law.k0, kr) for law, kr in zip(law_list, kref))
+    for jacobian in (True, False):
+        got = CupyNonlinear(cp, dtype).film(f, u, params, jacobian, films.MAX_WALL_ITERATIONS)
+        want = films.wall_flux(f, u[f.rows, f.cols], at if laws else None, cp, jacobian)
+        assert (got[2] is None) == (want[2] is None) == (not radiates)
+        for g, w in zip(got, want):
+            if w is not None:
+                assert g.dtype == w.dtype == np.dtype(dtype)
+                assert cp.array_equal(g, w), float(cp.max(cp.abs(g - w)))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_lowest_and_moved_reductions_equal_numba_nls(dtype):
+    """cupy_nl.lowest (the least free point of a block of a padded field) and cupy_nl.moved (the levels' diagonal's
+    largest relative change), each one CuPy reduction kernel, against numba_nl's passes: the same value, NaN where a
+    value is NaN, inf for no free point."""
+    import cupy as cp
+
+    from solver.backends import numba_nl
+    from solver.backends.cupy_nl import CupyNonlinear
+
+    rng = np.random.default_rng(3)
+    nl = CupyNonlinear(cp, dtype)
+    u = rng.uniform(-50.0, 900.0, (40, 70)).astype(dtype)
+    free = rng.random((33, 61)) > 0.3
+    assert nl.lowest(cp.asarray(u), cp.asarray(free), 3, 4) == numba_nl.lowest(u, free, 3, 4)
+    assert nl.lowest(cp.asarray(u), cp.asarray(np.zeros_like(free)), 3, 4) == float("inf")
+    new, old = rng.uniform(0.1, 5.0, (2, 300, 200))
+    assert nl.moved(cp.asarray(new), cp.asarray(old), 1e-300) == numba_nl.moved(new, old, 1e-300)
+    u[10, 10], new[7, 9] = np.nan, np.nan
+    assert np.isnan(nl.lowest(cp.asarray(u), cp.asarray(np.ones_like(free)), 3, 4))
+    assert np.isnan(nl.moved(cp.asarray(new), cp.asarray(old), 1e-300))

@@ -20,7 +20,7 @@ from solver.backends import cupy_nl, numba_nl
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
 ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide", "nl_power",
-           "nl_across_rows", "nl_across_cols")
+           "nl_across_rows", "nl_across_cols", "nl_film")
 N, M, R0, C0 = 13, 37, 2, 3  # an owned block that is no multiple of the 32 x 8 blocks, inside a padded field
 PADDED = (N + 4, M + 5)
 
@@ -43,6 +43,11 @@ class Emulated(cupy_nl.CupyNonlinear):
     @staticmethod
     def to_host(dev, out) -> None:
         out[...] = dev
+
+    def lowest(self, u, free, r0, c0):
+        """(CuPy's reduction kernel there: its numpy expression here; on a GPU, tests/test_gpu_nonlinear.py)"""
+        n, m = free.shape
+        return float(np.min(np.where(free, u[r0:r0 + n, c0:c0 + m], np.inf))) if n and m else float("inf")
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +138,56 @@ def test_power_law_equals_the_laws_numpy_expressions_bitwise(nl):
     k = law.k0 * np.vectorize(math.pow)(theta / law.t0, law.b)
     assert_same_bits(kap, k / kref, "kappa")
     assert_same_bits(dkap, ((law.b * k) / theta) / kref, "kappa'")
+
+
+class _LibmPow(np.ndarray):
+    """An array whose ** is the host libm's pow a value at a time (math.pow), as the emulated kernel's pow is."""
+
+    def __pow__(self, e):
+        import math
+
+        return np.vectorize(math.pow, otypes=[np.float64])(np.asarray(self), e)
+
+
+@pytest.mark.parametrize("radiates, laws", [(True, 2), (True, 0), (False, 1), (False, 0)])
+def test_film_equals_the_films_numpy_expressions_bitwise(nl, radiates, laws):
+    """nl_film (a film's wall temperatures and losses, a thread a point) against solver.nonlinear.films.wall_flux's
+    numpy expressions, with each point's power law by its code (0: constant k) and libm's pow on both sides: Q,
+    dQ/du (Newton's and Picard's) and the radiated part."""
+    import math
+
+    from solver.core.conductivity import Law
+    from solver.nonlinear import films
+
+    rng = np.random.default_rng(5 + laws)
+    n, u = 300, field(rng, PADDED, 20.0, 900.0)
+    law_list = [Law("power", k0=148.0, t0=300.0, b=-1.3, offset=273.15),
+                Law("power", k0=30.0, t0=350.0, b=0.4, offset=273.15)][:laws]
+    kref = [91.5, 33.0][:laws]
+    ts4 = ((rng.uniform(-20.0, 30.0, n) + 273.15) ** 4).view(_LibmPow)
+    f = films.Film("top", rng.integers(0, PADDED[0], n), rng.integers(0, PADDED[1], n), rng.uniform(0.5, 2.0, n),
+                   rng.uniform(0.01, 0.1, n), rng.uniform(1.0, 50.0, n), rng.integers(0, laws + 1, n),
+                   rng.uniform(1.0, 40.0, n), rng.uniform(0.0, 60.0, n), 0.8 * 5.67e-8 if radiates else 0.0, ts4,
+                   273.15)
+    power = np.vectorize(math.pow, otypes=[np.float64])
+
+    def at(t):
+        kap, dkap = np.ones(t.shape), np.zeros(t.shape)
+        for m, (law, kr) in enumerate(zip(law_list, kref)):
+            theta = t + law.offset
+            k = law.k0 * power(theta / law.t0, law.b)
+            kap = np.where(f.code == m + 1, k / kr, kap)
+            dkap = np.where(f.code == m + 1, ((law.b * k) / theta) / kr, dkap)
+        return kap, dkap
+
+    params = tuple((law.offset, law.t0, law.b, law.k0, kr) for law, kr in zip(law_list, kref))
+    for jacobian in (True, False):
+        got = nl.film(f, u, params, jacobian, films.MAX_WALL_ITERATIONS)
+        want = films.wall_flux(f, u[f.rows, f.cols], at if laws else None, np, jacobian)
+        assert (got[2] is None) == (want[2] is None) == (not radiates)
+        for name, g, w in zip(("Q", "dQ/du", "radiated"), got, want):
+            if w is not None:
+                assert_same_bits(np.asarray(g), np.asarray(w), name)
 
 
 def test_every_variant_compiles(nl):

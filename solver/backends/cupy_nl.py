@@ -30,6 +30,7 @@ class CupyNonlinear:
     def __init__(self, cp, dtype):
         self.cp, self.dtype = cp, np.dtype(dtype)
         self._functions: dict = {}
+        self._moved = self._lowest = None  # CuPy reduction kernels, made at their first use
 
     def _fn(self, entry: str, kap: bool = False, dlin: bool = False, ab: bool = False):
         key = (entry, kap, dlin, ab)
@@ -125,8 +126,31 @@ class CupyNonlinear:
             return numba_nl.moved(new, old, tiny)
         if new.size == 0:
             return 0.0
-        cp = self.cp
-        return float(cp.max(cp.abs(new - old) / cp.maximum(cp.abs(old), tiny)))
+        if self._moved is None:  # one pass, no temporaries (four whole-field CuPy temporaries before)
+            self._moved = self.cp.ReductionKernel(
+                "T new, T old, T tiny", "T y", "abs(new - old) / max(abs(old), tiny)", "nl_nanmax(a, b)", "y = a", "0",
+                "nl_moved", preamble="template <typename T> __device__ T nl_nanmax(T a, T b) "
+                                     "{ return (a != a || a > b) ? a : b; }")
+        return float(self._moved(new, old, new.dtype.type(tiny)))
+
+    def film(self, f, u, laws, jacobian: bool, most: int):
+        """(Q, dQ/du, the radiated part or None) at a film's points (solver.nonlinear.films.wall_flux: its terms in its
+        order, one thread a point, one launch): f a film on this device, u the field, laws the operator's k(T) laws
+        as (offset, t0, b, k0, kref) tuples, every one a power law (empty: no k(T)); most: the wall's iterations at
+        most (films.MAX_WALL_ITERATIONS)."""
+        cp, t, n = self.cp, self.dtype.type, int(f.w.size)
+        q, dq = cp.empty(n, dtype=self.dtype), cp.empty(n, dtype=self.dtype)
+        rad = cp.empty(n, dtype=self.dtype) if f.radiates else q
+        key = ("laws", tuple(laws))
+        if key not in self._functions:
+            self._functions[key] = cp.asarray(np.array([v for law in laws for v in law] or [0.0], dtype=self.dtype))
+        eps = 4.0 * float(np.finfo(self.dtype).eps)
+        if n:
+            self._fn("nl_film")(((n + 127) // 128, 1, 1), (128, 1, 1), (
+                q, dq, rad, u, _pitch(u), f.rows, f.cols, f.a, f.delta, f.h, f.ta, f.ts4, f.code, t(f.e), t(4.0 * f.e),
+                t(f.offset), t(eps), self._functions[key], np.int32(len(laws)), np.int32(f.radiates),
+                np.int32(jacobian), np.int32(most), np.int32(n)))
+        return q, dq, (rad if f.radiates else None)
 
     def quotient_device(self, a, b, out=None):
         """quotient's values in a device float64 array (out: one to reuse), for a rebuild on the device."""
@@ -164,8 +188,11 @@ class CupyNonlinear:
         n, m = free.shape
         if n == 0 or m == 0:
             return float("inf")
-        cp = self.cp
-        return float(cp.min(cp.where(free, u[r0:r0 + n, c0:c0 + m], cp.inf)))
+        if self._lowest is None:  # one pass, no temporary (a whole-field where() before)
+            self._lowest = self.cp.ReductionKernel(
+                "bool f, T u", "T y", "f ? u : (T)INFINITY", "nl_nanmin(a, b)", "y = a", "(T)INFINITY", "nl_lowest",
+                preamble="template <typename T> __device__ T nl_nanmin(T a, T b) { return (a != a || a < b) ? a : b; }")
+        return float(self._lowest(free, u[r0:r0 + n, c0:c0 + m]))
 
     def divide(self, out, y, k, r0, c0) -> None:
         n, m = k.shape

@@ -101,7 +101,10 @@ class Operator:
                  + film_mod.rim_films(case, block, self.owned, self.c0, self.sigma_sb, self.offset))
         self.films = [f.on(backend, self.dtype) for f in films]
         self.host_films = None if self.xp is np else {id(d): f.on(None, self.dtype) for d, f in zip(self.films, films)}
-        # (a GPU's films solved on the host: _film)
+        # (a GPU's films solved on the host where a table gives k: _film)
+        self.film_laws = None if any(law.kind != "power" for law in self.laws) else tuple(
+            (law.offset, law.t0, law.b, law.k0, kref) for law, kref in zip(self.laws, self.kref))
+        # (every law a power law, or none: the GPU's films in one kernel a film)
         faces = case.physics.faces
         self.face_e = 0.0  # the faces' radiation: faces eps sigma / (thickness C0), per unit volume
         if faces is not None and faces.emissivity > 0:
@@ -319,10 +322,15 @@ class Operator:
             out[f.rows, f.cols] = out[f.rows, f.cols] - f.w * q
 
     def _film(self, f, u, jacobian: bool):
-        """(Q, dQ/du, radiated) at a film's points. On a GPU the wall temperatures are solved on the host (numpy, the
-        same expressions, so the bits of the numpy backend): a film is a line of points, and its bracketed Newton
-        iterations as CuPy kernels were launches of a few thousand values each, some 30 an iteration with a
-        synchronisation (measured at 8192^2 on one H100: 0.245 s of Newton's 0.59 s)."""
+        """(Q, dQ/du, radiated) at a film's points. On a GPU one kernel a film (solver.backends.cupy_nl.film: the
+        terms of films.wall_flux, a thread a point) where every k(T) law is a power law; with a table, on the host
+        (numpy, the same expressions, so the bits of the numpy backend). A film is a line of points: its bracketed
+        Newton iterations as CuPy expressions were some 30 launches an iteration with a synchronisation (at 8192^2
+        on one H100: 0.245 s of Newton's 0.59 s), and on the host about 6-9 ms a call (13 calls)."""
+        if self.host_films is not None and self.film_laws is not None:  # one launch a film on the GPU (cupy_nl.film)
+            fused = self.backend.nonlinear_kernels(self.owned)
+            if fused is not None:
+                return fused.film(f, u, self.film_laws, jacobian, film_mod.MAX_WALL_ITERATIONS)
         uf = u[f.rows, f.cols]
         if self.host_films is None:
             at = None if not self.laws else (lambda t: self._kappa_points(t, f.code))

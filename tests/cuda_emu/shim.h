@@ -106,4 +106,5 @@ template <typename T> inline T atomicMax(T* p, T v) {
 }
 using std::min;
 using std::max;
+using std::isfinite;  // (CUDA has it at global scope)
 using std::pow;  // (nl.cu's power law: the host libm's pow, where the GPU has its own)

@@ -175,3 +175,89 @@ extern "C" __global__ void nl_power(REAL* kap, REAL* dkap, long long pk, const R
     AT(kap, pk, i, j) = k / kref;
     AT(dkap, pk, i, j) = ((b * k) / theta) / kref;
 }
+
+// A film's wall temperatures and losses (solver.nonlinear.films.wall_flux and wall_temperature, term by term, one
+// thread a point): Newton's method safeguarded by bisection inside [min(u, T_a, T_s), max(u, T_a, T_s)], a point
+// stopping where its step no longer changes it (the array form freezes it there: the same x). kappa at the half-link's
+// middle temperature from the points' power laws (lp: offset, t0, b, k0, kref for each of nlaws laws; a code outside
+// 1..nlaws is constant k: 1 and 0); nlaws 0: no k(T) at all (kappa_at None). e4 is 4 e, rounded once as Python does.
+__device__ __forceinline__ REAL nl_nanmin(REAL a, REAL b) { return (a != a || a < b) ? a : (b != b ? b : (a < b ? a : b)); }
+__device__ __forceinline__ REAL nl_nanmax(REAL a, REAL b) { return (a != a || a > b) ? a : (b != b ? b : (a > b ? a : b)); }
+
+__device__ __forceinline__ void nl_law(REAL t, long long code, const REAL* lp, int nlaws, REAL* kap, REAL* dkap) {
+    *kap = (REAL)1.0;
+    *dkap = (REAL)0.0;
+    if (code >= 1 && code <= nlaws) {
+        const REAL* p = lp + 5 * (code - 1);
+        REAL theta = t + p[0];
+        REAL k = p[3] * pow(theta / p[1], p[2]);
+        *kap = k / p[4];
+        *dkap = ((p[2] * k) / theta) / p[4];
+    }
+}
+
+extern "C" __global__ void nl_film(REAL* q, REAL* dq, REAL* rad, const REAL* u, long long pu, const long long* rows,
+                                   const long long* cols, const REAL* a, const REAL* delta, const REAL* h,
+                                   const REAL* ta, const REAL* ts4, const long long* code, REAL e, REAL e4,
+                                   REAL offset, REAL eps, const REAL* lp, int nlaws, int radiates, int jacobian,
+                                   int most, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const REAL half_ = (REAL)0.5;
+    REAL uu = AT(u, pu, rows[i], cols[i]);
+    REAL H = h[i], TA = ta[i], TS4 = ts4[i], scale = a[i] / delta[i];
+    long long cd = code[i];
+    bool law = nlaws > 0;
+    if (!law && !radiates) {  // the closed form
+        REAL s = H + scale;
+        REAL hc = (H * scale) / s;
+        q[i] = hc * (uu - TA);
+        dq[i] = hc;
+        return;
+    }
+    REAL ts = radiates ? pow(TS4, (REAL)0.25) - offset : TA;
+    REAL lo = nl_nanmin(nl_nanmin(uu, TA), ts), hi = nl_nanmax(nl_nanmax(uu, TA), ts);
+    REAL x = hi, kap, dkap;
+    for (int it = 0; it < most; ++it) {
+        REAL theta = x + offset;
+        REAL t3 = theta * theta * theta;
+        REAL cx = scale, c = scale;
+        if (law) {
+            nl_law(half_ * (uu + x), cd, lp, nlaws, &kap, &dkap);
+            REAL hl = (half_ * (uu - x)) * dkap;
+            cx = scale * (kap - hl);
+            c = scale * kap;
+        }
+        REAL g = ((c * (uu - x)) - (H * (x - TA))) - (e * ((t3 * theta) - TS4));
+        lo = g > (REAL)0.0 ? x : lo;
+        hi = g <= (REAL)0.0 ? x : hi;
+        REAL nw = x + g / ((cx + H) + e4 * t3);
+        nw = (nw > lo && nw < hi) ? nw : half_ * (lo + hi);
+        bool done = (fabs(nw - x) <= eps * fabs(nw)) || (hi - lo <= eps * fabs(hi)) || !isfinite(nw);
+        x = nw;
+        if (done) break;
+    }
+    REAL theta = x + offset;
+    REAL t3 = theta * theta * theta;
+    REAL r = e * ((t3 * theta) - TS4);
+    REAL qq = H * (x - TA);
+    REAL qw = H;
+    if (radiates) {
+        qq = qq + r;
+        qw = H + e4 * t3;
+        rad[i] = r;
+    }
+    REAL cu = scale, cx = scale;
+    if (law) {
+        nl_law(half_ * (uu + x), cd, lp, nlaws, &kap, &dkap);
+        if (jacobian) {
+            REAL hl = (half_ * (uu - x)) * dkap;
+            cu = scale * (kap + hl);
+            cx = scale * (kap - hl);
+        } else {
+            cu = cx = scale * kap;
+        }
+    }
+    q[i] = qq;
+    dq[i] = (qw * cu) / (qw + cx);
+}
