@@ -12,6 +12,9 @@ from importlib import resources
 import numpy as np
 
 BLOCK = (32, 8)
+# ROWWISE: a CuPy ReductionKernel gives each output one block of threads, so a reduction of a whole field to one value
+# runs on one block (measured at 8192^2 on an H100: 58-88 ms a call); reduced by rows first (a block a row), and the
+# rows' values by CuPy's own max or min (NaN kept by both steps), it is a pass at the copy rate.
 
 
 def _source() -> str:
@@ -128,10 +131,10 @@ class CupyNonlinear:
             return 0.0
         if self._moved is None:  # one pass, no temporaries (four whole-field CuPy temporaries before)
             self._moved = self.cp.ReductionKernel(
-                "T new, T old, T tiny", "T y", "abs(new - old) / max(abs(old), tiny)", "nl_nanmax(a, b)", "y = a", "0",
+                "T x, T x0, T tiny", "T y", "abs(x - x0) / max(abs(x0), tiny)", "nl_nanmax(a, b)", "y = a", "0",
                 "nl_moved", preamble="template <typename T> __device__ T nl_nanmax(T a, T b) "
                                      "{ return (a != a || a > b) ? a : b; }")
-        return float(self._moved(new, old, new.dtype.type(tiny)))
+        return float(self.cp.max(self._moved(new, old, new.dtype.type(tiny), axis=1)))  # (rows, then theirs: ROWWISE)
 
     def film(self, f, u, laws, jacobian: bool, most: int):
         """(Q, dQ/du, the radiated part or None) at a film's points (solver.nonlinear.films.wall_flux: its terms in its
@@ -190,9 +193,10 @@ class CupyNonlinear:
             return float("inf")
         if self._lowest is None:  # one pass, no temporary (a whole-field where() before)
             self._lowest = self.cp.ReductionKernel(
-                "bool f, T u", "T y", "f ? u : (T)INFINITY", "nl_nanmin(a, b)", "y = a", "(T)INFINITY", "nl_lowest",
+                "bool f, T u", "T y", "f ? u : (T)__longlong_as_double(0x7ff0000000000000LL)", "nl_nanmin(a, b)", "y = a",
+                "(T)__longlong_as_double(0x7ff0000000000000LL)", "nl_lowest",
                 preamble="template <typename T> __device__ T nl_nanmin(T a, T b) { return (a != a || a < b) ? a : b; }")
-        return float(self._lowest(free, u[r0:r0 + n, c0:c0 + m]))
+        return float(self.cp.min(self._lowest(free, u[r0:r0 + n, c0:c0 + m], axis=1)))  # (ROWWISE)
 
     def divide(self, out, y, k, r0, c0) -> None:
         n, m = k.shape
