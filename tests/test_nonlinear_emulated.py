@@ -238,3 +238,33 @@ def test_newton_with_the_levels_diagonal_on_the_device_equals_the_hosts_bitwise(
     assert launched.get("nl_quotient", 0) >= len(log_dev) and launched.get("nl_across_rows", 0) > 0, launched
     assert_same_bits(u_dev, u_host, "field")
     assert log_dev == log_host
+
+
+def test_newtons_preconditioner_cycles_are_graph_replays_and_numpys_bits(tmp_path, monkeypatch):
+    """A steady Newton solve (tests/test_nonlinear.py's radiating k(T) slab, 63 x 47) on the taping backend of
+    tests/test_mg_emulated.py (its graph capture and replay on the host, the multigrid's kernels emulated; the operator's
+    numpy expressions: STENCIL_CUPY_NL=0): GMRES hands the preconditioner a different basis vector each iteration, and a
+    graph is keyed by the fields a cycle starts from, so Newton copies each into one field first. Before that, 8 of the
+    13 cycles (the warm-up's included) were captures; now at most 4, every cycle a replay, the field the numpy backend's
+    bit for bit."""
+    import solver.run
+    from solver.backends import cupy_mg
+    from solver.parallel.comm import Comm
+    from test_mg_emulated import Emulator, TapingBackend
+    from test_nonlinear import case, run
+
+    steady = dict(grid={"nx": 63, "ny": 47, "lx": 0.1, "ly": 0.075})
+    want, want_rec = run(case(tmp_path, "numpy", **steady))
+    monkeypatch.setenv("STENCIL_CUPY_NL", "0")
+    monkeypatch.setattr(cupy_mg, "TAIL_THREADS", 32)
+    (tmp_path / "emu").mkdir()
+    taping = type("Taping", (TapingBackend,), {"emulator": Emulator(tmp_path / "emu", "float64")})
+    monkeypatch.setattr(solver.run, "backend_class", lambda name, threads=None: taping)
+    r = solver.run.Run(case(tmp_path, "taped", **steady), Comm(), solver.run.Options(ceiling=False, quiet=True))
+    rec = r.execute()
+    assert_same_bits(r.backend.get(r.mg.grids[0].u, r.mg.grids[0].owned).astype(np.float64), want, "the field")
+    assert rec["solver"]["newton"]["cycles"] == want_rec["solver"]["newton"]["cycles"] == 12
+    graphs = r.mg.mg.graphs
+    assert graphs is not None and graphs.failed is None
+    replays = sum(captured.replays for captured, _ in graphs.graphs.values())
+    assert len(graphs.graphs) <= 4 and replays == 13, (len(graphs.graphs), replays)

@@ -406,7 +406,14 @@ class Newton:
         self.backend.timed(timer, lambda: self.op.apply(out, v))
 
     def _precondition(self, out, r, timer) -> None:
-        """out = (one multigrid cycle from zero on r) / kappa."""
+        """out = (one multigrid cycle from zero on r) / kappa. Where cycles are graph replays (one GPU: solver.multigrid.
+        graphs), r is first copied into one field (Rt, free while GMRES runs): a graph is keyed by the fields its cycle
+        starts from, and GMRES hands each of its basis vectors in turn, so every new vector was a new capture (8 of 13
+        cycles captured in a small run, each costing more than the cycle)."""
+        if self.mg.graphs is not None and r is not self.Rt:
+            be, whole = self.backend, (0, self.Rt.shape[0], 0, self.Rt.shape[1])
+            be.timed(timer, lambda: be.scale(self.Rt, self.dtype.type(1.0), r, whole))
+            r = self.Rt
         self.pz, self.spare = self.mg.precondition(self.pz, self.spare, r, timer)
         self.cycles += 1
         self.backend.timed(timer, lambda: self.op.unscale(out, self.pz))
