@@ -2,7 +2,8 @@
 
 Values of the field (points, a region's max, min or mean) share one panel, heat flows through the sides (another
 unit: W in the material form, u x area per unit time in the diffusivity form) a second one, each axis with the
-unit probes.h5 gives; a series of few samples is drawn with its points marked.
+unit probes.h5 gives; a series of few samples is drawn with its points marked, and the line styles cycle with the colours (a heater's point
+and the plate's maximum often coincide).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 CAPTION = "Each probe against time (probes.h5): values of u, and heat entering through sides per unit time"
+STYLES = ("-", "--", ":", "-.")  # line styles in turn with the colours, so that coinciding probes stay apart
 
 
 def probe_figures(d: Path) -> dict:
@@ -44,8 +46,8 @@ def fig_probes(data: dict):
     t = data["time"]
     marker = "o" if len(t) <= 40 else None
     for ax, (label, group) in zip(axes, panels):
-        for name, (kind, v) in group.items():
-            ax.plot(t, v, marker=marker, markersize=3, label=f"{name} ({kind})")
+        for k, (name, (kind, v)) in enumerate(group.items()):  # (styles cycle too: a curve that lies on another,
+            ax.plot(t, v, STYLES[k % len(STYLES)], marker=marker, markersize=3, label=f"{name} ({kind})")  # shows)
         ax.set_xlabel("time" + (f" ({units['time']})" if units.get("time") else ""))
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
