@@ -450,6 +450,23 @@ def test_implicit_steps_numba_equals_numpy_bitwise(tmp_path):
     assert np.array_equal(fields["numpy"], fields["numba"])
 
 
+def test_an_explicit_runs_balance_reads_walls_the_step_itself_filled(tmp_path, monkeypatch):
+    """The explicit balance takes each step's wall rates from the field before the step readies it: the update fills
+    the new field's walls, so the balance closes whatever the other field held (here its ghosts wiped after set-up,
+    as a combine() leaves them; before the fill the left wall's heat read 40624 J for 46139)."""
+    from solver.nonlinear import newton as newton_mod
+
+    warm = newton_mod.Newton.warm_up
+
+    def wiped(self):
+        warm(self)
+        self.backend.clear(self.mg.grids[0].t)
+
+    monkeypatch.setattr(newton_mod.Newton, "warm_up", wiped)
+    _, rec = run(transient(tmp_path, "wiped", "explicit", None, 100))
+    assert rec["energy"]["closed"], rec["energy"]
+
+
 def test_explicit_steps_take_k_and_radiation_at_the_old_field_and_agree_with_implicit_ones(tmp_path):
     """Explicit steps (k(T) and the wall's radiation at the old field) at 0.9 of the limit the case's temperatures
     give, against backward Euler and Crank-Nicolson at the same dt: forward and backward Euler straddle

@@ -10,7 +10,8 @@ from ..core.balance import Balance
 class NonlinearBalance(Balance):
     def __init__(self, case, block, dt: float, first_step: int, operator, padded, plan=None):
         """operator: solver.nonlinear.operator.Operator; padded(): the finest level's padded field the loop's
-        one-layer view belongs to (its ghosts filled: the last residual filled them); plan: as Balance's."""
+        one-layer view belongs to (its walls' ghosts filled: by the last residual's fill, or after an explicit step's
+        update: Newton.explicit_step); plan: as Balance's."""
         super().__init__(case, block, dt, first_step, plan)
         self.op, self.padded = operator, padded
         self.radiated: dict = {}

@@ -290,6 +290,8 @@ class Newton:
                                  f"{limit:.4g} or use physics.scheme: backward-euler")
         self.backend.timed(timer, lambda: op.residual(self.R, u))
         be.timed(timer, lambda: op.explicit_update(new, u, self.R, self.shift))
+        if g0.fill.rules:  # the new field's walls, which the energy balance reads before the next step readies it
+            be.timed(timer, lambda: be.fill(new, g0.fill))
         self.last = self._update_size(new, u)
         g0.u, g0.t = new, u
         self.local = None
