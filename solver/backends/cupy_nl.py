@@ -34,6 +34,7 @@ class CupyNonlinear:
         self.cp, self.dtype = cp, np.dtype(dtype)
         self._functions: dict = {}
         self._moved = self._lowest = None  # CuPy reduction kernels, made at their first use
+        self._laws: dict = {}  # film(): each set of power laws' parameters on the device
 
     def _fn(self, entry: str, kap: bool = False, dlin: bool = False, ab: bool = False):
         key = (entry, kap, dlin, ab)
@@ -143,15 +144,15 @@ class CupyNonlinear:
         most (films.MAX_WALL_ITERATIONS)."""
         cp, t, n = self.cp, self.dtype.type, int(f.w.size)
         q, dq = cp.empty(n, dtype=self.dtype), cp.empty(n, dtype=self.dtype)
-        rad = cp.empty(n, dtype=self.dtype) if f.radiates else q
-        key = ("laws", tuple(laws))
-        if key not in self._functions:
-            self._functions[key] = cp.asarray(np.array([v for law in laws for v in law] or [0.0], dtype=self.dtype))
+        rad = cp.empty(n, dtype=self.dtype) if f.radiates else q  # (without radiation nl_film writes no rad)
+        key = tuple(laws)
+        if key not in self._laws:
+            self._laws[key] = cp.asarray(np.array([v for law in laws for v in law] or [0.0], dtype=self.dtype))
         eps = 4.0 * float(np.finfo(self.dtype).eps)
         if n:
             self._fn("nl_film")(((n + 127) // 128, 1, 1), (128, 1, 1), (
                 q, dq, rad, u, _pitch(u), f.rows, f.cols, f.a, f.delta, f.h, f.ta, f.ts4, f.code, t(f.e), t(4.0 * f.e),
-                t(f.offset), t(eps), self._functions[key], np.int32(len(laws)), np.int32(f.radiates),
+                t(f.offset), t(eps), self._laws[key], np.int32(len(laws)), np.int32(f.radiates),
                 np.int32(jacobian), np.int32(most), np.int32(n)))
         return q, dq, (rad if f.radiates else None)
 

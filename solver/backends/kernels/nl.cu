@@ -181,8 +181,9 @@ extern "C" __global__ void nl_power(REAL* kap, REAL* dkap, long long pk, const R
 // stopping where its step no longer changes it (the array form freezes it there: the same x). kappa at the half-link's
 // middle temperature from the points' power laws (lp: offset, t0, b, k0, kref for each of nlaws laws; a code outside
 // 1..nlaws is constant k: 1 and 0); nlaws 0: no k(T) at all (kappa_at None). e4 is 4 e, rounded once as Python does.
-__device__ __forceinline__ REAL nl_nanmin(REAL a, REAL b) { return (a != a || a < b) ? a : (b != b ? b : (a < b ? a : b)); }
-__device__ __forceinline__ REAL nl_nanmax(REAL a, REAL b) { return (a != a || a > b) ? a : (b != b ? b : (a > b ? a : b)); }
+// (numpy's minimum and maximum: a NaN on either side wins; b where a is no less, or greater, than it)
+__device__ __forceinline__ REAL nl_nanmin(REAL a, REAL b) { return (a != a || a < b) ? a : b; }
+__device__ __forceinline__ REAL nl_nanmax(REAL a, REAL b) { return (a != a || a > b) ? a : b; }
 
 __device__ __forceinline__ void nl_law(REAL t, long long code, const REAL* lp, int nlaws, REAL* kap, REAL* dkap) {
     *kap = (REAL)1.0;
