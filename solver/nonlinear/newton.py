@@ -140,8 +140,8 @@ class Newton:
             self.norms = [r0] + [float(r) for _, r in residuals]
 
     def warm_up(self) -> None:
-        """Compile the kernels one cycle uses (numba's JIT, CUDA modules) before the timed loop: one preconditioning
-        cycle from a zero right-hand side (it leaves the field alone)."""
+        """Compile the kernels one cycle uses (numba's JIT, CUDA modules) before the timed loop: preconditioning
+        cycles from a zero right-hand side (they leave the field alone)."""
         be, u = self.backend, self.mg.grids[0].u
         self._linearise(u, Timer())  # (the levels' diagonal: held points' own, not zero)
         be.clear(self.pz)
@@ -151,9 +151,9 @@ class Newton:
         self.op.trial(self.Rt, u, self.dtype.type(0.0), self.spare)
         if self.sent is not None:
             self.op.moved(self.sent, self.sent)
-        zero = self.Rt
-        be.clear(zero)
-        self.pz, self.spare = self.mg.precondition(self.pz, self.spare, zero, Timer())
+        for zero in (self.Rt, self.R):  # (R and Rt swap at each accepted step: where cycles are graphs, one for each,
+            be.clear(zero)  # captured here rather than inside the solve)
+            self.pz, self.spare = self.mg.precondition(self.pz, self.spare, zero, Timer())
         be.synchronize()
 
     trivial = property(lambda self: self.mg.trivial)

@@ -553,14 +553,15 @@ class Operator:
         xp, (r0, r1, c0, c1) = self.xp, self.owned
         if r1 <= r0 or c1 <= c0:
             return 0.0
-        w = self.grid.w
-        if getattr(self, "_faces_max", None) is None:  # (the reference faces do not change)
-            self._faces_max = float((xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0)
-        faces = self._faces_max
+        w, be = self.grid.w, self.backend  # (be.max_abs: on the backend's threads or device; inf where not finite)
+        if getattr(self, "_fixed_max", None) is None:  # (the reference faces and sigma0 do not change)
+            self._fixed_max = (float((xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0), float(xp.max(self.sigma0)))
+        faces, sink = self._fixed_max
         kap, _ = self.kappa(u[self.box]) if kappa is None else kappa
-        kmax = 1.0 if kap is None else float(xp.max(kap[1:-1, 1:-1]))
-        be = self.backend  # (max |.| on the backend's threads; inf where a value is not finite)
-        big = be.max_abs(u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * (float(faces) * kmax + float(xp.max(self.sigma0)))
+        # kappa > 0: its max is its max |.|. (Not xp.max of the view: CuPy reduces a strided array to one value on one
+        # block of threads, tens of ms for a field at 8192^2.)
+        kmax = 1.0 if kap is None else be.max_abs(kap, (1, kap.shape[0] - 1, 1, kap.shape[1] - 1))
+        big = be.max_abs(u, (r0 - 1, r1 + 1, c0 - 1, c1 + 1)) * (faces * kmax + sink)
         big += be.max_abs(self.g0, (0, r1 - r0, 0, c1 - c0))  # (owned points: the box's corners hold no point)
         for f in self.films:
             q, _, _ = self._film(f, u, jacobian=False)
