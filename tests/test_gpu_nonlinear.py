@@ -72,6 +72,33 @@ def test_the_fused_power_law_gives_the_bits_of_cupys_expressions(dtype):
     assert kap.dtype == dkap.dtype == np.dtype(dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("ab", [True, False])
+def test_apply_at_gives_the_bits_of_faces_then_apply(dtype, ab):
+    """cupy_nl.apply_at (Newton's Jacobian products with no faces' arrays) against faces() then apply() under NVRTC:
+    the same bits, on pitched fields with an odd owned block (tests/test_nonlinear_emulated.py holds the same under
+    g++, and whole solves through it against numpy)."""
+    import cupy as cp
+
+    from solver.backends.cupy_nl import CupyNonlinear
+
+    rng = np.random.default_rng(5 + ab)
+    n, m, r0, c0 = 45, 77, 2, 3
+    pad = lambda shape: cp.asarray(rng.uniform(0.5, 2.0, shape).astype(dtype))  # noqa: E731
+    u, v, ax, ay = (pad((n + 4, m + 5)) for _ in range(4))
+    kap, dkap, diag = pad((n + 2, m + 2)), pad((n + 2, m + 2)), pad((n, m))
+    east = [pad((n, m + 1)) for _ in range(3)]
+    north = [pad((n + 1, m)) for _ in range(3)]
+    faces = [east[0], *((east[1], east[2]) if ab else (None, None)), north[0], *((north[1], north[2]) if ab else (None, None))]
+    nl = CupyNonlinear(cp, np.dtype(dtype))
+    nl.faces(*faces, kap, dkap, u, ax, ay, r0, c0)
+    want, got = cp.zeros_like(u), cp.zeros_like(u)
+    nl.apply(want, v, *faces, diag, r0, c0)
+    nl.apply_at(got, v, u, kap, dkap, ax, ay, diag, r0, c0, ab)
+    assert cp.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    assert float(cp.abs(got).max()) > 0
+
+
 def _films(cp, dtype, radiates: bool, laws: int):
     """A film of 700 points on a random padded field (every point's data drawn), its power laws (codes 0..laws: 0 is
     constant k), on the device."""

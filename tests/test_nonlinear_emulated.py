@@ -19,7 +19,7 @@ from test_mg_emulated import Emulator, _compile, assert_same_bits, pitched
 from solver.backends import cupy_nl, numba_nl
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here")
-ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide", "nl_power",
+ENTRIES = ("nl_residual", "nl_faces", "nl_apply", "nl_apply_at", "nl_diagonal", "nl_quotient", "nl_trial", "nl_divide", "nl_power",
            "nl_across_rows", "nl_across_cols", "nl_film")
 N, M, R0, C0 = 13, 37, 2, 3  # an owned block that is no multiple of the 32 x 8 blocks, inside a padded field
 PADDED = (N + 4, M + 5)
@@ -99,6 +99,26 @@ def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab):
     nl.apply(got, u, *pick(0), diag, R0, C0)
     numba_nl.apply(want, u, *pick(1), diag, R0, C0)
     assert_same_bits(got, want, "apply")
+
+
+@pytest.mark.parametrize("ab", [1, 0])
+def test_apply_at_equals_faces_then_apply_bitwise(nl, ab):
+    """nl_apply_at (a GPU's Newton steps: no faces' arrays) makes each face as nl_faces does, then nl_apply's terms:
+    the same bits as the two sweeps, with the Jacobian's A and B terms and without, u and v apart."""
+    rng = np.random.default_rng(40 + ab)
+    u, v, ax, ay = (field(rng, PADDED) for _ in range(4))
+    box = (N + 2, M + 2)
+    kp, dk = field(rng, box), field(rng, box)
+    east = [field(rng, (N, M + 1)) for _ in range(3)]
+    north = [field(rng, (N + 1, M)) for _ in range(3)]
+    faces = [east[0], *((east[1], east[2]) if ab else (None, None)), north[0], *((north[1], north[2]) if ab else (None, None))]
+    nl.faces(*faces, kp, dk, u, ax, ay, R0, C0)
+    diag = field(rng, (N, M))
+    got, want = twins(rng, PADDED)
+    nl.apply(want, v, *faces, diag, R0, C0)
+    nl.apply_at(got, v, u, kp, dk, ax, ay, diag, R0, C0, bool(ab))
+    assert_same_bits(got, want, "apply_at")
+    assert not np.array_equal(got, pitched(np.zeros(PADDED))), "nothing written"
 
 
 def test_quotient_trial_lowest_and_divide_equal_numba_nl_bitwise(nl):
@@ -273,3 +293,24 @@ def test_newtons_preconditioner_cycles_are_graph_replays_and_numpys_bits(tmp_pat
     assert graphs.failed is None and set(graphs.graphs) == made, "a graph captured inside the solve"
     replays = sum(captured.replays for captured, _ in graphs.graphs.values())
     assert len(made) <= 4 and replays == 14, (len(made), replays)
+
+
+def test_a_newton_solve_through_the_kernels_equals_numpys_bitwise(nl, tmp_path, monkeypatch):
+    """A whole steady Newton solve (tests/test_nonlinear.py's radiating slab, 40 x 9, k(T) a power law) with the operator's sweeps
+    the emulated kernels (the numpy backend handing out cupy_nl's driver: the GPU's path, apply_at's faces made where
+    they are needed included) equals the numpy backend's own array expressions: the field and every iteration."""
+    from test_nonlinear import case, run
+
+    from solver.backends.numpy_backend import NumpyBackend
+
+    steady = dict(grid={"nx": 40, "ny": 9, "lx": 0.1, "ly": 0.0225},
+                  materials={"plate": {"k": {"k0": 20.0, "T0": 300.0, "b": -1.3}, "C": 3e6}})
+    want, want_rec = run(case(tmp_path, "numpy", **steady))
+    monkeypatch.setattr(NumpyBackend, "nonlinear_kernels", lambda self, region: nl)
+    before = dict(nl.calls)
+    got, rec = run(case(tmp_path, "kernels", **steady))
+    launched = {k: v - before.get(k, 0) for k, v in nl.calls.items()}
+    assert launched.get("nl_apply_at", 0) >= rec["solver"]["newton"]["linear_iterations"] > 0, launched
+    assert launched.get("nl_faces", 0) == launched.get("nl_apply", 0) == 0, launched
+    assert_same_bits(got, want, "the field")
+    assert rec["solver"]["newton"]["iterations"] == want_rec["solver"]["newton"]["iterations"]

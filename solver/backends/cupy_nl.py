@@ -96,6 +96,16 @@ class CupyNonlinear:
         self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), kx, ea, eb, _pitch(kx), ky, na, nb, _pitch(ky), diag,
                                 _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
 
+    def apply_at(self, out, v, u, kap, dkap, ax, ay, diag, r0, c0, ab: bool) -> None:
+        """apply's value with each point's faces made from (u, kappa, kappa') where it needs them, as faces() makes them
+        (ab: their A and B terms): no faces' arrays."""
+        n, m = diag.shape
+        dk = dkap if dkap is not None else kap
+        assert _pitch(kap) == _pitch(dk), "kappa and kappa' share a layout"
+        fn = self._fn("nl_apply_at", ab=ab)
+        self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), u, _pitch(u), kap, dk, _pitch(kap), ax, _pitch(ax), ay,
+                                _pitch(ay), diag, _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
+
     def diagonal(self, d, scale, sigma0, d_lin, kap, free) -> None:
         n, m = d.shape
         assert _pitch(d) == _pitch(scale)

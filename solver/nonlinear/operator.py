@@ -382,9 +382,14 @@ class Operator:
         kap, dkap = self.kappa(u_box) if kappa is None else kappa
         uo = u_box[1:-1, 1:-1]
         fused = self.backend.nonlinear_kernels(self.owned)
+        # A GPU's Newton steps keep no faces (cupy_nl.apply_at): apply() makes each point's from (u, kappa, kappa') where
+        # it needs them (the same terms: six fields fewer, a GPU's memory being what limits its grid, no pass to make them)
+        at = (u, kap, dkap) if hasattr(fused, "apply_at") and jacobian and kap is not None else None
         if fused is not None:  # the same terms, a sweep for the faces and one for d and kappa (numba_nl)
-            ex, ny, d, scale = self._buffers(jacobian and kap is not None, kap is not None)
-            if kap is not None:
+            ex, ny, d, scale = self._buffers(jacobian and kap is not None, kap is not None and at is None)
+            if at is not None:
+                ex = ny = None
+            elif kap is not None:
                 fused.faces(*ex, *ny, kap, dkap, u, self.grid.w.ax, self.grid.w.ay, self.owned[0], self.owned[2])
             else:
                 ex, ny = self._faces(None, None, u_box, jacobian)
@@ -410,7 +415,7 @@ class Operator:
             d[i, j] = d[i, j] + f.w * dq
         if fused is None:
             scale = xp.ones(uo.shape, dtype=self.dtype) if kap is None else xp.where(self.free, kap[1:-1, 1:-1], 1.0)
-        self.lin = {"east": ex, "north": ny, "diag": d, "kappa": scale.astype(self.dtype, copy=False)}
+        self.lin = {"east": ex, "north": ny, "diag": d, "kappa": scale.astype(self.dtype, copy=False), "at": at}
 
     def _buffers(self, jacobian: bool, faces: bool):
         """The fused path's ((K, A, B) east, (K, A, B) north, d, scale), made at the first linearisation (A, B None
@@ -432,6 +437,10 @@ class Operator:
         """out = -J v on the owned points (v's ghost layers filled by the homogeneous rules and exchanged)."""
         r0, r1, c0, c1 = self.owned
         fused = self.backend.nonlinear_kernels(self.owned)
+        if self.lin["at"] is not None:
+            u, kap, dkap = self.lin["at"]
+            fused.apply_at(out, v, u, kap, dkap, self.grid.w.ax, self.grid.w.ay, self.lin["diag"], r0, c0, True)
+            return
         if fused is not None:
             fused.apply(out, v, *self.lin["east"], *self.lin["north"], self.lin["diag"], r0, c0)
             return

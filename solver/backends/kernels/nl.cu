@@ -38,6 +38,20 @@ extern "C" __global__ void nl_residual(REAL* out, long long pout, const REAL* u,
     AT(out, pout, R, C) = v;
 }
 
+// A face's K (and, with NL_AB, its A and B) between points p and q: kr its reference coefficient, a and b their kappa,
+// da and db their kappa', du = u_q - u_p (nl_faces stores them; nl_apply_at computes them where it needs them: the same
+// terms, so the same bits)
+__device__ __forceinline__ void nl_face(REAL kr, REAL a, REAL b, REAL da, REAL db, REAL du, REAL* k, REAL* fa,
+                                        REAL* fb) {
+    REAL s = a + b;
+    *k = kr * ((TWO * a * b) / s);
+#if NL_AB
+    REAL s2 = s * s;
+    *fa = kr * ((TWO * b * b) / s2) * da * du;
+    *fb = kr * ((TWO * a * a) / s2) * db * du;
+#endif
+}
+
 // the owned block's faces' (K, A, B) at u: east faces kx (n, m + 1), north faces ky (n + 1, m); threads over
 // (n + 1) x (m + 1)
 extern "C" __global__ void nl_faces(REAL* kx, REAL* ex_a, REAL* ex_b, long long pex, REAL* ky, REAL* ny_a, REAL* ny_b,
@@ -46,39 +60,46 @@ extern "C" __global__ void nl_faces(REAL* kx, REAL* ex_a, REAL* ex_b, long long 
                                     int m, int r0, int c0) {
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i > n || j > m) return;
+    REAL k, fa, fb;
     if (i < n) {  // east face (i, j), west of owned column j
         int R = r0 + i, C = c0 - 1 + j;
-        REAL a = AT(kap, pk, i + 1, j), b = AT(kap, pk, i + 1, j + 1);
-        REAL s = a + b, kr = AT(ax, pax, R, C);
-        AT(kx, pex, i, j) = kr * ((TWO * a * b) / s);
+        nl_face(AT(ax, pax, R, C), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
+                AT(dkap, pk, i + 1, j + 1), AT(u, pu, R, C + 1) - AT(u, pu, R, C), &k, &fa, &fb);
+        AT(kx, pex, i, j) = k;
 #if NL_AB
-        REAL du = AT(u, pu, R, C + 1) - AT(u, pu, R, C);
-        REAL s2 = s * s;
-        AT(ex_a, pex, i, j) = kr * ((TWO * b * b) / s2) * AT(dkap, pk, i + 1, j) * du;
-        AT(ex_b, pex, i, j) = kr * ((TWO * a * a) / s2) * AT(dkap, pk, i + 1, j + 1) * du;
+        AT(ex_a, pex, i, j) = fa;
+        AT(ex_b, pex, i, j) = fb;
 #endif
     }
     if (j < m) {  // north face (i, j), south of owned row i
         int R = r0 - 1 + i, C = c0 + j;
-        REAL a = AT(kap, pk, i, j + 1), b = AT(kap, pk, i + 1, j + 1);
-        REAL s = a + b, kr = AT(ay, pay, R, C);
-        AT(ky, pny, i, j) = kr * ((TWO * a * b) / s);
+        nl_face(AT(ay, pay, R, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
+                AT(dkap, pk, i + 1, j + 1), AT(u, pu, R + 1, C) - AT(u, pu, R, C), &k, &fa, &fb);
+        AT(ky, pny, i, j) = k;
 #if NL_AB
-        REAL du = AT(u, pu, R + 1, C) - AT(u, pu, R, C);
-        REAL s2 = s * s;
-        AT(ny_a, pny, i, j) = kr * ((TWO * b * b) / s2) * AT(dkap, pk, i, j + 1) * du;
-        AT(ny_b, pny, i, j) = kr * ((TWO * a * a) / s2) * AT(dkap, pk, i + 1, j + 1) * du;
+        AT(ny_a, pny, i, j) = fa;
+        AT(ny_b, pny, i, j) = fb;
 #endif
     }
 }
 
-__device__ __forceinline__ REAL nl_flux(const REAL* k, const REAL* a, const REAL* b, long long p, int i, int j, REAL vp,
-                                        REAL vq) {
-    REAL f = AT(k, p, i, j) * (vq - vp);
+// A face's linearised flux from its K, A and B
+__device__ __forceinline__ REAL nl_face_flux(REAL k, REAL fa, REAL fb, REAL vp, REAL vq) {
+    REAL f = k * (vq - vp);
 #if NL_AB
-    f = f + (AT(a, p, i, j) * vp + AT(b, p, i, j) * vq);
+    f = f + (fa * vp + fb * vq);
 #endif
     return f;
+}
+
+// the same, the face (i, j) of nl_faces' arrays
+__device__ __forceinline__ REAL nl_flux(const REAL* k, const REAL* a, const REAL* b, long long p, int i, int j, REAL vp,
+                                        REAL vq) {
+#if NL_AB
+    return nl_face_flux(AT(k, p, i, j), AT(a, p, i, j), AT(b, p, i, j), vp, vq);
+#else
+    return nl_face_flux(AT(k, p, i, j), (REAL)0, (REAL)0, vp, vq);
+#endif
 }
 
 // out = D v - div(the faces' linearised fluxes) at the owned points
@@ -94,6 +115,31 @@ extern "C" __global__ void nl_apply(REAL* out, long long pout, const REAL* v, lo
     REAL fe = nl_flux(kx, ex_a, ex_b, pex, i, j + 1, c, AT(v, pv, R, C + 1));
     REAL fs = nl_flux(ky, ny_a, ny_b, pny, i, j, AT(v, pv, R - 1, C), c);
     REAL fn = nl_flux(ky, ny_a, ny_b, pny, i + 1, j, c, AT(v, pv, R + 1, C));
+    AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
+}
+
+// nl_apply without the faces' arrays (a GPU's Newton steps: six fields fewer to keep, and no pass to make them): each
+// point's four faces' (K, A, B) from u, kappa and kappa' as nl_faces makes them, then nl_apply's terms
+extern "C" __global__ void nl_apply_at(REAL* out, long long pout, const REAL* v, long long pv, const REAL* u,
+                                       long long pu, const REAL* kap, const REAL* dkap, long long pk, const REAL* ax,
+                                       long long pax, const REAL* ay, long long pay, const REAL* diag, long long pd,
+                                       int n, int m, int r0, int c0) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= n || j >= m) return;
+    int R = r0 + i, C = c0 + j;
+    REAL c = AT(v, pv, R, C), uc = AT(u, pu, R, C), k, fa = 0, fb = 0;
+    nl_face(AT(ax, pax, R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
+            AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R, C - 1), &k, &fa, &fb);
+    REAL fw = nl_face_flux(k, fa, fb, AT(v, pv, R, C - 1), c);
+    nl_face(AT(ax, pax, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2), AT(dkap, pk, i + 1, j + 1),
+            AT(dkap, pk, i + 1, j + 2), AT(u, pu, R, C + 1) - uc, &k, &fa, &fb);
+    REAL fe = nl_face_flux(k, fa, fb, c, AT(v, pv, R, C + 1));
+    nl_face(AT(ay, pay, R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
+            AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R - 1, C), &k, &fa, &fb);
+    REAL fs = nl_face_flux(k, fa, fb, AT(v, pv, R - 1, C), c);
+    nl_face(AT(ay, pay, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1), AT(dkap, pk, i + 1, j + 1),
+            AT(dkap, pk, i + 2, j + 1), AT(u, pu, R + 1, C) - uc, &k, &fa, &fb);
+    REAL fn = nl_face_flux(k, fa, fb, c, AT(v, pv, R + 1, C));
     AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
 }
 
