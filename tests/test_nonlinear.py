@@ -313,6 +313,21 @@ def test_restart_mid_run_equals_the_uninterrupted_run(tmp_path):
     assert [e["eta"] for e in newton(rec)] == [e["eta"] for e in newton(rec_ref)][2:]
 
 
+def test_gmres_restarts_reach_the_same_solution(tmp_path):
+    """newton.restart 2 with a tight forcing term: each linear solve restarts GMRES from its true residual (the restart
+    field made at the first) and still reaches the forcing term; the solution is the unrestarted run's to the
+    tolerance, in as many Newton iterations or one more."""
+    steady = dict(run={"steps": 20, "tolerance": 1e-12})
+    u_ref, rec_ref = run(die(tmp_path, "ref", 33, newton={"forcing": 1e-6}, **steady))
+    u, rec = run(die(tmp_path, "restarted", 33, newton={"forcing": 1e-6, "restart": 2}, **steady))
+    assert rec["solver"]["converged"] and rec_ref["solver"]["converged"]
+    steps = newton(rec)
+    assert max(e["linear_iterations"] for e in steps) > 2, steps  # (so some solve restarted)
+    assert all(e["linear_relative"] <= 1e-6 for e in steps[:-1]), steps
+    assert abs(len(steps) - len(newton(rec_ref))) <= 1
+    assert np.abs(u - u_ref).max() <= 1e-9 * np.abs(u_ref).max()
+
+
 BAD = [
     ({"boundary.right.emissivity": 1.5}, "boundary.right.emissivity", "less than or equal to 1"),
     ({"boundary.right.emissivity": -0.1}, "boundary.right.emissivity", "greater than or equal to 0"),

@@ -34,7 +34,7 @@ class Gmres:
         self.t = dtype.type
         self.new = lambda: backend.zeros(layout.shape, aligned=layout.owned[2])  # noqa: E731
         self.basis, self.zs = [], []  # v_j and z_j = P v_j, made as the iterations reach them
-        self.w, self.r = self.new(), self.new()
+        self.w, self.r = self.new(), None  # (r: the true residual at a restart, made at the first)
         first = 1 if getattr(backend, "on_gpu", False) else FIRST
         for k in range(min(first, restart)):  # the first ones now (zeros() takes their pages at set-up)
             self._field(self.basis, k)
@@ -109,6 +109,8 @@ class Gmres:
             self._update(x, h, g, k, timer)
             if rel <= rtol or rel != rel or done >= most:
                 break
+            if self.r is None:
+                self.r = self.new()
             apply(self.r, x)  # the true residual, for the restart
             be.timed(timer, lambda: (be.xpay(self.r, b, self.t(-1.0), self.owned)))
             residual = self.r
