@@ -74,10 +74,11 @@ def test_the_fused_power_law_gives_the_bits_of_cupys_expressions(dtype):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("ab", [True, False])
-def test_apply_at_gives_the_bits_of_faces_then_apply(dtype, ab):
+@pytest.mark.parametrize("uniform", [False, True])
+def test_apply_at_gives_the_bits_of_faces_then_apply(dtype, ab, uniform):
     """cupy_nl.apply_at (Newton's Jacobian products with no faces' arrays) against faces() then apply() under NVRTC:
-    the same bits, on pitched fields with an odd owned block (tests/test_nonlinear_emulated.py holds the same under
-    g++, and whole solves through it against numpy)."""
+    the same bits, on pitched fields with an odd owned block, the reference faces as fields or (uniform) as two numbers
+    (tests/test_nonlinear_emulated.py holds the same under g++, and whole solves through it against numpy)."""
     import cupy as cp
 
     from solver.backends.cupy_nl import CupyNonlinear
@@ -90,11 +91,14 @@ def test_apply_at_gives_the_bits_of_faces_then_apply(dtype, ab):
     east = [pad((n, m + 1)) for _ in range(3)]
     north = [pad((n + 1, m)) for _ in range(3)]
     faces = [east[0], *((east[1], east[2]) if ab else (None, None)), north[0], *((north[1], north[2]) if ab else (None, None))]
+    if uniform:
+        ax[...], ay[...] = 0.37, 1.9
+    ref = (float(ax[0, 0]), float(ay[0, 0])) if uniform else (ax, ay)
     nl = CupyNonlinear(cp, np.dtype(dtype))
     nl.faces(*faces, kap, dkap, u, ax, ay, r0, c0)
     want, got = cp.zeros_like(u), cp.zeros_like(u)
     nl.apply(want, v, *faces, diag, r0, c0)
-    nl.apply_at(got, v, u, kap, dkap, ax, ay, diag, r0, c0, ab)
+    nl.apply_at(got, v, u, kap, dkap, *ref, diag, r0, c0, ab)
     assert cp.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
     assert float(cp.abs(got).max()) > 0
 

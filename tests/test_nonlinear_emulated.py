@@ -65,16 +65,22 @@ def twins(rng, shape):
     return a, pitched(np.array(a))
 
 
-@pytest.mark.parametrize("kap, dlin, ab", [(1, 1, 1), (1, 0, 0), (0, 1, 0), (1, 1, 0)])
-def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab):
-    rng = np.random.default_rng(kap * 4 + dlin * 2 + ab)
+@pytest.mark.parametrize("kap, dlin, ab, uniform", [(1, 1, 1, 0), (1, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (1, 1, 1, 1),
+                                                    (0, 0, 0, 1)])
+def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab, uniform):
+    """uniform: the reference faces hold one value along each axis; cupy_nl's sweeps take them as two numbers (numba's
+    read the fields)."""
+    rng = np.random.default_rng(kap * 4 + dlin * 2 + ab + 8 * uniform)
     u, ax, ay = (field(rng, PADDED) for _ in range(3))
+    if uniform:
+        ax[...], ay[...] = 0.37, 1.9
+    ref = (ax[0, 0], ay[0, 0]) if uniform else (ax, ay)
     box = (N + 2, M + 2)
     kp, dk = (field(rng, box), field(rng, box)) if kap else (None, None)
     g0, s0 = field(rng, (N, M)), field(rng, (N, M))
     dl = field(rng, (N, M)) if dlin else None
     got, want = twins(rng, PADDED)
-    nl.residual(got, u, kp, ax, ay, g0, s0, dl, R0, C0)
+    nl.residual(got, u, kp, *ref, g0, s0, dl, R0, C0)
     numba_nl.residual(want, u, kp, ax, ay, g0, s0, dl, R0, C0)
     assert_same_bits(got, want, "residual")
     free = rng.random((N, M)) > 0.3
@@ -89,7 +95,7 @@ def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab):
     north = [twins(rng, (N + 1, M)) for _ in range(3)]
     pick = lambda k: [east[0][k], *((east[1][k], east[2][k]) if ab else (None, None)),  # noqa: E731
                       north[0][k], *((north[1][k], north[2][k]) if ab else (None, None))]
-    nl.faces(*pick(0), kp, dk, u, ax, ay, R0, C0)
+    nl.faces(*pick(0), kp, dk, u, *ref, R0, C0)
     numba_nl.faces(*pick(1), kp, dk, u, ax, ay, R0, C0)
     for a, b in zip(pick(0), pick(1)):
         if a is not None:
@@ -99,6 +105,11 @@ def test_each_sweep_equals_numba_nl_bitwise(nl, kap, dlin, ab):
     nl.apply(got, u, *pick(0), diag, R0, C0)
     numba_nl.apply(want, u, *pick(1), diag, R0, C0)
     assert_same_bits(got, want, "apply")
+    if ab:  # (apply_at: with the Jacobian's terms; tests below compare it with faces then apply too)
+        got = pitched(np.array(want))
+        got[R0:R0 + N, C0:C0 + M] = np.nan  # (what apply_at writes)
+        nl.apply_at(got, u, u, kp, dk, *ref, diag, R0, C0, True)
+        assert_same_bits(got, want, "apply_at")
 
 
 @pytest.mark.parametrize("ab", [1, 0])

@@ -55,14 +55,23 @@ class CupyNonlinear:
             fn(((m + BLOCK[0] - 1) // BLOCK[0], (n + BLOCK[1] - 1) // BLOCK[1], 1), (*BLOCK, 1), args)
 
     # numba_nl's functions ---------------------------------------------------------------------------------------
+    uniform_faces = True  # the sweeps below take the reference faces as two numbers where they are uniform
+
+    def _ref(self, ax, ay) -> tuple:
+        """The reference faces' arguments: (ax, its pitch, ay, its pitch, ux, uy); ax and ay arrays, or two numbers
+        (Weights.uniform: null pointers, the numbers passed instead)."""
+        t = self.dtype.type
+        if np.ndim(ax) == 0:
+            return np.uint64(0), np.int64(0), np.uint64(0), np.int64(0), t(ax), t(ay)
+        return ax, _pitch(ax), ay, _pitch(ay), t(0), t(0)
+
     def residual(self, out, u, kap, ax, ay, g0, sigma0, d_lin, r0, c0) -> None:
         n, m = g0.shape
         k = kap if kap is not None else g0
         d = d_lin if d_lin is not None else g0
         fn = self._fn("nl_residual", kap=kap is not None, dlin=d_lin is not None)
-        self._launch(fn, n, m, (out, _pitch(out), u, _pitch(u), k, _pitch(k), ax, _pitch(ax), ay, _pitch(ay), g0,
-                                _pitch(g0), sigma0, _pitch(sigma0), d, _pitch(d), np.int32(n), np.int32(m),
-                                np.int32(r0), np.int32(c0)))
+        self._launch(fn, n, m, (out, _pitch(out), u, _pitch(u), k, _pitch(k), *self._ref(ax, ay), g0, _pitch(g0), sigma0,
+                                _pitch(sigma0), d, _pitch(d), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
 
     def power(self, u, law, kref, out=None):
         """(kappa, kappa') of one power law `law` (solver.core.conductivity.Law) at u (a 2-D array or a view of one
@@ -85,8 +94,8 @@ class CupyNonlinear:
         assert _pitch(kap) == _pitch(dk), "kappa and kappa' share a layout"
         fn = self._fn("nl_faces", ab=ab)
         self._launch(fn, n + 1, m + 1, (kx, ea, eb, _pitch(kx), ky, na, nb, _pitch(ky), kap, dk, _pitch(kap), u,
-                                        _pitch(u), ax, _pitch(ax), ay, _pitch(ay), np.int32(n), np.int32(m),
-                                        np.int32(r0), np.int32(c0)))
+                                        _pitch(u), *self._ref(ax, ay), np.int32(n), np.int32(m), np.int32(r0),
+                                        np.int32(c0)))
 
     def apply(self, out, v, kx, ex_a, ex_b, ky, ny_a, ny_b, diag, r0, c0) -> None:
         n, m = diag.shape
@@ -103,8 +112,8 @@ class CupyNonlinear:
         dk = dkap if dkap is not None else kap
         assert _pitch(kap) == _pitch(dk), "kappa and kappa' share a layout"
         fn = self._fn("nl_apply_at", ab=ab)
-        self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), u, _pitch(u), kap, dk, _pitch(kap), ax, _pitch(ax), ay,
-                                _pitch(ay), diag, _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
+        self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), u, _pitch(u), kap, dk, _pitch(kap), *self._ref(ax, ay),
+                                diag, _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
 
     def diagonal(self, d, scale, sigma0, d_lin, kap, free) -> None:
         n, m = d.shape

@@ -299,7 +299,7 @@ class Operator:
         uo = u_box[1:-1, 1:-1]
         fused, in_place = self.backend.nonlinear_kernels(self.owned), None
         if fused is not None:  # the same terms in one sweep (solver.backends.numba_nl.residual)
-            fused.residual(out, u, kap, self.grid.w.ax, self.grid.w.ay, self.g0, self.sigma0, self.d_lin, r0, c0)
+            fused.residual(out, u, kap, *self._reference(fused), self.g0, self.sigma0, self.d_lin, r0, c0)
             v = in_place = out[r0:r1, c0:c1]
         else:
             (kx, _, _), (ky, _, _) = self._faces(kap, None, u_box, jacobian=False)
@@ -390,7 +390,7 @@ class Operator:
             if at is not None:
                 ex = ny = None
             elif kap is not None:
-                fused.faces(*ex, *ny, kap, dkap, u, self.grid.w.ax, self.grid.w.ay, self.owned[0], self.owned[2])
+                fused.faces(*ex, *ny, kap, dkap, u, *self._reference(fused), self.owned[0], self.owned[2])
             else:
                 ex, ny = self._faces(None, None, u_box, jacobian)
             fused.diagonal(d, scale, self.sigma0, self.d_lin, kap, self.free)
@@ -439,7 +439,7 @@ class Operator:
         fused = self.backend.nonlinear_kernels(self.owned)
         if self.lin["at"] is not None:
             u, kap, dkap = self.lin["at"]
-            fused.apply_at(out, v, u, kap, dkap, self.grid.w.ax, self.grid.w.ay, self.lin["diag"], r0, c0, True)
+            fused.apply_at(out, v, u, kap, dkap, *self._reference(fused), self.lin["diag"], r0, c0, True)
             return
         if fused is not None:
             fused.apply(out, v, *self.lin["east"], *self.lin["north"], self.lin["diag"], r0, c0)
@@ -449,6 +449,12 @@ class Operator:
         fn = self._linear_flux(self.lin["north"], v_box[:-1, 1:-1], v_box[1:, 1:-1])
         vo = v_box[1:-1, 1:-1]
         out[r0:r1, c0:c1] = self.lin["diag"] * vo - ((fe[:, 1:] - fe[:, :-1]) + (fn[1:, :] - fn[:-1, :]))
+
+    def _reference(self, fused) -> tuple:
+        """The reference faces (ax, ay) as the fused sweeps take them: two numbers where every face the owned block reads
+        holds one value and the sweeps read numbers (cupy_nl: two fields fewer a sweep), else the fields."""
+        w = self.grid.w
+        return w.uniform if w.uniform is not None and getattr(fused, "uniform_faces", False) else (w.ax, w.ay)
 
     @staticmethod
     def _linear_flux(face, vp, vq):

@@ -5,6 +5,10 @@
 // REAL is the field's type.
 #define AT(a, pa, i, j) a[(long long)(i) * (pa) + (j)]
 #define TWO ((REAL)2.0)
+// The reference faces the residual and the Jacobian read: ax and ay, or where they are null the numbers ux and uy (faces
+// that hold one value each: Weights.uniform; the same values, so the same bits, two fields fewer to read)
+#define AX(i, j) (ax ? AT(ax, pax, i, j) : ux)
+#define AY(i, j) (ay ? AT(ay, pay, i, j) : uy)
 
 __device__ __forceinline__ REAL nl_mean(REAL kref, REAL a, REAL b) {
     return kref * ((TWO * a * b) / (a + b));
@@ -13,19 +17,19 @@ __device__ __forceinline__ REAL nl_mean(REAL kref, REAL a, REAL b) {
 // out = g0 + div(K grad u) - sigma0 u [- d_lin u] at the owned n x m block from (r0, c0) of u and out
 extern "C" __global__ void nl_residual(REAL* out, long long pout, const REAL* u, long long pu, const REAL* kap,
                                        long long pk, const REAL* ax, long long pax, const REAL* ay, long long pay,
-                                       const REAL* g0, long long pg, const REAL* sigma0, long long ps,
+                                       REAL ux, REAL uy, const REAL* g0, long long pg, const REAL* sigma0, long long ps,
                                        const REAL* d_lin, long long pd, int n, int m, int r0, int c0) {
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= n || j >= m) return;
     int R = r0 + i, C = c0 + j;
     REAL c = AT(u, pu, R, C);
 #if NL_KAP
-    REAL kw = nl_mean(AT(ax, pax, R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1));
-    REAL ke = nl_mean(AT(ax, pax, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2));
-    REAL ks = nl_mean(AT(ay, pay, R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1));
-    REAL kn = nl_mean(AT(ay, pay, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1));
+    REAL kw = nl_mean(AX(R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1));
+    REAL ke = nl_mean(AX(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2));
+    REAL ks = nl_mean(AY(R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1));
+    REAL kn = nl_mean(AY(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1));
 #else
-    REAL kw = AT(ax, pax, R, C - 1), ke = AT(ax, pax, R, C), ks = AT(ay, pay, R - 1, C), kn = AT(ay, pay, R, C);
+    REAL kw = AX(R, C - 1), ke = AX(R, C), ks = AY(R - 1, C), kn = AY(R, C);
 #endif
     REAL fw = kw * (c - AT(u, pu, R, C - 1));
     REAL fe = ke * (AT(u, pu, R, C + 1) - c);
@@ -56,14 +60,14 @@ __device__ __forceinline__ void nl_face(REAL kr, REAL a, REAL b, REAL da, REAL d
 // (n + 1) x (m + 1)
 extern "C" __global__ void nl_faces(REAL* kx, REAL* ex_a, REAL* ex_b, long long pex, REAL* ky, REAL* ny_a, REAL* ny_b,
                                     long long pny, const REAL* kap, const REAL* dkap, long long pk, const REAL* u,
-                                    long long pu, const REAL* ax, long long pax, const REAL* ay, long long pay, int n,
-                                    int m, int r0, int c0) {
+                                    long long pu, const REAL* ax, long long pax, const REAL* ay, long long pay, REAL ux,
+                                    REAL uy, int n, int m, int r0, int c0) {
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i > n || j > m) return;
     REAL k, fa, fb;
     if (i < n) {  // east face (i, j), west of owned column j
         int R = r0 + i, C = c0 - 1 + j;
-        nl_face(AT(ax, pax, R, C), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
+        nl_face(AX(R, C), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
                 AT(dkap, pk, i + 1, j + 1), AT(u, pu, R, C + 1) - AT(u, pu, R, C), &k, &fa, &fb);
         AT(kx, pex, i, j) = k;
 #if NL_AB
@@ -73,7 +77,7 @@ extern "C" __global__ void nl_faces(REAL* kx, REAL* ex_a, REAL* ex_b, long long 
     }
     if (j < m) {  // north face (i, j), south of owned row i
         int R = r0 - 1 + i, C = c0 + j;
-        nl_face(AT(ay, pay, R, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
+        nl_face(AY(R, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
                 AT(dkap, pk, i + 1, j + 1), AT(u, pu, R + 1, C) - AT(u, pu, R, C), &k, &fa, &fb);
         AT(ky, pny, i, j) = k;
 #if NL_AB
@@ -122,22 +126,22 @@ extern "C" __global__ void nl_apply(REAL* out, long long pout, const REAL* v, lo
 // point's four faces' (K, A, B) from u, kappa and kappa' as nl_faces makes them, then nl_apply's terms
 extern "C" __global__ void nl_apply_at(REAL* out, long long pout, const REAL* v, long long pv, const REAL* u,
                                        long long pu, const REAL* kap, const REAL* dkap, long long pk, const REAL* ax,
-                                       long long pax, const REAL* ay, long long pay, const REAL* diag, long long pd,
-                                       int n, int m, int r0, int c0) {
+                                       long long pax, const REAL* ay, long long pay, REAL ux, REAL uy,
+                                       const REAL* diag, long long pd, int n, int m, int r0, int c0) {
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= n || j >= m) return;
     int R = r0 + i, C = c0 + j;
     REAL c = AT(v, pv, R, C), uc = AT(u, pu, R, C), k, fa = 0, fb = 0;
-    nl_face(AT(ax, pax, R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
+    nl_face(AX(R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
             AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R, C - 1), &k, &fa, &fb);
     REAL fw = nl_face_flux(k, fa, fb, AT(v, pv, R, C - 1), c);
-    nl_face(AT(ax, pax, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2), AT(dkap, pk, i + 1, j + 1),
+    nl_face(AX(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2), AT(dkap, pk, i + 1, j + 1),
             AT(dkap, pk, i + 1, j + 2), AT(u, pu, R, C + 1) - uc, &k, &fa, &fb);
     REAL fe = nl_face_flux(k, fa, fb, c, AT(v, pv, R, C + 1));
-    nl_face(AT(ay, pay, R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
+    nl_face(AY(R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
             AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R - 1, C), &k, &fa, &fb);
     REAL fs = nl_face_flux(k, fa, fb, AT(v, pv, R - 1, C), c);
-    nl_face(AT(ay, pay, R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1), AT(dkap, pk, i + 1, j + 1),
+    nl_face(AY(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1), AT(dkap, pk, i + 1, j + 1),
             AT(dkap, pk, i + 2, j + 1), AT(u, pu, R + 1, C) - uc, &k, &fa, &fb);
     REAL fn = nl_face_flux(k, fa, fb, c, AT(v, pv, R + 1, C));
     AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
