@@ -570,7 +570,10 @@ class Operator:
             return 0.0
         w, be = self.grid.w, self.backend  # (be.max_abs: on the backend's threads or device; inf where not finite)
         if getattr(self, "_fixed_max", None) is None:  # (the reference faces and sigma0 do not change)
-            self._fixed_max = (float((xp.max(xp.abs(w.ax)) + xp.max(xp.abs(w.ay))) * 2.0), float(xp.max(self.sigma0)))
+            whole = (0, w.ax.shape[0], 0, w.ax.shape[1])  # (the faces' padded fields: strided views on a GPU)
+            t = self.dtype.type  # (the sum in the fields' dtype, as the arrays' own maxima added)
+            faces = float((t(be.max_abs(w.ax, whole)) + t(be.max_abs(w.ay, whole))) * t(2.0))
+            self._fixed_max = (faces, float(xp.max(self.sigma0)))
         faces, sink = self._fixed_max
         kap, _ = self.kappa(u[self.box]) if kappa is None else kappa
         # kappa > 0: its max is its max |.|. (Not xp.max of the view: CuPy reduces a strided array to one value on one
