@@ -34,7 +34,8 @@ class Emulated(cupy_nl.CupyNonlinear):
 
     def _fn(self, entry, kap=False, dlin=False, ab=False):
         source = (resources.files("solver.backends") / "kernels" / "nl.cu").read_text()
-        opts = ("-DREAL=double", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}", f"-DNL_AB={int(ab)}")
+        opts = ("-DREAL=double", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}", f"-DNL_AB={int(ab)}",
+                f"-DNL_ROWS={cupy_nl.APPLY_ROWS}")
         lib = _compile(self.build, "nl", source, opts, ENTRIES)
         emu = Emulator.__new__(Emulator)
         emu.libs, emu.calls = {"mg": lib}, self.calls

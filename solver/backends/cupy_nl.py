@@ -12,6 +12,7 @@ from importlib import resources
 import numpy as np
 
 BLOCK = (32, 8)
+APPLY_ROWS = 8  # nl_apply_at: the rows each thread takes from the top down (nl.cu's NL_ROWS)
 # ROWWISE: a CuPy ReductionKernel gives each output one block of threads, so a reduction of a whole field to one value
 # runs on one block (measured at 8192^2 on an H100: 58-88 ms a call); reduced by rows first (a block a row), and the
 # rows' values by CuPy's own max or min (NaN kept by both steps), it is a pass at the copy rate.
@@ -41,7 +42,7 @@ class CupyNonlinear:
         if key not in self._functions:
             real = "float" if self.dtype == np.float32 else "double"
             opts = ("--fmad=false", f"-DREAL={real}", f"-DNL_KAP={int(kap)}", f"-DNL_DLIN={int(dlin)}",
-                    f"-DNL_AB={int(ab)}")
+                    f"-DNL_AB={int(ab)}", f"-DNL_ROWS={APPLY_ROWS}")
             module = self._functions.get(("module", kap, dlin, ab))
             if module is None:
                 module = self._functions[("module", kap, dlin, ab)] = self.cp.RawModule(code=_source(), options=opts)
@@ -111,9 +112,12 @@ class CupyNonlinear:
         n, m = diag.shape
         dk = dkap if dkap is not None else kap
         assert _pitch(kap) == _pitch(dk), "kappa and kappa' share a layout"
-        fn = self._fn("nl_apply_at", ab=ab)
-        self._launch(fn, n, m, (out, _pitch(out), v, _pitch(v), u, _pitch(u), kap, dk, _pitch(kap), *self._ref(ax, ay),
-                                diag, _pitch(diag), np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
+        if n <= 0 or m <= 0:
+            return
+        rows = APPLY_ROWS * BLOCK[1]  # (a block: a warp of 32 lanes a row, BLOCK[1] of them, each lane APPLY_ROWS rows)
+        self._fn("nl_apply_at", ab=ab)(((m + 31) // 32, (n + rows - 1) // rows, 1), (32, BLOCK[1], 1), (
+            out, _pitch(out), v, _pitch(v), u, _pitch(u), kap, dk, _pitch(kap), *self._ref(ax, ay), diag, _pitch(diag),
+            np.int32(n), np.int32(m), np.int32(r0), np.int32(c0)))
 
     def diagonal(self, d, scale, sigma0, d_lin, kap, free) -> None:
         n, m = d.shape

@@ -123,28 +123,54 @@ extern "C" __global__ void nl_apply(REAL* out, long long pout, const REAL* v, lo
 }
 
 // nl_apply without the faces' arrays (a GPU's Newton steps: six fields fewer to keep, and no pass to make them): each
-// point's four faces' (K, A, B) from u, kappa and kappa' as nl_faces makes them, then nl_apply's terms
+// face's (K, A, B) from u, kappa and kappa' as nl_faces makes it, then nl_apply's terms. A face is made once: blocks are
+// NL_LANES threads wide (a warp a row of them), each thread takes a column and NL_ROWS rows of it from the top down, a
+// row's north face is the next row's south, and a point's east face is its right neighbour's west (passed along the warp;
+// lane 0 makes its own west face). Launch: blocks of NL_LANES x blockDim.y threads, (ceil(m / NL_LANES),
+// ceil(n / (blockDim.y NL_ROWS))) of them; NL_ROWS from cupy_nl.APPLY_ROWS.
+#define NL_LANES 32
+#ifndef NL_ROWS
+#error "nl.cu needs NL_ROWS (solver/backends/cupy_nl.py passes it)"
+#endif
 extern "C" __global__ void nl_apply_at(REAL* out, long long pout, const REAL* v, long long pv, const REAL* u,
                                        long long pu, const REAL* kap, const REAL* dkap, long long pk, const REAL* ax,
                                        long long pax, const REAL* ay, long long pay, REAL ux, REAL uy,
                                        const REAL* diag, long long pd, int n, int m, int r0, int c0) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
-    if (i >= n || j >= m) return;
-    int R = r0 + i, C = c0 + j;
-    REAL c = AT(v, pv, R, C), uc = AT(u, pu, R, C), k, fa = 0, fb = 0;
-    nl_face(AX(R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
-            AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R, C - 1), &k, &fa, &fb);
-    REAL fw = nl_face_flux(k, fa, fb, AT(v, pv, R, C - 1), c);
-    nl_face(AX(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2), AT(dkap, pk, i + 1, j + 1),
-            AT(dkap, pk, i + 1, j + 2), AT(u, pu, R, C + 1) - uc, &k, &fa, &fb);
-    REAL fe = nl_face_flux(k, fa, fb, c, AT(v, pv, R, C + 1));
-    nl_face(AY(R - 1, C), AT(kap, pk, i, j + 1), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i, j + 1),
-            AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R - 1, C), &k, &fa, &fb);
-    REAL fs = nl_face_flux(k, fa, fb, AT(v, pv, R - 1, C), c);
-    nl_face(AY(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1), AT(dkap, pk, i + 1, j + 1),
-            AT(dkap, pk, i + 2, j + 1), AT(u, pu, R + 1, C) - uc, &k, &fa, &fb);
-    REAL fn = nl_face_flux(k, fa, fb, c, AT(v, pv, R + 1, C));
-    AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
+    const int lane = threadIdx.x, j = blockIdx.x * NL_LANES + lane;
+    const int i0 = (blockIdx.y * blockDim.y + threadIdx.y) * NL_ROWS;
+    if (i0 >= n) return;  // (the whole warp: its lanes share their rows)
+    const bool in = j < m;
+    const int C = c0 + j, i1 = i0 + NL_ROWS < n ? i0 + NL_ROWS : n;
+    REAL ks = 0, as_ = 0, bs = 0;  // the south face of row i0: nl_faces' north face (i0, j)
+    if (in)
+        nl_face(AY(r0 + i0 - 1, C), AT(kap, pk, i0, j + 1), AT(kap, pk, i0 + 1, j + 1), AT(dkap, pk, i0, j + 1),
+                AT(dkap, pk, i0 + 1, j + 1), AT(u, pu, r0 + i0, C) - AT(u, pu, r0 + i0 - 1, C), &ks, &as_, &bs);
+    for (int i = i0; i < i1; ++i) {
+        const int R = r0 + i;
+        REAL c = 0, uc = 0, ke = 0, ae = 0, be = 0, kn = 0, an = 0, bn = 0;
+        if (in) {
+            c = AT(v, pv, R, C);
+            uc = AT(u, pu, R, C);
+            nl_face(AX(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 1, j + 2), AT(dkap, pk, i + 1, j + 1),
+                    AT(dkap, pk, i + 1, j + 2), AT(u, pu, R, C + 1) - uc, &ke, &ae, &be);  // east: nl_faces' (i, j + 1)
+            nl_face(AY(R, C), AT(kap, pk, i + 1, j + 1), AT(kap, pk, i + 2, j + 1), AT(dkap, pk, i + 1, j + 1),
+                    AT(dkap, pk, i + 2, j + 1), AT(u, pu, R + 1, C) - uc, &kn, &an, &bn);  // north: (i + 1, j)
+        }
+        REAL kw = __shfl_up_sync(0xffffffffu, ke, 1), aw = __shfl_up_sync(0xffffffffu, ae, 1);
+        REAL bw = __shfl_up_sync(0xffffffffu, be, 1);
+        if (!in) continue;
+        if (lane == 0)  // west: nl_faces' east face (i, j)
+            nl_face(AX(R, C - 1), AT(kap, pk, i + 1, j), AT(kap, pk, i + 1, j + 1), AT(dkap, pk, i + 1, j),
+                    AT(dkap, pk, i + 1, j + 1), uc - AT(u, pu, R, C - 1), &kw, &aw, &bw);
+        REAL fw = nl_face_flux(kw, aw, bw, AT(v, pv, R, C - 1), c);
+        REAL fe = nl_face_flux(ke, ae, be, c, AT(v, pv, R, C + 1));
+        REAL fs = nl_face_flux(ks, as_, bs, AT(v, pv, R - 1, C), c);
+        REAL fn = nl_face_flux(kn, an, bn, c, AT(v, pv, R + 1, C));
+        AT(out, pout, R, C) = AT(diag, pd, i, j) * c - ((fe - fw) + (fn - fs));
+        ks = kn;
+        as_ = an;
+        bs = bn;
+    }
 }
 
 // d = sigma0 + d_lin (or + 0), scale = kappa at free points and 1 elsewhere
