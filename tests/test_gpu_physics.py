@@ -185,6 +185,15 @@ def test_multigrid_verbs_with_fields_and_the_dot_passes(dtype):
         mg_ops.axpy(want, t(0.3), u, region)
         mg_ops.xpay(want, g, t(-1.7), region)
         assert_same_bits(be.to_host(dev), want, f"axpy, xpay {region}")
+        dev = put(be, y, 2)  # scale and axpy_max: one pass each (mg_scale, mg_axpy_max), the base verbs' bits
+        be.scale(dev, t(-0.7), put(be, u, 2), region)
+        want = np.zeros_like(y)
+        mg_ops.axpy(want, t(-0.7), u, region)
+        assert_same_bits(be.to_host(dev), want, f"scale {region}")
+        top = be.axpy_max(dev, t(0.3), put(be, g, 2), region)
+        mg_ops.axpy(want, t(0.3), g, region)
+        assert_same_bits(be.to_host(dev), want, f"axpy_max {region}")
+        assert top == mg_ops.max_abs(want, region)
         largest = be.products_max(put(be, u, 2), put(be, g, 2), region)
         assert largest == mg_ops.products_max(u, g, region)
         if largest:

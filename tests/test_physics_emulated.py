@@ -446,6 +446,40 @@ def test_axpy_xpay_and_the_dot_passes_equal_mg_ops(emu, dtype):
     assert emu_products_max(emu[dtype], y, x, REGIONS[0]) == np.inf == mg_ops.products_max(y, x, REGIONS[0])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scale_and_axpy_max_equal_the_verbs_they_fuse(emu, dtype):
+    """mg_scale (Backend.scale: a clear and an axpy) and mg_axpy_max (an axpy and max_abs), each one pass on a GPU
+    (GMRES's basis vectors and its last Gram-Schmidt update, Newton's copy into one field): the base verbs' bits,
+    signed zeros included, and NaN's max as inf (the base verbs: mg_ops's clear, axpy and max_abs)."""
+    rng = np.random.default_rng(13)
+    t = np.dtype(dtype).type
+    for region in (*REGIONS, (0, SHAPE[0], 0, SHAPE[1]), (5, 5, 3, 9)):
+        y, x = values(SHAPE, dtype, rng), values(SHAPE, dtype, rng)
+        x[3, 4], x[6, 7] = -0.0, 0.0
+        for a in (t(rng.uniform(-2, 2)), t(-1.0), t(0.0)):
+            dev_y, dev_x = pitched(y, 2), pitched(x, 2, wider=1)
+            emu[dtype].run(cupy_mg.scale_spec(dev_y, a, dev_x, region))
+            want = np.zeros_like(y)
+            mg_ops.axpy(want, a, x, region)
+            assert_same_bits(dev_y, want, f"scale {region} {a}")
+            dev_y = pitched(y, 2)
+            word = np.zeros(1, dtype=np.uint32 if t(0).itemsize == 4 else np.uint64)
+            spec = cupy_mg.axpy_max_spec(word, dev_y, a, dev_x, region)
+            want = y.copy()
+            mg_ops.axpy(want, a, x, region)
+            want_max = mg_ops.max_abs(want, region)
+            if spec is None:
+                assert want_max == 0.0
+                continue
+            emu[dtype].run(spec)
+            assert_same_bits(dev_y, want, f"axpy_max {region} {a}")
+            assert float(word.view(dtype)[0]) == want_max
+    y[10, 20] = np.nan
+    word = np.zeros(1, dtype=np.uint32 if t(0).itemsize == 4 else np.uint64)
+    emu[dtype].run(cupy_mg.axpy_max_spec(word, pitched(y, 2), t(1.0), pitched(x, 2, wider=1), REGIONS[0]))
+    assert not np.isfinite(float(word.view(dtype)[0]))
+
+
 def emu_products_max(emu, a, b, region) -> float:
     word = np.zeros(1, dtype=np.uint64)
     spec = cupy_mg.products_max_spec(word, pitched(a), pitched(b, wider=1), region)

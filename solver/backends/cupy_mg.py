@@ -211,6 +211,24 @@ def axpy_spec(y, a, x, region):
     return ("mg_axpy", *_points(region), (y, x, _pitch(y), _pitch(x), *_ints(region), y.dtype.type(a)))
 
 
+def scale_spec(y, a, x, region):
+    """Backend.scale: y = 0 + a*x over the region, 0 on every other point of y (its clear and axpy in one pass)."""
+    rows, cols = y.shape
+    r0, r1, c0, c1 = region
+    if r1 <= r0 or c1 <= c0:  # (nothing of x: y cleared)
+        r0 = r1 = c0 = c1 = 0
+    return ("mg_scale", *_points((0, rows, 0, cols)), (y, x, _pitch(y), _pitch(x), np.int32(rows), np.int32(cols),
+                                                       *_ints((r0, r1, c0, c1)), y.dtype.type(a)))
+
+
+def axpy_max_spec(word, y, a, x, region):
+    """Backend.axpy_max: y = y + a*x with max |y| folded into `word` (zeroed before the launch)."""
+    if _empty(region):
+        return None
+    return ("mg_axpy_max", *_reduction_grid(region), (word, y, x, _pitch(y), _pitch(x), *_ints(region),
+                                                      y.dtype.type(a)))
+
+
 def xpay_spec(y, x, b, region):
     """mg_ops.xpay: y = x + b*y."""
     if _empty(region):
@@ -470,6 +488,19 @@ class CupyMultigrid:
 
     def xpay(self, y, x, b, region) -> None:
         self._mg_run(xpay_spec(y, x, b, region))
+
+    def scale(self, y, a, x, region) -> None:
+        self._mg_run(scale_spec(y, a, x, region))
+
+    def axpy_max(self, y, a, x, region) -> float:
+        """y = y + a*x and max |y| over the region (inf for NaN or Inf) in one pass, through a device word."""
+        if _empty(region):
+            return 0.0
+        s = self._mg_stream()
+        word = self._mg_word(s)
+        self._mg_launch(axpy_max_spec(word, y, a, x, region), s)
+        m = self._mg_read(word, s)
+        return m if np.isfinite(m) else float("inf")
 
     def products_max(self, a, b, region) -> float:
         """max |a*b| over the region, the products in float64 (inf for NaN or Inf): a reduction into a device word."""
@@ -882,7 +913,7 @@ class CupyMultigrid:
 
 
 MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
-              "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
+              "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_scale", "mg_axpy_max", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
               "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_sweeps", "mg_tail")  # kernels/mg.cu's entries
 
 

@@ -612,6 +612,34 @@ mg_axpy(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, con
     for (int i = first_row(r0); i < r1; i += row_step()) y[i * pitch_y + j] = y[i * pitch_y + j] + a * x[i * pitch_x + j];
 }
 
+// y = 0 + a*x over the region and 0 on every other point of y's rows x cols (a clear and an axpy, in one pass)
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_scale(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, const idx pitch_x, const int rows,
+         const int cols, const int r0, const int r1, const int c0, const int c1, const real a)
+{
+    const int j = column_of(0, cols);
+    if (j < 0) return;
+    const bool col = j >= c0 && j < c1;
+    for (int i = first_row(0); i < rows; i += row_step())
+        y[i * pitch_y + j] = col && i >= r0 && i < r1 ? real(0) + a * x[i * pitch_x + j] : real(0);
+}
+
+// y = y + a*x over the region, and *out = max(*out, largest |y| there) as mg_max_abs folds it (zero *out first)
+extern "C" __global__ void __launch_bounds__(MG_THREADS)
+mg_axpy_max(rbits* __restrict__ out, real* __restrict__ y, const real* __restrict__ x, const idx pitch_y,
+            const idx pitch_x, const int r0, const int r1, const int c0, const int c1, const real a)
+{
+    real m = real(0);
+    for (int i = r0 + blockIdx.y; i < r1; i += gridDim.y) {
+        for (int j = c0 + blockIdx.x * MG_THREADS + threadIdx.x; j < c1; j += gridDim.x * MG_THREADS) {
+            const real v = y[i * pitch_y + j] + a * x[i * pitch_x + j];
+            y[i * pitch_y + j] = v;
+            m = fold_abs(m, v);
+        }
+    }
+    warp_max_to(out, m);
+}
+
 // y = x + b*y
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_xpay(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, const idx pitch_x, const int r0,
