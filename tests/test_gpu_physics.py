@@ -185,7 +185,7 @@ def test_multigrid_verbs_with_fields_and_the_dot_passes(dtype):
         mg_ops.axpy(want, t(0.3), u, region)
         mg_ops.xpay(want, g, t(-1.7), region)
         assert_same_bits(be.to_host(dev), want, f"axpy, xpay {region}")
-        dev = put(be, y, 2)  # scale and axpy_max: one pass each (mg_scale, mg_axpy_max), the base verbs' bits
+        dev = put(be, y, 2)  # scale, axpy_max, axpys: one pass each (mg_scale, mg_axpy_max, mg_axpys), the base verbs
         be.scale(dev, t(-0.7), put(be, u, 2), region)
         want = np.zeros_like(y)
         mg_ops.axpy(want, t(-0.7), u, region)
@@ -194,6 +194,11 @@ def test_multigrid_verbs_with_fields_and_the_dot_passes(dtype):
         mg_ops.axpy(want, t(0.3), g, region)
         assert_same_bits(be.to_host(dev), want, f"axpy_max {region}")
         assert top == mg_ops.max_abs(want, region)
+        xs, coefs = [put(be, a, 2) for a in (u, g, out, y, u)], [t(0.3), t(-1.1), t(2.5), t(0.7), t(-0.2)]
+        be.axpys(dev, coefs, xs, region)  # (two launches: four terms, then one)
+        for a, x_k in zip(coefs, (u, g, out, y, u)):
+            mg_ops.axpy(want, a, x_k, region)
+        assert_same_bits(be.to_host(dev), want, f"axpys {region}")
         largest = be.products_max(put(be, u, 2), put(be, g, 2), region)
         assert largest == mg_ops.products_max(u, g, region)
         if largest:

@@ -38,7 +38,7 @@ MODES = {"mg_max_abs": "warps", "mg_products_max": "warps", "mg_folded_sums": "w
          "mg_vresidual_max": "warps", "mg_sweeps": "blocks", "mg_tail": "blocks",
          "mg_axpy_max": "warps", "nl_apply_at": "warps"}  # warp shuffles, barriers; others: serial (nl_apply_at: nl.cu, test_nonlinear_emulated)
 ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear")
-PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_scale", "mg_axpy_max", "mg_xpay", "mg_products_max", "mg_folded_sums",
+PHYSICS_ENTRIES = ("mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_axpys", "mg_scale", "mg_axpy_max", "mg_xpay", "mg_products_max", "mg_folded_sums",
                    "mg_prolong_op", "mg_restrict_op")  # tests/
 # test_physics_emulated.py: coefficient fields and conjugate gradients
 NORM_ENTRIES = ("mg_residual_max", "mg_vresidual_max", "mg_sweeps", "mg_tail")  # issue 35: the stop test in one pass,

@@ -447,8 +447,9 @@ def test_axpy_xpay_and_the_dot_passes_equal_mg_ops(emu, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_scale_and_axpy_max_equal_the_verbs_they_fuse(emu, dtype):
-    """mg_scale (Backend.scale: a clear and an axpy) and mg_axpy_max (an axpy and max_abs), each one pass on a GPU
+def test_scale_axpy_max_and_axpys_equal_the_verbs_they_fuse(emu, dtype):
+    """mg_scale (Backend.scale: a clear and an axpy), mg_axpy_max (an axpy and max_abs) and mg_axpys (up to four
+    axpys in order: GMRES's update), each one pass on a GPU
     (GMRES's basis vectors and its last Gram-Schmidt update, Newton's copy into one field): the base verbs' bits,
     signed zeros included, and NaN's max as inf (the base verbs: mg_ops's clear, axpy and max_abs)."""
     rng = np.random.default_rng(13)
@@ -474,6 +475,15 @@ def test_scale_and_axpy_max_equal_the_verbs_they_fuse(emu, dtype):
             emu[dtype].run(spec)
             assert_same_bits(dev_y, want, f"axpy_max {region} {a}")
             assert float(word.view(dtype)[0]) == want_max
+    for count in (1, 3, 4):  # axpys: count terms in one pass, the axpys' bits in order
+        xs = [pitched(values(SHAPE, dtype, rng), 2, wider=k % 2) for k in range(count)]
+        coefs = [t(rng.uniform(-2, 2)) for _ in range(count)]
+        for region in REGIONS:
+            dev_y, want = pitched(y, 2), y.copy()
+            emu[dtype].run(cupy_mg.axpys_spec(dev_y, coefs, xs, region))
+            for a, x_k in zip(coefs, xs):
+                mg_ops.axpy(want, a, np.array(x_k), region)
+            assert_same_bits(dev_y, want, f"axpys {count} {region}")
     y[10, 20] = np.nan
     word = np.zeros(1, dtype=np.uint32 if t(0).itemsize == 4 else np.uint64)
     emu[dtype].run(cupy_mg.axpy_max_spec(word, pitched(y, 2), t(1.0), pitched(x, 2, wider=1), REGIONS[0]))

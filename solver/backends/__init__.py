@@ -289,6 +289,12 @@ class Backend:
 
         mg_ops.axpy(y, a, x, region)
 
+    def axpys(self, y, coefs, xs, region: Region) -> None:
+        """y = y + a_0 x_0 + a_1 x_1 + ... in that order (axpys one after another; a backend may take several terms
+        a pass, the same terms in the same order)."""
+        for a, x in zip(coefs, xs):
+            self.axpy(y, a, x, region)
+
     def axpy_max(self, y, a, x, region: Region) -> float:
         """y = y + a*x, and max |y| over the region afterwards (inf for NaN or Inf)."""
         self.axpy(y, a, x, region)

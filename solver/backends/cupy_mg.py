@@ -211,6 +211,17 @@ def axpy_spec(y, a, x, region):
     return ("mg_axpy", *_points(region), (y, x, _pitch(y), _pitch(x), *_ints(region), y.dtype.type(a)))
 
 
+def axpys_spec(y, coefs, xs, region):
+    """Backend.axpys for one to four terms: y + a_0 x_0 + ... in order, one pass."""
+    assert 1 <= len(xs) == len(coefs) <= 4, "one to four terms a launch"
+    if _empty(region):
+        return None
+    t, k = y.dtype.type, len(xs)
+    fields = (*xs, *(xs[:1] * (4 - k)))  # (unused pointers: the first field, never read)
+    return ("mg_axpys", *_points(region), (y, *fields, _pitch(y), *(_pitch(f) for f in fields), *_ints(region),
+                                           np.int32(k), *(t(a) for a in coefs), *(t(0),) * (4 - k)))
+
+
 def scale_spec(y, a, x, region):
     """Backend.scale: y = 0 + a*x over the region, 0 on every other point of y (its clear and axpy in one pass)."""
     rows, cols = y.shape
@@ -491,6 +502,10 @@ class CupyMultigrid:
 
     def scale(self, y, a, x, region) -> None:
         self._mg_run(scale_spec(y, a, x, region))
+
+    def axpys(self, y, coefs, xs, region) -> None:
+        for k in range(0, len(xs), 4):
+            self._mg_run(axpys_spec(y, coefs[k:k + 4], xs[k:k + 4], region))
 
     def axpy_max(self, y, a, x, region) -> float:
         """y = y + a*x and max |y| over the region (inf for NaN or Inf) in one pass, through a device word."""
@@ -913,7 +928,8 @@ class CupyMultigrid:
 
 
 MG_ENTRIES = ("mg_smooth", "mg_residual", "mg_restrict", "mg_prolong", "mg_solve", "mg_max_abs", "mg_clear",
-              "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_scale", "mg_axpy_max", "mg_xpay", "mg_products_max", "mg_folded_sums", "mg_prolong_op",
+              "mg_vsmooth", "mg_vresidual", "mg_axpy", "mg_axpys", "mg_scale", "mg_axpy_max", "mg_xpay",
+              "mg_products_max", "mg_folded_sums", "mg_prolong_op",
               "mg_restrict_op", "mg_residual_max", "mg_vresidual_max", "mg_sweeps", "mg_tail")  # kernels/mg.cu's entries
 
 

@@ -125,5 +125,4 @@ class Gmres:
             s = g[i] - sum(h[j][i] * y[j] for j in range(i + 1, k))
             y[i] = s / h[i][i] if h[i][i] != 0.0 else 0.0
         be = self.be
-        for i in range(k):
-            be.timed(timer, lambda i=i: be.axpy(x, self.t(y[i]), self.zs[i], self.owned))
+        be.timed(timer, lambda: be.axpys(x, [self.t(c) for c in y], self.zs[:k], self.owned))

@@ -382,8 +382,9 @@ class Operator:
         kap, dkap = self.kappa(u_box) if kappa is None else kappa
         uo = u_box[1:-1, 1:-1]
         fused = self.backend.nonlinear_kernels(self.owned)
-        # A GPU's Newton steps keep no faces (cupy_nl.apply_at): apply() makes each point's from (u, kappa, kappa') where
-        # it needs them (the same terms: six fields fewer, a GPU's memory being what limits its grid, no pass to make them)
+        # A GPU's Newton steps keep no faces (cupy_nl.apply_at): apply() makes each point's from (u, kappa, kappa')
+        # where it needs them (the same terms: six fields fewer, a GPU's memory being what limits its grid, and no
+        # pass to make them)
         at = (u, kap, dkap) if hasattr(fused, "apply_at") and jacobian and kap is not None else None
         if fused is not None:  # the same terms, a sweep for the faces and one for d and kappa (numba_nl)
             ex, ny, d, scale = self._buffers(jacobian and kap is not None, kap is not None and at is None)

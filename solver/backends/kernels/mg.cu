@@ -612,6 +612,25 @@ mg_axpy(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, con
     for (int i = first_row(r0); i < r1; i += row_step()) y[i * pitch_y + j] = y[i * pitch_y + j] + a * x[i * pitch_x + j];
 }
 
+// y = (((y + a0*x0) + a1*x1) + a2*x2) + a3*x3 over the region, the first `count` terms (1 to 4): as many axpys in
+// order, one pass (GMRES's update x += Z y)
+extern "C" __global__ void MG_POINT_BOUNDS
+mg_axpys(real* __restrict__ y, const real* __restrict__ x0, const real* __restrict__ x1, const real* __restrict__ x2,
+         const real* __restrict__ x3, const idx pitch_y, const idx pitch_x0, const idx pitch_x1, const idx pitch_x2,
+         const idx pitch_x3, const int r0, const int r1, const int c0, const int c1, const int count, const real a0,
+         const real a1, const real a2, const real a3)
+{
+    const int j = column_of(c0, c1);
+    if (j < 0) return;
+    for (int i = first_row(r0); i < r1; i += row_step()) {
+        real v = y[i * pitch_y + j] + a0 * x0[i * pitch_x0 + j];
+        if (count > 1) v = v + a1 * x1[i * pitch_x1 + j];
+        if (count > 2) v = v + a2 * x2[i * pitch_x2 + j];
+        if (count > 3) v = v + a3 * x3[i * pitch_x3 + j];
+        y[i * pitch_y + j] = v;
+    }
+}
+
 // y = 0 + a*x over the region and 0 on every other point of y's rows x cols (a clear and an axpy, in one pass)
 extern "C" __global__ void MG_POINT_BOUNDS
 mg_scale(real* __restrict__ y, const real* __restrict__ x, const idx pitch_y, const idx pitch_x, const int rows,
