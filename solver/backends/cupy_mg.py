@@ -509,13 +509,7 @@ class CupyMultigrid:
 
     def axpy_max(self, y, a, x, region) -> float:
         """y = y + a*x and max |y| over the region (inf for NaN or Inf) in one pass, through a device word."""
-        if _empty(region):
-            return 0.0
-        s = self._mg_stream()
-        word = self._mg_word(s)
-        self._mg_launch(axpy_max_spec(word, y, a, x, region), s)
-        m = self._mg_read(word, s)
-        return m if np.isfinite(m) else float("inf")
+        return self._max_word(region, lambda word: axpy_max_spec(word, y, a, x, region))
 
     def products_max(self, a, b, region) -> float:
         """max |a*b| over the region, the products in float64 (inf for NaN or Inf): a reduction into a device word."""
@@ -554,11 +548,16 @@ class CupyMultigrid:
 
     def max_abs(self, a, region) -> float:
         """max |a| over the region (inf when any value there is NaN or Inf), through a device word."""
+        return self._max_word(region, lambda word: max_abs_spec(word, a, region))
+
+    def _max_word(self, region, spec_of) -> float:
+        """The largest |.| a kernel folds into a zeroed device word (spec_of(word): its launch), read back; 0 for an
+        empty region, inf for NaN or Inf."""
         if _empty(region):
             return 0.0
         s = self._mg_stream()
         word = self._mg_word(s)
-        self._mg_launch(max_abs_spec(word, a, region), s)
+        self._mg_launch(spec_of(word), s)
         m = self._mg_read(word, s)
         return m if np.isfinite(m) else float("inf")
 
